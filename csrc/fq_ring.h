@@ -1,0 +1,120 @@
+/* fq_ring.h - a bounded ring of batch slots.
+ *
+ * The ring owns one arena allocated once at creation.  It is divided into
+ * `capacity` slots; each slot holds one whole batch: `n_blocks` blocks (one per
+ * output, e.g. images and labels), each block `batch_size` rows of
+ * `row_bytes[b]` bytes.  Every block starts on a 64-byte boundary; the arena
+ * itself is aligned to max(64, arena_align) (pass the page size to make it
+ * registrable as pinned host memory).
+ *
+ * Sequencing.  Batches carry a global sequence number `seq` that only grows.
+ * Batch `seq` lives in slot `seq % capacity`.  Work is addressed by *item*:
+ * item i of the current run belongs to batch base_seq + i / batch_size, row
+ * i % batch_size.  Producers acquire the slot for an item (waiting until the
+ * slot is free for that batch), write their row in place without any lock,
+ * then commit the row.  When every expected row of a batch is committed the
+ * slot is READY.  The consumer takes batches strictly in seq order (LEASED)
+ * and releases each one when the last reference to it dies (FREE again).
+ *
+ * Slot states: FREE -> FILLING -> READY -> LEASED -> FREE.
+ *
+ * Runs.  A run is one pass (an epoch).  fq_ring_begin_run() starts one; the
+ * number of items may be given up front (fq_ring_set_end) or discovered later
+ * (a Python iterator that stops).  fq_ring_cancel() aborts the run: blocked
+ * producers and the consumer return FQ_E_CANCELLED.  Slots still LEASED when a
+ * new run begins stay leased until released; the new run's producers simply
+ * wait for them.
+ *
+ * Thread safety: every function except create/destroy may be called
+ * concurrently from any thread.  A single mutex guards the slot table; it is
+ * held only for O(1) bookkeeping (never while copying rows, never while
+ * waiting - condition variables release it).  Blocking calls take a timeout
+ * (CLOCK_MONOTONIC, in ns; negative = wait forever) and never spin.
+ *
+ * Lifetime: fq_ring_destroy() may only be called when no thread is inside a
+ * ring call, no worker pool is running on it, and no slot is leased (the
+ * Python layer guarantees this by having each lease hold a reference to the
+ * ring object).
+ */
+#ifndef FQ_RING_H
+#define FQ_RING_H
+
+#include "fq_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FQ_RING_MAX_BLOCKS 16
+
+typedef struct fq_ring fq_ring;
+
+enum fq_slot_state { FQ_SLOT_FREE = 0, FQ_SLOT_FILLING = 1, FQ_SLOT_READY = 2, FQ_SLOT_LEASED = 3 };
+
+typedef struct fq_ring_stats {
+    int capacity;
+    int batch_size;
+    int n_free, n_filling, n_ready, n_leased;
+    uint64_t producer_wait_ns;   /* total time producers waited for a free slot */
+    uint64_t consumer_wait_ns;   /* total time the consumer waited for a ready batch */
+    uint64_t batches_delivered;  /* batches handed to the consumer (fq_ring_next) */
+    uint64_t samples_delivered;  /* rows in those batches */
+    uint64_t rows_committed;
+    uint64_t rows_failed;        /* rows committed with an error code */
+    int64_t base_seq;            /* first seq of the current run */
+    int64_t next_seq;            /* next seq the consumer will take */
+} fq_ring_stats;
+
+int fq_ring_create(int capacity, int batch_size, int n_blocks, const size_t *row_bytes,
+                   size_t arena_align, fq_ring **out, fq_err *err);
+void fq_ring_destroy(fq_ring *r);
+
+int fq_ring_capacity(const fq_ring *r);
+int fq_ring_batch_size(const fq_ring *r);
+int fq_ring_n_blocks(const fq_ring *r);
+size_t fq_ring_row_bytes(const fq_ring *r, int block);
+/* Base address of block `block` in slot `slot` (row 0). */
+uint8_t *fq_ring_block_ptr(const fq_ring *r, int slot, int block);
+/* Whole arena (for pinning). */
+uint8_t *fq_ring_arena(const fq_ring *r, size_t *bytes);
+
+/* Start a new run.  Caller guarantees no producer of the previous run is
+ * still inside fq_ring_acquire/commit (join them first).  drop_remainder:
+ * a final partial batch is dropped (unless set_end says keep_partial). */
+int fq_ring_begin_run(fq_ring *r, int drop_remainder, fq_err *err);
+/* The current run has exactly n_items items.  keep_partial forces delivery of
+ * a final partial batch even with drop_remainder (used when the last item
+ * carries an error that the consumer must see). */
+int fq_ring_set_end(fq_ring *r, int64_t n_items, int keep_partial, fq_err *err);
+/* Abort the current run: wake every waiter with FQ_E_CANCELLED. */
+void fq_ring_cancel(fq_ring *r);
+/* Close for good: every current and future blocking call returns FQ_E_CLOSED. */
+void fq_ring_close(fq_ring *r);
+int fq_ring_is_closed(fq_ring *r);
+
+/* Producer side.  Waits until the slot of `item`'s batch can take it.
+ * On FQ_OK, *slot and *row say where to write. */
+int fq_ring_acquire(fq_ring *r, int64_t item, int64_t timeout_ns, int *slot, int *row, fq_err *err);
+/* Row written (code == FQ_OK) or failed (code != FQ_OK, msg says why; the
+ * lowest failed row of a batch is what the consumer sees). */
+int fq_ring_commit(fq_ring *r, int slot, int row, int code, const char *msg, fq_err *err);
+
+/* Consumer side.  Waits for the next batch in seq order and leases it.
+ * Returns FQ_OK (slot leased, *n_rows rows valid), FQ_E_EOF (run finished),
+ * FQ_E_TIMEOUT, FQ_E_STALLED (timed out and the slot it needs is still leased:
+ * the consumer side holds every batch the producers could write into),
+ * FQ_E_CANCELLED or FQ_E_CLOSED. */
+int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err *err);
+/* Error recorded on a leased slot: returns the row (or -1 if none) and fills
+ * *code and msg (msg_len bytes). */
+int fq_ring_slot_error(fq_ring *r, int slot, int *code, char *msg, size_t msg_len);
+int64_t fq_ring_slot_seq(fq_ring *r, int slot);
+/* Give a leased slot back to the producers. */
+int fq_ring_release(fq_ring *r, int slot, fq_err *err);
+
+void fq_ring_get_stats(fq_ring *r, fq_ring_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

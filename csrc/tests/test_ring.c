@@ -1,0 +1,244 @@
+/* test_ring.c - stress and edge-case tests for fq_ring + fq_pool, no Python.
+ *
+ * Built and run by .ci/run under AddressSanitizer+UBSan and ThreadSanitizer:
+ *   gcc -std=c11 -O1 -g -fsanitize=address,undefined -Icsrc csrc/fq_common.c csrc/fq_ring.c \
+ *       csrc/fq_pool.c csrc/fq_testtask.c csrc/tests/test_ring.c -o test_ring -pthread && ./test_ring
+ * Exit status 0 and a final "N passed, 0 failed" line mean success.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "fq_pool.h"
+#include "fq_ring.h"
+#include "fq_testtask.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int n_pass, n_fail;
+#define CHECK(cond, ...)                                                         \
+    do {                                                                         \
+        if (!(cond)) {                                                           \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
+            fprintf(stderr, __VA_ARGS__);                                        \
+            fprintf(stderr, "\n");                                               \
+            return 1;                                                            \
+        }                                                                        \
+    } while (0)
+
+static void sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+static fq_ring *make_ring(int cap, int bs, fq_pattern_ctx *c)
+{
+    fq_ring *r = NULL;
+    fq_err e;
+    if (fq_ring_create(cap, bs, c->n_blocks, c->row_bytes, 4096, &r, &e) != FQ_OK) {
+        fprintf(stderr, "ring create: %s\n", e.msg);
+        exit(2);
+    }
+    return r;
+}
+
+/* Many producers, a consumer with random delays: every sample once, in order, untorn. */
+static int stress(int cap, int bs, int workers, int64_t n_items, int drop, unsigned seed)
+{
+    fq_pattern_ctx c = {.n_blocks = 2, .row_bytes = {13, 200}, .fail_item = -1, .seed = seed};
+    fq_ring *r = make_ring(cap, bs, &c);
+    fq_err e;
+    CHECK(fq_ring_begin_run(r, drop, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_set_end(r, n_items, 0, &e) == FQ_OK, "%s", e.msg);
+    fq_pool *p = NULL;
+    CHECK(fq_pool_start(r, workers, n_items, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
+    srand(seed);
+    int64_t expect_seq = 0, rows_seen = 0;
+    for (;;) {
+        int slot, n;
+        int rc = fq_ring_next(r, 5000000000LL, &slot, &n, &e);
+        if (rc == FQ_E_EOF)
+            break;
+        CHECK(rc == FQ_OK, "next: %s", e.msg);
+        int64_t seq = fq_ring_slot_seq(r, slot);
+        CHECK(seq == expect_seq, "got batch %lld, expected %lld", (long long)seq, (long long)expect_seq);
+        for (int row = 0; row < n; row++)
+            for (int b = 0; b < 2; b++)
+                CHECK(fq_pattern_check(&c, seq * bs + row, b,
+                                       fq_ring_block_ptr(r, slot, b) + (size_t)row * c.row_bytes[b]),
+                      "torn row %d of batch %lld", row, (long long)seq);
+        if (rand() % 4 == 0)
+            sleep_us(rand() % 200);
+        rows_seen += n;
+        expect_seq++;
+        CHECK(fq_ring_release(r, slot, &e) == FQ_OK, "%s", e.msg);
+    }
+    int64_t want = drop ? n_items / bs * bs : n_items;
+    CHECK(rows_seen == want, "rows %lld want %lld", (long long)rows_seen, (long long)want);
+    CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    fq_ring_stats st;
+    fq_ring_get_stats(r, &st);
+    CHECK(st.samples_delivered == (uint64_t)want, "stats samples %llu", (unsigned long long)st.samples_delivered);
+    CHECK(st.n_leased == 0, "leased %d", st.n_leased);
+    fq_ring_destroy(r);
+    return 0;
+}
+
+static int failing_item(void)
+{
+    fq_pattern_ctx c = {.n_blocks = 1, .row_bytes = {32}, .fail_item = 37, .seed = 1};
+    fq_ring *r = make_ring(2, 8, &c);
+    fq_err e;
+    CHECK(fq_ring_begin_run(r, 1, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_set_end(r, 80, 0, &e) == FQ_OK, "%s", e.msg);
+    fq_pool *p = NULL;
+    CHECK(fq_pool_start(r, 3, 80, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
+    int errors = 0;
+    for (int64_t b = 0;; b++) {
+        int slot, n, code;
+        char msg[256];
+        int rc = fq_ring_next(r, 5000000000LL, &slot, &n, &e);
+        if (rc == FQ_E_EOF)
+            break;
+        CHECK(rc == FQ_OK, "%s", e.msg);
+        int row = fq_ring_slot_error(r, slot, &code, msg, sizeof msg);
+        if (b == 4) {
+            CHECK(row == 5 && code == FQ_E_DECODE && strstr(msg, "sample 37"), "row %d code %d msg %s", row, code, msg);
+            errors++;
+        } else {
+            CHECK(row == -1, "unexpected error in batch %lld", (long long)b);
+        }
+        CHECK(fq_ring_release(r, slot, &e) == FQ_OK, "%s", e.msg);
+    }
+    CHECK(errors == 1, "errors %d", errors);
+    CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    fq_ring_destroy(r);
+    return 0;
+}
+
+/* Ring full, consumer absent: cancel wakes every blocked producer; a new run works,
+ * and a slot leased across runs is waited for, then reused. */
+static int cancel_and_rerun(void)
+{
+    fq_pattern_ctx c = {.n_blocks = 1, .row_bytes = {64}, .fail_item = -1, .seed = 9};
+    fq_ring *r = make_ring(3, 4, &c);
+    fq_err e;
+    CHECK(fq_ring_begin_run(r, 1, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_set_end(r, 1000, 0, &e) == FQ_OK, "%s", e.msg);
+    fq_pool *p = NULL;
+    CHECK(fq_pool_start(r, 4, 1000, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
+    int held, n;
+    CHECK(fq_ring_next(r, 5000000000LL, &held, &n, &e) == FQ_OK, "%s", e.msg);
+    sleep_us(20000); /* producers fill the other slots and block */
+    fq_pool_stats ps;
+    fq_pool_get_stats(p, &ps);
+    CHECK(ps.running == 4, "running %d", ps.running);
+    uint64_t t0 = fq_now_ns();
+    fq_ring_cancel(r);
+    CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_now_ns() - t0 < 2000000000ull, "join took too long");
+    int s2;
+    CHECK(fq_ring_next(r, 1000000, &s2, &n, &e) == FQ_E_CANCELLED, "consumer not cancelled");
+
+    /* New run while `held` is still leased. */
+    c.seed = 10;
+    CHECK(fq_ring_begin_run(r, 0, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_set_end(r, 30, 0, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_pool_start(r, 2, 30, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
+    int64_t batches = 0, rows = 0, bad = 0;
+    /* drain would stall on the leased slot: release it from another moment */
+    CHECK(fq_ring_release(r, held, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_pattern_drain(r, &c, 1, &batches, &rows, &bad, &e) == FQ_OK, "%s", e.msg);
+    CHECK(batches == 8 && rows == 30 && bad == 0, "batches %lld rows %lld bad %lld", (long long)batches,
+          (long long)rows, (long long)bad);
+    CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    fq_ring_destroy(r);
+    return 0;
+}
+
+struct closer {
+    fq_ring *r;
+    long delay_us;
+};
+static void *close_later(void *arg)
+{
+    struct closer *cl = arg;
+    sleep_us(cl->delay_us);
+    fq_ring_close(cl->r);
+    return NULL;
+}
+
+static int close_wakes_everyone(void)
+{
+    fq_pattern_ctx c = {.n_blocks = 1, .row_bytes = {16}, .fail_item = -1, .seed = 3};
+    fq_ring *r = make_ring(2, 2, &c);
+    fq_err e;
+    CHECK(fq_ring_begin_run(r, 1, &e) == FQ_OK, "%s", e.msg);
+    fq_pool *p = NULL;
+    CHECK(fq_pool_start(r, 3, 1000000, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
+    int slot, n;
+    CHECK(fq_ring_next(r, 5000000000LL, &slot, &n, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_next(r, 5000000000LL, &slot, &n, &e) == FQ_OK, "%s", e.msg);
+    /* both slots leased: consumer would stall */
+    CHECK(fq_ring_next(r, 20000000, &slot, &n, &e) == FQ_E_STALLED, "expected stall, got %s", e.msg);
+    pthread_t t;
+    struct closer cl = {r, 30000};
+    CHECK(pthread_create(&t, NULL, close_later, &cl) == 0, "pthread_create");
+    CHECK(fq_ring_next(r, -1, &slot, &n, &e) == FQ_E_CLOSED, "expected closed");
+    CHECK(pthread_join(t, NULL) == 0, "join");
+    CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    fq_ring_destroy(r);
+    return 0;
+}
+
+static int timeouts_and_args(void)
+{
+    fq_pattern_ctx c = {.n_blocks = 1, .row_bytes = {8}, .fail_item = -1};
+    fq_ring *r = make_ring(1, 2, &c);
+    fq_err e;
+    int slot, row, n;
+    CHECK(fq_ring_begin_run(r, 1, &e) == FQ_OK, "%s", e.msg);
+    uint64_t t0 = fq_now_ns();
+    CHECK(fq_ring_next(r, 20000000, &slot, &n, &e) == FQ_E_TIMEOUT, "expected timeout");
+    CHECK(fq_now_ns() - t0 >= 19000000ull, "returned early");
+    CHECK(fq_ring_acquire(r, 0, 0, &slot, &row, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_acquire(r, 2, 10000000, &slot, &row, &e) == FQ_E_TIMEOUT, "expected producer timeout");
+    CHECK(fq_ring_commit(r, 0, 5, FQ_OK, NULL, &e) == FQ_E_INVALID, "bad row accepted");
+    CHECK(fq_ring_release(r, 0, &e) == FQ_E_INVALID, "release of unleased slot accepted");
+    fq_ring_destroy(r);
+    fq_ring *bad = NULL;
+    size_t zero = 0;
+    CHECK(fq_ring_create(0, 4, 1, c.row_bytes, 64, &bad, &e) == FQ_E_INVALID && bad == NULL, "capacity 0");
+    CHECK(fq_ring_create(2, 4, 1, &zero, 64, &bad, &e) == FQ_E_INVALID && bad == NULL, "row 0");
+    CHECK(fq_ring_create(2, 4, 1, c.row_bytes, 100, &bad, &e) == FQ_E_INVALID && bad == NULL, "align 100");
+    return 0;
+}
+
+#define RUN(t)                                   \
+    do {                                         \
+        if ((t) == 0) {                          \
+            n_pass++;                            \
+            printf("ok   %s\n", #t);             \
+        } else {                                 \
+            n_fail++;                            \
+            printf("FAIL %s\n", #t);             \
+        }                                        \
+        fflush(stdout);                          \
+    } while (0)
+
+int main(void)
+{
+    RUN(stress(3, 7, 4, 7 * 300 + 3, 0, 11));
+    RUN(stress(3, 7, 4, 7 * 300 + 3, 1, 12));
+    RUN(stress(1, 1, 3, 500, 1, 13));
+    RUN(stress(8, 64, 2, 64 * 20, 1, 14));
+    RUN(failing_item());
+    RUN(cancel_and_rerun());
+    RUN(close_wakes_everyone());
+    RUN(timeouts_and_args());
+    printf("%d passed, %d failed\n", n_pass, n_fail);
+    return n_fail ? 1 : 0;
+}
