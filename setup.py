@@ -137,7 +137,8 @@ def _extensions():
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         language="c++",
     )
-    core_sources = ["fastq/_core.pyx", "csrc/fq_common.c", "csrc/fq_ring.c", "csrc/fq_pool.c"]
+    core_sources = ["fastq/_core.pyx", "csrc/fq_common.c", "csrc/fq_ring.c", "csrc/fq_pool.c",
+                    "csrc/fq_testtask.c"]
     only = os.environ.get("FASTQ_ONLY")  # development knob: build just one extension
     exts = []
     if only in (None, "", "_core"):

@@ -17,6 +17,7 @@ typedef struct fq_worker {
 
 struct fq_pool {
     fq_ring *ring;
+    int64_t run_id;
     fq_task_fn fn;
     void *ctx;
     int n_workers;
@@ -54,7 +55,7 @@ static void *worker_main(void *arg)
             break;
         int slot, row;
         fq_clear_err(&err);
-        int rc = fq_ring_acquire(r, item, -1, &slot, &row, &err);
+        int rc = fq_ring_acquire(r, p->run_id, item, -1, &slot, &row, &err);
         if (rc != FQ_OK) {
             if (rc != FQ_E_CANCELLED && rc != FQ_E_CLOSED && rc != FQ_E_EOF) {
                 /* The item is lost: make sure nobody waits for it forever. */
@@ -76,7 +77,10 @@ static void *worker_main(void *arg)
         }
         atomic_fetch_add(&p->items_done, 1);
         fq_clear_err(&cerr);
-        if (fq_ring_commit(r, slot, row, rc, rc == FQ_OK ? NULL : err.msg, &cerr) != FQ_OK) {
+        int crc = fq_ring_commit(r, p->run_id, slot, row, rc, rc == FQ_OK ? NULL : err.msg, &cerr);
+        if (crc == FQ_E_CANCELLED || crc == FQ_E_CLOSED)
+            break;
+        if (crc != FQ_OK) {
             record_internal(p, &cerr);
             fq_ring_cancel(r);
             break;
@@ -110,6 +114,7 @@ int fq_pool_start(fq_ring *ring, int n_workers, int64_t n_items, fq_task_fn fn, 
         return fq_set_err(err, FQ_E_SYS, "pthread_mutex_init failed");
     }
     p->ring = ring;
+    p->run_id = fq_ring_run_id(ring);
     p->fn = fn;
     p->ctx = ctx;
     p->n_workers = n_workers;

@@ -1,6 +1,7 @@
 /* fq_pool.h - native producer threads that fill a fq_ring.
  *
- * fq_pool_start() launches n_workers pthreads for the ring's current run.
+ * fq_pool_start() launches n_workers pthreads for the ring's current run
+ * (the run id is taken at start: the pool never writes into a later run).
  * Each worker repeatedly claims the next item with one atomic fetch-add
  * (items 0 .. n_items-1, in order), acquires the item's slot row from the
  * ring (waiting while the ring is full), calls the task function to write the

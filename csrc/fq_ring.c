@@ -37,6 +37,7 @@ struct fq_ring {
     int closed;
     int cancelled;
     int drop_remainder;
+    int64_t run_id;
     int64_t base_seq;
     int64_t end_items;    /* -1: unknown */
     int64_t n_batches;    /* -1: unknown */
@@ -224,7 +225,7 @@ static void mark_ready_if_done_locked(fq_ring *r, fq_slot *s)
     }
 }
 
-int fq_ring_begin_run(fq_ring *r, int drop_remainder, fq_err *err)
+int fq_ring_begin_run(fq_ring *r, int drop_remainder, int64_t *run_id, fq_err *err)
 {
     if (lock(r) != 0)
         return fq_set_err(err, FQ_E_SYS, "mutex lock failed");
@@ -233,6 +234,31 @@ int fq_ring_begin_run(fq_ring *r, int drop_remainder, fq_err *err)
         return fq_set_err(err, FQ_E_CLOSED, "pipeline is closed");
     }
     int64_t base = r->seq_hwm > r->next_seq ? r->seq_hwm : r->next_seq;
+    /* Slots still leased (e.g. the last batch of the previous epoch, still
+     * bound to the consumer's loop variable) should be needed as late as
+     * possible: start the run at the slot that begins the longest stretch of
+     * non-leased slots.  run_len[k] = non-leased slots from k on, circularly. */
+    {
+        int cap = r->capacity, best = -1, best_len = -1, any_leased = 0;
+        for (int k = 0; k < cap; k++)
+            if (r->slots[k].state == FQ_SLOT_LEASED)
+                any_leased = 1;
+        if (any_leased) {
+            int len = 0;
+            /* two backward passes make the count circular */
+            for (int pass = 0; pass < 2; pass++) {
+                for (int k = cap - 1; k >= 0; k--) {
+                    len = r->slots[k].state == FQ_SLOT_LEASED ? 0 : len + 1;
+                    if (pass == 1 && len > best_len) {
+                        best_len = len;
+                        best = k;
+                    }
+                }
+            }
+            int64_t shift = ((int64_t)best - base % cap + cap) % cap;
+            base += shift;
+        }
+    }
     for (int k = 0; k < r->capacity; k++) {
         fq_slot *s = &r->slots[k];
         /* smallest v >= base with v % capacity == k */
@@ -252,6 +278,9 @@ int fq_ring_begin_run(fq_ring *r, int drop_remainder, fq_err *err)
     r->n_batches = -1;
     r->cancelled = 0;
     r->drop_remainder = drop_remainder ? 1 : 0;
+    r->run_id++;
+    if (run_id)
+        *run_id = r->run_id;
     (void)pthread_cond_broadcast(&r->free_cv);
     (void)pthread_cond_broadcast(&r->ready_cv);
     unlock(r);
@@ -312,7 +341,16 @@ int fq_ring_is_closed(fq_ring *r)
     return c;
 }
 
-int fq_ring_acquire(fq_ring *r, int64_t item, int64_t timeout_ns, int *slot, int *row, fq_err *err)
+int64_t fq_ring_run_id(fq_ring *r)
+{
+    if (lock(r) != 0)
+        return -1;
+    int64_t id = r->run_id;
+    unlock(r);
+    return id;
+}
+
+int fq_ring_acquire(fq_ring *r, int64_t run_id, int64_t item, int64_t timeout_ns, int *slot, int *row, fq_err *err)
 {
     if (item < 0)
         return fq_set_err(err, FQ_E_INVALID, "negative item index");
@@ -328,7 +366,7 @@ int fq_ring_acquire(fq_ring *r, int64_t item, int64_t timeout_ns, int *slot, int
             rc = fq_set_err(err, FQ_E_CLOSED, "pipeline is closed");
             break;
         }
-        if (r->cancelled) {
+        if (r->cancelled || r->run_id != run_id) {
             rc = fq_set_err(err, FQ_E_CANCELLED, "run cancelled");
             break;
         }
@@ -374,12 +412,16 @@ int fq_ring_acquire(fq_ring *r, int64_t item, int64_t timeout_ns, int *slot, int
     return rc;
 }
 
-int fq_ring_commit(fq_ring *r, int slot, int row, int code, const char *msg, fq_err *err)
+int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, int code, const char *msg, fq_err *err)
 {
     if (slot < 0 || slot >= r->capacity || row < 0 || row >= r->batch_size)
         return fq_set_err(err, FQ_E_INVALID, "commit: slot %d row %d out of range", slot, row);
     if (lock(r) != 0)
         return fq_set_err(err, FQ_E_SYS, "mutex lock failed");
+    if (r->run_id != run_id) {
+        unlock(r);
+        return fq_set_err(err, FQ_E_CANCELLED, "run cancelled");
+    }
     fq_slot *s = &r->slots[slot];
     if (s->state != FQ_SLOT_FILLING) {
         unlock(r);
@@ -446,11 +488,15 @@ int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err 
             t0 = fq_now_ns();
         int w = cv_wait(&r->ready_cv, &r->mu, timeout_ns, &dl);
         if (w == ETIMEDOUT) {
-            if (s->state == FQ_SLOT_LEASED)
+            if (s->state == FQ_SLOT_LEASED) {
+                int leased = 0;
+                for (int k = 0; k < r->capacity; k++)
+                    leased += r->slots[k].state == FQ_SLOT_LEASED;
                 rc = fq_set_err(err, FQ_E_STALLED,
-                                "batch %lld cannot be produced: its slot %d is still leased by batch %lld",
-                                (long long)(seq - r->base_seq), (int)(seq % r->capacity),
-                                (long long)(s->seq - r->base_seq));
+                                "batch %lld cannot be produced because slot %d still holds an earlier batch "
+                                "(%d of %d slots are leased by the consumer)",
+                                (long long)(seq - r->base_seq), (int)(seq % r->capacity), leased, r->capacity);
+            }
             else
                 rc = fq_set_err(err, FQ_E_TIMEOUT, "timed out waiting for batch %lld",
                                 (long long)(seq - r->base_seq));

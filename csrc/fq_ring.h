@@ -25,6 +25,11 @@
  * new run begins stay leased until released; the new run's producers simply
  * wait for them.
  *
+ * Every run has an id (returned by fq_ring_begin_run).  Producers pass it to
+ * fq_ring_acquire/fq_ring_commit; a call carrying a stale id is refused with
+ * FQ_E_CANCELLED and touches nothing, so a producer that was stuck in user
+ * code while its run was cancelled cannot write into a later run.
+ *
  * Thread safety: every function except create/destroy may be called
  * concurrently from any thread.  A single mutex guards the slot table; it is
  * held only for O(1) bookkeeping (never while copying rows, never while
@@ -81,7 +86,9 @@ uint8_t *fq_ring_arena(const fq_ring *r, size_t *bytes);
 /* Start a new run.  Caller guarantees no producer of the previous run is
  * still inside fq_ring_acquire/commit (join them first).  drop_remainder:
  * a final partial batch is dropped (unless set_end says keep_partial). */
-int fq_ring_begin_run(fq_ring *r, int drop_remainder, fq_err *err);
+int fq_ring_begin_run(fq_ring *r, int drop_remainder, int64_t *run_id, fq_err *err);
+/* Id of the current run (what producers pass to acquire/commit). */
+int64_t fq_ring_run_id(fq_ring *r);
 /* The current run has exactly n_items items.  keep_partial forces delivery of
  * a final partial batch even with drop_remainder (used when the last item
  * carries an error that the consumer must see). */
@@ -94,10 +101,10 @@ int fq_ring_is_closed(fq_ring *r);
 
 /* Producer side.  Waits until the slot of `item`'s batch can take it.
  * On FQ_OK, *slot and *row say where to write. */
-int fq_ring_acquire(fq_ring *r, int64_t item, int64_t timeout_ns, int *slot, int *row, fq_err *err);
+int fq_ring_acquire(fq_ring *r, int64_t run_id, int64_t item, int64_t timeout_ns, int *slot, int *row, fq_err *err);
 /* Row written (code == FQ_OK) or failed (code != FQ_OK, msg says why; the
  * lowest failed row of a batch is what the consumer sees). */
-int fq_ring_commit(fq_ring *r, int slot, int row, int code, const char *msg, fq_err *err);
+int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, int code, const char *msg, fq_err *err);
 
 /* Consumer side.  Waits for the next batch in seq order and leases it.
  * Returns FQ_OK (slot leased, *n_rows rows valid), FQ_E_EOF (run finished),

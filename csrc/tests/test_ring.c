@@ -51,7 +51,7 @@ static int stress(int cap, int bs, int workers, int64_t n_items, int drop, unsig
     fq_pattern_ctx c = {.n_blocks = 2, .row_bytes = {13, 200}, .fail_item = -1, .seed = seed};
     fq_ring *r = make_ring(cap, bs, &c);
     fq_err e;
-    CHECK(fq_ring_begin_run(r, drop, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_begin_run(r, drop, NULL, &e) == FQ_OK, "%s", e.msg);
     CHECK(fq_ring_set_end(r, n_items, 0, &e) == FQ_OK, "%s", e.msg);
     fq_pool *p = NULL;
     CHECK(fq_pool_start(r, workers, n_items, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
@@ -92,7 +92,7 @@ static int failing_item(void)
     fq_pattern_ctx c = {.n_blocks = 1, .row_bytes = {32}, .fail_item = 37, .seed = 1};
     fq_ring *r = make_ring(2, 8, &c);
     fq_err e;
-    CHECK(fq_ring_begin_run(r, 1, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_begin_run(r, 1, NULL, &e) == FQ_OK, "%s", e.msg);
     CHECK(fq_ring_set_end(r, 80, 0, &e) == FQ_OK, "%s", e.msg);
     fq_pool *p = NULL;
     CHECK(fq_pool_start(r, 3, 80, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
@@ -126,7 +126,7 @@ static int cancel_and_rerun(void)
     fq_pattern_ctx c = {.n_blocks = 1, .row_bytes = {64}, .fail_item = -1, .seed = 9};
     fq_ring *r = make_ring(3, 4, &c);
     fq_err e;
-    CHECK(fq_ring_begin_run(r, 1, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_begin_run(r, 1, NULL, &e) == FQ_OK, "%s", e.msg);
     CHECK(fq_ring_set_end(r, 1000, 0, &e) == FQ_OK, "%s", e.msg);
     fq_pool *p = NULL;
     CHECK(fq_pool_start(r, 4, 1000, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
@@ -145,7 +145,7 @@ static int cancel_and_rerun(void)
 
     /* New run while `held` is still leased. */
     c.seed = 10;
-    CHECK(fq_ring_begin_run(r, 0, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_begin_run(r, 0, NULL, &e) == FQ_OK, "%s", e.msg);
     CHECK(fq_ring_set_end(r, 30, 0, &e) == FQ_OK, "%s", e.msg);
     CHECK(fq_pool_start(r, 2, 30, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
     int64_t batches = 0, rows = 0, bad = 0;
@@ -176,7 +176,7 @@ static int close_wakes_everyone(void)
     fq_pattern_ctx c = {.n_blocks = 1, .row_bytes = {16}, .fail_item = -1, .seed = 3};
     fq_ring *r = make_ring(2, 2, &c);
     fq_err e;
-    CHECK(fq_ring_begin_run(r, 1, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_begin_run(r, 1, NULL, &e) == FQ_OK, "%s", e.msg);
     fq_pool *p = NULL;
     CHECK(fq_pool_start(r, 3, 1000000, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
     int slot, n;
@@ -200,14 +200,19 @@ static int timeouts_and_args(void)
     fq_ring *r = make_ring(1, 2, &c);
     fq_err e;
     int slot, row, n;
-    CHECK(fq_ring_begin_run(r, 1, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_begin_run(r, 1, NULL, &e) == FQ_OK, "%s", e.msg);
     uint64_t t0 = fq_now_ns();
     CHECK(fq_ring_next(r, 20000000, &slot, &n, &e) == FQ_E_TIMEOUT, "expected timeout");
     CHECK(fq_now_ns() - t0 >= 19000000ull, "returned early");
-    CHECK(fq_ring_acquire(r, 0, 0, &slot, &row, &e) == FQ_OK, "%s", e.msg);
-    CHECK(fq_ring_acquire(r, 2, 10000000, &slot, &row, &e) == FQ_E_TIMEOUT, "expected producer timeout");
-    CHECK(fq_ring_commit(r, 0, 5, FQ_OK, NULL, &e) == FQ_E_INVALID, "bad row accepted");
+    CHECK(fq_ring_acquire(r, fq_ring_run_id(r), 0, 0, &slot, &row, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_acquire(r, fq_ring_run_id(r), 2, 10000000, &slot, &row, &e) == FQ_E_TIMEOUT, "expected producer timeout");
+    CHECK(fq_ring_commit(r, fq_ring_run_id(r), 0, 5, FQ_OK, NULL, &e) == FQ_E_INVALID, "bad row accepted");
     CHECK(fq_ring_release(r, 0, &e) == FQ_E_INVALID, "release of unleased slot accepted");
+    /* a stale run id is refused and touches nothing */
+    int64_t old = fq_ring_run_id(r);
+    CHECK(fq_ring_begin_run(r, 1, NULL, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_acquire(r, old, 0, 0, &slot, &row, &e) == FQ_E_CANCELLED, "stale acquire accepted");
+    CHECK(fq_ring_commit(r, old, 0, 0, FQ_OK, NULL, &e) == FQ_E_CANCELLED, "stale commit accepted");
     fq_ring_destroy(r);
     fq_ring *bad = NULL;
     size_t zero = 0;

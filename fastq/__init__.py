@@ -1,0 +1,15 @@
+"""fastq: a native, GIL-free input pipeline for TensorFlow.
+
+    import fastq
+    with fastq.Pipeline(fastq.sources.Iterable(my_dataflow), batch_size=64, queue_size=8) as p:
+        for images, labels in p:
+            ...
+
+See README.md for the architecture and the lifetime rules of batches.
+"""
+__version__ = "0.1.0"
+
+from fastq import errors, sources  # noqa: E402,F401
+from fastq.pipeline import Pipeline  # noqa: E402,F401
+
+__all__ = ["Pipeline", "sources", "errors", "__version__"]

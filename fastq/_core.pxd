@@ -1,0 +1,96 @@
+# Declarations of the C core (csrc/).  Only `cdef extern` blocks live here.
+from libc.stdint cimport int64_t, uint64_t, uint8_t
+
+cdef extern from "fq_common.h" nogil:
+    enum:
+        FQ_OK
+        FQ_E_NOMEM
+        FQ_E_INVALID
+        FQ_E_TIMEOUT
+        FQ_E_CLOSED
+        FQ_E_CANCELLED
+        FQ_E_IO
+        FQ_E_EMPTY
+        FQ_E_DECODE
+        FQ_E_UNSUPPORTED
+        FQ_E_TOO_LARGE
+        FQ_E_SOURCE
+        FQ_E_STALLED
+        FQ_E_SYS
+        FQ_E_EOF
+        FQ_ERR_MSG_LEN
+    ctypedef struct fq_err:
+        int code
+        char msg[512]
+    int fq_set_err(fq_err *err, int code, const char *fmt, ...)
+    void fq_clear_err(fq_err *err)
+    const char *fq_code_name(int code)
+    uint64_t fq_now_ns()
+
+cdef extern from "fq_ring.h" nogil:
+    enum:
+        FQ_RING_MAX_BLOCKS
+    ctypedef struct fq_ring:
+        pass
+    ctypedef struct fq_ring_stats:
+        int capacity
+        int batch_size
+        int n_free, n_filling, n_ready, n_leased
+        uint64_t producer_wait_ns
+        uint64_t consumer_wait_ns
+        uint64_t batches_delivered
+        uint64_t samples_delivered
+        uint64_t rows_committed
+        uint64_t rows_failed
+        int64_t base_seq
+        int64_t next_seq
+    int fq_ring_create(int capacity, int batch_size, int n_blocks, const size_t *row_bytes,
+                       size_t arena_align, fq_ring **out, fq_err *err)
+    void fq_ring_destroy(fq_ring *r)
+    int fq_ring_capacity(const fq_ring *r)
+    int fq_ring_batch_size(const fq_ring *r)
+    int fq_ring_n_blocks(const fq_ring *r)
+    size_t fq_ring_row_bytes(const fq_ring *r, int block)
+    uint8_t *fq_ring_block_ptr(const fq_ring *r, int slot, int block)
+    uint8_t *fq_ring_arena(const fq_ring *r, size_t *nbytes)
+    int fq_ring_begin_run(fq_ring *r, int drop_remainder, int64_t *run_id, fq_err *err)
+    int64_t fq_ring_run_id(fq_ring *r)
+    int fq_ring_set_end(fq_ring *r, int64_t n_items, int keep_partial, fq_err *err)
+    void fq_ring_cancel(fq_ring *r)
+    void fq_ring_close(fq_ring *r)
+    int fq_ring_is_closed(fq_ring *r)
+    int fq_ring_acquire(fq_ring *r, int64_t run_id, int64_t item, int64_t timeout_ns, int *slot, int *row, fq_err *err)
+    int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, int code, const char *msg, fq_err *err)
+    int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err *err)
+    int fq_ring_slot_error(fq_ring *r, int slot, int *code, char *msg, size_t msg_len)
+    int64_t fq_ring_slot_seq(fq_ring *r, int slot)
+    int fq_ring_release(fq_ring *r, int slot, fq_err *err)
+    void fq_ring_get_stats(fq_ring *r, fq_ring_stats *st)
+
+cdef extern from "fq_pool.h" nogil:
+    ctypedef int (*fq_task_fn)(void *ctx, int worker, int64_t item, uint8_t **rows, fq_err *err)
+    ctypedef struct fq_pool:
+        pass
+    ctypedef struct fq_pool_stats:
+        int n_workers
+        int running
+        int64_t items_done
+        int64_t items_failed
+        uint64_t task_ns
+    int fq_pool_start(fq_ring *ring, int n_workers, int64_t n_items, fq_task_fn fn, void *ctx,
+                      fq_pool **out, fq_err *err)
+    int fq_pool_join(fq_pool *p, fq_err *err)
+    void fq_pool_get_stats(fq_pool *p, fq_pool_stats *st)
+
+cdef extern from "fq_testtask.h" nogil:
+    ctypedef struct fq_pattern_ctx:
+        int n_blocks
+        size_t row_bytes[16]
+        int64_t fail_item
+        uint64_t work_ns
+        uint64_t seed
+    int fq_pattern_task(void *ctx, int worker, int64_t item, uint8_t **rows, fq_err *err)
+    uint8_t fq_pattern_byte(uint64_t seed, int64_t item, int block, size_t off)
+    int fq_pattern_check(const fq_pattern_ctx *c, int64_t item, int block, const uint8_t *row)
+    int fq_pattern_drain(fq_ring *r, const fq_pattern_ctx *c, int verify, int64_t *batches, int64_t *rows,
+                         int64_t *bad_rows, fq_err *err)

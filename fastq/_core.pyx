@@ -1,0 +1,457 @@
+# cython: language_level=3
+"""fastq._core - thin Cython classes over the C core (csrc/).
+
+Rules kept here:
+  * every call that can block runs under ``with nogil``;
+  * C errors become Python exceptions in exactly one place, raise_fq_error();
+  * a batch handed to Python is a set of numpy arrays whose base is a Lease;
+    the Lease returns the slot to the ring when its last reference dies.
+"""
+from libc.stdint cimport int64_t, uint64_t, uint8_t
+from libc.stdlib cimport malloc, free, calloc
+from libc.string cimport memcpy, memset
+from cpython.ref cimport Py_INCREF
+from cpython.exc cimport PyErr_CheckSignals
+cimport numpy as cnp
+
+import os
+import numpy as np
+
+from fastq import errors as _errors
+
+cnp.import_array()
+
+cdef extern from "<unistd.h>" nogil:
+    int getpid()
+
+
+CODES = {
+    "OK": FQ_OK, "NOMEM": FQ_E_NOMEM, "INVALID": FQ_E_INVALID, "TIMEOUT": FQ_E_TIMEOUT,
+    "CLOSED": FQ_E_CLOSED, "CANCELLED": FQ_E_CANCELLED, "IO": FQ_E_IO, "EMPTY": FQ_E_EMPTY,
+    "DECODE": FQ_E_DECODE, "UNSUPPORTED": FQ_E_UNSUPPORTED, "TOO_LARGE": FQ_E_TOO_LARGE,
+    "SOURCE": FQ_E_SOURCE, "STALLED": FQ_E_STALLED, "SYS": FQ_E_SYS, "EOF": FQ_E_EOF,
+}
+
+
+def make_error(int code, message, index=None, path=None):
+    """Build (not raise) the exception for a C error code."""
+    return _errors.error_for_code(code, message, index=index, path=path)
+
+
+cdef int raise_fq_error(fq_err *err) except -1:
+    """The single path from a C error record to a Python exception."""
+    msg = err.msg.decode("utf-8", "replace")
+    raise make_error(err.code, msg)
+
+
+cdef class Ring:
+    """A ring of batch slots (see csrc/fq_ring.h).
+
+    Thread safety: all methods may be called from any thread; blocking ones
+    release the GIL.  The C ring is destroyed only when this object dies, and
+    every Lease holds a reference to it, so no handed-out batch can outlive
+    the memory it points to.
+    """
+    cdef fq_ring *r
+    cdef readonly int pid
+    cdef readonly int capacity
+    cdef readonly int batch_size
+    cdef readonly int n_blocks
+    cdef readonly tuple dtypes       # numpy dtype of each block
+    cdef readonly tuple row_shapes   # per-row shape of each block
+    cdef cnp.npy_intp _row_bytes[16]
+
+    def __cinit__(self, int capacity, int batch_size, dtypes, row_shapes, size_t arena_align=4096):
+        cdef size_t rb[16]
+        cdef fq_err err
+        cdef int i
+        self.r = NULL
+        self.pid = getpid()
+        dtypes = tuple(np.dtype(d) for d in dtypes)
+        row_shapes = tuple(tuple(int(x) for x in s) for s in row_shapes)
+        if len(dtypes) != len(row_shapes) or not 1 <= len(dtypes) <= FQ_RING_MAX_BLOCKS:
+            raise ValueError(f"need 1..{FQ_RING_MAX_BLOCKS} outputs with one dtype and shape each")
+        for i in range(len(dtypes)):
+            if dtypes[i].hasobject or dtypes[i].fields is not None or not dtypes[i].isnative:
+                raise TypeError(f"output {i}: dtype {dtypes[i]} is not a plain native-endian numeric type; fastq slots hold only those")
+            n = int(np.prod(row_shapes[i], dtype=np.int64)) * dtypes[i].itemsize
+            if n <= 0:
+                raise ValueError(f"output {i}: empty sample shape {row_shapes[i]} dtype {dtypes[i]}")
+            rb[i] = <size_t>n
+            self._row_bytes[i] = <cnp.npy_intp>n
+        fq_clear_err(&err)
+        if fq_ring_create(capacity, batch_size, len(dtypes), rb, arena_align, &self.r, &err) != FQ_OK:
+            raise_fq_error(&err)
+        self.capacity = capacity
+        self.batch_size = batch_size
+        self.n_blocks = len(dtypes)
+        self.dtypes = dtypes
+        self.row_shapes = row_shapes
+
+    def __dealloc__(self):
+        if self.r != NULL:
+            if getpid() == self.pid:
+                fq_ring_close(self.r)
+                fq_ring_destroy(self.r)
+            # In a forked child the parent's mutex may be held by a thread that
+            # no longer exists: leak the ring rather than touch it.
+            self.r = NULL
+
+    cdef inline int _check(self) except -1:
+        if getpid() != self.pid:
+            raise _errors.ForkedPipelineError(
+                f"this fastq pipeline was created in process {self.pid} and cannot be used in a forked "
+                f"child (pid {getpid()}): its worker threads do not exist here. Create a new Pipeline in the child.")
+        return 0
+
+    cdef fq_ring *handle(self) except NULL:
+        self._check()
+        return self.r
+
+    @property
+    def arena_address(self):
+        cdef size_t n
+        return <size_t>fq_ring_arena(self.r, &n)
+
+    @property
+    def arena_bytes(self):
+        cdef size_t n
+        fq_ring_arena(self.r, &n)
+        return n
+
+    def row_bytes(self, int block):
+        return self._row_bytes[block]
+
+    def block_address(self, int slot, int block):
+        if not 0 <= slot < self.capacity or not 0 <= block < self.n_blocks:
+            raise IndexError("slot or block out of range")
+        return <size_t>fq_ring_block_ptr(self.r, slot, block)
+
+    def begin_run(self, bint drop_remainder):
+        """Start a new run (epoch); returns its id, which producers pass on."""
+        cdef fq_err err
+        cdef int64_t run_id = 0
+        self._check()
+        if fq_ring_begin_run(self.r, drop_remainder, &run_id, &err) != FQ_OK:
+            raise_fq_error(&err)
+        return run_id
+
+    def set_end(self, int64_t n_items, bint keep_partial=False):
+        cdef fq_err err
+        self._check()
+        if fq_ring_set_end(self.r, n_items, keep_partial, &err) != FQ_OK:
+            raise_fq_error(&err)
+
+    def cancel(self):
+        self._check()
+        with nogil:
+            fq_ring_cancel(self.r)
+
+    def close(self):
+        if getpid() != self.pid:
+            return
+        with nogil:
+            fq_ring_close(self.r)
+
+    @property
+    def closed(self):
+        return bool(fq_ring_is_closed(self.r))
+
+    def acquire(self, int64_t run_id, int64_t item, double timeout=-1.0):
+        """Producer: wait for item's row.  Returns (slot, row), or None when the
+        run was cancelled / ended / the ring closed."""
+        cdef int slot = 0, row = 0, rc
+        cdef fq_err err
+        cdef int64_t tns = <int64_t>(timeout * 1e9) if timeout >= 0 else -1
+        self._check()
+        with nogil:
+            rc = fq_ring_acquire(self.r, run_id, item, tns, &slot, &row, &err)
+        if rc == FQ_OK:
+            return slot, row
+        if rc in (FQ_E_CANCELLED, FQ_E_CLOSED, FQ_E_EOF):
+            return None
+        raise_fq_error(&err)
+
+    def write_row(self, int slot, int row, arrays):
+        """Copy one sample (a sequence of C-contiguous arrays matching the
+        blocks' row sizes) into (slot, row); the copy runs without the GIL."""
+        cdef uint8_t *src[16]
+        cdef uint8_t *dst[16]
+        cdef size_t nbytes[16]
+        cdef int b, nb = self.n_blocks
+        cdef cnp.ndarray a
+        if len(arrays) != nb:
+            raise ValueError(f"sample has {len(arrays)} fields, expected {nb}")
+        if not 0 <= slot < self.capacity or not 0 <= row < self.batch_size:
+            raise IndexError("slot or row out of range")
+        for b in range(nb):
+            a = arrays[b]
+            if not cnp.PyArray_IS_C_CONTIGUOUS(a) or <cnp.npy_intp>cnp.PyArray_NBYTES(a) != self._row_bytes[b]:
+                raise ValueError(f"field {b}: expected {self._row_bytes[b]} contiguous bytes")
+            src[b] = <uint8_t *>cnp.PyArray_DATA(a)
+            nbytes[b] = <size_t>self._row_bytes[b]
+            dst[b] = fq_ring_block_ptr(self.r, slot, b) + <size_t>row * nbytes[b]
+        with nogil:
+            for b in range(nb):
+                memcpy(dst[b], src[b], nbytes[b])
+
+    def commit(self, int64_t run_id, int slot, int row, int code=FQ_OK, message=None):
+        """Producer: row written (code 0) or failed.  Returns False when the
+        run was cancelled meanwhile (nothing recorded)."""
+        cdef fq_err err
+        cdef bytes m = (message or "").encode("utf-8", "replace")[:FQ_ERR_MSG_LEN - 1]
+        cdef const char *mp = m
+        self._check()
+        cdef int rc = fq_ring_commit(self.r, run_id, slot, row, code, mp, &err)
+        if rc == FQ_OK:
+            return True
+        if rc == FQ_E_CANCELLED or rc == FQ_E_CLOSED:
+            return False
+        raise_fq_error(&err)
+
+    def next_batch(self, double stall_timeout=60.0, double timeout=-1.0):
+        """Consumer: wait for the next batch in order and lease it.
+
+        Returns (lease, arrays) where arrays is a tuple of numpy arrays (views
+        of the slot, leading dimension = rows in the batch) whose base is the
+        lease; returns None at the end of the run.  Raises BatchFailed when
+        the batch carries a sample error (the lease is released first),
+        StalledError when every slot stays leased by the consumer for
+        `stall_timeout` seconds, TimeoutError after `timeout` seconds, and
+        KeyboardInterrupt promptly on Ctrl-C.
+        """
+        cdef int slot = 0, n = 0, rc, code = 0, erow
+        cdef fq_err err
+        cdef char emsg[512]
+        cdef uint64_t t_start = fq_now_ns(), t_stall = 0, now
+        cdef int64_t slice_ns = 50000000  # wake every 50 ms to check for signals
+        self._check()
+        while True:
+            with nogil:
+                rc = fq_ring_next(self.r, slice_ns, &slot, &n, &err)
+            if rc == FQ_OK:
+                break
+            if rc == FQ_E_EOF:
+                return None
+            if rc == FQ_E_TIMEOUT or rc == FQ_E_STALLED:
+                PyErr_CheckSignals()
+                now = fq_now_ns()
+                if rc == FQ_E_STALLED:
+                    if t_stall == 0:
+                        t_stall = now
+                    elif stall_timeout >= 0 and (now - t_stall) >= <uint64_t>(stall_timeout * 1e9):
+                        raise _errors.StalledError(
+                            f"fastq consumer stalled for {stall_timeout:g} s: {err.msg.decode()}; "
+                            f"queue_size={self.capacity}. A batch's slot is only reused "
+                            f"when every array (or TF tensor) viewing it is gone; delete batches you keep, copy "
+                            f"what you need to keep, or raise queue_size above the number of batches held at once "
+                            f"(including tf.data prefetch buffers).")
+                else:
+                    t_stall = 0
+                if timeout >= 0 and (now - t_start) >= <uint64_t>(timeout * 1e9):
+                    raise TimeoutError(f"no batch within {timeout:g} s: {err.msg.decode()}")
+                continue
+            raise_fq_error(&err)
+        lease = Lease.__new__(Lease)
+        (<Lease>lease).ring = self
+        (<Lease>lease).slot = slot
+        (<Lease>lease).released = False
+        (<Lease>lease).seq = fq_ring_slot_seq(self.r, slot)
+        (<Lease>lease).n_rows = n
+        erow = fq_ring_slot_error(self.r, slot, &code, emsg, sizeof(emsg))
+        if erow >= 0:
+            seq = (<Lease>lease).seq
+            (<Lease>lease).release()
+            raise BatchFailed(seq, erow, seq * self.batch_size + erow, code, emsg.decode("utf-8", "replace"))
+        return lease, self._arrays(<Lease>lease, slot, n)
+
+    cdef tuple _arrays(self, Lease lease, int slot, int n):
+        cdef int b, k, nd
+        cdef cnp.npy_intp dims[33]
+        cdef cnp.dtype d
+        cdef cnp.ndarray a
+        out = []
+        for b in range(self.n_blocks):
+            shape = self.row_shapes[b]
+            nd = 1 + len(shape)
+            dims[0] = n
+            for k in range(nd - 1):
+                dims[k + 1] = shape[k]
+            d = self.dtypes[b]
+            a = cnp.PyArray_New(<type>np.ndarray, nd, dims, d.type_num, NULL,
+                                <void *>fq_ring_block_ptr(self.r, slot, b), d.itemsize,
+                                cnp.NPY_ARRAY_C_CONTIGUOUS | cnp.NPY_ARRAY_ALIGNED | cnp.NPY_ARRAY_WRITEABLE,
+                                None)
+            cnp.set_array_base(a, lease)  # takes its own reference
+            out.append(a)
+        return tuple(out)
+
+    def stats(self):
+        cdef fq_ring_stats st
+        fq_ring_get_stats(self.r, &st)
+        return {
+            "queue_size": st.capacity,
+            "batch_size": st.batch_size,
+            "slots_free": st.n_free,
+            "slots_filling": st.n_filling,
+            "slots_ready": st.n_ready,
+            "slots_leased": st.n_leased,
+            "producer_wait_s": st.producer_wait_ns / 1e9,
+            "consumer_wait_s": st.consumer_wait_ns / 1e9,
+            "batches_delivered": st.batches_delivered,
+            "samples_delivered": st.samples_delivered,
+            "rows_committed": st.rows_committed,
+            "rows_failed": st.rows_failed,
+        }
+
+
+class BatchFailed(Exception):
+    """Internal: the batch about to be delivered has a failed sample."""
+
+    def __init__(self, batch, row, item, code, message):
+        super().__init__(message)
+        self.batch = batch
+        self.row = row
+        self.item = item
+        self.code = code
+        self.message = message
+
+
+cdef class Lease:
+    """Keeps one batch slot out of the ring while referenced.
+
+    Every numpy array of a batch has its Lease as ``base``; TensorFlow keeps
+    the array (and so the Lease) alive for as long as a tensor aliases it.
+    When the last reference dies the slot goes back to the producers.
+    """
+    cdef readonly Ring ring
+    cdef readonly int slot
+    cdef readonly bint released
+    cdef readonly int64_t seq
+    cdef readonly int n_rows
+
+    cdef void release(self):
+        cdef fq_err err
+        if not self.released and self.ring is not None:
+            self.released = True
+            if getpid() == self.ring.pid:
+                fq_ring_release(self.ring.r, self.slot, &err)
+
+    def __dealloc__(self):
+        self.release()
+
+
+cdef class TaskBase:
+    """A native per-sample task: a C function plus the context it reads.
+    Subclasses fill `fn` and `ctx` and keep alive whatever ctx points into."""
+    cdef fq_task_fn fn
+    cdef void *ctx
+
+
+cdef class PatternTask(TaskBase):
+    """Native test task: fills rows with a pattern of (item, output, offset)."""
+    cdef fq_pattern_ctx c
+
+    def __cinit__(self, Ring ring, int64_t fail_item=-1, double work_us=0.0, uint64_t seed=0):
+        cdef int b
+        memset(&self.c, 0, sizeof(self.c))
+        self.c.n_blocks = ring.n_blocks
+        for b in range(ring.n_blocks):
+            self.c.row_bytes[b] = <size_t>ring.row_bytes(b)
+        self.c.fail_item = fail_item
+        self.c.work_ns = <uint64_t>(work_us * 1000.0)
+        self.c.seed = seed
+        self.fn = <fq_task_fn>fq_pattern_task
+        self.ctx = &self.c
+
+    def expected(self, int64_t item, int block):
+        """The bytes item's row of `block` must hold (numpy uint8 array)."""
+        cdef size_t n = self.c.row_bytes[block], off
+        out = np.empty(n, np.uint8)
+        cdef uint8_t[::1] v = out
+        for off in range(n):
+            v[off] = fq_pattern_byte(self.c.seed, item, block, off)
+        return out
+
+    def drain(self, Ring ring, bint verify=True):
+        """Consume the whole run in C (no Python per batch).  Returns
+        (batches, rows, bad_rows, seconds)."""
+        cdef int64_t nb = 0, nr = 0, bad = 0
+        cdef fq_err err
+        cdef int rc
+        cdef fq_ring *r = ring.handle()
+        cdef uint64_t t0 = fq_now_ns()
+        with nogil:
+            rc = fq_pattern_drain(r, &self.c, verify, &nb, &nr, &bad, &err)
+        cdef uint64_t t1 = fq_now_ns()
+        if rc != FQ_OK:
+            raise_fq_error(&err)
+        return nb, nr, bad, (t1 - t0) / 1e9
+
+
+cdef class NativeRun:
+    """N native worker threads producing items [0, n_items) of the ring's
+    current run with a TaskBase.  join() waits for them; dropping the object
+    cancels the run and joins."""
+    cdef fq_pool *pool
+    cdef readonly Ring ring
+    cdef readonly TaskBase task
+    cdef readonly int workers
+    cdef readonly int64_t n_items
+
+    def __cinit__(self, Ring ring, TaskBase task, int workers, int64_t n_items):
+        cdef fq_err err
+        cdef int rc
+        cdef fq_ring *r = ring.handle()
+        self.pool = NULL
+        self.ring = ring
+        self.task = task
+        self.workers = workers
+        self.n_items = n_items
+        with nogil:
+            rc = fq_pool_start(r, workers, n_items, task.fn, task.ctx, &self.pool, &err)
+        if rc != FQ_OK:
+            raise_fq_error(&err)
+
+    def join(self):
+        """Wait for every worker (after the run ends or is cancelled)."""
+        cdef fq_err err
+        cdef int rc = FQ_OK
+        cdef fq_pool *p = self.pool
+        if p == NULL:
+            return
+        self.ring._check()
+        self.pool = NULL
+        with nogil:
+            rc = fq_pool_join(p, &err)
+        if rc != FQ_OK:
+            raise_fq_error(&err)
+
+    @property
+    def running(self):
+        cdef fq_pool_stats st
+        if self.pool == NULL:
+            return 0
+        fq_pool_get_stats(self.pool, &st)
+        return st.running
+
+    def stats(self):
+        cdef fq_pool_stats st
+        if self.pool == NULL:
+            return {"workers": self.workers, "running": 0}
+        fq_pool_get_stats(self.pool, &st)
+        return {"workers": st.n_workers, "running": st.running, "items_done": st.items_done,
+                "items_failed": st.items_failed, "task_s": st.task_ns / 1e9}
+
+    def __dealloc__(self):
+        cdef fq_err err
+        cdef fq_pool *p = self.pool
+        if p != NULL and self.ring is not None and getpid() == self.ring.pid:
+            self.pool = NULL
+            fq_ring_cancel(self.ring.r)
+            with nogil:
+                fq_pool_join(p, &err)
+
+
+def now_ns():
+    return fq_now_ns()

@@ -1,0 +1,266 @@
+"""fastq.Pipeline: batches from a source, produced into a native slot ring.
+
+Lifetime of a batch
+-------------------
+Each batch is a tuple of numpy arrays that *view* one slot of the ring (no
+copy).  All arrays of a batch share one ``Lease`` object as their ``base``;
+the slot goes back to the producers when the last reference to any of them
+dies (``del batch``, a TF tensor that aliased it being freed, ...).  Keep a
+batch longer than that by copying it (``np.array(x)``).  If your code keeps
+``queue_size`` batches alive at once the producers have nowhere to write: the
+consumer then raises :class:`fastq.errors.StalledError` after
+``stall_timeout`` seconds instead of hanging.
+
+Threads
+-------
+A Pipeline object is meant to be driven by one consumer thread at a time.
+Its batches (arrays) may be handed to and released from any thread.
+"""
+import os
+import threading
+import weakref
+
+from fastq import _core
+from fastq.errors import PipelineClosedError, SupersededIterationError
+from fastq.sources import Iterable, Source
+
+__all__ = ["Pipeline"]
+
+
+def _default_workers():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class _State:
+    """Everything close() needs, without a reference back to the Pipeline
+    (so that a weakref.finalize can close it at GC or interpreter exit)."""
+
+    def __init__(self):
+        self.ring = None
+        self.producers = None
+        self.closed = False
+        self.lock = threading.RLock()
+
+    def stop_producers(self):
+        prod, self.producers = self.producers, None
+        if prod is not None:
+            if self.ring is not None:
+                self.ring.cancel()
+            prod.stop()
+
+    def close(self):
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            try:
+                self.stop_producers()
+            finally:
+                if self.ring is not None:
+                    self.ring.close()
+
+
+class Pipeline:
+    """Batches of samples produced by native (or Python) workers into a
+    bounded ring of ``queue_size`` batch slots.
+
+    Parameters
+    ----------
+    source : fastq.sources.Source or any iterable
+        A plain iterable is wrapped in :class:`fastq.sources.Iterable`.
+    batch_size : int
+        Rows per batch.
+    queue_size : int
+        Number of batch slots (bounded queue, like tensorpack's
+        ``QueueInput(size=...)``).  Producers wait when all are full.
+    workers : int, optional
+        Producer threads.  Default: number of usable CPU cores for native
+        sources, 2 Python threads for an iterable source.
+    drop_remainder : bool
+        Drop a final partial batch (default) or deliver it with fewer rows.
+    stall_timeout : float
+        Seconds the consumer may find every slot leased before raising
+        StalledError (negative: wait forever).
+
+    Iterating the pipeline runs one epoch; iterating again runs the next.
+    Use it as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, source, *, batch_size, queue_size=4, workers=None, drop_remainder=True,
+                 stall_timeout=60.0, **source_options):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if isinstance(queue_size, bool) or not isinstance(queue_size, int) or queue_size < 1:
+            raise ValueError(f"queue_size must be a positive int, got {queue_size!r}")
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+            raise ValueError(f"workers must be a positive int or None, got {workers!r}")
+        if not isinstance(source, Source):
+            source = Iterable(source)
+        self.batch_size = batch_size
+        self.queue_size = queue_size
+        self.workers = workers
+        self.drop_remainder = bool(drop_remainder)
+        self.stall_timeout = float(stall_timeout)
+        self.source = source
+        self._backend = source._make_backend(self, **source_options) if source_options else \
+            source._make_backend(self)
+        self._state = _State()
+        self._finalizer = weakref.finalize(self, _State.close, self._state)
+        self._epoch = 0          # next epoch to run
+        self._active = None      # the live epoch iterator
+        self._pid = os.getpid()
+
+    # -- introspection ----------------------------------------------------
+    @property
+    def output_spec(self):
+        """List of (per-sample shape, numpy dtype), one per output."""
+        return self._backend.output_spec()
+
+    @property
+    def epoch(self):
+        """The epoch the next ``iter()`` will run."""
+        return self._epoch
+
+    def stats(self):
+        """Counters: ring slot states, waits, batches/samples delivered,
+        plus the source's own (e.g. skipped samples)."""
+        out = {"epoch": self._epoch, "workers": self._effective_workers(), "closed": self._state.closed}
+        ring = self._state.ring
+        if ring is not None:
+            out.update(ring.stats())
+        else:
+            out.update({"queue_size": self.queue_size, "batch_size": self.batch_size})
+        out.update(self._backend.stats())
+        return out
+
+    def _effective_workers(self):
+        return getattr(self._backend, "workers", self.workers)
+
+    # -- lifecycle --------------------------------------------------------
+    def close(self):
+        """Stop the producers, wake every waiter and release the ring.  Memory
+        of batches still referenced stays valid until they are dropped."""
+        self._state.close()
+        self._active = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    @property
+    def closed(self):
+        return self._state.closed
+
+    def _ensure_ring(self):
+        st = self._state
+        if st.ring is None:
+            specs = self._backend.output_spec()
+            st.ring = _core.Ring(self.queue_size, self.batch_size, [d for _, d in specs],
+                                 [s for s, _ in specs], arena_align=4096)
+            hook = getattr(self._backend, "ring_created", None)
+            if hook is not None:
+                hook(st.ring)
+        return st.ring
+
+    def __iter__(self):
+        st = self._state
+        if st.closed:
+            raise PipelineClosedError("this Pipeline is closed")
+        if os.getpid() != self._pid:
+            from fastq.errors import ForkedPipelineError
+            raise ForkedPipelineError(
+                f"this fastq pipeline was created in process {self._pid} and cannot be used in a forked "
+                f"child (pid {os.getpid()}); create a new Pipeline in the child.")
+        with st.lock:
+            if self._active is not None:
+                self._active._supersede()
+                self._active = None
+            st.stop_producers()
+            epoch = self._epoch
+            self._epoch += 1
+            if hasattr(self._backend, "discover") and not self._backend.discover():
+                it = _EpochIterator(self, None, epoch, None)  # empty source: empty epoch
+                it._done = True
+                return it
+            ring = self._ensure_ring()
+            run_id = ring.begin_run(self.drop_remainder)
+            st.producers = self._backend.start(ring, run_id, epoch)
+            it = _EpochIterator(self, ring, epoch, st.producers)
+            self._active = it
+            return it
+
+
+class _EpochIterator:
+    """Iterator over one epoch's batches (tuples of numpy arrays)."""
+
+    def __init__(self, pipeline, ring, epoch, producers):
+        self._pipeline = weakref.ref(pipeline)
+        self._ring = ring
+        self.epoch = epoch
+        self._producers = producers
+        self._done = False
+        self._superseded = False
+
+    def __iter__(self):
+        return self
+
+    def _supersede(self):
+        if not self._done:
+            self._superseded = True
+            self._done = True
+
+    def _finish(self):
+        self._done = True
+        p = self._pipeline()
+        if p is not None and p._active is self:
+            p._active = None
+            with p._state.lock:
+                if p._state.producers is self._producers:
+                    p._state.stop_producers()
+
+    def __next__(self):
+        if self._done:
+            if self._superseded:
+                raise SupersededIterationError(
+                    f"epoch {self.epoch}'s iterator was used after a newer iteration of the same Pipeline "
+                    f"started; a Pipeline runs one epoch at a time (create two Pipelines to read twice)")
+            raise StopIteration
+        p = self._pipeline()
+        stall = p.stall_timeout if p is not None else 60.0
+        failure = None
+        try:
+            res = self._ring.next_batch(stall)
+        except _core.BatchFailed as f:
+            failure = f
+        except SupersededIterationError:
+            if p is not None and p.closed:
+                self._done = True
+                raise PipelineClosedError("the Pipeline was closed while waiting for a batch") from None
+            self._finish()
+            raise
+        except PipelineClosedError:
+            self._done = True
+            raise
+        if failure is not None:
+            # Raised outside the except block so the user's exception is not
+            # chained to fastq's internal BatchFailed.
+            backend = p._backend if p is not None else None
+            exc = backend.translate(failure, self._producers) if backend is not None else \
+                _core.make_error(failure.code, failure.message, index=failure.item)
+            self._finish()
+            raise exc
+        if res is None:
+            self._finish()
+            raise StopIteration
+        return res[1]
+
+    def close(self):
+        """Abandon the rest of this epoch (producers stop)."""
+        if not self._done:
+            self._finish()

@@ -1,0 +1,223 @@
+"""Where samples come from.
+
+* :class:`Iterable` - any Python iterable of samples (tuples/lists of arrays or
+  scalars), including a tensorpack DataFlow.  Python threads pull from it and
+  copy each sample into its slot row with the GIL released during the copy.
+
+The native image sources (``Files``, ``Bytes``, ``Arrays``) are defined in
+:mod:`fastq.image_sources` and re-exported here when the image core is built.
+"""
+import threading
+
+import numpy as np
+
+from fastq import _core
+
+__all__ = ["Source", "Iterable"]
+
+
+class Source:
+    """Base class of fastq sources."""
+
+    def _make_backend(self, pipeline):  # pragma: no cover - abstract
+        raise TypeError(f"{type(self).__name__} cannot feed a Pipeline")
+
+
+class Iterable(Source):
+    """Wrap any Python iterable (or tensorpack DataFlow) as a fastq source.
+
+    Each item must be a tuple or list of fields (numpy arrays or scalars); a
+    bare array is taken as a one-field sample.  The shape and dtype of every
+    field are taken from the first sample; later samples must have the same
+    shapes, and dtypes that cast safely ('same_kind') to the first one's.
+
+    Every epoch calls ``iter(obj)`` again; if the object has ``reset_state()``
+    (a tensorpack DataFlow) it is called once, before the first epoch.
+    The iterator is only ever advanced by one thread at a time.
+    """
+
+    def __init__(self, obj):
+        if not hasattr(obj, "__iter__"):
+            raise TypeError(f"fastq.sources.Iterable needs an iterable, got {type(obj).__name__}")
+        self.obj = obj
+        self._reset_done = False
+
+    def _open(self):
+        if not self._reset_done:
+            reset = getattr(self.obj, "reset_state", None)
+            if callable(reset):
+                reset()
+            self._reset_done = True
+        return iter(self.obj)
+
+    def _make_backend(self, pipeline):
+        return _PythonBackend(self, pipeline)
+
+
+class FieldSpec:
+    """Shape and dtype of one output field (per sample)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+
+    def __repr__(self):
+        return f"FieldSpec(shape={self.shape}, dtype={self.dtype})"
+
+
+def _fields_of(sample):
+    if isinstance(sample, (tuple, list)):
+        return list(sample)
+    return [sample]
+
+
+def _spec_from_sample(sample):
+    fields = [np.asarray(f) for f in _fields_of(sample)]
+    if not fields:
+        raise ValueError("the first sample has no fields")
+    specs = []
+    for i, f in enumerate(fields):
+        if f.dtype.hasobject or f.dtype.fields is not None:
+            raise TypeError(f"sample 0, field {i}: dtype {f.dtype} cannot be batched natively "
+                            f"(use numeric arrays or scalars)")
+        specs.append(FieldSpec(f.shape, f.dtype.newbyteorder("=")))
+    return specs
+
+
+def _convert(sample, specs, index):
+    """Contiguous arrays matching `specs`, or a clear ValueError naming the sample."""
+    fields = _fields_of(sample)
+    if len(fields) != len(specs):
+        raise ValueError(f"sample {index} has {len(fields)} fields but the first sample had {len(specs)}")
+    out = []
+    for i, (f, spec) in enumerate(zip(fields, specs)):
+        a = np.asarray(f)
+        if a.shape != spec.shape:
+            raise ValueError(f"sample {index}, field {i}: shape {a.shape} does not match the first "
+                             f"sample's shape {spec.shape}")
+        if a.dtype != spec.dtype:
+            if not np.can_cast(a.dtype, spec.dtype, "same_kind"):
+                raise ValueError(f"sample {index}, field {i}: dtype {a.dtype} cannot be stored as the "
+                                 f"first sample's dtype {spec.dtype}")
+            a = a.astype(spec.dtype)
+        out.append(np.ascontiguousarray(a))
+    return out
+
+
+class _PythonBackend:
+    """Feeds a ring from a Python iterable with `workers` Python threads."""
+
+    kind = "python"
+
+    def __init__(self, source, pipeline):
+        self.source = source
+        self.batch_size = pipeline.batch_size
+        self.workers = pipeline.workers or 2
+        self.specs = None
+        self._pending = None  # (iterator, first_sample) opened by spec discovery
+
+    def discover(self):
+        """Open the first epoch's iterator and read the first sample to learn
+        the output spec.  Returns False if the iterable is empty."""
+        if self.specs is not None:
+            return True
+        it = self.source._open()
+        try:
+            first = next(it)
+        except StopIteration:
+            return False
+        self.specs = _spec_from_sample(first)
+        self._pending = (it, first)
+        return True
+
+    def output_spec(self):
+        if not self.discover():
+            raise ValueError("the iterable source is empty: cannot infer the output shapes")
+        return [(s.shape, s.dtype) for s in self.specs]
+
+    def start(self, ring, run_id, epoch):
+        if self._pending is not None:
+            it, first = self._pending
+            self._pending = None
+        else:
+            it, first = self.source._open(), _NOTHING
+        return _PyProducers(ring, run_id, it, first, self.specs, self.workers)
+
+    def translate(self, failure, producers):
+        exc = producers.errors.pop(failure.item, None) if producers is not None else None
+        if exc is not None:
+            return exc
+        return _core.make_error(failure.code, failure.message, index=failure.item)
+
+    def stats(self):
+        return {}
+
+
+_NOTHING = object()
+
+
+class _PyProducers:
+    def __init__(self, ring, run_id, iterator, first, specs, n_threads):
+        self.ring = ring
+        self.run_id = run_id
+        self.it = iterator
+        self.first = first
+        self.specs = specs
+        self.lock = threading.Lock()
+        self.next_item = 0
+        self.done = False
+        self.errors = {}
+        self.threads = [threading.Thread(target=self._loop, name=f"fastq-source-{i}", daemon=True)
+                        for i in range(n_threads)]
+        for t in self.threads:
+            t.start()
+
+    def _loop(self):
+        ring, run_id = self.ring, self.run_id
+        while True:
+            failure = None
+            with self.lock:
+                if self.done:
+                    return
+                k = self.next_item
+                try:
+                    if self.first is not _NOTHING:
+                        sample, self.first = self.first, _NOTHING
+                    else:
+                        sample = next(self.it)
+                    fields = _convert(sample, self.specs, k)
+                except StopIteration:
+                    self.done = True
+                    ring.set_end(k)
+                    return
+                except BaseException as e:  # noqa: B902 - forwarded to the consumer
+                    self.done = True
+                    self.errors[k] = e
+                    failure = e
+                self.next_item = k + 1
+            got = ring.acquire(run_id, k)
+            if got is None:
+                return
+            slot, row = got
+            if failure is not None:
+                ring.commit(run_id, slot, row, _core.CODES["SOURCE"],
+                            f"sample {k}: {type(failure).__name__}: {failure}")
+                ring.set_end(k + 1, keep_partial=True)
+                return
+            ring.write_row(slot, row, fields)
+            ring.commit(run_id, slot, row)
+
+    def stop(self, timeout=5.0):
+        """Stop pulling (the caller cancels the ring run) and join."""
+        self.done = True  # read under the lock by producers; a plain store is atomic
+        for t in self.threads:
+            t.join(timeout)
+        # A thread still alive is stuck inside the user's iterator; the run id
+        # it carries is stale, so it can no longer write into the ring.
+
+    def join(self, timeout=None):
+        for t in self.threads:
+            t.join(timeout)
+
