@@ -144,7 +144,7 @@ def _extensions():
     if only in (None, "", "_core"):
         exts.append(Extension("fastq._core", core_sources, **common))
     if only in (None, "", "_image") and os.path.exists("fastq/_image.pyx"):
-        img_sources = ["fastq/_image.pyx", "csrc/fq_common.c"] + sorted(
+        img_sources = ["fastq/_image.pyx", "csrc/fq_common.c", "csrc/fq_imgtask.c"] + sorted(
             os.path.join("csrc", f) for f in os.listdir("csrc") if f.startswith("fq_image") and f.endswith(".cpp"))
         exts.append(Extension("fastq._image", img_sources, **common))
     return cythonize(exts, language_level=3, compiler_directives={"boundscheck": False, "wraparound": False})

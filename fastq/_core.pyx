@@ -437,6 +437,21 @@ cdef class PatternTask(TaskBase):
         return nb, nr, bad, (t1 - t0) / 1e9
 
 
+cdef class ExternalTask(TaskBase):
+    """A task implemented in another extension module (e.g. fastq._image's
+    ImageTask): `owner.task_pointers()` gives the C function and context
+    addresses; the owner is kept alive as long as this object."""
+    cdef readonly object owner
+
+    def __cinit__(self, owner):
+        fn, ctx = owner.task_pointers()
+        if not fn or not ctx:
+            raise ValueError("task_pointers() returned a NULL pointer")
+        self.fn = <fq_task_fn><size_t>fn
+        self.ctx = <void *><size_t>ctx
+        self.owner = owner
+
+
 cdef class NativeRun:
     """N native worker threads producing items [0, n_items) of the ring's
     current run with a TaskBase.  join() waits for them; dropping the object

@@ -22,7 +22,8 @@ import weakref
 
 from fastq import _core
 from fastq.errors import PipelineClosedError, SupersededIterationError
-from fastq.sources import Iterable, Source
+from fastq._source_base import Source
+from fastq.sources import Iterable
 
 __all__ = ["Pipeline"]
 
@@ -105,11 +106,11 @@ class Pipeline:
         self.drop_remainder = bool(drop_remainder)
         self.stall_timeout = float(stall_timeout)
         self.source = source
-        self._backend = source._make_backend(self, **source_options) if source_options else \
-            source._make_backend(self)
+        self._backend = source._make_backend(self, **source_options)
         self._state = _State()
         self._finalizer = weakref.finalize(self, _State.close, self._state)
         self._epoch = 0          # next epoch to run
+        self._resume_position = 0  # batches to skip in epoch self._epoch (load_state_dict)
         self._active = None      # the live epoch iterator
         self._pid = os.getpid()
 
@@ -134,7 +135,72 @@ class Pipeline:
         else:
             out.update({"queue_size": self.queue_size, "batch_size": self.batch_size})
         out.update(self._backend.stats())
+        prod = self._state.producers
+        if prod is not None and hasattr(prod, "stats"):
+            out["producers"] = prod.stats()
         return out
+
+    # -- epochs, resuming, replaying ----------------------------------------
+    def repeat(self, epochs=None):
+        """Iterate over `epochs` epochs (forever if None), one after another."""
+        e = 0
+        while epochs is None or e < epochs:
+            n = 0
+            for batch in self:
+                n += 1
+                yield batch
+                del batch
+            if n == 0 and epochs is None:
+                raise ValueError("Pipeline.repeat(): an epoch produced no batch; refusing to loop forever")
+            e += 1
+
+    def state_dict(self):
+        """Where the pipeline is: the epoch being read and how many of its
+        batches the consumer has taken.  A pipeline built the same way and
+        given this dict by :meth:`load_state_dict` produces exactly the
+        batches this one would produce next."""
+        it = self._active
+        if it is not None and not it._done:
+            epoch, position = it.epoch, it.position
+        else:
+            epoch, position = self._epoch, self._resume_position
+        sd = {"epoch": int(epoch), "position": int(position), "batch_size": self.batch_size,
+              "drop_remainder": self.drop_remainder}
+        sd.update(getattr(self._backend, "state_extra", lambda: {})())
+        return sd
+
+    def load_state_dict(self, state):
+        """Resume at state["epoch"], skipping its first state["position"] batches
+        (applies to the next ``iter()``)."""
+        if not hasattr(self._backend, "batches_per_epoch"):
+            raise TypeError("state_dict()/load_state_dict() need a native source (Files, Bytes, Arrays); "
+                            "a Python iterable cannot be rewound to a position")
+        for key in ("batch_size", "drop_remainder"):
+            if key in state and state[key] != getattr(self, key):
+                raise ValueError(f"state was saved with {key}={state[key]!r}, this pipeline has "
+                                 f"{getattr(self, key)!r}")
+        check = getattr(self._backend, "check_state", None)
+        if check is not None:
+            check(state)
+        epoch, position = int(state["epoch"]), int(state["position"])
+        if epoch < 0 or position < 0 or position > self._backend.batches_per_epoch():
+            raise ValueError(f"bad state: epoch {epoch}, position {position}")
+        with self._state.lock:
+            if self._active is not None:
+                self._active._supersede()
+                self._active = None
+            self._state.stop_producers()
+            self._epoch = epoch
+            self._resume_position = position
+
+    def explain(self, epoch, index):
+        """What was sampled for dataset sample `index` in `epoch` (crop box,
+        flips, jitter factors, affine matrix, decode scale...), so the
+        augmentation can be replayed with another library."""
+        fn = getattr(self._backend, "explain", None)
+        if fn is None:
+            raise TypeError("explain() needs a native image source")
+        return fn(int(epoch), int(index))
 
     def _effective_workers(self):
         return getattr(self._backend, "workers", self.workers)
@@ -188,10 +254,15 @@ class Pipeline:
                 it = _EpochIterator(self, None, epoch, None)  # empty source: empty epoch
                 it._done = True
                 return it
+            position, self._resume_position = self._resume_position, 0
             ring = self._ensure_ring()
             run_id = ring.begin_run(self.drop_remainder)
-            st.producers = self._backend.start(ring, run_id, epoch)
+            if position:
+                st.producers = self._backend.start(ring, run_id, epoch, position)
+            else:
+                st.producers = self._backend.start(ring, run_id, epoch)
             it = _EpochIterator(self, ring, epoch, st.producers)
+            it.position = position
             self._active = it
             return it
 
@@ -206,6 +277,7 @@ class _EpochIterator:
         self._producers = producers
         self._done = False
         self._superseded = False
+        self.position = 0  # batches of this epoch taken by the consumer
 
     def __iter__(self):
         return self
@@ -258,6 +330,7 @@ class _EpochIterator:
         if res is None:
             self._finish()
             raise StopIteration
+        self.position += 1
         return res[1]
 
     def close(self):

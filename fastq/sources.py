@@ -5,22 +5,16 @@
   copy each sample into its slot row with the GIL released during the copy.
 
 The native image sources (``Files``, ``Bytes``, ``Arrays``) are defined in
-:mod:`fastq.image_sources` and re-exported here when the image core is built.
+:mod:`fastq.image_sources` and re-exported here.
 """
 import threading
 
 import numpy as np
 
 from fastq import _core
+from fastq._source_base import Source
 
-__all__ = ["Source", "Iterable"]
-
-
-class Source:
-    """Base class of fastq sources."""
-
-    def _make_backend(self, pipeline):  # pragma: no cover - abstract
-        raise TypeError(f"{type(self).__name__} cannot feed a Pipeline")
+__all__ = ["Source", "Iterable", "Files", "Bytes", "Arrays"]
 
 
 class Iterable(Source):
@@ -50,7 +44,10 @@ class Iterable(Source):
             self._reset_done = True
         return iter(self.obj)
 
-    def _make_backend(self, pipeline):
+    def _make_backend(self, pipeline, **options):
+        if options:
+            raise TypeError(f"options {sorted(options)} apply to native image sources (Files, Bytes, Arrays), "
+                            f"not to a Python iterable")
         return _PythonBackend(self, pipeline)
 
 
@@ -131,7 +128,9 @@ class _PythonBackend:
             raise ValueError("the iterable source is empty: cannot infer the output shapes")
         return [(s.shape, s.dtype) for s in self.specs]
 
-    def start(self, ring, run_id, epoch):
+    def start(self, ring, run_id, epoch, position=0):
+        if position:
+            raise TypeError("a Python iterable source cannot resume at a position")
         if self._pending is not None:
             it, first = self._pending
             self._pending = None
@@ -226,3 +225,8 @@ class _PyProducers:
         for t in self.threads:
             t.join(timeout)
 
+
+
+# Native image sources live in fastq.image_sources; they are re-exported here so
+# that every source is reachable as fastq.sources.X.
+from fastq.image_sources import Arrays, Bytes, Files, ImageSource  # noqa: E402,F401

@@ -1,0 +1,318 @@
+/* fq_imgtask.c - see fq_imgtask.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "fq_imgtask.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fq_rng.h"
+
+typedef struct fq_worker_buf {
+    fq_img_scratch *scratch;
+    uint8_t *buf;
+    size_t cap;
+} fq_worker_buf;
+
+struct fq_imgtask {
+    const fq_img_spec *spec;
+    fq_imgtask_source src;
+    int n_workers;
+    int on_error;
+    int max_attempts;
+    int with_index;
+    size_t row_bytes;
+    const int64_t *order;
+    int64_t n_items;
+    uint64_t seed, epoch;
+    fq_worker_buf *w;
+    _Atomic int64_t skipped;
+    _Atomic int64_t skipped_by_code[FQ_IMGTASK_MAX_CODES];
+    _Atomic int64_t failed;
+    _Atomic int64_t bytes_read;
+    pthread_mutex_t msg_mu;
+    char last_skip[FQ_IMGTASK_MAX_CODES][FQ_ERR_MSG_LEN];
+};
+
+int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int n_workers,
+                      int on_error, int max_attempts, int with_index, fq_imgtask **out, fq_err *err)
+{
+    if (!out || !spec || !src)
+        return fq_set_err(err, FQ_E_INVALID, "fq_imgtask_create: NULL argument");
+    *out = NULL;
+    if (n_workers < 1)
+        return fq_set_err(err, FQ_E_INVALID, "workers must be >= 1");
+    if (src->n < 1)
+        return fq_set_err(err, FQ_E_INVALID, "the source has no samples");
+    if (src->kind == FQ_SRC_FILES && !src->paths)
+        return fq_set_err(err, FQ_E_INVALID, "file source without paths");
+    if ((src->kind == FQ_SRC_BYTES && (!src->data || !src->lens)) ||
+        (src->kind == FQ_SRC_ARRAYS && (!src->data || !src->shape || !src->strides)))
+        return fq_set_err(err, FQ_E_INVALID, "source without data");
+    if (src->kind < FQ_SRC_FILES || src->kind > FQ_SRC_ARRAYS)
+        return fq_set_err(err, FQ_E_INVALID, "unknown source kind %d", src->kind);
+    if (on_error != FQ_ON_ERROR_RAISE && on_error != FQ_ON_ERROR_SKIP)
+        return fq_set_err(err, FQ_E_INVALID, "unknown on_error policy %d", on_error);
+    fq_imgtask *t = calloc(1, sizeof *t);
+    if (!t)
+        return fq_set_err(err, FQ_E_NOMEM, "out of memory");
+    t->w = calloc((size_t)n_workers, sizeof *t->w);
+    if (!t->w || pthread_mutex_init(&t->msg_mu, NULL) != 0) {
+        free(t->w);
+        free(t);
+        return fq_set_err(err, FQ_E_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < n_workers; i++) {
+        t->w[i].scratch = fq_img_scratch_new();
+        if (!t->w[i].scratch) {
+            t->n_workers = i;
+            fq_imgtask_free(t);
+            return fq_set_err(err, FQ_E_NOMEM, "out of memory allocating decoder scratch");
+        }
+    }
+    t->spec = spec;
+    t->src = *src;
+    t->n_workers = n_workers;
+    t->on_error = on_error;
+    t->max_attempts = max_attempts < 1 ? 1 : max_attempts;
+    t->with_index = with_index;
+    t->row_bytes = fq_img_spec_row_bytes(spec);
+    *out = t;
+    return FQ_OK;
+}
+
+void fq_imgtask_free(fq_imgtask *t)
+{
+    if (!t)
+        return;
+    for (int i = 0; i < t->n_workers; i++) {
+        fq_img_scratch_free(t->w[i].scratch);
+        free(t->w[i].buf);
+    }
+    (void)pthread_mutex_destroy(&t->msg_mu);
+    free(t->w);
+    free(t);
+}
+
+int fq_imgtask_set_epoch(fq_imgtask *t, const int64_t *order, int64_t n_items, uint64_t seed,
+                         uint64_t epoch, fq_err *err)
+{
+    if (n_items < 0 || (n_items > 0 && !order))
+        return fq_set_err(err, FQ_E_INVALID, "bad epoch order");
+    for (int64_t i = 0; i < n_items; i++)
+        if (order[i] < 0 || order[i] >= t->src.n)
+            return fq_set_err(err, FQ_E_INVALID, "order[%lld] = %lld is not a sample index", (long long)i,
+                              (long long)order[i]);
+    t->order = order;
+    t->n_items = n_items;
+    t->seed = seed;
+    t->epoch = epoch;
+    return FQ_OK;
+}
+
+/* Read a whole file into the worker's buffer. */
+static int read_file(fq_imgtask *t, fq_worker_buf *w, const char *path, size_t *len, fq_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        char eb[128];
+        if (strerror_r(e, eb, sizeof eb) != 0)
+            snprintf(eb, sizeof eb, "errno %d", e);
+        return fq_set_err(err, FQ_E_IO, "cannot open: %s", eb);
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        (void)close(fd);
+        return fq_set_err(err, FQ_E_IO, "cannot stat (errno %d)", e);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        (void)close(fd);
+        return fq_set_err(err, FQ_E_IO, "not a regular file");
+    }
+    size_t want = (size_t)st.st_size;
+    if (want == 0) {
+        (void)close(fd);
+        return fq_set_err(err, FQ_E_EMPTY, "empty file (0 bytes)");
+    }
+    if (want > w->cap) {
+        size_t cap = want + want / 4 + 4096;
+        uint8_t *nb = realloc(w->buf, cap);
+        if (!nb) {
+            (void)close(fd);
+            return fq_set_err(err, FQ_E_NOMEM, "cannot allocate %zu bytes to read the file", cap);
+        }
+        w->buf = nb;
+        w->cap = cap;
+    }
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = read(fd, w->buf + got, want - got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            (void)close(fd);
+            return fq_set_err(err, FQ_E_IO, "read failed after %zu of %zu bytes (errno %d)", got, want, e);
+        }
+        if (r == 0)
+            break; /* file shrank: decode what is there, the decoder reports truncation */
+        got += (size_t)r;
+    }
+    if (close(fd) != 0)
+        return fq_set_err(err, FQ_E_IO, "close failed (errno %d)", errno);
+    if (got == 0)
+        return fq_set_err(err, FQ_E_EMPTY, "empty file (0 bytes read)");
+    atomic_fetch_add(&t->bytes_read, (int64_t)got);
+    *len = got;
+    return FQ_OK;
+}
+
+/* Produce sample idx into out (image row); on failure the message names the sample. */
+static int produce(fq_imgtask *t, int worker, int64_t idx, uint64_t seed, uint64_t epoch, void *out,
+                   fq_img_explain *ex, fq_err *err)
+{
+    fq_worker_buf *w = &t->w[worker];
+    int rc;
+    fq_err e;
+    fq_clear_err(&e);
+    switch (t->src.kind) {
+    case FQ_SRC_FILES: {
+        size_t len = 0;
+        rc = read_file(t, w, t->src.paths[idx], &len, &e);
+        if (rc == FQ_OK)
+            rc = fq_img_process_encoded(t->spec, w->scratch, w->buf, len, seed, epoch, (uint64_t)idx, out, ex, &e);
+        if (rc != FQ_OK)
+            return fq_set_err(err, rc, "sample %lld, file '%s': %s", (long long)idx, t->src.paths[idx], e.msg);
+        return FQ_OK;
+    }
+    case FQ_SRC_BYTES:
+        if (t->src.lens[idx] == 0)
+            rc = fq_set_err(&e, FQ_E_EMPTY, "empty buffer (0 bytes)");
+        else
+            rc = fq_img_process_encoded(t->spec, w->scratch, t->src.data[idx], t->src.lens[idx], seed, epoch,
+                                        (uint64_t)idx, out, ex, &e);
+        break;
+    default: {
+        const int32_t *s = t->src.shape + 3 * idx;
+        rc = fq_img_process_array(t->spec, w->scratch, t->src.data[idx], s[0], s[1], s[2], t->src.strides[idx],
+                                  seed, epoch, (uint64_t)idx, out, ex, &e);
+        break;
+    }
+    }
+    if (rc != FQ_OK)
+        return fq_set_err(err, rc, "sample %lld: %s", (long long)idx, e.msg);
+    return FQ_OK;
+}
+
+static void write_extras(fq_imgtask *t, int64_t idx, uint8_t *const *rows)
+{
+    int b = 1;
+    if (t->src.labels) {
+        memcpy(rows[b], t->src.labels + (size_t)idx * t->src.label_bytes, t->src.label_bytes);
+        b++;
+    }
+    if (t->with_index)
+        memcpy(rows[b], &idx, sizeof idx);
+}
+
+/* The replacement for sample idx at attempt a (1-based): another sample. */
+static int64_t replacement(const fq_imgtask *t, int64_t idx, int attempt)
+{
+    int64_t n = t->src.n;
+    if (n < 2)
+        return idx;
+    fq_rng r;
+    fq_rng_init(&r, t->seed ^ UINT64_C(0x5EED5EED5EED5EED), t->epoch, (uint64_t)idx * 64u + (uint64_t)attempt);
+    return (idx + 1 + (int64_t)fq_rng_next_below(&r, (uint64_t)(n - 1))) % n;
+}
+
+int fq_imgtask_run(void *ctx, int worker, int64_t item, uint8_t *const *rows, fq_err *err)
+{
+    fq_imgtask *t = ctx;
+    if (item < 0 || item >= t->n_items || worker < 0 || worker >= t->n_workers)
+        return fq_set_err(err, FQ_E_INVALID, "item %lld / worker %d out of range", (long long)item, worker);
+    int64_t idx = t->order[item];
+    int rc = produce(t, worker, idx, t->seed, t->epoch, rows[0], NULL, err);
+    if (rc == FQ_OK) {
+        write_extras(t, idx, rows);
+        return FQ_OK;
+    }
+    if (t->on_error != FQ_ON_ERROR_SKIP || rc == FQ_E_NOMEM) {
+        atomic_fetch_add(&t->failed, 1);
+        return rc;
+    }
+    int code = rc < FQ_IMGTASK_MAX_CODES ? rc : 0;
+    atomic_fetch_add(&t->skipped, 1);
+    atomic_fetch_add(&t->skipped_by_code[code], 1);
+    if (pthread_mutex_lock(&t->msg_mu) == 0) {
+        snprintf(t->last_skip[code], sizeof t->last_skip[code], "%s", err->msg);
+        (void)pthread_mutex_unlock(&t->msg_mu);
+    }
+    fq_err first = *err;
+    for (int a = 1; a <= t->max_attempts; a++) {
+        int64_t alt = replacement(t, idx, a);
+        fq_err e2;
+        fq_clear_err(&e2);
+        if (produce(t, worker, alt, t->seed, t->epoch, rows[0], NULL, &e2) == FQ_OK) {
+            write_extras(t, alt, rows);
+            fq_clear_err(err);
+            return FQ_OK;
+        }
+    }
+    atomic_fetch_add(&t->failed, 1);
+    return fq_set_err(err, first.code, "%.400s (and %d replacement samples failed too)", first.msg, t->max_attempts);
+}
+
+int fq_imgtask_sample(fq_imgtask *t, int worker, int64_t index, uint64_t seed, uint64_t epoch, void *out,
+                      fq_img_explain *ex, fq_err *err)
+{
+    if (index < 0 || index >= t->src.n)
+        return fq_set_err(err, FQ_E_INVALID, "sample index %lld out of range [0, %lld)", (long long)index,
+                          (long long)t->src.n);
+    if (worker < 0 || worker >= t->n_workers)
+        return fq_set_err(err, FQ_E_INVALID, "worker %d out of range", worker);
+    return produce(t, worker, index, seed, epoch, out, ex, err);
+}
+
+void fq_imgtask_get_stats(fq_imgtask *t, fq_imgtask_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->skipped = atomic_load(&t->skipped);
+    for (int i = 0; i < FQ_IMGTASK_MAX_CODES; i++)
+        st->skipped_by_code[i] = atomic_load(&t->skipped_by_code[i]);
+    st->failed = atomic_load(&t->failed);
+    st->bytes_read = atomic_load(&t->bytes_read);
+}
+
+void fq_imgtask_last_skip(fq_imgtask *t, int code, char *msg, size_t len)
+{
+    if (!msg || !len)
+        return;
+    msg[0] = '\0';
+    if (code < 0 || code >= FQ_IMGTASK_MAX_CODES || pthread_mutex_lock(&t->msg_mu) != 0)
+        return;
+    snprintf(msg, len, "%s", t->last_skip[code]);
+    (void)pthread_mutex_unlock(&t->msg_mu);
+}
+
+void fq_permutation(uint64_t seed, uint64_t epoch, int64_t *out, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = i;
+    fq_rng r;
+    fq_rng_init(&r, seed, epoch, FQ_RNG_SHUFFLE_INDEX);
+    for (int64_t i = n - 1; i > 0; i--) {
+        int64_t j = (int64_t)fq_rng_next_below(&r, (uint64_t)(i + 1));
+        int64_t tmp = out[i];
+        out[i] = out[j];
+        out[j] = tmp;
+    }
+}

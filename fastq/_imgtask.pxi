@@ -1,0 +1,217 @@
+# Included at the end of fastq/_image.pyx: the native sample task of an image
+# Pipeline (csrc/fq_imgtask.h), handed to fastq._core.NativeRun as a pair of
+# C pointers (task function, context).  Everything the context points into is
+# kept alive by the ImageTask object, which NativeRun references until joined.
+from libc.stdint cimport int32_t
+from libc.stdlib cimport malloc, free, calloc
+
+cdef extern from "fq_imgtask.h" nogil:
+    enum:
+        FQ_SRC_FILES
+        FQ_SRC_BYTES
+        FQ_SRC_ARRAYS
+        FQ_ON_ERROR_RAISE
+        FQ_ON_ERROR_SKIP
+        FQ_IMGTASK_MAX_CODES
+    ctypedef struct fq_imgtask_source:
+        int kind
+        int64_t n
+        const char *const *paths
+        const uint8_t *const *data
+        const size_t *lens
+        const int32_t *shape
+        const size_t *strides
+        const uint8_t *labels
+        size_t label_bytes
+    ctypedef struct fq_imgtask:
+        pass
+    ctypedef struct fq_imgtask_stats:
+        int64_t skipped
+        int64_t skipped_by_code[16]
+        int64_t failed
+        int64_t bytes_read
+    int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int n_workers,
+                          int on_error, int max_attempts, int with_index, fq_imgtask **out, fq_err *err)
+    void fq_imgtask_free(fq_imgtask *t)
+    int fq_imgtask_set_epoch(fq_imgtask *t, const int64_t *order, int64_t n_items, uint64_t seed,
+                             uint64_t epoch, fq_err *err)
+    int fq_imgtask_run(void *ctx, int worker, int64_t item, uint8_t **rows, fq_err *err)
+    int fq_imgtask_sample(fq_imgtask *t, int worker, int64_t index, uint64_t seed, uint64_t epoch, void *out,
+                          fq_img_explain *ex, fq_err *err)
+    void fq_imgtask_get_stats(fq_imgtask *t, fq_imgtask_stats *st)
+    void fq_imgtask_last_skip(fq_imgtask *t, int code, char *msg, size_t len)
+    void fq_permutation(uint64_t seed, uint64_t epoch, int64_t *out, int64_t n)
+
+
+def permutation(uint64_t seed, uint64_t epoch, int64_t n):
+    """The deterministic shuffle of range(n) for (seed, epoch) (int64 array)."""
+    out = np.empty(n, np.int64)
+    cdef int64_t[::1] v = out
+    if n > 0:
+        with nogil:
+            fq_permutation(seed, epoch, &v[0], n)
+    return out
+
+
+cdef class ImageTask:
+    """Native per-sample task over a source (files / encoded buffers / arrays).
+
+    Created with ``workers`` worker scratch slots plus one private slot used by
+    ``sample()`` (explain) so that it never races a running pool.
+    """
+    cdef fq_imgtask *t
+    cdef readonly ImageSpec spec
+    cdef readonly int workers
+    cdef readonly int64_t n
+    cdef object _keep          # Python objects the C source points into
+    cdef object _order         # int64 array of the current epoch
+    cdef const char **_paths
+    cdef const uint8_t **_data
+    cdef size_t *_lens
+    cdef int32_t *_shape
+    cdef size_t *_strides
+    cdef object _lock
+
+    def __cinit__(self):
+        self.t = NULL
+        self._paths = NULL
+        self._data = NULL
+        self._lens = NULL
+        self._shape = NULL
+        self._strides = NULL
+
+    def __init__(self, ImageSpec spec, str kind, items, labels=None, int workers=1, str on_error="raise",
+                 int max_attempts=16, bint with_index=False):
+        cdef fq_imgtask_source src
+        cdef fq_err err
+        cdef int64_t i, n = len(items)
+        cdef cnp.ndarray a
+        cdef const uint8_t[::1] mv
+        memset(&src, 0, sizeof(src))
+        memset(&err, 0, sizeof(err))
+        if n < 1:
+            raise ValueError("the source has no samples")
+        keep = []
+        if kind == "files":
+            src.kind = FQ_SRC_FILES
+            self._paths = <const char **>calloc(n, sizeof(char *))
+            if self._paths == NULL:
+                raise MemoryError()
+            for i in range(n):
+                b = items[i]
+                if not isinstance(b, bytes) or b"\0" in b:
+                    raise ValueError(f"sample {i}: bad path {b!r}")
+                keep.append(b)
+                self._paths[i] = <const char *>b
+            src.paths = self._paths
+        elif kind == "bytes":
+            src.kind = FQ_SRC_BYTES
+            self._data = <const uint8_t **>calloc(n, sizeof(uint8_t *))
+            self._lens = <size_t *>calloc(n, sizeof(size_t))
+            if self._data == NULL or self._lens == NULL:
+                raise MemoryError()
+            for i in range(n):
+                buf = items[i]
+                keep.append(buf)
+                self._lens[i] = len(buf)
+                if len(buf):
+                    mv = buf
+                    self._data[i] = &mv[0]
+            src.data = self._data
+            src.lens = self._lens
+        elif kind == "arrays":
+            src.kind = FQ_SRC_ARRAYS
+            self._data = <const uint8_t **>calloc(n, sizeof(uint8_t *))
+            self._shape = <int32_t *>calloc(3 * n, sizeof(int32_t))
+            self._strides = <size_t *>calloc(n, sizeof(size_t))
+            if self._data == NULL or self._shape == NULL or self._strides == NULL:
+                raise MemoryError()
+            for i in range(n):
+                a = items[i]
+                if a.dtype != np.uint8 or a.ndim != 3 or a.strides[2] != 1 or a.strides[1] != a.shape[2]:
+                    raise ValueError(f"sample {i}: needs a uint8 HxWxC array with packed pixels")
+                keep.append(a)
+                self._data[i] = <const uint8_t *>a.data
+                self._shape[3 * i] = a.shape[0]
+                self._shape[3 * i + 1] = a.shape[1]
+                self._shape[3 * i + 2] = a.shape[2]
+                self._strides[i] = a.strides[0]
+            src.data = self._data
+            src.shape = self._shape
+            src.strides = self._strides
+        else:
+            raise ValueError(f"unknown source kind {kind!r}")
+        src.n = n
+        if labels is not None:
+            a = labels
+            if not a.flags.c_contiguous or a.shape[0] != n:
+                raise ValueError("labels must be a C-contiguous array with one row per sample")
+            keep.append(a)
+            src.labels = <const uint8_t *>a.data
+            src.label_bytes = a.strides[0] if a.ndim > 1 else a.itemsize
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        self._keep = keep
+        self.spec = spec
+        self.workers = workers
+        self.n = n
+        self._lock = threading.Lock()
+        if fq_imgtask_create(spec.spec, &src, workers + 1, FQ_ON_ERROR_SKIP if on_error == "skip" else FQ_ON_ERROR_RAISE,
+                             max_attempts, with_index, &self.t, &err) != 0:
+            raise_fq_error(&err)
+
+    def __dealloc__(self):
+        if self.t != NULL:
+            fq_imgtask_free(self.t)
+        free(self._paths)
+        free(self._data)
+        free(self._lens)
+        free(self._shape)
+        free(self._strides)
+
+    def set_epoch(self, order, uint64_t seed, uint64_t epoch):
+        """Pool item i of the next run is sample order[i].  Must not be called
+        while a pool runs on this task."""
+        cdef fq_err err
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        cdef int64_t[::1] v = order
+        memset(&err, 0, sizeof(err))
+        if fq_imgtask_set_epoch(self.t, &v[0] if len(order) else NULL, len(order), seed, epoch, &err) != 0:
+            raise_fq_error(&err)
+        self._order = order
+
+    def task_pointers(self):
+        """(address of the C task function, address of its context) for
+        fastq._core.NativeRun."""
+        return <size_t>&fq_imgtask_run, <size_t>self.t
+
+    def sample(self, int64_t index, uint64_t seed, uint64_t epoch):
+        """Produce one sample on this thread -> (ndarray, explain dict)."""
+        out = np.empty(self.spec.out_shape, dtype=self.spec._np_dtype)
+        cdef cnp.ndarray o = out
+        cdef void *dst = o.data
+        cdef fq_img_explain ex
+        cdef fq_err err
+        cdef int rc
+        memset(&err, 0, sizeof(err))
+        with self._lock:
+            with nogil:
+                rc = fq_imgtask_sample(self.t, self.workers, index, seed, epoch, dst, &ex, &err)
+        if rc != 0:
+            raise_fq_error(&err)
+        return out, _explain(&ex)
+
+    def stats(self):
+        cdef fq_imgtask_stats st
+        cdef char msg[512]
+        fq_imgtask_get_stats(self.t, &st)
+        reasons = {}
+        last = {}
+        for c in range(FQ_IMGTASK_MAX_CODES):
+            if st.skipped_by_code[c]:
+                name = fq_code_name(c).decode()
+                reasons[name] = st.skipped_by_code[c]
+                fq_imgtask_last_skip(self.t, c, msg, sizeof(msg))
+                last[name] = msg.decode("utf-8", "replace")
+        return {"skipped": st.skipped, "skipped_by_reason": reasons, "last_skip_message": last,
+                "failed_samples": st.failed, "bytes_read": st.bytes_read}
