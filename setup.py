@@ -147,6 +147,12 @@ def _extensions():
         img_sources = ["fastq/_image.pyx", "csrc/fq_common.c", "csrc/fq_imgtask.c"] + sorted(
             os.path.join("csrc", f) for f in os.listdir("csrc") if f.startswith("fq_image") and f.endswith(".cpp"))
         exts.append(Extension("fastq._image", img_sources, **common))
+    if only in (None, "", "_cuda") and os.path.exists("fastq/_cuda.pyx"):
+        # CUDA is loaded at run time with dlopen: no CUDA headers or libraries at build time.
+        cuda = dict(common, libraries=["dl"], include_dirs=["csrc"])
+        exts.append(Extension("fastq._cuda", ["fastq/_cuda.pyx", "csrc/fq_common.c"] + sorted(
+            os.path.join("csrc", f) for f in os.listdir("csrc") if f.startswith("fq_cuda") and f.endswith(".c")),
+            **cuda))
     return cythonize(exts, language_level=3, compiler_directives={"boundscheck": False, "wraparound": False})
 
 

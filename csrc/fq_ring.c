@@ -32,6 +32,8 @@ struct fq_ring {
     uint8_t *arena;
     size_t arena_bytes;
     fq_slot *slots;
+    fq_ring_free_hook free_hook;
+    void *free_hook_ctx;
 
     /* run state */
     int closed;
@@ -176,10 +178,18 @@ fail:
     return fq_set_err(err, FQ_E_SYS, "pthread initialisation failed");
 }
 
+void fq_ring_set_free_hook(fq_ring *r, fq_ring_free_hook hook, void *ctx)
+{
+    r->free_hook = hook;
+    r->free_hook_ctx = ctx;
+}
+
 void fq_ring_destroy(fq_ring *r)
 {
     if (!r)
         return;
+    if (r->free_hook)
+        r->free_hook(r->free_hook_ctx, r->arena, r->arena_bytes);
     (void)pthread_cond_destroy(&r->ready_cv);
     (void)pthread_cond_destroy(&r->free_cv);
     (void)pthread_mutex_destroy(&r->mu);

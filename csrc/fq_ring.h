@@ -73,6 +73,10 @@ typedef struct fq_ring_stats {
 int fq_ring_create(int capacity, int batch_size, int n_blocks, const size_t *row_bytes,
                    size_t arena_align, fq_ring **out, fq_err *err);
 void fq_ring_destroy(fq_ring *r);
+/* Called by fq_ring_destroy with the arena just before it is freed (e.g. to
+ * unregister pinned memory).  Set once, before any other thread uses the ring. */
+typedef void (*fq_ring_free_hook)(void *ctx, void *arena, size_t bytes);
+void fq_ring_set_free_hook(fq_ring *r, fq_ring_free_hook hook, void *ctx);
 
 int fq_ring_capacity(const fq_ring *r);
 int fq_ring_batch_size(const fq_ring *r);

@@ -47,6 +47,8 @@ cdef extern from "fq_ring.h" nogil:
     int fq_ring_create(int capacity, int batch_size, int n_blocks, const size_t *row_bytes,
                        size_t arena_align, fq_ring **out, fq_err *err)
     void fq_ring_destroy(fq_ring *r)
+    ctypedef void (*fq_ring_free_hook)(void *ctx, void *arena, size_t nbytes)
+    void fq_ring_set_free_hook(fq_ring *r, fq_ring_free_hook hook, void *ctx)
     int fq_ring_capacity(const fq_ring *r)
     int fq_ring_batch_size(const fq_ring *r)
     int fq_ring_n_blocks(const fq_ring *r)

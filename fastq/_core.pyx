@@ -60,6 +60,7 @@ cdef class Ring:
     cdef readonly tuple dtypes       # numpy dtype of each block
     cdef readonly tuple row_shapes   # per-row shape of each block
     cdef cnp.npy_intp _row_bytes[16]
+    cdef object _hook_owner
 
     def __cinit__(self, int capacity, int batch_size, dtypes, row_shapes, size_t arena_align=4096):
         cdef size_t rb[16]
@@ -118,6 +119,16 @@ cdef class Ring:
         cdef size_t n
         fq_ring_arena(self.r, &n)
         return n
+
+    def set_free_hook(self, size_t hook_address, size_t ctx_address, owner=None):
+        """Install a C function `void hook(void *ctx, void *arena, size_t bytes)`
+        (given by address, e.g. from another extension) that fq_ring_destroy
+        calls just before the arena is freed - used to unregister pinned
+        memory.  `owner` is kept alive as long as the ring."""
+        if self._hook_owner is not None:
+            raise ValueError("a free hook is already installed on this ring")
+        self._hook_owner = owner if owner is not None else True
+        fq_ring_set_free_hook(self.r, <fq_ring_free_hook>hook_address, <void *>ctx_address)
 
     def row_bytes(self, int block):
         return self._row_bytes[block]

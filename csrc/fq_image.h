@@ -1,0 +1,202 @@
+/* fq_image.h - the per-sample image path: decode -> augment -> normalize/layout/dtype.
+ *
+ * C API (no Python.h), implemented in C++17 (fq_image*.cpp) with libjpeg-turbo's
+ * libjpeg API and OpenCV.  Thread safety:
+ *   - fq_img_spec is immutable after fq_img_spec_create(): share it between threads.
+ *   - fq_img_scratch holds per-thread reusable buffers and a libjpeg decoder: one per
+ *     thread, never used by two threads at once.
+ * Determinism: every random parameter of a sample is a pure function of
+ * (seed, epoch, index, source image size); the output bytes do not depend on the
+ * thread, the scratch object or what ran before.
+ * Nothing here calls exit(), prints, or touches global state other than OpenCV's
+ * own (see fq_img_set_opencv_threads).
+ *
+ * The exact semantics of every op are written down in docs/ops.md.
+ */
+#ifndef FQ_IMAGE_H
+#define FQ_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fq_common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- ops ---------------------------------------------------------------- */
+
+/* One op of a chain: kind + up to 16 parameters (layout per kind below).
+ * Layout is fixed (136 bytes: int kind, 4 bytes padding, 16 doubles) so that the
+ * Python side can build an array of them with a numpy structured dtype
+ * (fastq.ops.FQ_OP_DTYPE). */
+typedef struct fq_op {
+    int kind;
+    double f[16];
+} fq_op;
+
+enum fq_op_kind {
+    FQ_OP_NONE = 0,
+    /* f0 out_h, f1 out_w, f2 scale_lo, f3 scale_hi, f4 ratio_lo, f5 ratio_hi, f6 interp */
+    FQ_OP_RANDOM_RESIZED_CROP = 1,
+    /* exact: f0 out_h, f1 out_w (>0), f2 = 0; shorter side: f0 = f1 = 0, f2 = side.
+     * f3 interp */
+    FQ_OP_RESIZE = 2,
+    /* f0 h, f1 w (zero padding when the image is smaller) */
+    FQ_OP_CENTER_CROP = 3,
+    /* f0 h, f1 w, f2..f5 padding left, top, right, bottom, f6 pad_if_needed (0/1),
+     * f7 border (FQ_BORDER_*), f8..f10 fill per channel */
+    FQ_OP_RANDOM_CROP = 4,
+    /* f0 p */
+    FQ_OP_HFLIP = 5,
+    /* f0 p */
+    FQ_OP_VFLIP = 6,
+    /* f0,f1 brightness range, f2,f3 contrast range, f4,f5 saturation range,
+     * f6,f7 hue range (fraction of a full turn, within [-0.5, 0.5]);
+     * f8..f11 enable flags (brightness, contrast, saturation, hue) */
+    FQ_OP_COLOR_JITTER = 7,
+    /* f0,f1 degrees range (counter-clockwise positive), f2,f3 max translate fraction
+     * (x of width, y of height), f4,f5 scale range, f6,f7 shear-x range (degrees),
+     * f8,f9 shear-y range (degrees), f10 border (FQ_BORDER_*), f11..f13 fill per
+     * channel, f14 interp (nearest/bilinear/bicubic/lanczos) */
+    FQ_OP_RANDOM_AFFINE = 8,
+    /* f0 p */
+    FQ_OP_GRAYSCALE = 9,
+    /* f0..f2 mean, f3..f5 std; out = (x/255 - mean[c]) / std[c]; must be the last op */
+    FQ_OP_NORMALIZE = 10
+};
+
+/* Same numbers as OpenCV's INTER_* flags. */
+enum fq_interp {
+    FQ_INTERP_NEAREST = 0,
+    FQ_INTERP_BILINEAR = 1,
+    FQ_INTERP_BICUBIC = 2,
+    FQ_INTERP_AREA = 3,
+    FQ_INTERP_LANCZOS = 4
+};
+
+enum fq_border {
+    FQ_BORDER_CONSTANT = 0,  /* fill value */
+    FQ_BORDER_REPLICATE = 1, /* aaa|abc|ccc  (torchvision "edge") */
+    FQ_BORDER_REFLECT = 2,   /* cb|abc|ba    (torchvision "reflect", cv BORDER_REFLECT_101) */
+    FQ_BORDER_SYMMETRIC = 3  /* ba|abc|cb    (torchvision "symmetric", cv BORDER_REFLECT) */
+};
+
+/* ---- output format ------------------------------------------------------ */
+
+enum fq_dtype { FQ_DT_UINT8 = 0, FQ_DT_FLOAT32 = 1, FQ_DT_FLOAT16 = 2 };
+enum fq_layout { FQ_LAYOUT_HWC = 0, FQ_LAYOUT_CHW = 1 };
+
+/* Default decompression-bomb guard: 2^26 = 67,108,864 pixels (e.g. 8192 x 8192). */
+#define FQ_IMG_DEFAULT_MAX_PIXELS ((int64_t)1 << 26)
+
+typedef struct fq_img_format {
+    int channels;       /* 1 (gray) or 3 (RGB) */
+    int dtype;          /* FQ_DT_* ; float outputs are x/255 unless Normalize says otherwise */
+    int layout;         /* FQ_LAYOUT_* */
+    int64_t max_pixels; /* encoded images whose header declares more pixels fail with
+                           FQ_E_TOO_LARGE before any pixel buffer is allocated; <= 0: default */
+    int dct_scaling;    /* allow JPEG DCT-domain downscaling (approximate; see docs/ops.md) */
+} fq_img_format;
+
+typedef struct fq_img_spec fq_img_spec;
+
+/* Validate the chain and build an immutable spec.  Errors: FQ_E_INVALID (with the
+ * op index and the reason), FQ_E_NOMEM. */
+int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq_img_spec **out,
+                       fq_err *err);
+void fq_img_spec_free(fq_img_spec *spec);
+/* Output shape of one sample as h, w, c (whatever the layout). */
+int fq_img_spec_out_shape(const fq_img_spec *spec, int *h, int *w, int *c);
+/* Bytes of one output sample (h * w * c * dtype size). */
+size_t fq_img_spec_row_bytes(const fq_img_spec *spec);
+
+/* ---- per-thread scratch ------------------------------------------------- */
+
+typedef struct fq_img_scratch fq_img_scratch;
+fq_img_scratch *fq_img_scratch_new(void); /* NULL on allocation failure */
+void fq_img_scratch_free(fq_img_scratch *s);
+
+/* ---- explain: everything sampled / chosen for one sample ---------------- */
+
+#define FQ_IMG_MAX_OPS 16
+
+enum fq_img_source_format {
+    FQ_FMT_UNKNOWN = 0,
+    FQ_FMT_ARRAY = 1,
+    FQ_FMT_JPEG = 2,
+    FQ_FMT_PNG = 3,
+    FQ_FMT_BMP = 4,
+    FQ_FMT_TIFF = 5,
+    FQ_FMT_WEBP = 6,
+    FQ_FMT_GIF = 7,
+    FQ_FMT_PNM = 8,
+    FQ_FMT_OTHER = 9
+};
+
+/* Per-op record.  Coordinates are those of the op's input image in the exact
+ * (full-resolution) pipeline: replaying the records on a full decode of the source
+ * reproduces the output (exactly, or within the documented decode tolerance when
+ * the first op was served by ROI / DCT-scaled decoding). */
+typedef struct fq_img_op_explain {
+    int kind;           /* FQ_OP_* */
+    int applied;        /* flips / grayscale: 1 if drawn; ColorJitter: number of factors used;
+                           geometric ops: 1 */
+    int in_h, in_w;     /* image size entering the op */
+    int out_h, out_w;   /* image size leaving the op */
+    int box[4];         /* crops: x, y, w, h in input coordinates (RandomCrop: in padded
+                           coordinates; CenterCrop: may be negative = zero padding) */
+    int pad[4];         /* RandomCrop: padding left, top, right, bottom actually applied */
+    double factor[4];   /* ColorJitter: brightness, contrast, saturation, hue factors */
+    int order[4];       /* ColorJitter: indices into factor in the order applied, -1 = none */
+    double contrast_mean; /* ColorJitter: mean gray level used by contrast (computed) */
+    double params[5];   /* RandomAffine: angle, tx, ty, scale, shear_x; */
+    double shear_y;     /* RandomAffine: shear_y */
+    double matrix[6];   /* RandomAffine: forward 2x3 matrix (dst = M [x y 1]^T) */
+} fq_img_op_explain;
+
+typedef struct fq_img_explain {
+    int src_format;      /* FQ_FMT_* */
+    int src_h, src_w;    /* full source size */
+    int src_channels;    /* channels as stored: 1 gray, 2 gray+alpha, 3, 4 (RGBA or CMYK) */
+    int src_bits;        /* bits per sample as stored (8 or 16) */
+    int scale_num, scale_denom; /* DCT scale used for decoding (8/8 = none) */
+    int decoded_h, decoded_w;   /* full image size at that scale */
+    int roi[4];          /* x, y, w, h of the region actually decoded, in scaled coords */
+    int roi_used;        /* 1 if only part of the image was decoded */
+    int has_crop;        /* 1 if the first op was a crop */
+    int crop_src[4];     /* that crop's x, y, w, h in SOURCE pixel coordinates */
+    int hflip, vflip, grayscale; /* 1 if any op of that kind was applied */
+    int n_ops;
+    fq_img_op_explain ops[FQ_IMG_MAX_OPS];
+    int out_h, out_w, out_c;
+} fq_img_explain;
+
+/* Decode an encoded image (JPEG via libjpeg; PNG/BMP/TIFF/WebP/... via OpenCV), run
+ * the chain, write one sample into out_row (fq_img_spec_row_bytes bytes).
+ * Returns FQ_OK or an error code with err->msg giving the reason (the caller adds
+ * the file name): FQ_E_EMPTY, FQ_E_DECODE, FQ_E_UNSUPPORTED, FQ_E_TOO_LARGE,
+ * FQ_E_INVALID (e.g. RandomCrop larger than the image), FQ_E_NOMEM.
+ * On error out_row content is unspecified.  ex may be NULL. */
+int fq_img_process_encoded(const fq_img_spec *spec, fq_img_scratch *s, const uint8_t *data,
+                           size_t len, uint64_t seed, uint64_t epoch, uint64_t index,
+                           void *out_row, fq_img_explain *ex, fq_err *err);
+
+/* Same for decoded pixels: h x w x c uint8, c = 1 (gray), 3 (RGB) or 4 (RGBA, alpha
+ * dropped); row_stride in bytes (>= w * c).  max_pixels is not applied to arrays. */
+int fq_img_process_array(const fq_img_spec *spec, fq_img_scratch *s, const uint8_t *pixels,
+                         int h, int w, int c, size_t row_stride, uint64_t seed, uint64_t epoch,
+                         uint64_t index, void *out_row, fq_img_explain *ex, fq_err *err);
+
+/* Number of threads OpenCV itself may use inside one call (cv::setNumThreads; global to
+ * the OpenCV library).  A worker pool should set 1 so its threads don't oversubscribe. */
+void fq_img_set_opencv_threads(int n);
+
+/* Name of an op kind ("RandomResizedCrop", ...) or "?" */
+const char *fq_img_op_name(int kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,90 @@
+# Declarations only: the C API of csrc/fq_image.h (see that header for the contract).
+from libc.stdint cimport uint8_t, uint16_t, int64_t, uint64_t
+
+
+cdef extern from "fq_common.h" nogil:
+    ctypedef struct fq_err:
+        int code
+        char msg[512]
+    const char *fq_code_name(int code)
+
+
+cdef extern from "fq_image.h" nogil:
+    ctypedef struct fq_op:
+        int kind
+        double f[16]
+
+    ctypedef struct fq_img_format:
+        int channels
+        int dtype
+        int layout
+        int64_t max_pixels
+        int dct_scaling
+
+    ctypedef struct fq_img_spec:
+        pass
+    ctypedef struct fq_img_scratch:
+        pass
+
+    enum:
+        FQ_IMG_MAX_OPS
+        FQ_DT_UINT8
+        FQ_DT_FLOAT32
+        FQ_DT_FLOAT16
+        FQ_LAYOUT_HWC
+        FQ_LAYOUT_CHW
+        FQ_OP_RANDOM_RESIZED_CROP
+        FQ_OP_RESIZE
+        FQ_OP_CENTER_CROP
+        FQ_OP_RANDOM_CROP
+        FQ_OP_HFLIP
+        FQ_OP_VFLIP
+        FQ_OP_COLOR_JITTER
+        FQ_OP_RANDOM_AFFINE
+        FQ_OP_GRAYSCALE
+        FQ_OP_NORMALIZE
+
+    ctypedef struct fq_img_op_explain:
+        int kind
+        int applied
+        int in_h, in_w, out_h, out_w
+        int box[4]
+        int pad[4]
+        double factor[4]
+        int order[4]
+        double contrast_mean
+        double params[5]
+        double shear_y
+        double matrix[6]
+
+    ctypedef struct fq_img_explain:
+        int src_format
+        int src_h, src_w
+        int src_channels
+        int src_bits
+        int scale_num, scale_denom
+        int decoded_h, decoded_w
+        int roi[4]
+        int roi_used
+        int has_crop
+        int crop_src[4]
+        int hflip, vflip, grayscale
+        int n_ops
+        fq_img_op_explain ops[16]
+        int out_h, out_w, out_c
+
+    int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq_img_spec **out,
+                           fq_err *err)
+    void fq_img_spec_free(fq_img_spec *spec)
+    int fq_img_spec_out_shape(const fq_img_spec *spec, int *h, int *w, int *c)
+    size_t fq_img_spec_row_bytes(const fq_img_spec *spec)
+    fq_img_scratch *fq_img_scratch_new()
+    void fq_img_scratch_free(fq_img_scratch *s)
+    int fq_img_process_encoded(const fq_img_spec *spec, fq_img_scratch *s, const uint8_t *data, size_t len,
+                               uint64_t seed, uint64_t epoch, uint64_t index, void *out_row,
+                               fq_img_explain *ex, fq_err *err)
+    int fq_img_process_array(const fq_img_spec *spec, fq_img_scratch *s, const uint8_t *pixels, int h, int w,
+                             int c, size_t row_stride, uint64_t seed, uint64_t epoch, uint64_t index,
+                             void *out_row, fq_img_explain *ex, fq_err *err)
+    void fq_img_set_opencv_threads(int n)
+    const char *fq_img_op_name(int kind)

@@ -1,0 +1,252 @@
+# cython: language_level=3
+"""fastq._image - the per-sample image path (csrc/fq_image.h) for tests and ``explain``.
+
+``ImageSpec`` wraps an immutable ``fq_img_spec``; ``process_encoded`` / ``process_array``
+run one sample with the GIL released and return ``(array, explain_dict)``.
+"""
+import threading
+
+import numpy as np
+cimport numpy as cnp
+from libc.stdint cimport uint8_t, int64_t, uint64_t
+from libc.string cimport memset
+
+from fastq.errors import error_for_code
+
+cnp.import_array()
+
+DEFAULT_MAX_PIXELS = 1 << 26
+
+_DTYPES = {"uint8": (FQ_DT_UINT8, np.uint8), "float32": (FQ_DT_FLOAT32, np.float32),
+           "float16": (FQ_DT_FLOAT16, np.float16)}
+_LAYOUTS = {"NHWC": FQ_LAYOUT_HWC, "HWC": FQ_LAYOUT_HWC, "NCHW": FQ_LAYOUT_CHW, "CHW": FQ_LAYOUT_CHW}
+_FORMATS = {0: "unknown", 1: "array", 2: "jpeg", 3: "png", 4: "bmp", 5: "tiff", 6: "webp", 7: "gif",
+            8: "pnm", 9: "other"}
+_JITTER = ("brightness", "contrast", "saturation", "hue")
+
+# numpy mirror of struct fq_op (static_assert-ed in fq_image.cpp)
+FQ_OP_DTYPE = np.dtype([("kind", "<i4"), ("_pad", "<i4"), ("f", "<f8", (16,))], align=True)
+assert FQ_OP_DTYPE.itemsize == sizeof(fq_op)
+
+
+cdef raise_fq_error(fq_err *err):
+    """The one place a C error of this module becomes a Python exception."""
+    msg = err.msg.decode("utf-8", "replace")
+    raise error_for_code(err.code, msg)
+
+
+def _as_op_array(packed_ops):
+    if isinstance(packed_ops, np.ndarray) and packed_ops.dtype == FQ_OP_DTYPE:
+        arr = packed_ops
+    else:
+        rows = list(packed_ops)
+        arr = np.zeros(len(rows), dtype=FQ_OP_DTYPE)
+        for i, (kind, params) in enumerate(rows):
+            params = list(params)
+            if len(params) > 16:
+                raise ValueError(f"op {i}: at most 16 parameters")
+            arr[i]["kind"] = kind
+            arr[i]["f"][: len(params)] = params
+    return np.ascontiguousarray(arr)
+
+
+cdef dict _op_explain(const fq_img_op_explain *r):
+    name = fq_img_op_name(r.kind).decode()
+    d = {"op": name, "in_shape": (r.in_h, r.in_w), "out_shape": (r.out_h, r.out_w)}
+    k = r.kind
+    if k in (FQ_OP_RANDOM_RESIZED_CROP, FQ_OP_CENTER_CROP, FQ_OP_RANDOM_CROP):
+        d["box"] = (r.box[0], r.box[1], r.box[2], r.box[3])
+    if k == FQ_OP_RANDOM_CROP:
+        d["pad"] = (r.pad[0], r.pad[1], r.pad[2], r.pad[3])
+    if k in (FQ_OP_HFLIP, FQ_OP_VFLIP, FQ_OP_GRAYSCALE):
+        d["applied"] = bool(r.applied)
+    if k == FQ_OP_COLOR_JITTER:
+        d["order"] = [_JITTER[r.order[i]] for i in range(4) if r.order[i] >= 0]
+        for i in range(4):
+            d[_JITTER[i]] = r.factor[i]
+        d["contrast_mean"] = r.contrast_mean
+    if k == FQ_OP_RANDOM_AFFINE:
+        d["angle"] = r.params[0]
+        d["translate"] = (r.params[1], r.params[2])
+        d["scale"] = r.params[3]
+        d["shear"] = (r.params[4], r.shear_y)
+        d["matrix"] = [[r.matrix[0], r.matrix[1], r.matrix[2]], [r.matrix[3], r.matrix[4], r.matrix[5]]]
+    return d
+
+
+cdef dict _explain(const fq_img_explain *ex):
+    ops = [_op_explain(&ex.ops[i]) for i in range(ex.n_ops)]
+    d = {
+        "format": _FORMATS.get(ex.src_format, "unknown"),
+        "src_shape": (ex.src_h, ex.src_w),
+        "src_channels": ex.src_channels,
+        "src_bits": ex.src_bits,
+        "decode_scale": (ex.scale_num, ex.scale_denom),
+        "decoded_shape": (ex.decoded_h, ex.decoded_w),
+        "roi": (ex.roi[0], ex.roi[1], ex.roi[2], ex.roi[3]),
+        "roi_used": bool(ex.roi_used),
+        "crop_src": (ex.crop_src[0], ex.crop_src[1], ex.crop_src[2], ex.crop_src[3]) if ex.has_crop else None,
+        "hflip": bool(ex.hflip),
+        "vflip": bool(ex.vflip),
+        "grayscale": bool(ex.grayscale),
+        "ops": ops,
+        "out_shape": (ex.out_h, ex.out_w, ex.out_c),
+    }
+    for o in ops:
+        if o["op"] == "ColorJitter" and "jitter" not in d:
+            d["jitter"] = {k: o[k] for k in ("order",) + _JITTER}
+        if o["op"] == "RandomAffine" and "affine" not in d:
+            d["affine"] = o["matrix"]
+    return d
+
+
+def set_opencv_threads(int n):
+    """cv::setNumThreads(n) of the OpenCV library fastq links (not pip's cv2)."""
+    fq_img_set_opencv_threads(n)
+
+
+cdef class ImageSpec:
+    """An immutable, thread-shareable op chain + output format.
+
+    ``ImageSpec(compiled)`` with the result of ``fastq.ops.compile_ops``, or
+    ``ImageSpec(packed_ops, channels=3, dtype="float32", layout="NHWC",
+    max_pixels=1<<26, dct_scaling=True)`` with packed ops (an ``FQ_OP_DTYPE`` array or
+    ``(kind, params)`` pairs).
+    """
+    cdef fq_img_spec *spec
+    cdef fq_img_scratch *scratch
+    cdef object _lock
+    cdef object _np_dtype
+    cdef readonly tuple out_shape
+    cdef readonly str dtype
+    cdef readonly str layout
+    cdef readonly int channels
+    cdef readonly object max_pixels
+    cdef readonly bint dct_scaling
+
+    def __cinit__(self):
+        self.spec = NULL
+        self.scratch = NULL
+
+    def __init__(self, packed_ops, channels=3, dtype="float32", layout="NHWC", max_pixels=None,
+                 dct_scaling=True):
+        if hasattr(packed_ops, "packed_ops"):  # fastq.ops.CompiledOps
+            c = packed_ops
+            packed_ops, channels, dtype, layout = c.packed_ops, c.channels, c.dtype, c.layout
+            max_pixels, dct_scaling = c.max_pixels, c.dct_scaling
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+        if layout not in _LAYOUTS:
+            raise ValueError(f"layout must be one of {sorted(_LAYOUTS)}, got {layout!r}")
+        arr = _as_op_array(packed_ops)
+        cdef fq_img_format fmt
+        cdef fq_err err
+        memset(&err, 0, sizeof(err))
+        fmt.channels = channels
+        fmt.dtype = _DTYPES[dtype][0]
+        fmt.layout = _LAYOUTS[layout]
+        fmt.max_pixels = DEFAULT_MAX_PIXELS if max_pixels is None else max_pixels
+        fmt.dct_scaling = 1 if dct_scaling else 0
+        cdef cnp.ndarray a = arr
+        cdef int n = len(arr)
+        cdef const fq_op *ops = <const fq_op *> a.data if n > 0 else NULL
+        if fq_img_spec_create(ops, n, &fmt, &self.spec, &err) != 0:
+            raise_fq_error(&err)
+        self.scratch = fq_img_scratch_new()
+        if self.scratch == NULL:
+            raise MemoryError()
+        cdef int h = 0, w = 0, ch = 0
+        fq_img_spec_out_shape(self.spec, &h, &w, &ch)
+        self.out_shape = (h, w, ch) if fmt.layout == FQ_LAYOUT_HWC else (ch, h, w)
+        self.dtype = dtype
+        self.layout = "NHWC" if fmt.layout == FQ_LAYOUT_HWC else "NCHW"
+        self.channels = ch
+        self.max_pixels = fmt.max_pixels
+        self.dct_scaling = bool(dct_scaling)
+        self._np_dtype = _DTYPES[dtype][1]
+        self._lock = threading.Lock()
+
+    def __dealloc__(self):
+        if self.scratch != NULL:
+            fq_img_scratch_free(self.scratch)
+        if self.spec != NULL:
+            fq_img_spec_free(self.spec)
+
+    @property
+    def row_bytes(self):
+        return fq_img_spec_row_bytes(self.spec)
+
+    cdef fq_img_scratch *_take(self, bint *own):
+        # the object's scratch when free, else a temporary one (calls from several threads)
+        if self._lock.acquire(False):
+            own[0] = False
+            return self.scratch
+        own[0] = True
+        return fq_img_scratch_new()
+
+    cdef _give(self, fq_img_scratch *s, bint own):
+        if own:
+            fq_img_scratch_free(s)
+        else:
+            self._lock.release()
+
+    def process_encoded(self, data, uint64_t seed=0, uint64_t epoch=0, uint64_t index=0):
+        """Decode + augment one encoded image -> (ndarray out_shape, explain dict)."""
+        cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
+        cdef size_t n = len(data)
+        out = np.empty(self.out_shape, dtype=self._np_dtype)
+        cdef cnp.ndarray o = out
+        cdef void *dst = o.data
+        cdef const uint8_t *src = &buf[0]
+        cdef fq_img_explain ex
+        cdef fq_err err
+        cdef int rc
+        cdef bint own = False
+        cdef fq_img_scratch *s = self._take(&own)
+        if s == NULL:
+            raise MemoryError()
+        memset(&err, 0, sizeof(err))
+        try:
+            with nogil:
+                rc = fq_img_process_encoded(self.spec, s, src, n, seed, epoch, index, dst, &ex, &err)
+        finally:
+            self._give(s, own)
+        if rc != 0:
+            raise_fq_error(&err)
+        return out, _explain(&ex)
+
+    def process_array(self, pixels, uint64_t seed=0, uint64_t epoch=0, uint64_t index=0):
+        """Augment one HxWxC (C = 1, 3 RGB, 4 RGBA) or HxW uint8 array -> (ndarray, explain)."""
+        arr = np.asarray(pixels)
+        if arr.dtype != np.uint8:
+            raise TypeError(f"process_array needs uint8 pixels, got {arr.dtype}")
+        if arr.ndim == 2:
+            arr = arr[:, :, None]
+        if arr.ndim != 3:
+            raise ValueError(f"process_array needs an HxWxC array, got shape {arr.shape}")
+        if arr.strides[2] != 1 or arr.strides[1] != arr.shape[2]:
+            arr = np.ascontiguousarray(arr)
+        cdef cnp.ndarray a = arr
+        cdef int h = arr.shape[0], w = arr.shape[1], c = arr.shape[2]
+        cdef size_t stride = arr.strides[0] if h > 0 else 0
+        out = np.empty(self.out_shape, dtype=self._np_dtype)
+        cdef cnp.ndarray o = out
+        cdef void *dst = o.data
+        cdef const uint8_t *src = <const uint8_t *> a.data
+        cdef fq_img_explain ex
+        cdef fq_err err
+        cdef int rc
+        cdef bint own = False
+        cdef fq_img_scratch *s = self._take(&own)
+        if s == NULL:
+            raise MemoryError()
+        memset(&err, 0, sizeof(err))
+        try:
+            with nogil:
+                rc = fq_img_process_array(self.spec, s, src, h, w, c, stride, seed, epoch, index, dst, &ex, &err)
+        finally:
+            self._give(s, own)
+        if rc != 0:
+            raise_fq_error(&err)
+        return out, _explain(&ex)
+include "_imgtask.pxi"

@@ -1,0 +1,521 @@
+"""Declarative image ops.
+
+An op is a small immutable description, validated when it is constructed (a bad
+parameter raises ``ValueError`` naming the op, the parameter and the value).  A chain
+of ops is checked as a whole and packed for the C core by :func:`compile_ops`.
+Nothing here runs pixels: the chain is executed natively (``csrc/fq_image.cpp``) on
+uint8 images with OpenCV, and the last step (``Normalize`` + dtype + layout) is fused
+into the write of the output row.
+
+Conventions (torchvision's, unless stated; exact definitions in ``docs/ops.md``):
+
+* images are RGB (or 1-channel gray when ``channels=1``), uint8, HWC while ops run;
+* sizes are ``(height, width)``; an int size means a square, except for ``Resize``
+  where an int is the length of the shorter side;
+* random parameters of sample ``index`` come from a counter-based stream keyed by
+  ``(seed, epoch, index)``, drawn in chain order; an op draws only what it needs;
+* interpolation names: ``nearest``, ``bilinear``, ``bicubic``, ``area``, ``lanczos``
+  (OpenCV's INTER_NEAREST, INTER_LINEAR, INTER_CUBIC, INTER_AREA, INTER_LANCZOS4;
+  note that OpenCV's bilinear does not antialias when shrinking, use ``area`` for that).
+"""
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "Op", "RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "HorizontalFlip",
+    "VerticalFlip", "ColorJitter", "RandomAffine", "Grayscale", "Normalize", "compile_ops",
+    "CompiledOps", "FQ_OP_DTYPE", "IMAGENET_MEAN", "IMAGENET_STD", "DEFAULT_MAX_PIXELS",
+]
+
+# numpy mirror of `struct fq_op` in csrc/fq_image.h: int kind, 4 bytes padding, double f[16]
+FQ_OP_DTYPE = np.dtype([("kind", "<i4"), ("_pad", "<i4"), ("f", "<f8", (16,))], align=True)
+assert FQ_OP_DTYPE.itemsize == 136
+
+DEFAULT_MAX_PIXELS = 1 << 26  # 67,108,864 pixels, e.g. 8192 x 8192
+MAX_OPS = 16
+MAX_SIDE = 32768
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+# enum fq_op_kind
+K_RANDOM_RESIZED_CROP, K_RESIZE, K_CENTER_CROP, K_RANDOM_CROP = 1, 2, 3, 4
+K_HFLIP, K_VFLIP, K_COLOR_JITTER, K_RANDOM_AFFINE, K_GRAYSCALE, K_NORMALIZE = 5, 6, 7, 8, 9, 10
+
+INTERPOLATIONS = {"nearest": 0, "bilinear": 1, "bicubic": 2, "area": 3, "lanczos": 4}
+BORDERS = {"constant": 0, "replicate": 1, "edge": 1, "reflect": 2, "symmetric": 3}
+
+
+def _num(x):
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _fail(op, what, value):
+    raise ValueError(f"{op}: {what}, got {value!r}")
+
+
+def _size(op, size, name="size"):
+    """int -> (s, s); (h, w) -> (h, w); positive ints <= 32768."""
+    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+        size = (int(size), int(size))
+    try:
+        h, w = size
+    except (TypeError, ValueError):
+        _fail(op, f"{name} must be an int or a (height, width) pair", size)
+    for v in (h, w):
+        if not (isinstance(v, numbers.Integral) and not isinstance(v, bool) and 1 <= v <= MAX_SIDE):
+            _fail(op, f"{name} must be positive integers <= {MAX_SIDE}", size)
+    return int(h), int(w)
+
+
+def _pair(op, value, name):
+    try:
+        lo, hi = value
+    except (TypeError, ValueError):
+        _fail(op, f"{name} must be a (min, max) pair", value)
+    if not (_num(lo) and _num(hi)):
+        _fail(op, f"{name} must be finite numbers", value)
+    return float(lo), float(hi)
+
+
+def _prob(op, p):
+    if not (_num(p) and 0 <= p <= 1):
+        _fail(op, "p must be a probability in [0, 1]", p)
+    return float(p)
+
+
+def _interp(op, name, allow_area=True):
+    if name not in INTERPOLATIONS or (not allow_area and name == "area"):
+        names = [n for n in INTERPOLATIONS if allow_area or n != "area"]
+        _fail(op, f"interpolation must be one of {names}", name)
+    return INTERPOLATIONS[name]
+
+
+def _fill(op, fill):
+    if _num(fill):
+        fill = (fill, fill, fill)
+    try:
+        vals = tuple(float(v) for v in fill)
+    except (TypeError, ValueError):
+        _fail(op, "fill must be a number or 3 numbers in [0, 255]", fill)
+    if len(vals) != 3 or not all(0 <= v <= 255 for v in vals):
+        _fail(op, "fill must be a number or 3 numbers in [0, 255]", fill)
+    return vals
+
+
+class Op:
+    """Base class: ``kind`` (C enum value), ``params()`` (<= 16 floats), ``pack()``."""
+
+    kind = 0
+    # geometry: "fixed" (gives a fixed HxW), "variable" (HxW depends on the input),
+    # or None (keeps the size)
+    geometry = None
+
+    def params(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def pack(self):
+        """``(kind, (f0, ..., f15))``: the C ``fq_op`` of this op."""
+        f = [float(v) for v in self.params()]
+        assert len(f) <= 16
+        return self.kind, tuple(f + [0.0] * (16 - len(f)))
+
+    def out_size(self):
+        return None
+
+    def __repr__(self):
+        items = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items() if not k.startswith("_"))
+        return f"{type(self).__name__}({items})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.pack() == other.pack()
+
+    def __hash__(self):
+        return hash(self.pack())
+
+
+class RandomResizedCrop(Op):
+    """Crop a random region, then resize it to ``size`` (torchvision semantics).
+
+    Up to 10 tries: area fraction ``s ~ U(scale)``, aspect ``r = exp(U(log ratio))``,
+    ``w = round(sqrt(s*A*r))``, ``h = round(sqrt(s*A/r))``; accepted if it fits, then
+    top ``i ~ U{0..H-h}``, left ``j ~ U{0..W-w}``.  Otherwise a central crop with the
+    aspect ratio clamped to ``ratio``.  The box is then resized with ``interpolation``.
+    """
+
+    kind = K_RANDOM_RESIZED_CROP
+    geometry = "fixed"
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), interpolation="bilinear"):
+        n = "RandomResizedCrop"
+        self.size = _size(n, size)
+        self.scale = _pair(n, scale, "scale")
+        if not (0 < self.scale[0] <= self.scale[1] <= 1):
+            _fail(n, "scale must satisfy 0 < min <= max <= 1", tuple(scale))
+        self.ratio = _pair(n, ratio, "ratio")
+        if not (0 < self.ratio[0] <= self.ratio[1]):
+            _fail(n, "ratio must satisfy 0 < min <= max", tuple(ratio))
+        self.interpolation = interpolation
+        self._interp = _interp(n, interpolation)
+
+    def params(self):
+        return (*self.size, *self.scale, *self.ratio, self._interp)
+
+    def out_size(self):
+        return self.size
+
+
+class Resize(Op):
+    """Resize.  ``Resize(256)`` / ``Resize(shorter_side=256)``: the shorter side becomes
+    256 and the longer ``int(256 * long / short)`` (truncated, like torchvision);
+    ``Resize((h, w))``: exactly h x w (aspect not kept)."""
+
+    kind = K_RESIZE
+
+    def __init__(self, size=None, *, shorter_side=None, interpolation="bilinear"):
+        n = "Resize"
+        if (size is None) == (shorter_side is None):
+            _fail(n, "give exactly one of size and shorter_side", (size, shorter_side))
+        if size is not None and not (isinstance(size, numbers.Integral) and not isinstance(size, bool)):
+            self.size, self.shorter_side = _size(n, size), None
+            self.geometry = "fixed"
+        else:
+            side = size if size is not None else shorter_side
+            if not (isinstance(side, numbers.Integral) and not isinstance(side, bool) and 1 <= side <= MAX_SIDE):
+                _fail(n, f"shorter_side must be a positive integer <= {MAX_SIDE}", side)
+            self.size, self.shorter_side = None, int(side)
+            self.geometry = "variable"
+        self.interpolation = interpolation
+        self._interp = _interp(n, interpolation)
+
+    def params(self):
+        if self.size is not None:
+            return (*self.size, 0, self._interp)
+        return (0, 0, self.shorter_side, self._interp)
+
+    def out_size(self):
+        return self.size
+
+
+class CenterCrop(Op):
+    """Crop ``size`` from the centre: top = round((H - h) / 2) (Python rounding, as
+    torchvision); an image smaller than the crop is zero-padded around it."""
+
+    kind = K_CENTER_CROP
+    geometry = "fixed"
+
+    def __init__(self, size):
+        self.size = _size("CenterCrop", size)
+
+    def params(self):
+        return self.size
+
+    def out_size(self):
+        return self.size
+
+
+class RandomCrop(Op):
+    """Pad by ``padding`` (int: all sides; (lr, tb); or (left, top, right, bottom)),
+    optionally pad a too-small image (``pad_if_needed``: by the deficit on both sides,
+    as torchvision), then crop ``size`` at top ``i ~ U{0..H-h}``, left ``j ~ U{0..W-w}``.
+    ``padding_mode``: constant (``fill``), edge, reflect, symmetric.  A crop larger
+    than the padded image fails the sample (``InvalidArgumentError``)."""
+
+    kind = K_RANDOM_CROP
+    geometry = "fixed"
+
+    def __init__(self, size, padding=0, pad_if_needed=False, fill=0, padding_mode="constant"):
+        n = "RandomCrop"
+        self.size = _size(n, size)
+        if isinstance(padding, numbers.Integral) and not isinstance(padding, bool):
+            pad = (padding,) * 4
+        else:
+            try:
+                pad = tuple(padding)
+            except TypeError:
+                _fail(n, "padding must be an int or a sequence of 2 or 4 ints", padding)
+            if len(pad) == 2:
+                pad = (pad[0], pad[1], pad[0], pad[1])
+        if len(pad) != 4 or not all(isinstance(p, numbers.Integral) and 0 <= p <= MAX_SIDE for p in pad):
+            _fail(n, "padding must be non-negative ints (1, 2 or 4 of them)", padding)
+        self.padding = tuple(int(p) for p in pad)
+        self.pad_if_needed = bool(pad_if_needed)
+        self.fill = _fill(n, fill)
+        if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
+            _fail(n, "padding_mode must be constant, edge, reflect or symmetric", padding_mode)
+        self.padding_mode = padding_mode
+
+    def params(self):
+        return (*self.size, *self.padding, int(self.pad_if_needed), BORDERS[self.padding_mode], *self.fill)
+
+    def out_size(self):
+        return self.size
+
+
+class HorizontalFlip(Op):
+    """Mirror left-right with probability ``p`` (drawn: ``u < p``, u ~ U[0, 1))."""
+
+    kind = K_HFLIP
+
+    def __init__(self, p=0.5):
+        self.p = _prob("HorizontalFlip", p)
+
+    def params(self):
+        return (self.p,)
+
+
+class VerticalFlip(Op):
+    """Mirror top-bottom with probability ``p``."""
+
+    kind = K_VFLIP
+
+    def __init__(self, p=0.5):
+        self.p = _prob("VerticalFlip", p)
+
+    def params(self):
+        return (self.p,)
+
+
+class Grayscale(Op):
+    """With probability ``p``: gray = OpenCV RGB2GRAY (0.299 R + 0.587 G + 0.114 B,
+    rounded), written to all 3 channels (``channels=3``); no-op for 1-channel output."""
+
+    kind = K_GRAYSCALE
+
+    def __init__(self, p=1.0):
+        self.p = _prob("Grayscale", p)
+
+    def params(self):
+        return (self.p,)
+
+
+class ColorJitter(Op):
+    """Random brightness, contrast, saturation and hue, in a random order (torchvision).
+
+    ``brightness=b`` -> factor in [max(0, 1-b), 1+b] (or give (min, max)); same for
+    contrast and saturation; ``hue=h`` -> factor in [-h, h], h <= 0.5 (or (min, max)
+    within [-0.5, 0.5]).  0 disables a component.  Per pixel, rounded and saturated
+    to uint8: brightness ``f*x``; contrast ``f*x + (1-f)*mean(gray)``; saturation
+    ``f*x + (1-f)*gray(x)`` (cv::addWeighted); hue: rotate H of OpenCV's
+    RGB2HSV_FULL by round(256*f) (a full turn is 256), back with HSV2RGB_FULL.
+    """
+
+    kind = K_COLOR_JITTER
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        n = "ColorJitter"
+        self.brightness = self._factor(n, "brightness", brightness)
+        self.contrast = self._factor(n, "contrast", contrast)
+        self.saturation = self._factor(n, "saturation", saturation)
+        if _num(hue):
+            if not 0 <= hue <= 0.5:
+                _fail(n, "hue must be in [0, 0.5]", hue)
+            rng = (-float(hue), float(hue))
+        else:
+            rng = _pair(n, hue, "hue")
+            if not -0.5 <= rng[0] <= rng[1] <= 0.5:
+                _fail(n, "hue range must satisfy -0.5 <= min <= max <= 0.5", hue)
+        self.hue = None if rng == (0.0, 0.0) else rng
+
+    @staticmethod
+    def _factor(n, name, v):
+        if _num(v):
+            if v < 0:
+                _fail(n, f"{name} must be non-negative", v)
+            rng = (max(0.0, 1.0 - v), 1.0 + v)
+        else:
+            rng = _pair(n, v, name)
+            if not 0 <= rng[0] <= rng[1]:
+                _fail(n, f"{name} range must satisfy 0 <= min <= max", v)
+        return None if rng == (1.0, 1.0) else rng
+
+    def params(self):
+        f = []
+        for r, off in ((self.brightness, 1), (self.contrast, 1), (self.saturation, 1), (self.hue, 0)):
+            f += list(r) if r else [off, off]
+        f += [int(r is not None) for r in (self.brightness, self.contrast, self.saturation, self.hue)]
+        return f
+
+
+class RandomAffine(Op):
+    """Random rotation / translation / scale / shear about the image centre, output
+    size = input size (cv::warpAffine).
+
+    Draws (in this order): angle ~ U(degrees) (counter-clockwise positive as seen on
+    screen); tx ~ round(U(-a*W, a*W)), ty ~ round(U(-b*H, b*H)) for ``translate=(a, b)``;
+    scale ~ U(scale); shear_x ~ U(sx range), shear_y ~ U(sy range) (degrees).  With
+    c = ((W-1)/2, (H-1)/2), R = [[cos, sin], [-sin, cos]], Sh = [[1, tan sx], [tan sy, 1]],
+    the forward map is ``dst = R Sh s (src - c) + c + t``.  ``degrees``: number d ->
+    (-d, d) or (min, max); ``shear``: number s -> x in (-s, s); (a, b) -> x; (a, b, c, d)
+    -> x in (a, b), y in (c, d).  ``border``: constant (``fill``), reflect, replicate,
+    symmetric.  ``interpolation``: not "area".
+    """
+
+    kind = K_RANDOM_AFFINE
+
+    def __init__(self, degrees, translate=None, scale=None, shear=None, border="constant", fill=0,
+                 interpolation="bilinear"):
+        n = "RandomAffine"
+        if _num(degrees):
+            if degrees < 0:
+                _fail(n, "degrees must be non-negative when a single number", degrees)
+            self.degrees = (-float(degrees), float(degrees))
+        else:
+            self.degrees = _pair(n, degrees, "degrees")
+            if self.degrees[0] > self.degrees[1]:
+                _fail(n, "degrees must satisfy min <= max", degrees)
+        if translate is None:
+            self.translate = None
+        else:
+            self.translate = _pair(n, translate, "translate")
+            if not all(0 <= t <= 1 for t in self.translate):
+                _fail(n, "translate fractions must be in [0, 1]", translate)
+        if scale is None:
+            self.scale = None
+        else:
+            self.scale = _pair(n, scale, "scale")
+            if not 0 < self.scale[0] <= self.scale[1]:
+                _fail(n, "scale must satisfy 0 < min <= max", scale)
+        if shear is None:
+            self.shear = None
+        else:
+            if _num(shear):
+                if shear < 0:
+                    _fail(n, "shear must be non-negative when a single number", shear)
+                sh = (-float(shear), float(shear), 0.0, 0.0)
+            else:
+                try:
+                    vals = tuple(shear)
+                except TypeError:
+                    _fail(n, "shear must be a number or 2 or 4 numbers", shear)
+                if len(vals) == 2:
+                    vals = (*vals, 0, 0)
+                if len(vals) != 4 or not all(_num(v) for v in vals):
+                    _fail(n, "shear must be a number or 2 or 4 numbers", shear)
+                sh = tuple(float(v) for v in vals)
+            if not (sh[0] <= sh[1] and sh[2] <= sh[3] and all(-90 < v < 90 for v in sh)):
+                _fail(n, "shear ranges must satisfy -90 < min <= max < 90", shear)
+            self.shear = sh
+        if border not in ("constant", "reflect", "replicate", "symmetric"):
+            _fail(n, "border must be constant, reflect, replicate or symmetric", border)
+        self.border = border
+        self.fill = _fill(n, fill)
+        self.interpolation = interpolation
+        self._interp = _interp(n, interpolation, allow_area=False)
+
+    def params(self):
+        t = self.translate or (0.0, 0.0)
+        s = self.scale or (1.0, 1.0)
+        sh = self.shear or (0.0, 0.0, 0.0, 0.0)
+        return (*self.degrees, *t, *s, *sh, BORDERS[self.border], *self.fill, self._interp)
+
+
+class Normalize(Op):
+    """``out = (x / 255 - mean[c]) / std[c]`` per channel, computed in double and rounded
+    once to the output dtype (a 256-entry table per channel, fused into the output
+    write).  Must be the last op; needs a float dtype.  Without Normalize, float
+    outputs are ``x / 255``.  Defaults: ImageNet mean/std (on the 0..1 scale)."""
+
+    kind = K_NORMALIZE
+
+    def __init__(self, mean=IMAGENET_MEAN, std=IMAGENET_STD):
+        n = "Normalize"
+        self.mean = self._three(n, "mean", mean)
+        self.std = self._three(n, "std", std)
+        if not all(s > 0 for s in self.std):
+            _fail(n, "std must be positive", std)
+
+    @staticmethod
+    def _three(n, name, v):
+        if _num(v):
+            return (float(v),) * 3
+        try:
+            vals = tuple(v)
+        except TypeError:
+            _fail(n, f"{name} must be a number or 3 numbers", v)
+        if len(vals) == 1:
+            vals = vals * 3
+        if len(vals) != 3 or not all(_num(x) for x in vals):
+            _fail(n, f"{name} must be a number or 3 numbers", v)
+        return tuple(float(x) for x in vals)
+
+    def params(self):
+        return (*self.mean, *self.std)
+
+
+_DTYPES = ("uint8", "float32", "float16")
+_LAYOUTS = {"NHWC": "NHWC", "HWC": "NHWC", "NCHW": "NCHW", "CHW": "NCHW"}
+
+
+@dataclass(frozen=True)
+class CompiledOps:
+    """A validated chain: what ``fastq._image.ImageSpec`` (and the pipeline) take.
+
+    ``packed_ops`` is an ``FQ_OP_DTYPE`` array laid out exactly as ``fq_op[]``.
+    ``out_shape`` is per sample: (h, w, c) for NHWC, (c, h, w) for NCHW."""
+
+    ops: tuple
+    packed_ops: np.ndarray
+    channels: int
+    dtype: str
+    layout: str
+    max_pixels: int
+    dct_scaling: bool
+    out_shape: tuple
+
+
+def compile_ops(ops, *, dtype="float32", layout="NHWC", channels=3, max_pixels=DEFAULT_MAX_PIXELS,
+                dct_scaling=True):
+    """Validate a chain of ops and pack it.
+
+    Rules: 1..16 ops; the chain must give a fixed output size (its last size-changing
+    op is a crop, ``RandomResizedCrop`` or ``Resize((h, w))``); ``Normalize`` at most
+    once and last, and only with a float dtype.  ``dtype``: uint8, float32, float16;
+    ``layout``: NHWC or NCHW; ``channels``: 3 (RGB) or 1 (gray); ``max_pixels``:
+    encoded images declaring more pixels fail with ImageTooLargeError before
+    decoding; ``dct_scaling``: allow approximate JPEG DCT-domain downscaling when the
+    first op is RandomResizedCrop or Resize (see docs/ops.md).
+    """
+    ops = tuple(ops)
+    if not ops:
+        raise ValueError("compile_ops: the op chain is empty; it needs at least a crop or Resize((h, w))")
+    if len(ops) > MAX_OPS:
+        raise ValueError(f"compile_ops: at most {MAX_OPS} ops, got {len(ops)}")
+    for i, op in enumerate(ops):
+        if not isinstance(op, Op):
+            raise ValueError(f"compile_ops: op {i} is not a fastq.ops op: {op!r}")
+    if dtype not in _DTYPES:
+        raise ValueError(f"compile_ops: dtype must be one of {list(_DTYPES)}, got {dtype!r}")
+    if layout not in _LAYOUTS:
+        raise ValueError(f"compile_ops: layout must be NHWC or NCHW, got {layout!r}")
+    layout = _LAYOUTS[layout]
+    if channels not in (1, 3):
+        raise ValueError(f"compile_ops: channels must be 1 or 3, got {channels!r}")
+    if not (isinstance(max_pixels, numbers.Integral) and max_pixels > 0):
+        raise ValueError(f"compile_ops: max_pixels must be a positive int, got {max_pixels!r}")
+    size = None
+    for i, op in enumerate(ops):
+        if isinstance(op, Normalize):
+            if i != len(ops) - 1:
+                raise ValueError(f"compile_ops: Normalize must be the last op (it is op {i} of {len(ops)})")
+            if dtype == "uint8":
+                raise ValueError("compile_ops: Normalize needs dtype float32 or float16, not uint8")
+        if op.geometry == "fixed":
+            size = op.out_size()
+        elif op.geometry == "variable":
+            size = None
+    if size is None:
+        raise ValueError(
+            "compile_ops: the chain does not give a fixed output size; add RandomResizedCrop, "
+            "CenterCrop, RandomCrop or Resize((h, w)) after any Resize(shorter_side)")
+    packed = np.zeros(len(ops), dtype=FQ_OP_DTYPE)
+    for i, op in enumerate(ops):
+        kind, f = op.pack()
+        packed[i]["kind"] = kind
+        packed[i]["f"] = f
+    h, w = size
+    out_shape = (h, w, channels) if layout == "NHWC" else (channels, h, w)
+    return CompiledOps(ops, packed, channels, dtype, layout, int(max_pixels), bool(dct_scaling), out_shape)

@@ -1,0 +1,278 @@
+"""Decoding: libjpeg-turbo full / ROI / DCT-scaled decode against pip cv2's decoder,
+other formats and channel conversions, and every broken file of make_bad_files.
+
+Tolerances (docs/ops.md): full and ROI JPEG decode are bit-exact with cv2.imdecode
+(both libjpeg-turbo, ISLOW IDCT, fancy upsampling); DCT-scaled decode followed by the
+resample is compared with full decode + cv2.resize INTER_AREA: mean |diff| <= 5 levels
+per sample and <= 2 over the set for 96 px outputs, <= 3 / <= 1 for 224 px outputs;
+CMYK within 1 level of cv2.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import image_ref as ref  # noqa: I100  (puts the repo root on sys.path)
+from fastq import errors as E
+from fastq import ops as O
+from fastq.testdata import BAD_FILE_ERRORS, make_bad_files, make_jpeg_dataset
+
+_image = pytest.importorskip("fastq._image", reason="build with: FASTQ_ONLY=_image python setup.py build_ext --inplace")
+ImageSpec = _image.ImageSpec
+
+
+@pytest.fixture(scope="module")
+def jpegs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("jpegs")
+    return [open(p, "rb").read() for p in make_jpeg_dataset(str(d), 16, seed=1)]
+
+
+@pytest.fixture(scope="module")
+def big_jpegs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("big")
+    return [open(p, "rb").read() for p in make_jpeg_dataset(str(d), 6, seed=2, min_side=700, max_side=1200)]
+
+
+@pytest.fixture(scope="module")
+def bad(tmp_path_factory):
+    return make_bad_files(str(tmp_path_factory.mktemp("bad")))
+
+
+def read(p):
+    with open(p, "rb") as f:
+        return f.read()
+
+
+def spec_for(chain, **kw):
+    return ImageSpec(O.compile_ops(chain, **kw))
+
+
+def test_dataset_is_deterministic_and_in_range(tmp_path, jpegs):
+    a = make_jpeg_dataset(str(tmp_path / "a"), 4, seed=1)
+    assert [read(p) for p in a] == jpegs[:4]
+    for b in jpegs:
+        img = ref.cv2_decode_rgb(b)
+        assert 300 <= min(img.shape[:2]) and max(img.shape[:2]) <= 800
+
+
+def test_full_decode_is_bit_exact(jpegs):
+    for b in jpegs:
+        want = ref.cv2_decode_rgb(b)
+        h, w = want.shape[:2]
+        out, ex = spec_for([O.CenterCrop((h, w))], dtype="uint8").process_encoded(b)
+        assert ex["format"] == "jpeg" and ex["src_shape"] == (h, w) and not ex["roi_used"]
+        np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("first", ["rrc", "center", "random"])
+def test_roi_decode_is_bit_exact(jpegs, first):
+    op = {"rrc": O.RandomResizedCrop((64, 56)), "center": O.CenterCrop((100, 150)),
+          "random": O.RandomCrop((120, 90))}[first]
+    chain = [op, O.HorizontalFlip()]
+    spec = spec_for(chain, dtype="uint8", dct_scaling=False)
+    n_roi = 0
+    for k, b in enumerate(jpegs):
+        full = ref.cv2_decode_rgb(b)
+        for i in range(4):
+            out, ex = spec.process_encoded(b, 9, 0, 4 * k + i)
+            n_roi += ex["roi_used"]
+            assert ex["decode_scale"] == (8, 8)
+            np.testing.assert_array_equal(out, ref.replay(full, ex, chain), err_msg=str(ex))
+    assert n_roi > 0
+
+
+def test_roi_decode_progressive_and_gray(bad):
+    for name in ("progressive_jpeg", "gray_jpeg"):
+        b = read(bad[name])
+        full = ref.cv2_decode_rgb(b)
+        chain = [O.RandomResizedCrop(40)]
+        spec = spec_for(chain, dtype="uint8", dct_scaling=False)
+        for i in range(8):
+            out, ex = spec.process_encoded(b, 0, 0, i)
+            np.testing.assert_array_equal(out, ref.replay(full, ex, chain))
+
+
+@pytest.mark.parametrize("size, per_sample, average", [(96, 5.0, 2.0), (224, 3.0, 1.0)])
+def test_dct_scaled_decode_tolerance(jpegs, big_jpegs, size, per_sample, average):
+    """DCT-scaled decode (1/8, 1/4, 1/2) + sub-pixel exact bilinear resample vs full
+    decode + cv2.resize.  The scaled path is effectively antialiased, so it is compared
+    with INTER_AREA (mean |diff| per sample <= per_sample, over the set <= average),
+    and with plain INTER_LINEAR (which aliases when shrinking a lot) loosely."""
+    import cv2
+    chain = [O.RandomResizedCrop(size)]
+    spec = spec_for(chain, dtype="uint8", dct_scaling=True)
+    d_area, scales = [], set()
+    for k, b in enumerate(jpegs + big_jpegs):
+        full = ref.cv2_decode_rgb(b)
+        for i in range(6):
+            out, ex = spec.process_encoded(b, 4, 0, 6 * k + i)
+            num, den = ex["decode_scale"]
+            x, y, w, h = ex["crop_src"]
+            if num == 8:
+                np.testing.assert_array_equal(out, ref.replay(full, ex, chain))
+                continue
+            scales.add(num)
+            assert num in (1, 2, 4) and den == 8
+            assert w * num >= size * 8 and h * num >= size * 8  # scaled crop still >= output
+            crop = full[y:y + h, x:x + w]
+            area = cv2.resize(crop, (size, size), interpolation=cv2.INTER_AREA)
+            lin = ref.replay(full, ex, chain)
+            da = np.abs(out.astype(int) - area.astype(int)).mean()
+            dl = np.abs(out.astype(int) - lin.astype(int)).mean()
+            dla = np.abs(lin.astype(int) - area.astype(int)).mean()
+            assert da <= per_sample, (da, ex)
+            assert dl <= dla + per_sample, (dl, dla, ex)
+            d_area.append(da)
+    assert len(d_area) >= 10 and 4 in scales
+    assert np.mean(d_area) <= average, np.mean(d_area)
+
+
+def test_dct_scaled_resize_first(big_jpegs):
+    chain = [O.Resize((160, 200)), O.HorizontalFlip()]
+    spec = spec_for(chain, dtype="uint8")
+    for b in big_jpegs:
+        out, ex = spec.process_encoded(b, 0, 0, 0)
+        want = ref.replay(ref.cv2_decode_rgb(b), ex, chain)
+        assert ex["decode_scale"][0] in (1, 2, 4)
+        assert np.abs(out.astype(int) - want.astype(int)).mean() <= 5.0
+
+
+def test_reference_task_float_output(jpegs):
+    chain = [O.RandomResizedCrop(224), O.HorizontalFlip(), O.Normalize()]
+    spec = spec_for(chain, dct_scaling=False)
+    for k, b in enumerate(jpegs[:4]):
+        out, ex = spec.process_encoded(b, 0, 0, k)
+        want = ref.finish(ref.replay(ref.cv2_decode_rgb(b), ex, chain), chain)
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+        assert out.dtype == np.float32 and out.shape == (224, 224, 3)
+
+
+def test_gray_output_channel(jpegs, bad):
+    # channels=1: JPEGs decode straight to luma (libjpeg's Y), others via RGB2GRAY
+    spec = spec_for([O.CenterCrop(64)], dtype="uint8", channels=1)
+    for b in jpegs[:3]:
+        out, _ = spec.process_encoded(b)
+        g = ref.cv2_decode_rgb(b, gray=True)
+        H, W = g.shape
+        want = g[round((H - 64) / 2):][:64, round((W - 64) / 2):][:, :64]
+        assert out.shape == (64, 64, 1)
+        assert np.abs(out[:, :, 0].astype(int) - want).max() <= 1
+    out, ex = spec.process_encoded(read(bad["png"]))
+    assert out.shape == (64, 64, 1) and ex["format"] == "png"
+
+
+def _center(img, s=64):
+    H, W = img.shape[:2]
+    y, x = int(round((H - s) / 2)), int(round((W - s) / 2))
+    return img[y:y + s, x:x + s]
+
+
+def test_other_formats_and_conversions(bad):
+    import cv2
+    spec = spec_for([O.CenterCrop(64)], dtype="uint8")
+    raw = lambda n: cv2.imdecode(np.frombuffer(read(bad[n]), np.uint8), cv2.IMREAD_UNCHANGED)  # noqa: E731
+    out, ex = spec.process_encoded(read(bad["png"]))
+    np.testing.assert_array_equal(out, _center(cv2.cvtColor(raw("png"), cv2.COLOR_BGR2RGB)))
+    # 16-bit: high byte
+    out, ex = spec.process_encoded(read(bad["png16"]))
+    assert ex["src_bits"] == 16
+    np.testing.assert_array_equal(out, _center(cv2.cvtColor((raw("png16") >> 8).astype(np.uint8), cv2.COLOR_BGR2RGB)))
+    # RGBA: alpha dropped
+    out, ex = spec.process_encoded(read(bad["rgba_png"]))
+    assert ex["src_channels"] == 4
+    np.testing.assert_array_equal(out, _center(cv2.cvtColor(raw("rgba_png"), cv2.COLOR_BGRA2RGB)))
+    # gray JPEG: three equal channels
+    out, ex = spec.process_encoded(read(bad["gray_jpeg"]))
+    assert ex["src_channels"] == 1 and (out[:, :, 0] == out[:, :, 2]).all()
+    np.testing.assert_array_equal(out[:, :, 0], _center(raw("gray_jpeg")))
+    if "gray_alpha_png" in bad:
+        out, ex = spec.process_encoded(read(bad["gray_alpha_png"]))
+        from PIL import Image
+        g = np.asarray(Image.open(bad["gray_alpha_png"]).convert("LA"))[:, :, 0]
+        np.testing.assert_array_equal(out[:, :, 1], _center(g))
+
+
+def test_cmyk_jpeg(bad):
+    if "cmyk_jpeg" not in bad:
+        pytest.skip("Pillow not installed: no CMYK sample")
+    b = read(bad["cmyk_jpeg"])
+    out, ex = spec_for([O.CenterCrop(64)], dtype="uint8").process_encoded(b)
+    assert ex["format"] == "jpeg" and ex["src_channels"] == 4
+    want = _center(ref.cv2_decode_rgb(b))
+    assert np.abs(out.astype(int) - want.astype(int)).max() <= 1
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILE_ERRORS))
+def test_bad_files(bad, name):
+    if name not in bad:
+        pytest.skip(f"{name} needs Pillow")
+    expected = BAD_FILE_ERRORS[name]
+    path = bad[name]
+    if name == "missing":
+        assert not os.path.exists(path)  # raised by the file reader (FQ_E_IO -> ReadError)
+        return
+    b = read(path)
+    for chain in ([O.RandomResizedCrop(32), O.HorizontalFlip(), O.Normalize()], [O.Resize(48), O.CenterCrop(32)]):
+        spec = spec_for(chain, max_pixels=50_000_000)
+        for i in range(5):
+            if expected is None:
+                out, _ = spec.process_encoded(b, 0, 0, i)
+                assert np.isfinite(out).all()
+            else:
+                cls = getattr(E, expected)
+                with pytest.raises(cls) as info:
+                    spec.process_encoded(b, 0, 0, i)
+                assert str(info.value) and info.value.code.startswith("FQ_E_")
+                assert isinstance(info.value, E.FastqError) and isinstance(info.value, ValueError)
+
+
+def test_error_messages(bad):
+    spec = spec_for([O.RandomResizedCrop(32)])
+    with pytest.raises(E.ImageTooLargeError, match=r"60000x60000 exceeds max_pixels=67108864"):
+        spec.process_encoded(read(bad["bomb"]))
+    with pytest.raises(E.DecodeError, match="truncated|premature|corrupt"):
+        spec.process_encoded(read(bad["truncated"]))
+    with pytest.raises(E.DecodeError, match="unrecognized image data"):
+        spec.process_encoded(read(bad["garbage"]))
+    with pytest.raises(E.EmptyImageError, match="empty"):
+        spec.process_encoded(b"")
+
+
+def test_truncated_fails_whatever_the_crop(bad):
+    # a truncated file must fail for every sample, even when the crop lies in the part
+    # that is still present (the decoder checks for the end-of-image marker)
+    b = read(bad["truncated"])
+    spec = spec_for([O.RandomResizedCrop(32, scale=(0.01, 0.02))], dct_scaling=False)
+    for i in range(50):
+        with pytest.raises(E.DecodeError):
+            spec.process_encoded(b, 0, 0, i)
+
+
+def test_max_pixels(jpegs):
+    b = jpegs[0]
+    h, w = ref.cv2_decode_rgb(b).shape[:2]
+    spec_for([O.CenterCrop(8)], max_pixels=h * w).process_encoded(b)
+    with pytest.raises(E.ImageTooLargeError, match="max_pixels"):
+        spec_for([O.CenterCrop(8)], max_pixels=h * w - 1).process_encoded(b)
+
+
+def test_fuzzed_inputs_never_crash(jpegs, bad):
+    rng = np.random.default_rng(0)
+    spec = spec_for([O.RandomResizedCrop(24), O.HorizontalFlip(), O.Normalize()])
+    seeds = [jpegs[0], read(bad["png"]), read(bad["progressive_jpeg"])]
+    outcomes = {"ok": 0, "err": 0}
+    for t in range(300):
+        b = bytearray(seeds[t % len(seeds)])
+        kind = t % 3
+        if kind == 0:
+            b = b[: int(rng.integers(0, len(b)))]
+        else:
+            for _ in range(int(rng.integers(1, 10))):
+                b[int(rng.integers(0, len(b)))] = int(rng.integers(0, 256))
+        try:
+            spec.process_encoded(bytes(b), 0, 0, t)
+            outcomes["ok"] += 1
+        except E.FastqError as e:
+            assert str(e)
+            outcomes["err"] += 1
+    assert outcomes["err"] > 0
