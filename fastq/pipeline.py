@@ -85,19 +85,30 @@ class Pipeline:
     stall_timeout : float
         Seconds the consumer may find every slot leased before raising
         StalledError (negative: wait forever).
+    pin_memory : "auto", True or False
+        Register the slot memory as pinned (page-locked) host memory with the
+        CUDA runtime so host-to-device copies are fast and asynchronous.
+        "auto" pins when a CUDA runtime can be loaded and says why not in
+        ``stats()`` otherwise; True makes that a PinMemoryError.
+    **source_options
+        Options of native image sources (see fastq.image_sources): ops, dtype,
+        layout, channels, seed, shuffle, on_error, max_pixels, dct_scaling,
+        return_index.
 
     Iterating the pipeline runs one epoch; iterating again runs the next.
     Use it as a context manager, or call :meth:`close`.
     """
 
     def __init__(self, source, *, batch_size, queue_size=4, workers=None, drop_remainder=True,
-                 stall_timeout=60.0, **source_options):
+                 stall_timeout=60.0, pin_memory="auto", **source_options):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         if isinstance(queue_size, bool) or not isinstance(queue_size, int) or queue_size < 1:
             raise ValueError(f"queue_size must be a positive int, got {queue_size!r}")
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
             raise ValueError(f"workers must be a positive int or None, got {workers!r}")
+        if pin_memory not in ("auto", True, False):
+            raise ValueError(f"pin_memory must be 'auto', True or False, got {pin_memory!r}")
         if not isinstance(source, Source):
             source = Iterable(source)
         self.batch_size = batch_size
@@ -105,6 +116,8 @@ class Pipeline:
         self.workers = workers
         self.drop_remainder = bool(drop_remainder)
         self.stall_timeout = float(stall_timeout)
+        self.pin_memory = pin_memory
+        self._pin_status = {"pinned": False, "pin_reason": "the ring is not allocated yet"}
         self.source = source
         self._backend = source._make_backend(self, **source_options)
         self._state = _State()
@@ -129,6 +142,7 @@ class Pipeline:
         """Counters: ring slot states, waits, batches/samples delivered,
         plus the source's own (e.g. skipped samples)."""
         out = {"epoch": self._epoch, "workers": self._effective_workers(), "closed": self._state.closed}
+        out.update(self._pin_status)
         ring = self._state.ring
         if ring is not None:
             out.update(ring.stats())
@@ -229,10 +243,15 @@ class Pipeline:
             specs = self._backend.output_spec()
             st.ring = _core.Ring(self.queue_size, self.batch_size, [d for _, d in specs],
                                  [s for s, _ in specs], arena_align=4096)
-            hook = getattr(self._backend, "ring_created", None)
-            if hook is not None:
-                hook(st.ring)
+            self._pin(st.ring)
         return st.ring
+
+    def _pin(self, ring):
+        if self.pin_memory is False:
+            self._pin_status = {"pinned": False, "pin_reason": "pin_memory=False"}
+            return
+        from fastq import cuda
+        self._pin_status = cuda.pin_ring(ring, required=self.pin_memory is True)
 
     def __iter__(self):
         st = self._state

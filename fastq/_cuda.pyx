@@ -1,0 +1,68 @@
+# cython: language_level=3
+"""fastq._cuda - pinning the slot arena with a CUDA runtime loaded at run time."""
+from libc.stdint cimport int64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+
+from fastq.errors import error_for_code
+
+cdef extern from "fq_common.h" nogil:
+    ctypedef struct fq_err:
+        int code
+        char msg[512]
+
+cdef extern from "fq_cuda.h" nogil:
+    int fq_cuda_load(const char *const *candidates, int n, fq_err *err)
+    int fq_cuda_device_count(fq_err *err)
+    int fq_cuda_register(void *ptr, size_t nbytes, fq_err *err)
+    void fq_cuda_unregister_hook(void *ctx, void *arena, size_t nbytes)
+    void fq_cuda_counts(int64_t *registered, int64_t *unregistered)
+
+
+cdef raise_err(fq_err *err):
+    raise error_for_code(err.code, err.msg.decode("utf-8", "replace"))
+
+
+def load(candidates):
+    """Load the first loadable CUDA runtime of `candidates` (paths or sonames)."""
+    cdef fq_err err
+    enc = [c.encode() if isinstance(c, str) else bytes(c) for c in candidates]
+    cdef int n = len(enc), i
+    cdef const char **arr = <const char **>malloc(sizeof(char *) * (n if n else 1))
+    if arr == NULL:
+        raise MemoryError()
+    memset(&err, 0, sizeof(err))
+    try:
+        for i in range(n):
+            arr[i] = <const char *>enc[i]
+        if fq_cuda_load(arr, n, &err) != 0:
+            raise_err(&err)
+    finally:
+        free(arr)
+
+
+def device_count():
+    cdef fq_err err
+    memset(&err, 0, sizeof(err))
+    cdef int n = fq_cuda_device_count(&err)
+    if n < 0:
+        raise_err(&err)
+    return n
+
+
+def register(size_t address, size_t nbytes):
+    cdef fq_err err
+    memset(&err, 0, sizeof(err))
+    if fq_cuda_register(<void *>address, nbytes, &err) != 0:
+        raise_err(&err)
+
+
+def unregister_hook_address():
+    """Address of the fq_ring_free_hook that unregisters an arena."""
+    return <size_t>&fq_cuda_unregister_hook
+
+
+def counts():
+    cdef int64_t r = 0, u = 0
+    fq_cuda_counts(&r, &u)
+    return r, u
