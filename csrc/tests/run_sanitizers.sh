@@ -12,6 +12,25 @@ $CC -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fsanitize=add
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$out/test_ring_asan"
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=thread -Icsrc $SRC -o "$out/test_ring_tsan" -pthread
 TSAN_OPTIONS=halt_on_error=1 "$out/test_ring_tsan"
-if [ -f csrc/tests/test_image.cpp ] && [ -f csrc/tests/run_image_sanitizers.sh ]; then
-    bash csrc/tests/run_image_sanitizers.sh
-fi
+bash csrc/tests/run_image_sanitizers.sh
+
+# The whole native image pipeline (task + pool + ring + image path) under TSan
+# and ASan+UBSan, on JPEGs made by fastq.testdata (needs the built package).
+jpgs=$(mktemp -d)
+trap 'rm -rf "$jpgs"' EXIT
+${PYTHON:-python3} -c "from fastq import testdata; testdata.make_jpeg_dataset('$jpgs', 12, seed=1, min_side=100, max_side=260)" 2>/dev/null
+CXX=${CXX:-g++}
+for san in thread address,undefined; do
+    tag=${san//,/}
+    objs="$out/obj_$tag"
+    rm -rf "$objs"
+    mkdir -p "$objs"
+    for f in csrc/fq_common.c csrc/fq_ring.c csrc/fq_pool.c csrc/fq_imgtask.c csrc/tests/test_imgtask.c; do
+        $CC -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fsanitize=$san -Icsrc \
+            -c "$f" -o "$objs/$(basename "$f").o"
+    done
+    $CXX -std=c++17 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fsanitize=$san -Icsrc \
+        -I"${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}" csrc/fq_image*.cpp "$objs"/*.o \
+        -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -pthread -o "$out/test_imgtask_$tag"
+    TSAN_OPTIONS=halt_on_error=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$out/test_imgtask_$tag" "$jpgs"/*.jpg
+done
