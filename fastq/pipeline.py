@@ -290,7 +290,9 @@ class _EpochIterator:
     """Iterator over one epoch's batches (tuples of numpy arrays)."""
 
     def __init__(self, pipeline, ring, epoch, producers):
-        self._pipeline = weakref.ref(pipeline)
+        # A strong reference: `for b in fastq.Pipeline(...)` must keep the
+        # pipeline alive for as long as its iterator is used.
+        self._p = pipeline
         self._ring = ring
         self.epoch = epoch
         self._producers = producers
@@ -308,7 +310,7 @@ class _EpochIterator:
 
     def _finish(self):
         self._done = True
-        p = self._pipeline()
+        p = self._p
         if p is not None and p._active is self:
             p._active = None
             with p._state.lock:
@@ -322,7 +324,7 @@ class _EpochIterator:
                     f"epoch {self.epoch}'s iterator was used after a newer iteration of the same Pipeline "
                     f"started; a Pipeline runs one epoch at a time (create two Pipelines to read twice)")
             raise StopIteration
-        p = self._pipeline()
+        p = self._p
         stall = p.stall_timeout if p is not None else 60.0
         failure = None
         try:

@@ -262,3 +262,12 @@ def test_interpreter_exit_with_a_running_pipeline_is_clean():
     assert res.returncode == 0, res.stderr
     assert "got [0, 1, 2]" in res.stdout
     assert time.monotonic() - t0 < 30
+
+
+def test_iterating_an_unnamed_pipeline_keeps_it_alive():
+    import gc
+    n = 0
+    for _ in fastq.Pipeline(Samples(40), batch_size=4):
+        gc.collect()
+        n += 1
+    assert n == 10
