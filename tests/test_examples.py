@@ -1,0 +1,33 @@
+"""The examples run, end to end, small and bounded."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("tensorflow")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_example(*args, timeout=180):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    res = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res.stdout
+
+
+def test_train_keras_example():
+    out = run_example("examples/train_keras.py", "--images", "48", "--epochs", "2", "--size", "48")
+    assert "trained 2 epochs, 96 images" in out
+    assert "slots still leased after training: 0" in out
+    assert out.rstrip().endswith("OK")
+
+
+def test_train_tensorpack_example():
+    pytest.importorskip("tensorpack")
+    out = run_example("examples/train_tensorpack.py", "--source", "both", "--images", "32", "--batch-size", "8")
+    assert "[dataflow] 2 epochs x 4 steps" in out
+    assert "[native] 2 epochs x 4 steps" in out
+    assert out.rstrip().endswith("OK")

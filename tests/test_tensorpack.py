@@ -1,0 +1,67 @@
+"""fastq.tensorpack.QueueInput in a tensorpack TrainConfig (SimpleTrainer).
+
+The training runs in a subprocess (tests/tensorpack_scenarios.py) because
+tensorpack's launcher turns eager execution off for the whole process."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("tensorflow")
+pytest.importorskip("tensorpack")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    res = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "tensorpack_scenarios.py"),
+                          str(tmp_path_factory.mktemp("tp_images"))],
+                         capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
+    out = {}
+    for line in res.stdout.splitlines():
+        if line.startswith("RESULT "):
+            r = json.loads(line[7:])
+            out[r["name"]] = r
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return out
+
+
+def test_pipeline_feeds_simple_trainer_without_copies(results):
+    r = results["pipeline"]
+    assert r["size"] == 4                 # steps_per_epoch taken from the pipeline: 16 images / 4
+    assert r["steps"] == 8                # 2 epochs x 4 steps ran
+    assert r["delivered"] == 8
+    assert r["aliased"]                   # every step's input tensor was a ring slot
+    assert r["n_addr"] >= 2
+
+
+def test_batched_dataflow_like_tensorpack_queueinput(results):
+    r = results["dataflow_batched"]
+    assert r["size"] == 5 and r["steps"] == 15 and r["queue_size"] == 4
+    assert r["aliased"]
+    assert r["closed"]                    # the pipeline QueueInput made is closed after training
+
+
+def test_unbatched_dataflow_batched_by_fastq(results):
+    r = results["dataflow_unbatched"]
+    assert r["size"] == 5 and r["steps"] == 10
+    assert r["aliased"]
+
+
+def test_misuse_is_reported(results):
+    assert "size=" in results["queue_arg"]["raised"]
+    assert "shape" in results["shape_mismatch"]["raised"]
+
+
+def test_queueinput_is_a_tensorpack_inputsource():
+    from tensorpack.input_source import FeedfreeInput, InputSource
+
+    from fastq.tensorpack import QueueInput
+    assert issubclass(QueueInput, FeedfreeInput) and issubclass(QueueInput, InputSource)
+    with pytest.raises(TypeError):
+        QueueInput(42)
