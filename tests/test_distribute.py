@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-pytest.importorskip("tensorflow")
+import tensorflow  # noqa: E402,F401  (a test requirement: requirements-dev.txt)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 N, GLOBAL_BATCH = 48, 8

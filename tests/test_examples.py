@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-pytest.importorskip("tensorflow")
+import tensorflow  # noqa: E402,F401  (a test requirement: requirements-dev.txt)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,7 +26,7 @@ def test_train_keras_example():
 
 
 def test_train_tensorpack_example():
-    pytest.importorskip("tensorpack")
+    import tensorpack  # noqa: F401
     out = run_example("examples/train_tensorpack.py", "--source", "both", "--images", "32", "--batch-size", "8")
     assert "[dataflow] 2 epochs x 4 steps" in out
     assert "[native] 2 epochs x 4 steps" in out

@@ -14,7 +14,7 @@ import pytest
 import image_ref as ref  # noqa: I100  (also puts the repo root on sys.path)
 from fastq import ops as O
 
-_image = pytest.importorskip("fastq._image", reason="build with: FASTQ_ONLY=_image python setup.py build_ext --inplace")
+from fastq import _image  # noqa: E402
 ImageSpec = _image.ImageSpec
 
 

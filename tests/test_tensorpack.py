@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-pytest.importorskip("tensorflow")
-pytest.importorskip("tensorpack")
+import tensorflow  # noqa: E402,F401  (a test requirement: requirements-dev.txt)
+import tensorpack  # noqa: E402,F401
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-tf = pytest.importorskip("tensorflow")
+import tensorflow as tf  # noqa: E402
 
 import fastq  # noqa: E402
 import fastq.ops  # noqa: E402
