@@ -21,7 +21,7 @@ import threading
 import weakref
 
 from fastq import _core
-from fastq.errors import PipelineClosedError, SupersededIterationError
+from fastq.errors import ForkedPipelineError, PipelineClosedError, SupersededIterationError
 from fastq._source_base import Source
 from fastq.sources import Iterable
 
@@ -258,7 +258,6 @@ class Pipeline:
         if st.closed:
             raise PipelineClosedError("this Pipeline is closed")
         if os.getpid() != self._pid:
-            from fastq.errors import ForkedPipelineError
             raise ForkedPipelineError(
                 f"this fastq pipeline was created in process {self._pid} and cannot be used in a forked "
                 f"child (pid {os.getpid()}); create a new Pipeline in the child.")
@@ -276,10 +275,7 @@ class Pipeline:
             position, self._resume_position = self._resume_position, 0
             ring = self._ensure_ring()
             run_id = ring.begin_run(self.drop_remainder)
-            if position:
-                st.producers = self._backend.start(ring, run_id, epoch, position)
-            else:
-                st.producers = self._backend.start(ring, run_id, epoch)
+            st.producers = self._backend.start(ring, run_id, epoch, position)
             it = _EpochIterator(self, ring, epoch, st.producers)
             it.position = position
             self._active = it
