@@ -190,14 +190,12 @@ cdef class ImageSpec:
         else:
             self._lock.release()
 
-    def process_encoded(self, data, uint64_t seed=0, uint64_t epoch=0, uint64_t index=0):
-        """Decode + augment one encoded image -> (ndarray out_shape, explain dict)."""
-        cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
-        cdef size_t n = len(data)
+    cdef tuple _process(self, bint encoded, const uint8_t *src, size_t n, int h, int w, int c,
+                        size_t stride, uint64_t seed, uint64_t epoch, uint64_t index):
+        """Run one sample on this thread (GIL released) -> (ndarray, explain)."""
         out = np.empty(self.out_shape, dtype=self._np_dtype)
         cdef cnp.ndarray o = out
         cdef void *dst = o.data
-        cdef const uint8_t *src = &buf[0]
         cdef fq_img_explain ex
         cdef fq_err err
         cdef int rc
@@ -208,12 +206,21 @@ cdef class ImageSpec:
         memset(&err, 0, sizeof(err))
         try:
             with nogil:
-                rc = fq_img_process_encoded(self.spec, s, src, n, seed, epoch, index, dst, &ex, &err)
+                if encoded:
+                    rc = fq_img_process_encoded(self.spec, s, src, n, seed, epoch, index, dst, &ex, &err)
+                else:
+                    rc = fq_img_process_array(self.spec, s, src, h, w, c, stride, seed, epoch, index, dst,
+                                              &ex, &err)
         finally:
             self._give(s, own)
         if rc != 0:
             raise_fq_error(&err)
         return out, _explain(&ex)
+
+    def process_encoded(self, data, uint64_t seed=0, uint64_t epoch=0, uint64_t index=0):
+        """Decode + augment one encoded image -> (ndarray out_shape, explain dict)."""
+        cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
+        return self._process(True, &buf[0], len(data), 0, 0, 0, 0, seed, epoch, index)
 
     def process_array(self, pixels, uint64_t seed=0, uint64_t epoch=0, uint64_t index=0):
         """Augment one HxWxC (C = 1, 3 RGB, 4 RGBA) or HxW uint8 array -> (ndarray, explain)."""
@@ -227,26 +234,7 @@ cdef class ImageSpec:
         if arr.strides[2] != 1 or arr.strides[1] != arr.shape[2]:
             arr = np.ascontiguousarray(arr)
         cdef cnp.ndarray a = arr
-        cdef int h = arr.shape[0], w = arr.shape[1], c = arr.shape[2]
-        cdef size_t stride = arr.strides[0] if h > 0 else 0
-        out = np.empty(self.out_shape, dtype=self._np_dtype)
-        cdef cnp.ndarray o = out
-        cdef void *dst = o.data
-        cdef const uint8_t *src = <const uint8_t *> a.data
-        cdef fq_img_explain ex
-        cdef fq_err err
-        cdef int rc
-        cdef bint own = False
-        cdef fq_img_scratch *s = self._take(&own)
-        if s == NULL:
-            raise MemoryError()
-        memset(&err, 0, sizeof(err))
-        try:
-            with nogil:
-                rc = fq_img_process_array(self.spec, s, src, h, w, c, stride, seed, epoch, index, dst, &ex, &err)
-        finally:
-            self._give(s, own)
-        if rc != 0:
-            raise_fq_error(&err)
-        return out, _explain(&ex)
+        cdef size_t stride = arr.strides[0] if arr.shape[0] > 0 else 0
+        return self._process(False, <const uint8_t *> a.data, 0, arr.shape[0], arr.shape[1], arr.shape[2],
+                             stride, seed, epoch, index)
 include "_imgtask.pxi"
