@@ -382,6 +382,19 @@ def test_mutated_images_decode_or_fail_cleanly_and_the_same_for_1_and_2_workers(
         assert set(rows) == {i for i in good} | set(rows)
 
 
+@pytest.mark.parametrize("w,h", [(0xFFFFFFFF, 0xFFFFFFFF), (0x86010000, 0xFFDB0043), (0x80000000, 0x80000000)])
+def test_png_header_dims_beyond_int64_are_too_large(w, h):
+    # Found by csrc/tests/fuzz_decode.cpp.  Fails today for the first two: cv_decode
+    # (fq_image_decode.cpp) multiplies the two 32-bit IHDR dimensions in int64_t,
+    # which overflows (undefined behaviour; in practice it wraps negative and slips
+    # past the max_pixels guard, so the error is a DecodeError from OpenCV instead).
+    import struct
+    data = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR" + struct.pack(">II", w, h) + b"\x08\x02\x00\x00\x00" + bytes(4)
+    spec = _image.ImageSpec(ops.compile_ops([ops.CenterCrop(8)], dtype="uint8"))
+    with pytest.raises(errors.ImageTooLargeError, match="max_pixels"):
+        spec.process_encoded(data)
+
+
 def test_every_format_decodes_unmutated(encoded):
     # the mutation test above is only meaningful if the base images decode
     spec = _image.ImageSpec(ops.compile_ops(CHAIN, dtype="uint8"))
