@@ -1,10 +1,10 @@
 """Property-based tests (hypothesis) for what users feed fastq.
 
 * Iterable sources: any shape (0-d, empty dims, many dims) and dtype (ints, floats,
-  bool, complex, datetime, byte-swapped, Python scalars, object) of sample fields,
-  and dtypes that change across samples.  Every batch must equal ``np.stack`` of its
-  samples cast the way numpy casts them, or the pipeline must raise a clear error
-  naming the sample; never a crash.
+  bool, complex, strings, byte-swapped, Python scalars, object, structured) of
+  sample fields, and dtypes that change across samples.  Every batch must equal
+  ``np.stack`` of its samples cast the way numpy casts them, or the pipeline must
+  raise a clear error naming the sample; never a crash.
 * Sample fields with more than 32 dimensions, run in a subprocess: they must give a
   ValueError, not overflow a fixed-size array in the bindings (issue 10).
 * Encoded images (JPEG, progressive JPEG, PNG, WebP, BMP) with random byte
@@ -15,6 +15,10 @@
 
 Bounded: every ``@given`` has a fixed max_examples and no deadline; the file runs
 in well under a minute.
+
+Tests that fail until a bug they found is fixed (each says where): more than 32
+dimensions, datetime64/timedelta64 units, a failing cast not naming its sample,
+PNG header dimensions whose product overflows int64.
 """
 import os
 import subprocess
