@@ -16,9 +16,11 @@
 Bounded: every ``@given`` has a fixed max_examples and no deadline; the file runs
 in well under a minute.
 
-Tests that fail until a bug they found is fixed (each says where): more than 32
-dimensions, datetime64/timedelta64 units, a failing cast not naming its sample,
-PNG header dimensions whose product overflows int64.
+Bugs these tests found: more than 32 dimensions (fails until the fix of issue 10
+is merged), and, marked ``xfail(strict=True)`` until fixed (a fix makes them
+XPASS, which fails the run until the mark is removed): datetime64/timedelta64
+units lost, a failing cast not naming its sample, PNG header dimensions whose
+product overflows int64.
 """
 import os
 import subprocess
@@ -189,6 +191,8 @@ def test_mixed_dtypes_cast_like_numpy_or_fail_naming_the_sample(case, workers):
     _assert_batches_equal(rows, _expected_batches(samples[:k - k % bs], [spec], bs, False))
 
 
+@pytest.mark.xfail(strict=True, reason="known bug: sources._convert does not name the sample when numpy's "
+                   "cast raises; remove this mark with the fix")
 def test_a_failing_cast_names_the_sample():
     # Fails today: sources._convert lets the exception of a cast numpy itself refuses
     # (here bytes b"\x80" into the first sample's str dtype) through as a bare
@@ -199,6 +203,8 @@ def test_a_failing_cast_names_the_sample():
     assert "sample 2" in str(err) or getattr(err, "index", None) == 2, repr(err)
 
 
+@pytest.mark.xfail(strict=True, reason="known bug: Ring._arrays drops datetime64/timedelta64 units "
+                   "(PyArray_New with a type number); remove this mark with the fix")
 @pytest.mark.parametrize("dtype", ["datetime64[D]", "datetime64[ms]", "timedelta64[s]", "datetime64[Y]"])
 def test_datetime_units_survive_the_ring(dtype):
     # Fails today: Ring._arrays builds the batch with PyArray_New(type_num), which
@@ -386,7 +392,13 @@ def test_mutated_images_decode_or_fail_cleanly_and_the_same_for_1_and_2_workers(
         assert set(rows) == {i for i in good} | set(rows)
 
 
-@pytest.mark.parametrize("w,h", [(0xFFFFFFFF, 0xFFFFFFFF), (0x86010000, 0xFFDB0043), (0x80000000, 0x80000000)])
+_PNG_OVERFLOW = pytest.mark.xfail(strict=True, reason="known bug: cv_decode multiplies the PNG IHDR dims in "
+                                  "int64_t (overflow); remove this mark with the fix")
+
+
+@pytest.mark.parametrize("w,h", [pytest.param(0xFFFFFFFF, 0xFFFFFFFF, marks=_PNG_OVERFLOW),
+                                 pytest.param(0x86010000, 0xFFDB0043, marks=_PNG_OVERFLOW),
+                                 (0x80000000, 0x80000000)])
 def test_png_header_dims_beyond_int64_are_too_large(w, h):
     # Found by csrc/tests/fuzz_decode.cpp.  Fails today for the first two: cv_decode
     # (fq_image_decode.cpp) multiplies the two 32-bit IHDR dimensions in int64_t,
