@@ -29,6 +29,7 @@ CC=${FUZZ_CC:-clang}
 CXX=${FUZZ_CXX:-clang++}
 CV_INC=${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}
 mkdir -p "$out/obj" "$out/corpus" "$out/artifacts" "$out/seeds"
+rm -f "$out"/fuzz*.log
 
 for tool in "$CC" "$CXX"; do
     command -v "$tool" >/dev/null || { echo "run_fuzz.sh: $tool not found (apt-get install clang)" >&2; exit 2; }
@@ -128,9 +129,11 @@ rc=$?
 set -e
 if [ "$rc" -ne 0 ]; then
     echo "run_fuzz.sh: FINDING (exit $rc); report from $out/fuzz.log:" >&2
-    grep -n -m1 -E "ERROR: |runtime error|fuzz_decode: |deadly signal|timeout after|out-of-memory" "$out/fuzz.log" >&2 || true
-    sed -n '/ERROR: \|runtime error\|fuzz_decode: \|deadly signal\|ALARM\|out-of-memory/,$p' "$out/fuzz.log" \
-        | grep -v -E "^(libpng |imdecode_)" | head -80 >&2
+    grep -n -m1 -E "ERROR: |runtime error|fuzz_decode: |deadly signal|timeout after|out-of-memory" "$out"/fuzz*.log >&2 || true
+    for log in "$out"/fuzz*.log; do
+        sed -n '/ERROR: \|runtime error\|fuzz_decode: \|deadly signal\|ALARM\|out-of-memory/,$p' "$log" \
+            | grep -v -E "^(libpng |imdecode_)" | head -80 >&2
+    done
     ls -l "$out/artifacts/" >&2
     exit "$rc"
 fi
