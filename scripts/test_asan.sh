@@ -13,6 +13,8 @@
 #   ASAN_WORK   work directory (default: a fresh mktemp -d, removed on success)
 #   ASAN_TESTS  test files to run (default: the four below)
 #   JOBS        parallel compile jobs (default 2)
+#   ASAN_REUSE=1  with ASAN_WORK: reuse the sanitized build already there (the tests
+#               are copied again); for iterating locally, not for CI
 #
 # Why detect_leaks=0: CPython does not free everything at exit (interned strings,
 # module state, numpy/OpenCV caches and their thread pools are released by the OS),
@@ -43,29 +45,39 @@ if [ -z "${ASAN_WORK:-}" ]; then
 fi
 src="$ASAN_WORK/src"
 reports="$ASAN_WORK/reports"
-rm -rf "$src" "$reports"
-mkdir -p "$src" "$reports"
+rm -rf "$reports"
+mkdir -p "$reports"
 
-# -- a private copy of the sources, built with the sanitizers --------------------------
-# (tests/image_ref.py puts its own checkout on sys.path: the tests run from the copy so
-# that they import the sanitized build, never the checkout's in-place one)
-cp -r setup.py pyproject.toml fastq csrc tests "$src/"
-find "$src" \( -name '*.so' -o -name '__pycache__' \) -prune -exec rm -rf {} +
-rm -f "$src"/fastq/_*.cpp "$src"/fastq/_*.c
-rm -rf "$src/csrc/tests/bin"
-echo "test_asan.sh: building the extensions with ASan+UBSan in $src"
-(cd "$src" && FASTQ_SANITIZE=address,undefined FASTQ_DEBUG=1 nice -n 10 "$PY" setup.py -q build_ext --inplace \
-    -j "$JOBS" > "$ASAN_WORK/build.log" 2>&1) || { tail -50 "$ASAN_WORK/build.log" >&2; exit 1; }
-for m in _core _image; do
-    so=$(ls "$src"/fastq/$m.*.so)
-    deps=$(ldd "$so")
-    grep -q libasan <<<"$deps" || { echo "test_asan.sh: $so is not linked against libasan" >&2; exit 1; }
-done
+if [ "${ASAN_REUSE:-0}" = 1 ] && ls "$src"/fastq/_core.*.so >/dev/null 2>&1; then
+    echo "test_asan.sh: reusing the sanitized build in $src"
+    rm -rf "$src/tests"
+    cp -r tests "$src/"
+else
+    # -- a private copy of the sources, built with the sanitizers --------------------------
+    # (tests/image_ref.py puts its own checkout on sys.path: the tests run from the copy so
+    # that they import the sanitized build, never the checkout's in-place one)
+    rm -rf "$src"
+    mkdir -p "$src"
+    cp -r setup.py pyproject.toml fastq csrc tests "$src/"
+    find "$src" \( -name '*.so' -o -name '__pycache__' \) -prune -exec rm -rf {} +
+    rm -f "$src"/fastq/_*.cpp "$src"/fastq/_*.c
+    rm -rf "$src/csrc/tests/bin"
+    echo "test_asan.sh: building the extensions with ASan+UBSan in $src"
+    (cd "$src" && FASTQ_SANITIZE=address,undefined FASTQ_DEBUG=1 nice -n 10 "$PY" setup.py -q build_ext --inplace \
+        -j "$JOBS" > "$ASAN_WORK/build.log" 2>&1) || { tail -50 "$ASAN_WORK/build.log" >&2; exit 1; }
+    for m in _core _image; do
+        so=$(ls "$src"/fastq/$m.*.so)
+        deps=$(ldd "$so")
+        grep -q libasan <<<"$deps" || { echo "test_asan.sh: $so is not linked against libasan" >&2; exit 1; }
+    done
+fi
 t1=$(date +%s)
 
 # -- run the tests under the sanitizers ---------------------------------------------------
-# log_path: every process (pytest and its subprocesses) writes its reports to a file
-# there, so a report in a child process cannot go unnoticed.
+# halt_on_error/abort_on_error: the first report kills the process, so a report in
+# pytest itself fails the run, and one in a child process fails the test that ran it.
+# log_path: reports also go to files there (ASan honours it; gcc's UBSan prints to
+# stderr regardless, which is why the output is searched too).
 # libstdc++ right after libasan: otherwise ASan's __cxa_throw interceptor finds no real
 # __cxa_throw when a C++ library (TensorFlow, imported by the tensorpack test) throws.
 libstdcxx=$("${CXX:-g++}" -print-file-name=libstdc++.so.6)
@@ -76,12 +88,20 @@ export PYTHONMALLOC=malloc      # Python objects through malloc, where ASan sees
 export PYTHONPATH="$src"
 export PYTHONDONTWRITEBYTECODE=1
 set +e
-(cd "$src" && "$PY" -m pytest -q -p no:cacheprovider $TESTS "$@")
-rc=$?
+(cd "$src" && "$PY" -m pytest -q -p no:cacheprovider $TESTS "$@") 2>&1 | env -u LD_PRELOAD tee "$ASAN_WORK/pytest.log"
+rc=${PIPESTATUS[0]}
 set -e
 unset LD_PRELOAD
 t2=$(date +%s)
 
+# Reports land in $reports (log_path) or, for some UBSan checks, on stderr (also
+# inside the output of a failed test that ran a subprocess): look in both.
+if grep -n -E "runtime error:|ERROR: AddressSanitizer|AddressSanitizer: |UndefinedBehaviorSanitizer" \
+        "$ASAN_WORK/pytest.log" >"$reports/from_output.txt"; then
+    :
+else
+    rm -f "$reports/from_output.txt"
+fi
 found=$(find "$reports" -type f -size +0 | sort)
 if [ -n "$found" ]; then
     echo "test_asan.sh: SANITIZER REPORTS:" >&2

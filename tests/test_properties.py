@@ -261,7 +261,7 @@ def _run_many_dims(ndims):
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, (
         f"the process died with rc {proc.returncode} (a negative rc is a signal: -11 = segfault) after:\n"
-        f"{proc.stdout}\n{proc.stderr[-2000:]}")
+        f"{proc.stdout}\n{proc.stderr[:3000]}")
     out = {}
     for line in proc.stdout.splitlines():
         nd, what, result = line.split("|", 2)
