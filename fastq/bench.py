@@ -143,7 +143,8 @@ def find_images(spec):
             lines = [ln.strip() for ln in f]
     except (OSError, UnicodeDecodeError) as e:
         raise BenchInputError(f"{spec}: cannot read it as a file list ({e})") from None
-    paths = [ln if os.path.isabs(ln) else os.path.join(base, ln) for ln in lines if ln and not ln.startswith("#")]
+    paths = [ln if os.path.isabs(ln) else os.path.normpath(os.path.join(base, ln))
+             for ln in lines if ln and not ln.startswith("#")]
     if not paths:
         raise BenchInputError(f"{spec}: the file list is empty")
     missing = [p for p in paths if not os.path.isfile(p)]
