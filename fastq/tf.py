@@ -382,6 +382,15 @@ def stage_stats_callback(pipeline, log_dir, *, every_n_batches=None):
     if every_n_batches is not None and (not isinstance(every_n_batches, int) or every_n_batches < 1):
         raise ValueError(f"every_n_batches must be a positive int or None, got {every_n_batches!r}")
     writer = tf.summary.create_file_writer(log_dir)
+    # tf.summary.write with the metadata TensorBoard's scalar / text plugins write
+    # (tf.summary.scalar itself needs the tensorboard package installed)
+    from tensorflow.core.framework import summary_pb2
+    scalar_md, text_md = summary_pb2.SummaryMetadata(), summary_pb2.SummaryMetadata()
+    scalar_md.plugin_data.plugin_name, scalar_md.data_class = "scalars", summary_pb2.DATA_CLASS_SCALAR
+    text_md.plugin_data.plugin_name, text_md.data_class = "text", summary_pb2.DATA_CLASS_TENSOR
+
+    def scalar(tag, value):
+        tf.summary.write(tag, tf.constant(float(value), tf.float32), metadata=scalar_md)
 
     class StageStatsCallback(tf.keras.callbacks.Callback):
         def __init__(self):
@@ -392,11 +401,11 @@ def stage_stats_callback(pipeline, log_dir, *, every_n_batches=None):
             rep = self.pipeline.stats()["stages"]
             with self.writer.as_default(step=self.step):
                 for k, v in (rep["stage_s"] or {}).items():
-                    tf.summary.scalar(f"fastq/stage_s/{k}", v)
+                    scalar(f"fastq/stage_s/{k}", v)
                 for k in ("worker_wait_fraction", "consumer_wait_fraction"):
                     if rep[k] is not None:
-                        tf.summary.scalar(f"fastq/{k}", rep[k])
-                tf.summary.text("fastq/verdict", rep["verdict"])
+                        scalar(f"fastq/{k}", rep[k])
+                tf.summary.write("fastq/verdict", tf.constant(rep["verdict"]), metadata=text_md)
             self.writer.flush()
             return rep
 
