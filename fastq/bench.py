@@ -220,6 +220,17 @@ def _summarize(key, runs):
     }
 
 
+def check_peers(peers):
+    """Peer keys, validated ("fastq1" -> "fastq@1"); BenchInputError names an unknown one."""
+    out = []
+    for p in peers:
+        p = "fastq@1" if p == "fastq1" else p
+        if base_peer(p) not in PEERS or (p.startswith("fastq@") and not (p[6:].isdigit() and int(p[6:]) > 0)):
+            raise BenchInputError(f"unknown peer {p!r}; choose from {', '.join(PEERS)} (or fastq@N)")
+        out.append(p)
+    return out
+
+
 def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3, scaling=(), profile=False,
         profile_images=300, retry_busy=1, timeout=900, progress=True, out=print, data_description=None):
     """Measure the peers on `paths`; returns the result dict (what --json writes).
@@ -238,10 +249,7 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
     cores = usable_cores()
     workers = workers or cores
     keys = []
-    for p in peers:
-        p = "fastq@1" if p == "fastq1" else p
-        if base_peer(p) not in PEERS or (p.startswith("fastq@") and not p[6:].isdigit()):
-            raise BenchInputError(f"unknown peer {p!r}; choose from {', '.join(PEERS)} (or fastq@N)")
+    for p in check_peers(peers):
         if p == f"fastq@{workers}":
             p = "fastq"
         if p not in keys:

@@ -249,7 +249,7 @@ def test_info_names_the_native_libraries_actually_linked():
     (["bench", "/no/such/folder"], "/no/such/folder: no such file or folder"),
     (["bench", "EMPTY"], "no image files"),
     (["bench", "--rounds", "0"], "--rounds"),
-    (["bench", "--peers", "fastq,nope", "EMPTY_OK"], "unknown peer 'nope'"),
+    (["bench", "--peers", "fastq,nope"], "unknown peer 'nope'"),
     (["show", "/no/such/folder", "--ops", "HorizontalFlip()"], "no such file or folder"),
     (["show", "JPEGS", "--ops", "Blur(3)"], "bad op string: unknown op 'Blur'"),
     (["show", "JPEGS", "--ops", "RandomResizedCrop(224"], "bad op string: invalid syntax"),
@@ -261,7 +261,7 @@ def test_errors_are_one_line_with_exit_status_2(args, needle, jpeg_dir, tmp_path
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "notes.txt").write_text("not an image")
-    sub = {"EMPTY": str(empty), "JPEGS": jpeg_dir, "EMPTY_OK": jpeg_dir}
+    sub = {"EMPTY": str(empty), "JPEGS": jpeg_dir}
     r = run_cli(*[sub.get(a, a) for a in args])
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
