@@ -38,11 +38,11 @@ def plot(res, path, dpi=110):
     ax.set_yticks(y)
     ax.set_yticklabels(labels)
     top = max(values) if values and max(values) > 0 else 1.0
-    ax.set_xlim(0, top * 1.45)
+    ax.set_xlim(0, top * 1.75)
     for yi, p, v in zip(y, rows, values):
         if p in summary:
             r = summary[p].get("fastq_over_peer")
-            txt = f"{v:,.0f} img/s"
+            txt = f"{v:,.0f} img/s, {summary[p]['cpu_us_per_image']:,.0f} µs CPU/img"
             if r and p != "fastq":
                 txt += f"   fastq {r:.2f}x"
             ax.text(v + top * 0.01, yi, txt, va="center", fontsize=9)
@@ -71,7 +71,14 @@ def plot(res, path, dpi=110):
         ax2.legend(fontsize=9, loc="upper left")
     m = res["machine"]
     fig.suptitle(f"fastq bench, {res['date_utc']} -- {m['description']}", fontsize=9)
-    fig.tight_layout()
+    others = [s["other_cores"] + (s["steal_cores"] or 0) for s in summary.values() if s["other_cores"] is not None]
+    if others:
+        busy = sorted(others)[len(others) // 2]
+        note = f"other processes used a median of {busy:.2f} of {m['usable_cores']} cores during the timed epochs"
+        if busy > 0.25:
+            note += ": a shared machine, compare the ratios and CPU per image rather than images/s"
+        fig.text(0.5, 0.005, note, ha="center", va="bottom", fontsize=8, color="#555555")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=dpi, format="png")
     plt.close(fig)
     return path
