@@ -80,10 +80,43 @@ def default_data_dir():
     return os.path.join(base, "fastq", "bench_data")
 
 
+class _NoBar:
+    """Stands in for a tqdm bar when progress is off or tqdm is not installed."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n=1):
+        pass
+
+    def set_postfix_str(self, s):
+        pass
+
+
 def _progress_bar(total, desc, enabled):
-    from tqdm import tqdm
+    try:
+        from tqdm import tqdm
+    except ImportError:  # progress bars are optional
+        return _NoBar()
+    if not enabled:
+        return _NoBar()
     return tqdm(total=total, desc=desc, unit="img" if "JPEG" in desc else "run", leave=False,
-                disable=not enabled, file=sys.stderr, dynamic_ncols=True)
+                file=sys.stderr, dynamic_ncols=True)
+
+
+def _write(msg, out):
+    """Print a line without breaking an active tqdm bar."""
+    if out is not print:
+        return out(msg)
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return print(msg, flush=True)
+    tqdm.write(msg, file=sys.stdout)
+    sys.stdout.flush()
 
 
 def generated_dataset(n, data_dir=None, *, progress=True, out=print):
@@ -279,7 +312,6 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
     results = {p: [] for p in todo}
     failed = {}
     prof = None
-    from tqdm import tqdm
     with tempfile.TemporaryDirectory(prefix="fastq_bench_") as tmp:
         cfg_path = os.path.join(tmp, "cfg.json")
         with open(cfg_path, "w") as f:
@@ -297,7 +329,7 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
                         res, err = run_child([p, str(peer_workers(p))], cfg_path, timeout)
                         if res is None:
                             failed[p] = err
-                            tqdm.write(f"  round {r + 1}: {peer_label(p, workers)}: FAILED ({err})", file=sys.stdout)
+                            _write(f"  round {r + 1}: {peer_label(p, workers)}: FAILED ({err})", out)
                             break
                         c = res["cpu"][0]
                         res["contended"] = contention(c) > BUSY_LIMIT
@@ -308,10 +340,7 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
                         msg = (f"  round {r + 1}: {peer_label(p, workers):38s} {res['rates'][0]:8.0f} images/s "
                                f"(warm-up {res['warmup_rate']:.0f}; cores used: own {c['own_cores']:.2f}{oth})"
                                f"{'  -> busy machine, measuring again' if again else ''}")
-                        if out is print:
-                            tqdm.write(msg, file=sys.stdout)
-                        else:
-                            out(msg)
+                        _write(msg, out)
                         if not again:
                             results[p].append(res)
                             break
@@ -398,8 +427,9 @@ def print_report(res, out=print, show_targets=False):
     out(f"load average at start {load0[0]:.2f}, at end {load1[0]:.2f} (1 min)")
     for p, s in summary.items():
         if s["contended_runs"]:
+            again = " even after re-measuring" if s["measurements"] > len(s["runs"]) else ""
             out(f"note: {s['contended_runs']} of {len(s['runs'])} runs of {s['label']} shared the CPUs with "
-                f"other work (> {BUSY_LIMIT} cores) even after re-measuring; those runs read low")
+                f"other work (> {BUSY_LIMIT} cores){again}; those runs read low")
     fqinfo = summary.get("fastq", {}).get("info") or {}
     if fqinfo.get("stages"):
         from fastq.stages import format_stages
