@@ -433,7 +433,8 @@ def print_report(res, out=print, show_targets=False):
     fqinfo = summary.get("fastq", {}).get("info") or {}
     if fqinfo.get("stages"):
         from fastq.stages import format_stages
-        out("\nfastq pipeline stages (pipeline.stats(), summed over workers, last timed epoch's process):")
+        out("\nfastq pipeline stages (pipeline.stats()['stages'] of the last round's fastq process: warm-up + "
+            "timed epoch, summed over workers):")
         for line in format_stages(fqinfo["stages"]):
             out("  " + line)
     if res.get("profile"):

@@ -142,7 +142,8 @@ class Pipeline:
 
     def stats(self):
         """Counters: ring slot states, waits, batches/samples delivered,
-        plus the source's own (e.g. skipped samples)."""
+        plus the source's own (e.g. skipped samples), and ``stages``: time per
+        stage, who waits on whom, and a verdict (see fastq.stages)."""
         out = {"epoch": self._epoch, "workers": self._effective_workers(), "closed": self._state.closed}
         out.update(self._pin_status)
         ring = self._state.ring
