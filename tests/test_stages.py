@@ -120,7 +120,7 @@ def test_tensorboard_callback_logs_the_stages(jpegs, tmp_path):
     steps = [s for s, _ in seen["fastq/stage_s/decode"]]
     assert steps == sorted(steps) and steps[-1] == 8 and 2 in steps  # 4 batches x 2 epochs, every 2 batches
     decode = [float(v) for _, v in seen["fastq/stage_s/decode"]]
-    assert decode == sorted(decode) and 0 < decode[-1] <= final["stage_s"]["decode"]
+    assert decode == sorted(decode) and 0 < decode[-1] <= final["stage_s"]["decode"] * (1 + 1e-6)  # float32 summary
     for k in ("worker_wait_fraction", "consumer_wait_fraction"):
         assert all(0 <= float(v) <= 1 for _, v in seen[f"fastq/{k}"])
     verdicts = [v.item().decode() for _, v in seen["fastq/verdict"]]
