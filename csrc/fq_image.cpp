@@ -653,14 +653,18 @@ int run_full(const fq_img_spec *sp, fq_img_scratch *s, const cv::Mat &img, Plan 
     Exec e;
     e.s = s;
     e.set(img);
+    uint64_t t0 = fq_now_ns();
     exec_ops(sp, &pl, 0, e);
+    uint64_t t1 = fq_now_ns();
     write_out(sp, e.cur, e.hflip, e.vflip, out_row);
+    s->times.ops_ns = t1 - t0, s->times.write_ns = fq_now_ns() - t1;
     return FQ_OK;
 }
 
 int process_jpeg(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data, size_t len, uint64_t seed,
                  uint64_t epoch, uint64_t index, void *out_row, fq_img_explain *ex, fq_err *err)
 {
+    const uint64_t t_dec = fq_now_ns();
     fqi::SrcInfo si;
     int rc = fqi::jpeg_header(s, data, len, &si, err);
     if (rc)
@@ -731,6 +735,8 @@ int process_jpeg(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data, 
                           &dec, &dh, &dw, err);
     if (rc)
         return rc;
+    const uint64_t t_ops = fq_now_ns();
+    s->times.decode_ns = t_ops - t_dec;
     if (dh != shh || dw != sw)
         return fq_set_err(err, FQ_E_DECODE, "internal: JPEG scaled size %dx%d, expected %dx%d", dw, dh, sw, shh);
     if (!roi)
@@ -768,7 +774,9 @@ int process_jpeg(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data, 
         start = 1;
     }
     exec_ops(sp, &pl, start, e);
+    const uint64_t t_write = fq_now_ns();
     write_out(sp, e.cur, e.hflip, e.vflip, out_row);
+    s->times.ops_ns = t_write - t_ops, s->times.write_ns = fq_now_ns() - t_write;
     fill_explain_tail(ex, pl, sp);
     return FQ_OK;
 }
@@ -913,6 +921,8 @@ void fq_img_scratch_free(fq_img_scratch *s)
 
 void fq_img_set_opencv_threads(int n) { cv::setNumThreads(n); }
 
+void fq_img_scratch_last_times(const fq_img_scratch *s, fq_stage_times *out) { *out = s->times; }
+
 int fq_img_process_encoded(const fq_img_spec *spec, fq_img_scratch *s, const uint8_t *data, size_t len,
                            uint64_t seed, uint64_t epoch, uint64_t index, void *out_row, fq_img_explain *ex,
                            fq_err *err)
@@ -920,6 +930,7 @@ int fq_img_process_encoded(const fq_img_spec *spec, fq_img_scratch *s, const uin
     init_explain(ex);
     if (!spec || !s || !out_row || (len > 0 && !data))
         return fq_set_err(err, FQ_E_INVALID, "fq_img_process_encoded: NULL argument");
+    s->times = fq_stage_times{};
     if (len == 0)
         return fq_set_err(err, FQ_E_EMPTY, "empty input (0 bytes)");
     int fmt = fqi::sniff_format(data, len);
@@ -939,7 +950,9 @@ int fq_img_process_encoded(const fq_img_spec *spec, fq_img_scratch *s, const uin
         }
         cv::Mat img;
         fqi::SrcInfo si;
+        const uint64_t t_dec = fq_now_ns();
         int rc = fqi::cv_decode(s, data, len, fmt, spec->out_c, spec->fmt.max_pixels, &img, &si, err);
+        s->times.decode_ns = fq_now_ns() - t_dec;
         if (ex) {
             ex->src_format = fmt;
             ex->src_h = si.h, ex->src_w = si.w, ex->src_channels = si.channels, ex->src_bits = si.bits;
@@ -965,6 +978,7 @@ int fq_img_process_array(const fq_img_spec *spec, fq_img_scratch *s, const uint8
     init_explain(ex);
     if (!spec || !s || !out_row || !pixels)
         return fq_set_err(err, FQ_E_INVALID, "fq_img_process_array: NULL argument");
+    s->times = fq_stage_times{};
     if (h <= 0 || w <= 0)
         return fq_set_err(err, FQ_E_EMPTY, "empty array image (%dx%d)", w, h);
     if (c != 1 && c != 3 && c != 4)

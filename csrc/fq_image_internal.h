@@ -15,6 +15,7 @@
 #include <opencv2/core.hpp>
 
 #include "fq_image.h"
+#include "fq_stage_times.h"
 
 namespace fqi {
 
@@ -43,6 +44,7 @@ struct fq_img_scratch {
     fqi::Buf dec, tmp, tmp2; /* decoder output and its conversions */
     fqi::Buf a, b, g1, g2;   /* op ping-pong buffers and op temporaries */
     cv::Mat cv_decoded; /* owned by OpenCV (imdecode result) */
+    fq_stage_times times{}; /* the last call's decode/ops/write ns (fq_stage_times.h) */
 };
 
 namespace fqi {

@@ -13,11 +13,15 @@
 #include <unistd.h>
 
 #include "fq_rng.h"
+#include "fq_stage_times.h"
 
 typedef struct fq_worker_buf {
     fq_img_scratch *scratch;
     uint8_t *buf;
     size_t cap;
+    uint64_t last_read_ns;          /* this worker's last file read (own thread only) */
+    int processed;                  /* the last produce() reached fq_img_process_* (own thread only) */
+    _Atomic uint64_t stage_ns[5];   /* read, decode, ops, write, samples (fq_stage_times.h) */
 } fq_worker_buf;
 
 struct fq_imgtask {
@@ -183,10 +187,14 @@ static int produce(fq_imgtask *t, int worker, int64_t idx, uint64_t seed, uint64
     int rc;
     fq_err e;
     fq_clear_err(&e);
+    w->processed = !(t->src.kind == FQ_SRC_BYTES && t->src.lens[idx] == 0); /* FILES: cleared below on a read error */
     switch (t->src.kind) {
     case FQ_SRC_FILES: {
         size_t len = 0;
+        uint64_t t0 = fq_now_ns();
         rc = read_file(t, w, t->src.paths[idx], &len, &e);
+        w->last_read_ns = fq_now_ns() - t0;
+        w->processed = rc == FQ_OK;
         if (rc == FQ_OK)
             rc = fq_img_process_encoded(t->spec, w->scratch, w->buf, len, seed, epoch, (uint64_t)idx, out, ex, &e);
         if (rc != FQ_OK)
@@ -234,6 +242,27 @@ static int64_t replacement(const fq_imgtask *t, int64_t idx, int attempt)
     return (idx + 1 + (int64_t)fq_rng_next_below(&r, (uint64_t)(n - 1))) % n;
 }
 
+/* Add the sample just produced by `worker` to its stage accumulators. */
+static void account(fq_worker_buf *w)
+{
+    fq_stage_times st = {0, 0, 0, 0, 0};
+    if (w->processed)
+        fq_img_scratch_last_times(w->scratch, &st);
+    const uint64_t v[5] = {w->last_read_ns, st.decode_ns, st.ops_ns, st.write_ns, 1};
+    for (int i = 0; i < 5; i++)
+        atomic_fetch_add_explicit(&w->stage_ns[i], v[i], memory_order_relaxed);
+    w->last_read_ns = 0;
+}
+
+void fq_imgtask_get_stage_times(struct fq_imgtask *t, fq_stage_times *out)
+{
+    uint64_t v[5] = {0, 0, 0, 0, 0};
+    for (int k = 0; k < t->n_workers; k++)
+        for (int i = 0; i < 5; i++)
+            v[i] += atomic_load_explicit(&t->w[k].stage_ns[i], memory_order_relaxed);
+    out->read_ns = v[0], out->decode_ns = v[1], out->ops_ns = v[2], out->write_ns = v[3], out->samples = v[4];
+}
+
 int fq_imgtask_run(void *ctx, int worker, int64_t item, uint8_t *const *rows, fq_err *err)
 {
     fq_imgtask *t = ctx;
@@ -241,6 +270,7 @@ int fq_imgtask_run(void *ctx, int worker, int64_t item, uint8_t *const *rows, fq
         return fq_set_err(err, FQ_E_INVALID, "item %lld / worker %d out of range", (long long)item, worker);
     int64_t idx = t->order[item];
     int rc = produce(t, worker, idx, t->seed, t->epoch, rows[0], NULL, err);
+    account(&t->w[worker]);
     if (rc == FQ_OK) {
         write_extras(t, idx, rows);
         return FQ_OK;
@@ -261,7 +291,9 @@ int fq_imgtask_run(void *ctx, int worker, int64_t item, uint8_t *const *rows, fq
         int64_t alt = replacement(t, idx, a);
         fq_err e2;
         fq_clear_err(&e2);
-        if (produce(t, worker, alt, t->seed, t->epoch, rows[0], NULL, &e2) == FQ_OK) {
+        int rc2 = produce(t, worker, alt, t->seed, t->epoch, rows[0], NULL, &e2);
+        account(&t->w[worker]);
+        if (rc2 == FQ_OK) {
             write_extras(t, alt, rows);
             fq_clear_err(err);
             return FQ_OK;

@@ -88,3 +88,17 @@ cdef extern from "fq_image.h" nogil:
                              void *out_row, fq_img_explain *ex, fq_err *err)
     void fq_img_set_opencv_threads(int n)
     const char *fq_img_op_name(int kind)
+
+
+cdef extern from "fq_image_info.h" nogil:
+    ctypedef struct fq_img_libinfo:
+        char jpeg_turbo_version[32]
+        int jpeg_lib_version
+        char jpeg_library[512]
+        char opencv_version[32]
+        char opencv_build_version[32]
+        char opencv_library[512]
+        char opencv_cpu_features[512]
+        char cpu_simd[256]
+        int opencv_optimized
+    int fq_img_libinfo_get(fq_img_libinfo *out)

@@ -100,6 +100,20 @@ cdef dict _explain(const fq_img_explain *ex):
     return d
 
 
+def native_versions():
+    """The native libraries this module runs with (csrc/fq_image_info.h): libjpeg-turbo's
+    build version and the loaded library file, OpenCV's own run-time version call and
+    library file, OpenCV's CPU feature line and the SIMD features it found."""
+    cdef fq_img_libinfo li
+    fq_img_libinfo_get(&li)
+    s = lambda b: b.decode("utf-8", "replace")
+    return {"libjpeg_turbo": s(li.jpeg_turbo_version), "jpeg_lib_version": li.jpeg_lib_version,
+            "libjpeg_library": s(li.jpeg_library), "opencv": s(li.opencv_version),
+            "opencv_build": s(li.opencv_build_version), "opencv_library": s(li.opencv_library),
+            "opencv_cpu_features": s(li.opencv_cpu_features), "cpu_simd": s(li.cpu_simd).split(),
+            "opencv_optimized": bool(li.opencv_optimized)}
+
+
 def set_opencv_threads(int n):
     """cv::setNumThreads(n) of the OpenCV library fastq links (not pip's cv2)."""
     fq_img_set_opencv_threads(n)

@@ -42,6 +42,11 @@ cdef extern from "fq_imgtask.h" nogil:
     void fq_imgtask_last_skip(fq_imgtask *t, int code, char *msg, size_t len)
     void fq_permutation(uint64_t seed, uint64_t epoch, int64_t *out, int64_t n)
 
+cdef extern from "fq_stage_times.h" nogil:
+    ctypedef struct fq_stage_times:
+        uint64_t read_ns, decode_ns, ops_ns, write_ns, samples
+    void fq_imgtask_get_stage_times(fq_imgtask *t, fq_stage_times *out)
+
 
 def permutation(uint64_t seed, uint64_t epoch, int64_t n):
     """The deterministic shuffle of range(n) for (seed, epoch) (int64 array)."""
@@ -213,5 +218,10 @@ cdef class ImageTask:
                 reasons[name] = st.skipped_by_code[c]
                 fq_imgtask_last_skip(self.t, c, msg, sizeof(msg))
                 last[name] = msg.decode("utf-8", "replace")
+        cdef fq_stage_times tm
+        fq_imgtask_get_stage_times(self.t, &tm)
         return {"skipped": st.skipped, "skipped_by_reason": reasons, "last_skip_message": last,
-                "failed_samples": st.failed, "bytes_read": st.bytes_read}
+                "failed_samples": st.failed, "bytes_read": st.bytes_read,
+                "stage_s": {"read": tm.read_ns / 1e9, "decode": tm.decode_ns / 1e9, "ops": tm.ops_ns / 1e9,
+                            "write": tm.write_ns / 1e9},
+                "timed_samples": tm.samples}

@@ -18,6 +18,7 @@ Its batches (arrays) may be handed to and released from any thread.
 """
 import os
 import threading
+import time
 import weakref
 
 from fastq import _core
@@ -126,6 +127,7 @@ class Pipeline:
         self._resume_position = 0  # batches to skip in epoch self._epoch (load_state_dict)
         self._active = None      # the live epoch iterator
         self._pid = os.getpid()
+        self._active_s = 0.0     # wall seconds of finished epoch iterations (stats()["stages"])
 
     # -- introspection ----------------------------------------------------
     @property
@@ -140,7 +142,8 @@ class Pipeline:
 
     def stats(self):
         """Counters: ring slot states, waits, batches/samples delivered,
-        plus the source's own (e.g. skipped samples)."""
+        plus the source's own (e.g. skipped samples), and ``stages``: time per
+        stage, who waits on whom, and a verdict (see fastq.stages)."""
         out = {"epoch": self._epoch, "workers": self._effective_workers(), "closed": self._state.closed}
         out.update(self._pin_status)
         ring = self._state.ring
@@ -152,6 +155,10 @@ class Pipeline:
         prod = self._state.producers
         if prod is not None and hasattr(prod, "stats"):
             out["producers"] = prod.stats()
+        it = self._active
+        active_s = self._active_s + (time.monotonic() - it._t0 if it is not None and not it._done else 0.0)
+        from fastq.stages import stage_report
+        out["stages"] = stage_report(out, active_s)
         return out
 
     # -- epochs, resuming, replaying ----------------------------------------
@@ -295,16 +302,24 @@ class _EpochIterator:
         self._done = False
         self._superseded = False
         self.position = 0  # batches of this epoch taken by the consumer
+        self._t0 = time.monotonic()
+
+    def _stop_clock(self):
+        if self._p is not None and not self._done and self._t0 is not None:
+            self._p._active_s += time.monotonic() - self._t0
+            self._t0 = None
 
     def __iter__(self):
         return self
 
     def _supersede(self):
         if not self._done:
+            self._stop_clock()
             self._superseded = True
             self._done = True
 
     def _finish(self):
+        self._stop_clock()
         self._done = True
         p = self._p
         if p is not None and p._active is self:

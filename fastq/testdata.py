@@ -57,13 +57,14 @@ def _load_photos(cv2, min_side=64):
     return out
 
 
-def make_jpeg_dataset(out_dir, n, *, seed=0, min_side=300, max_side=800, quality=90):
+def make_jpeg_dataset(out_dir, n, *, seed=0, min_side=300, max_side=800, quality=90, progress=None):
     """Write ``n`` JPEGs ``out_dir/000000.jpg ...`` and return their paths.
 
     Each image: a bundled photo (chosen at random), a random crop covering 35-100 % of
     its area with aspect ratio 3/4-4/3 (within the photo), resized (INTER_AREA down,
     INTER_CUBIC up) so that both sides lie in [min_side, max_side], randomly mirrored,
-    encoded at ``quality``.  Deterministic from ``seed``.
+    encoded at ``quality``.  Deterministic from ``seed``.  ``progress(i)``, if given, is
+    called after each file (i = files written so far).
     """
     cv2 = _cv2()
     if not (0 < min_side <= max_side):
@@ -99,6 +100,8 @@ def make_jpeg_dataset(out_dir, n, *, seed=0, min_side=300, max_side=800, quality
         with open(p, "wb") as f:
             f.write(enc.tobytes())
         paths.append(p)
+        if progress is not None:
+            progress(i + 1)
     return paths
 
 

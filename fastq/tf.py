@@ -363,3 +363,58 @@ def from_dlpack(array):
     so the tensor keeps the batch's slot leased until TensorFlow frees it."""
     tf = _tf()
     return tf.experimental.dlpack.from_dlpack(array.__dlpack__())
+
+
+# -- TensorBoard: where the input pipeline's time goes ----------------------------
+
+def stage_stats_callback(pipeline, log_dir, *, every_n_batches=None):
+    """A Keras callback that writes ``pipeline.stats()["stages"]`` (see
+    fastq.stages) to TensorBoard summaries in `log_dir`: ``fastq/stage_s/<stage>``
+    (read, decode, ops, write: seconds summed over workers),
+    ``fastq/worker_wait_fraction``, ``fastq/consumer_wait_fraction`` and the
+    verdict as text ``fastq/verdict``, at the end of every epoch and, if
+    `every_n_batches` is set, every that many training batches.  The step is
+    the number of training batches seen so far.
+
+        model.fit(fastq.tf.dataset(p), callbacks=[fastq.tf.stage_stats_callback(p, "logs/fastq")])
+    """
+    tf = _tf()
+    if every_n_batches is not None and (not isinstance(every_n_batches, int) or every_n_batches < 1):
+        raise ValueError(f"every_n_batches must be a positive int or None, got {every_n_batches!r}")
+    writer = tf.summary.create_file_writer(log_dir)
+    # tf.summary.write with the metadata TensorBoard's scalar / text plugins write
+    # (tf.summary.scalar itself needs the tensorboard package installed)
+    from tensorflow.core.framework import summary_pb2
+    scalar_md, text_md = summary_pb2.SummaryMetadata(), summary_pb2.SummaryMetadata()
+    scalar_md.plugin_data.plugin_name, scalar_md.data_class = "scalars", summary_pb2.DATA_CLASS_SCALAR
+    text_md.plugin_data.plugin_name, text_md.data_class = "text", summary_pb2.DATA_CLASS_TENSOR
+
+    def scalar(tag, value):
+        tf.summary.write(tag, tf.constant(float(value), tf.float32), metadata=scalar_md)
+
+    class StageStatsCallback(tf.keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.pipeline, self.writer, self.every_n_batches, self.step = pipeline, writer, every_n_batches, 0
+
+        def log_now(self):
+            rep = self.pipeline.stats()["stages"]
+            with self.writer.as_default(step=self.step):
+                for k, v in (rep["stage_s"] or {}).items():
+                    scalar(f"fastq/stage_s/{k}", v)
+                for k in ("worker_wait_fraction", "consumer_wait_fraction"):
+                    if rep[k] is not None:
+                        scalar(f"fastq/{k}", rep[k])
+                tf.summary.write("fastq/verdict", tf.constant(rep["verdict"]), metadata=text_md)
+            self.writer.flush()
+            return rep
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.step += 1
+            if self.every_n_batches and self.step % self.every_n_batches == 0:
+                self.log_now()
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.log_now()
+
+    return StageStatsCallback()
