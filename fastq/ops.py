@@ -417,16 +417,35 @@ class Normalize(Op):
     """``out = (x / 255 - mean[c]) / std[c]`` per channel, computed in double and rounded
     once to the output dtype (a 256-entry table per channel, fused into the output
     write).  Must be the last op; needs a float dtype.  Without Normalize, float
-    outputs are ``x / 255``.  Defaults: ImageNet mean/std (on the 0..1 scale)."""
+    outputs are ``x / 255``.  Defaults: ImageNet mean/std (on the 0..1 scale).
+
+    ``max_pixel_value`` (albumentations' name): the scale ``mean`` and ``std`` are given
+    on: ``out = (x - mean * max_pixel_value) / (std * max_pixel_value)`` for ``x`` in
+    0..255, i.e. ``(x / 255 - mean * m) / (std * m)`` with ``m = max_pixel_value / 255``.  With
+    the default 255, mean/std are on the 0..1 scale; ``max_pixel_value=1.0`` takes them
+    on the 0..255 scale (``mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375)``):
+    ``out = (x - mean) / std``.  A mean or std above 1 with the default scale almost
+    always means 0..255 values were passed by mistake: that warns (``UserWarning``).
+    """
 
     kind = K_NORMALIZE
 
-    def __init__(self, mean=IMAGENET_MEAN, std=IMAGENET_STD):
+    def __init__(self, mean=IMAGENET_MEAN, std=IMAGENET_STD, max_pixel_value=255.0):
         n = "Normalize"
         self.mean = self._three(n, "mean", mean)
         self.std = self._three(n, "std", std)
         if not all(s > 0 for s in self.std):
             _fail(n, "std must be positive", std)
+        if not (_num(max_pixel_value) and max_pixel_value > 0):
+            _fail(n, "max_pixel_value must be a positive number", max_pixel_value)
+        self.max_pixel_value = float(max_pixel_value)
+        if self.max_pixel_value == 255.0 and (max(abs(m) for m in self.mean) > 1 or max(self.std) > 1):
+            import warnings
+            warnings.warn(
+                f"Normalize(mean={self.mean}, std={self.std}): these look like values on the 0..255 "
+                f"scale, but fastq's Normalize computes (x / 255 - mean) / std, so the output would be "
+                f"far off (about -mean/std for every pixel). Pass max_pixel_value=1.0 to give mean/std "
+                f"on the 0..255 scale, or divide them by 255.", UserWarning, stacklevel=2)
 
     @staticmethod
     def _three(n, name, v):
@@ -443,11 +462,39 @@ class Normalize(Op):
         return tuple(float(x) for x in vals)
 
     def params(self):
-        return (*self.mean, *self.std)
+        m = self.max_pixel_value / 255.0
+        return (*(x * m for x in self.mean), *(x * m for x in self.std))
 
 
-_DTYPES = ("uint8", "float32", "float16")
+DTYPES = ("uint8", "float32", "float16", "bfloat16")
+_DTYPES = DTYPES
 _LAYOUTS = {"NHWC": "NHWC", "HWC": "NHWC", "NCHW": "NCHW", "CHW": "NCHW"}
+
+
+def dtype_name(dtype, where="compile_ops"):
+    """The output dtype's name: accepts "float32", ``np.float32``, ``np.dtype("float32")``,
+    ``tf.float32``, ``ml_dtypes.bfloat16``/``jnp.bfloat16``..."""
+    name = None
+    if isinstance(dtype, str):
+        name = dtype.lower()
+    elif dtype is not None:
+        np_dtype = getattr(dtype, "as_numpy_dtype", None)  # a tf.DType
+        try:
+            name = np.dtype(np_dtype if np_dtype is not None else dtype).name
+        except TypeError:
+            name = None
+    if name not in DTYPES:
+        raise ValueError(f"{where}: dtype must be one of {list(DTYPES)} (a name, a numpy dtype or a "
+                         f"TensorFlow dtype), got {dtype!r}")
+    return name
+
+
+def layout_name(layout, where="compile_ops"):
+    """"NHWC"/"NCHW" from any case of NHWC, NCHW, HWC, CHW."""
+    key = layout.upper() if isinstance(layout, str) else None
+    if key not in _LAYOUTS:
+        raise ValueError(f"{where}: layout must be NHWC or NCHW (any case; HWC and CHW too), got {layout!r}")
+    return _LAYOUTS[key]
 
 
 @dataclass(frozen=True)
@@ -468,30 +515,37 @@ class CompiledOps:
 
 
 def compile_ops(ops, *, dtype="float32", layout="NHWC", channels=3, max_pixels=DEFAULT_MAX_PIXELS,
-                dct_scaling=True):
+                dct_scaling=True, input_size=None):
     """Validate a chain of ops and pack it.
 
-    Rules: 1..16 ops; the chain must give a fixed output size (its last size-changing
-    op is a crop, ``RandomResizedCrop`` or ``Resize((h, w))``); ``Normalize`` at most
-    once and last, and only with a float dtype.  ``dtype``: uint8, float32, float16;
-    ``layout``: NHWC or NCHW; ``channels``: 3 (RGB) or 1 (gray); ``max_pixels``:
+    Rules: at most 16 ops (one op alone is taken as a chain of one); the chain must
+    give a fixed output size (its last size-changing op is a crop,
+    ``RandomResizedCrop`` or ``Resize((h, w))``) unless ``input_size`` says every input
+    image already has one ``(height, width)`` (``Arrays`` of equal-sized images): a
+    chain without any size-changing op (even an empty one) then keeps that size.
+    ``Normalize`` at most once and last, and only with a float dtype.  ``dtype``:
+    uint8, float32, float16, bfloat16 (a name, numpy dtype or tf.DType); ``layout``:
+    NHWC or NCHW (any case); ``channels``: 3 (RGB) or 1 (gray); ``max_pixels``:
     encoded images declaring more pixels fail with ImageTooLargeError before
     decoding; ``dct_scaling``: allow approximate JPEG DCT-domain downscaling when the
     first op is RandomResizedCrop or Resize (see docs/ops.md).
     """
+    if isinstance(ops, Op):
+        ops = (ops,)
+    elif ops is None:
+        ops = ()
+    elif isinstance(ops, (str, bytes, dict)) or not hasattr(ops, "__iter__"):
+        raise TypeError(f"compile_ops: ops must be a list of fastq.ops ops (or one op), got {type(ops).__name__}")
     ops = tuple(ops)
-    if not ops:
-        raise ValueError("compile_ops: the op chain is empty; it needs at least a crop or Resize((h, w))")
     if len(ops) > MAX_OPS:
         raise ValueError(f"compile_ops: at most {MAX_OPS} ops, got {len(ops)}")
     for i, op in enumerate(ops):
         if not isinstance(op, Op):
             raise ValueError(f"compile_ops: op {i} is not a fastq.ops op: {op!r}")
-    if dtype not in _DTYPES:
-        raise ValueError(f"compile_ops: dtype must be one of {list(_DTYPES)}, got {dtype!r}")
-    if layout not in _LAYOUTS:
-        raise ValueError(f"compile_ops: layout must be NHWC or NCHW, got {layout!r}")
-    layout = _LAYOUTS[layout]
+    dtype = dtype_name(dtype)
+    layout = layout_name(layout)
+    if isinstance(channels, numbers.Integral) and not isinstance(channels, bool):
+        channels = int(channels)
     if channels not in (1, 3):
         raise ValueError(f"compile_ops: channels must be 1 or 3, got {channels!r}")
     if not (isinstance(max_pixels, numbers.Integral) and max_pixels > 0):
@@ -502,12 +556,23 @@ def compile_ops(ops, *, dtype="float32", layout="NHWC", channels=3, max_pixels=D
             if i != len(ops) - 1:
                 raise ValueError(f"compile_ops: Normalize must be the last op (it is op {i} of {len(ops)})")
             if dtype == "uint8":
-                raise ValueError("compile_ops: Normalize needs dtype float32 or float16, not uint8")
+                raise ValueError("compile_ops: Normalize needs dtype float32, float16 or bfloat16, not uint8")
         if op.geometry == "fixed":
             size = op.out_size()
         elif op.geometry == "variable":
             size = None
+    if size is None and input_size is not None and all(op.geometry is None for op in ops):
+        # every input is already input_size: an exact-size CenterCrop is the identity
+        # and tells the C core the (fixed) output size
+        if len(ops) >= MAX_OPS:
+            raise ValueError(f"compile_ops: at most {MAX_OPS - 1} ops when the chain keeps the input size")
+        size = _size("compile_ops", input_size, "input_size")
+        ops = (CenterCrop(size),) + ops
     if size is None:
+        if not ops:
+            raise ValueError(
+                "compile_ops: the op chain is empty and the images do not all have one size; it needs a "
+                "crop or Resize((h, w)) (an empty chain is valid for Arrays of equal-sized images)")
         raise ValueError(
             "compile_ops: the chain does not give a fixed output size; add RandomResizedCrop, "
             "CenterCrop, RandomCrop or Resize((h, w)) after any Resize(shorter_side)")

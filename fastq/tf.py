@@ -252,7 +252,23 @@ def element_spec(pipeline):
     return tuple(specs)
 
 
-def dataset(pipeline, *, device=None, device_buffer_size=None):
+def _cardinality(pipeline, cardinality):
+    if cardinality is None:
+        return None
+    if cardinality != "auto":
+        if isinstance(cardinality, bool) or not isinstance(cardinality, (int, np.integer)) or cardinality < 0:
+            raise ValueError(f"cardinality must be 'auto', None or a non-negative int, got {cardinality!r}")
+        return int(cardinality)
+    if getattr(pipeline, "_resume_position", 0):
+        # a mid-epoch resume is pending: the next iteration is shorter than the others
+        return None
+    try:
+        return len(pipeline)
+    except TypeError:  # an iterable source of unknown length
+        return None
+
+
+def dataset(pipeline, *, device=None, device_buffer_size=None, cardinality="auto"):
     """A ``tf.data.Dataset`` of the pipeline's batches, without copies.
 
     Elements are tuples of tensors, one per pipeline output (the same tuple a
@@ -269,6 +285,16 @@ def dataset(pipeline, *, device=None, device_buffer_size=None):
         pinned) overlap compute; nothing may be chained after it.  A GPU
         device when TensorFlow sees no GPU is a ValueError; a CPU device is
         a no-op.
+    cardinality : "auto", None or int
+        The number of batches per iteration, declared to tf.data with
+        ``assert_cardinality`` so that ``ds.cardinality()`` and ``len(ds)``
+        are known and Keras shows progress bars with a total and does not
+        warn "Your input ran out of data".  "auto" (default): ``len(pipeline)``
+        when it is known (native sources; an iterable source with ``__len__``)
+        and no mid-epoch resume (``load_state_dict`` with position > 0) is
+        pending, else unknown.  TensorFlow checks the number: an iteration
+        that yields another number of batches fails at its end.  None: leave
+        it unknown.
     """
     tf = _tf()
     if not isinstance(pipeline, Pipeline):
@@ -286,6 +312,9 @@ def dataset(pipeline, *, device=None, device_buffer_size=None):
     opts.experimental_optimization.inject_prefetch = False
     opts.autotune.enabled = False
     ds = ds.with_options(opts)
+    n = _cardinality(pipeline, cardinality)
+    if n is not None:
+        ds = ds.apply(tf.data.experimental.assert_cardinality(n))
     if device is not None:
         dev = tf.DeviceSpec.from_string(device)
         kind = (dev.device_type or "").upper()
