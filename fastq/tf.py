@@ -53,7 +53,7 @@ from fastq.errors import FastqError, PipelineClosedError
 from fastq.pipeline import Pipeline
 
 __all__ = ["dataset", "element_spec", "distribute_dataset", "shard_source", "from_dlpack",
-           "flush_released", "ConcurrentIterationError"]
+           "flush_released", "ConcurrentIterationError", "EpochSync"]
 
 
 class ConcurrentIterationError(FastqError):
@@ -392,3 +392,70 @@ def from_dlpack(array):
     so the tensor keeps the batch's slot leased until TensorFlow frees it."""
     tf = _tf()
     return tf.experimental.dlpack.from_dlpack(array.__dlpack__())
+
+
+# -- Keras: keep pipeline epochs in step with Keras epochs ------------------------
+
+def _epoch_sync_class():
+    import keras
+
+    class EpochSync(keras.callbacks.Callback):
+        """A Keras callback that makes Keras epoch ``e`` read pipeline epoch ``e``.
+
+        Under a ``tf.distribute`` strategy (MirroredStrategy, ...), Keras 3's
+        ``fit``/``evaluate``/``predict`` first open an iterator of the dataset only
+        to learn the batch's shapes (``_maybe_symbolic_build``): it takes a batch
+        (the distributed iterator prefetches a few) and drops it.  Over a fastq
+        dataset that probe runs, and abandons, one pipeline epoch, so training
+        would see pipeline epochs 1, 2, ... and ``pipeline.epoch`` /
+        ``state_dict()`` would be one ahead.  At each ``on_epoch_begin(e)`` this
+        callback sets the pipeline back to epoch ``e`` (``load_state_dict``), so
+        the shuffle order, augmentation and resume points are those of epoch
+        ``e`` whatever ran before.  A resume point loaded before ``fit`` (epoch
+        ``k``, position ``j``) is kept for ``fit(initial_epoch=k)``: create the
+        callback after ``load_state_dict``.  Needs a native source (Files,
+        Bytes, Arrays).  Without a strategy it changes nothing.
+
+            model.fit(fastq.tf.dataset(pipe), epochs=3, callbacks=[fastq.tf.EpochSync(pipe)])
+        """
+
+        def __init__(self, pipeline):
+            super().__init__()
+            if not isinstance(pipeline, Pipeline):
+                raise TypeError(f"EpochSync needs a fastq.Pipeline, got {type(pipeline).__name__}")
+            if not hasattr(pipeline._backend, "batches_per_epoch"):
+                raise TypeError("EpochSync needs a native source (Files, Bytes, Arrays): an iterable source "
+                                "cannot be rewound to an epoch")
+            self.pipeline = pipeline
+            sd = pipeline.state_dict()
+            self._pending = (sd["epoch"], sd["position"])  # a resume point loaded before fit
+
+        def on_epoch_begin(self, epoch, logs=None):
+            p = self.pipeline
+            position = 0
+            if self._pending is not None and self._pending[0] == epoch:
+                position = self._pending[1]
+            self._pending = None
+            it = p._active
+            if it is None and p.epoch == epoch and p._resume_position == position:
+                return  # already there (no strategy probe ran)
+            flush_released()
+            sd = p.state_dict()
+            sd.update(epoch=int(epoch), position=int(position))
+            p.load_state_dict(sd)
+
+    EpochSync.__module__ = __name__
+    EpochSync.__qualname__ = "EpochSync"
+    return EpochSync
+
+
+_LAZY = {}
+
+
+def __getattr__(name):
+    # keras is imported only when EpochSync is used
+    if name == "EpochSync":
+        if name not in _LAZY:
+            _LAZY[name] = _epoch_sync_class()
+        return _LAZY[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
