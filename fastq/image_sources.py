@@ -85,11 +85,14 @@ def _cast_labels(arr, label_dtype):
         raise TypeError(f"label_dtype must be a numeric numpy dtype (e.g. 'int32'), got {want}")
     if arr.dtype == want:
         return arr
-    out = arr.astype(want)
-    back = out.astype(arr.dtype)
-    same = np.array_equal(back, arr, equal_nan=True) if arr.dtype.kind in "fc" else np.array_equal(back, arr)
-    if not same:
-        bad = np.flatnonzero((back != arr).reshape(len(arr), -1).any(axis=1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(want)
+        if want.kind == "f":  # rounding is expected; overflow is not
+            wrong = np.isfinite(arr) & ~np.isfinite(out)
+        else:                 # integers: exact round trip
+            wrong = out.astype(arr.dtype) != arr
+    if wrong.any():
+        bad = np.flatnonzero(wrong.reshape(len(arr), -1).any(axis=1))
         i = int(bad[0])
         raise ValueError(f"label_dtype={want}: label of sample {i} ({arr[i]!r}) does not fit in {want} "
                          f"({len(bad)} samples do not)")
