@@ -4,11 +4,14 @@ Samples are read, decoded and augmented by native worker threads that never
 take the GIL; each result is written straight into its row of a batch slot.
 """
 import os
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from fastq import _core
 from fastq._source_base import Source
+
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 __all__ = ["ImageSource", "Files", "Bytes", "Arrays", "IMAGE_OPTIONS", "image_options_doc"]
 
@@ -16,7 +19,7 @@ __all__ = ["ImageSource", "Files", "Bytes", "Arrays", "IMAGE_OPTIONS", "image_op
 # name=value)): name, default, description.  This one table is the source of the
 # Pipeline docstring, of the typo check for unknown keywords, and of the defaults
 # of _ImageBackend (tests/test_api.py checks that they agree).
-IMAGE_OPTIONS = (
+IMAGE_OPTIONS: Tuple[Tuple[str, Any, str], ...] = (
     ("ops", (), "a list of fastq.ops ops (or a single op), run on each image in order "
                 "(docs/ops.md).  It must end at a fixed size (a crop or Resize((h, w))), except "
                 "for Arrays whose images all have one size, where any chain without a "
@@ -49,7 +52,7 @@ IMAGE_OPTIONS = (
 )
 
 
-def image_options_doc(indent="        "):
+def image_options_doc(indent: str = "        ") -> str:
     """The IMAGE_OPTIONS table as numpydoc parameter entries."""
     import textwrap
     out = []
@@ -105,7 +108,7 @@ class ImageSource(Source):
     sample's random augmentation depends on its dataset index, never on
     which shard or worker produced it."""
 
-    kind = None
+    kind: Optional[str] = None
 
     def __init__(self, items, labels, indices=None):
         self._items = items
@@ -117,11 +120,11 @@ class ImageSource(Source):
         return len(self.indices)
 
     @property
-    def num_samples(self):
+    def num_samples(self) -> int:
         """Samples in the whole dataset (before sharding)."""
         return len(self._items)
 
-    def shard(self, num_shards, index):
+    def shard(self, num_shards: int, index: int) -> "ImageSource":
         """The subset of samples i with i % num_shards == index: shards are
         disjoint and together cover the source."""
         if not (isinstance(num_shards, int) and num_shards >= 1):
@@ -165,7 +168,7 @@ class Files(ImageSource):
 
     kind = "files"
 
-    def __init__(self, paths, labels=None):
+    def __init__(self, paths: Sequence[PathLike], labels: Any = None) -> None:
         if isinstance(paths, (str, bytes, os.PathLike)):
             raise TypeError(
                 f"Files takes a list of file paths, got a single path {os.fsdecode(paths)!r} (a string "
@@ -176,7 +179,7 @@ class Files(ImageSource):
             raise ValueError("Files: no paths given")
         super().__init__(paths, labels)
 
-    def path(self, index):
+    def path(self, index: int) -> str:
         return os.fsdecode(self._items[index])
 
 
@@ -187,7 +190,7 @@ class Bytes(ImageSource):
 
     kind = "bytes"
 
-    def __init__(self, buffers, labels=None):
+    def __init__(self, buffers: Sequence[Any], labels: Any = None) -> None:
         bufs = []
         for i, b in enumerate(buffers):
             try:
@@ -209,7 +212,7 @@ class Arrays(ImageSource):
 
     kind = "arrays"
 
-    def __init__(self, images, labels=None):
+    def __init__(self, images: Any, labels: Any = None) -> None:
         items = []
         for i, im in enumerate(images):
             a = np.asarray(im)

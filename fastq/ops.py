@@ -21,6 +21,7 @@ Conventions (torchvision's, unless stated; exact definitions in ``docs/ops.md``)
 import math
 import numbers
 from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -37,6 +38,10 @@ assert FQ_OP_DTYPE.itemsize == 136
 DEFAULT_MAX_PIXELS = 1 << 26  # 67,108,864 pixels, e.g. 8192 x 8192
 MAX_OPS = 16
 MAX_SIDE = 32768
+
+Pair = Tuple[float, float]
+Range = Union[float, Tuple[float, float]]
+Fill = Union[float, Sequence[float]]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -112,18 +117,18 @@ class Op:
     kind = 0
     # geometry: "fixed" (gives a fixed HxW), "variable" (HxW depends on the input),
     # or None (keeps the size)
-    geometry = None
+    geometry: Optional[str] = None
 
-    def params(self):  # pragma: no cover - abstract
+    def params(self) -> Sequence[float]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def pack(self):
+    def pack(self) -> Tuple[int, Tuple[float, ...]]:
         """``(kind, (f0, ..., f15))``: the C ``fq_op`` of this op."""
         f = [float(v) for v in self.params()]
         assert len(f) <= 16
         return self.kind, tuple(f + [0.0] * (16 - len(f)))
 
-    def out_size(self):
+    def out_size(self) -> Optional[Tuple[int, int]]:
         return None
 
     def __repr__(self):
@@ -149,7 +154,8 @@ class RandomResizedCrop(Op):
     kind = K_RANDOM_RESIZED_CROP
     geometry = "fixed"
 
-    def __init__(self, size, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), interpolation="bilinear"):
+    def __init__(self, size: Union[int, Tuple[int, int]], scale: Pair = (0.08, 1.0), ratio: Pair = (3 / 4, 4 / 3),
+                 interpolation: str = "bilinear") -> None:
         n = "RandomResizedCrop"
         self.size = _size(n, size)
         self.scale = _pair(n, scale, "scale")
@@ -175,7 +181,8 @@ class Resize(Op):
 
     kind = K_RESIZE
 
-    def __init__(self, size=None, *, shorter_side=None, interpolation="bilinear"):
+    def __init__(self, size: Optional[Union[int, Tuple[int, int]]] = None, *, shorter_side: Optional[int] = None,
+                 interpolation: str = "bilinear") -> None:
         n = "Resize"
         if (size is None) == (shorter_side is None):
             _fail(n, "give exactly one of size and shorter_side", (size, shorter_side))
@@ -183,7 +190,7 @@ class Resize(Op):
             self.size, self.shorter_side = _size(n, size), None
             self.geometry = "fixed"
         else:
-            side = size if size is not None else shorter_side
+            side: Any = size if size is not None else shorter_side
             if not (isinstance(side, numbers.Integral) and not isinstance(side, bool) and 1 <= side <= MAX_SIDE):
                 _fail(n, f"shorter_side must be a positive integer <= {MAX_SIDE}", side)
             self.size, self.shorter_side = None, int(side)
@@ -207,7 +214,7 @@ class CenterCrop(Op):
     kind = K_CENTER_CROP
     geometry = "fixed"
 
-    def __init__(self, size):
+    def __init__(self, size: Union[int, Tuple[int, int]]) -> None:
         self.size = _size("CenterCrop", size)
 
     def params(self):
@@ -227,11 +234,12 @@ class RandomCrop(Op):
     kind = K_RANDOM_CROP
     geometry = "fixed"
 
-    def __init__(self, size, padding=0, pad_if_needed=False, fill=0, padding_mode="constant"):
+    def __init__(self, size: Union[int, Tuple[int, int]], padding: Union[int, Sequence[int]] = 0, pad_if_needed: bool = False,
+                 fill: Fill = 0, padding_mode: str = "constant") -> None:
         n = "RandomCrop"
         self.size = _size(n, size)
         if isinstance(padding, numbers.Integral) and not isinstance(padding, bool):
-            pad = (padding,) * 4
+            pad: Any = (padding,) * 4
         else:
             try:
                 pad = tuple(padding)
@@ -260,7 +268,7 @@ class HorizontalFlip(Op):
 
     kind = K_HFLIP
 
-    def __init__(self, p=0.5):
+    def __init__(self, p: float = 0.5) -> None:
         self.p = _prob("HorizontalFlip", p)
 
     def params(self):
@@ -272,7 +280,7 @@ class VerticalFlip(Op):
 
     kind = K_VFLIP
 
-    def __init__(self, p=0.5):
+    def __init__(self, p: float = 0.5) -> None:
         self.p = _prob("VerticalFlip", p)
 
     def params(self):
@@ -285,7 +293,7 @@ class Grayscale(Op):
 
     kind = K_GRAYSCALE
 
-    def __init__(self, p=1.0):
+    def __init__(self, p: float = 1.0) -> None:
         self.p = _prob("Grayscale", p)
 
     def params(self):
@@ -305,7 +313,7 @@ class ColorJitter(Op):
 
     kind = K_COLOR_JITTER
 
-    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+    def __init__(self, brightness: Range = 0, contrast: Range = 0, saturation: Range = 0, hue: Range = 0) -> None:
         n = "ColorJitter"
         self.brightness = self._factor(n, "brightness", brightness)
         self.contrast = self._factor(n, "contrast", contrast)
@@ -356,8 +364,9 @@ class RandomAffine(Op):
 
     kind = K_RANDOM_AFFINE
 
-    def __init__(self, degrees, translate=None, scale=None, shear=None, border="constant", fill=0,
-                 interpolation="bilinear"):
+    def __init__(self, degrees: Range, translate: Optional[Pair] = None, scale: Optional[Pair] = None,
+                 shear: Union[None, float, Sequence[float]] = None, border: str = "constant", fill: Fill = 0,
+                 interpolation: str = "bilinear") -> None:
         n = "RandomAffine"
         if _num(degrees):
             if degrees < 0:
@@ -382,6 +391,7 @@ class RandomAffine(Op):
         if shear is None:
             self.shear = None
         else:
+            sh: Any
             if _num(shear):
                 if shear < 0:
                     _fail(n, "shear must be non-negative when a single number", shear)
@@ -430,7 +440,8 @@ class Normalize(Op):
 
     kind = K_NORMALIZE
 
-    def __init__(self, mean=IMAGENET_MEAN, std=IMAGENET_STD, max_pixel_value=255.0):
+    def __init__(self, mean: Union[float, Sequence[float]] = IMAGENET_MEAN,
+                 std: Union[float, Sequence[float]] = IMAGENET_STD, max_pixel_value: float = 255.0) -> None:
         n = "Normalize"
         self.mean = self._three(n, "mean", mean)
         self.std = self._three(n, "std", std)
@@ -471,7 +482,7 @@ _DTYPES = DTYPES
 _LAYOUTS = {"NHWC": "NHWC", "HWC": "NHWC", "NCHW": "NCHW", "CHW": "NCHW"}
 
 
-def dtype_name(dtype, where="compile_ops"):
+def dtype_name(dtype: Any, where: str = "compile_ops") -> str:
     """The output dtype's name: accepts "float32", ``np.float32``, ``np.dtype("float32")``,
     ``tf.float32``, ``ml_dtypes.bfloat16``/``jnp.bfloat16``..."""
     name = None
@@ -489,7 +500,7 @@ def dtype_name(dtype, where="compile_ops"):
     return name
 
 
-def layout_name(layout, where="compile_ops"):
+def layout_name(layout: str, where: str = "compile_ops") -> str:
     """"NHWC"/"NCHW" from any case of NHWC, NCHW, HWC, CHW."""
     key = layout.upper() if isinstance(layout, str) else None
     if key not in _LAYOUTS:
@@ -514,8 +525,9 @@ class CompiledOps:
     out_shape: tuple
 
 
-def compile_ops(ops, *, dtype="float32", layout="NHWC", channels=3, max_pixels=DEFAULT_MAX_PIXELS,
-                dct_scaling=True, input_size=None):
+def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32", layout: str = "NHWC",
+                channels: int = 3, max_pixels: int = DEFAULT_MAX_PIXELS, dct_scaling: bool = True,
+                input_size: Optional[Tuple[int, int]] = None) -> "CompiledOps":
     """Validate a chain of ops and pack it.
 
     Rules: at most 16 ops (one op alone is taken as a chain of one); the chain must

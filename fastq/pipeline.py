@@ -23,6 +23,9 @@ import re
 import threading
 import warnings
 import weakref
+from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Tuple, Union
+
+import numpy as np
 
 from fastq import _core
 from fastq.errors import ForkedPipelineError, PipelineClosedError, SupersededIterationError
@@ -30,7 +33,9 @@ from fastq._source_base import Source
 from fastq.image_sources import IMAGE_OPTIONS, ImageSource, image_options_doc
 from fastq.sources import Iterable
 
-__all__ = ["Pipeline"]
+__all__ = ["Pipeline", "Batch"]
+
+Batch = Tuple[np.ndarray, ...]  # one batch: a numpy view of a slot per output
 
 
 _PIPELINE_ARGS = ("source", "batch_size", "queue_size", "workers", "drop_remainder", "stall_timeout",
@@ -128,8 +133,9 @@ class Pipeline:
     Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, source, *, batch_size, queue_size=4, workers=None, drop_remainder=True,
-                 stall_timeout=60.0, pin_memory="auto", **source_options):
+    def __init__(self, source: Any, *, batch_size: int, queue_size: int = 4, workers: Optional[int] = None,
+                 drop_remainder: bool = True, stall_timeout: float = 60.0, pin_memory: Union[str, bool] = "auto",
+                 **source_options: Any) -> None:
         batch_size = _count("batch_size", batch_size)
         queue_size = _count("queue_size", queue_size)
         if queue_size < 2:
@@ -178,7 +184,7 @@ class Pipeline:
         self._finalizer = weakref.finalize(self, _State.close, self._state)
         self._epoch = 0          # next epoch to run
         self._resume_position = 0  # batches to skip in epoch self._epoch (load_state_dict)
-        self._active = None      # the live epoch iterator
+        self._active: Optional[_EpochIterator] = None  # the live epoch iterator
         self._pid = os.getpid()
 
     # -- introspection ----------------------------------------------------
@@ -201,10 +207,10 @@ class Pipeline:
             return None
         return n // self.batch_size if self.drop_remainder else -(-n // self.batch_size)
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return True  # not len(): a Pipeline is never "empty-false"
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Batches per epoch.
 
         Native sources (Files, Bytes, Arrays, and their shards) know it exactly.
@@ -224,16 +230,16 @@ class Pipeline:
         return n
 
     @property
-    def output_spec(self):
+    def output_spec(self) -> List[Tuple[Tuple[int, ...], np.dtype]]:
         """List of (per-sample shape, numpy dtype), one per output."""
         return self._backend.output_spec()
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         """The epoch the next ``iter()`` will run."""
         return self._epoch
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """Counters: ring slot states, waits, batches/samples delivered,
         plus the source's own (e.g. skipped samples)."""
         out = {"epoch": self._epoch, "workers": self._effective_workers(), "closed": self._state.closed}
@@ -250,7 +256,7 @@ class Pipeline:
         return out
 
     # -- epochs, resuming, replaying ----------------------------------------
-    def repeat(self, epochs=None):
+    def repeat(self, epochs: Optional[int] = None) -> Iterator[Batch]:
         """Iterate over `epochs` epochs (forever if None), one after another."""
         e = 0
         while epochs is None or e < epochs:
@@ -263,7 +269,7 @@ class Pipeline:
                 raise ValueError("Pipeline.repeat(): an epoch produced no batch; refusing to loop forever")
             e += 1
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         """Where the pipeline is: the epoch being read and how many of its
         batches the consumer has taken.  A pipeline built the same way and
         given this dict by :meth:`load_state_dict` produces exactly the
@@ -278,7 +284,7 @@ class Pipeline:
         sd.update(getattr(self._backend, "state_extra", lambda: {})())
         return sd
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume at state["epoch"], skipping its first state["position"] batches
         (applies to the next ``iter()``)."""
         if not hasattr(self._backend, "batches_per_epoch"):
@@ -302,7 +308,7 @@ class Pipeline:
             self._epoch = epoch
             self._resume_position = position
 
-    def explain(self, epoch, index):
+    def explain(self, epoch: int, index: int) -> Dict[str, Any]:
         """What was sampled for dataset sample `index` in `epoch` (crop box,
         flips, jitter factors, affine matrix, decode scale...), so the
         augmentation can be replayed with another library."""
@@ -315,21 +321,21 @@ class Pipeline:
         return getattr(self._backend, "workers", self.workers)
 
     # -- lifecycle --------------------------------------------------------
-    def close(self):
+    def close(self) -> None:
         """Stop the producers, wake every waiter and release the ring.  Memory
         of batches still referenced stays valid until they are dropped."""
         self._state.close()
         self._active = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Pipeline":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:
         self.close()
         return False
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._state.closed
 
     def _ensure_ring(self):
@@ -348,7 +354,7 @@ class Pipeline:
         from fastq import cuda
         self._pin_status = cuda.pin_ring(ring, required=self.pin_memory is True)
 
-    def __iter__(self):
+    def __iter__(self) -> "_EpochIterator":
         st = self._state
         if st.closed:
             raise PipelineClosedError("this Pipeline is closed")
@@ -408,7 +414,7 @@ class _EpochIterator:
                 if p._state.producers is self._producers:
                     p._state.stop_producers()
 
-    def __next__(self):
+    def __next__(self) -> Batch:
         if self._done:
             if self._superseded:
                 raise SupersededIterationError(
@@ -451,4 +457,4 @@ class _EpochIterator:
             self._finish()
 
 
-Pipeline.__doc__ = Pipeline.__doc__.replace("{image_options}", image_options_doc("    "))
+Pipeline.__doc__ = (Pipeline.__doc__ or "").replace("{image_options}", image_options_doc("    "))

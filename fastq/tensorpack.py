@@ -17,6 +17,8 @@ dequeue is replaced by a ``tf.numpy_function`` that hands TensorFlow the slot
 memory itself.  Works in tensorpack 0.11 on TensorFlow 2.x graph mode
 (``launch_train_with_config`` disables eager execution itself).
 """
+from typing import Any
+
 import numpy as np
 
 from fastq.pipeline import Pipeline
@@ -249,7 +251,7 @@ def _make_class():
 _CLASS = None
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     # tensorpack and TensorFlow are imported only when QueueInput is used.
     global _CLASS
     if name == "QueueInput":

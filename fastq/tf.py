@@ -46,6 +46,7 @@ import os
 import threading
 import time
 import weakref
+from typing import Any, Callable, Optional, Tuple, Union
 
 import numpy as np
 
@@ -71,7 +72,7 @@ def _tf():
 _ONE = np.zeros((1,), np.int8)
 
 
-def flush_released():
+def flush_released() -> None:
     """Drain TensorFlow's queue of numpy arrays whose tensors were freed
     without the GIL, so that their slots return to the ring now.
 
@@ -241,7 +242,7 @@ class _FeedIterator:
             pass
 
 
-def element_spec(pipeline):
+def element_spec(pipeline: Pipeline) -> Tuple[Any, ...]:
     """The tuple of ``tf.TensorSpec`` a dataset over `pipeline` yields: one per
     output, batch dimension static when ``drop_remainder`` is True."""
     tf = _tf()
@@ -268,7 +269,8 @@ def _cardinality(pipeline, cardinality):
         return None
 
 
-def dataset(pipeline, *, device=None, device_buffer_size=None, cardinality="auto"):
+def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_size: Optional[int] = None,
+            cardinality: Union[str, int, None] = "auto") -> Any:
     """A ``tf.data.Dataset`` of the pipeline's batches, without copies.
 
     Elements are tuples of tensors, one per pipeline output (the same tuple a
@@ -331,7 +333,7 @@ def dataset(pipeline, *, device=None, device_buffer_size=None, cardinality="auto
 
 # -- tf.distribute --------------------------------------------------------------
 
-def shard_source(source, input_context):
+def shard_source(source: Any, input_context: Any) -> Any:
     """`source` restricted to this input pipeline's shard
     (``input_context.input_pipeline_id`` of ``num_input_pipelines``), for
     fastq's native sources (Files, Bytes, Arrays)."""
@@ -344,7 +346,8 @@ def shard_source(source, input_context):
     return source.shard(n, i)
 
 
-def distribute_dataset(strategy, make_pipeline, global_batch_size, *, options=None):
+def distribute_dataset(strategy: Any, make_pipeline: Callable[[Any, int], Pipeline], global_batch_size: int, *,
+                       options: Any = None) -> Any:
     """A distributed dataset for `strategy`, one fastq Pipeline per input pipeline.
 
     Calls ``strategy.distribute_datasets_from_function``; for each input
@@ -386,7 +389,7 @@ def distribute_dataset(strategy, make_pipeline, global_batch_size, *, options=No
 
 # -- DLPack ---------------------------------------------------------------------
 
-def from_dlpack(array):
+def from_dlpack(array: np.ndarray) -> Any:
     """A TF tensor viewing `array` (e.g. one array of a fastq batch) through
     DLPack, without a copy.  The DLPack capsule holds a reference to the array,
     so the tensor keeps the batch's slot leased until TensorFlow frees it."""
@@ -449,10 +452,10 @@ def _epoch_sync_class():
     return EpochSync
 
 
-_LAZY = {}
+_LAZY: dict = {}
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     # keras is imported only when EpochSync is used
     if name == "EpochSync":
         if name not in _LAZY:
