@@ -104,3 +104,18 @@ def test_torch_sees_every_output_dtype_without_copies():
     assert tuple(torch.from_dlpack(x).shape) == (4, 3, 8, 8)
     del t, x, y, idx, a
     p.close()
+
+
+def test_bfloat16_batches_through_their_16_bit_view():
+    p = pipe(dtype="bfloat16", ops=[fastq.ops.Normalize()])
+    x, _ = next(iter(p))
+    with pytest.raises(BufferError):          # numpy cannot export ml_dtypes' bfloat16
+        x.__dlpack__()
+    want = x.astype(np.float32)
+    t = torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
+    assert t.data_ptr() == x.ctypes.data       # zero copy
+    np.testing.assert_array_equal(t.float().numpy(), want)
+    j = jax.lax.bitcast_convert_type(jax.dlpack.from_dlpack(x.view(np.uint16)), jnp.bfloat16)
+    np.testing.assert_array_equal(np.asarray(j.astype(jnp.float32)), want)
+    del x, t, j
+    p.close()
