@@ -252,6 +252,8 @@ class _ImageBackend:
         kw = {} if max_pixels is None else {"max_pixels": max_pixels}
         self.compiled = ops_mod.compile_ops(ops, dtype=dtype, layout=layout, channels=channels,
                                             dct_scaling=dct_scaling, input_size=source._fixed_size(), **kw)
+        if label_dtype is not None and source.labels is None:
+            raise ValueError(f"label_dtype={label_dtype!r} but the source has no labels")
         self.labels = source._labels_as(label_dtype)
         self.spec = _image.ImageSpec(self.compiled)
         self.source = source

@@ -21,7 +21,6 @@ import numbers
 import os
 import re
 import threading
-import warnings
 import weakref
 from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Tuple, Union
 
@@ -53,9 +52,9 @@ def _count(name, value, minimum=1):
 def _unknown_option(name, known):
     close = difflib.get_close_matches(name, list(_PIPELINE_ARGS) + list(known), n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
+    options = f"; image source options: {', '.join(known)}" if known else ""
     return TypeError(f"Pipeline() got an unexpected keyword argument {name!r}{hint} "
-                     f"(Pipeline arguments: {', '.join(_PIPELINE_ARGS[1:])}; image source options: "
-                     f"{', '.join(known)})")
+                     f"(Pipeline arguments: {', '.join(_PIPELINE_ARGS[1:])}{options})")
 
 
 def _default_workers():
@@ -149,12 +148,9 @@ class Pipeline:
             raise ValueError(f"pin_memory must be 'auto', True or False, got {pin_memory!r}")
         if not isinstance(source, Source):
             source = Iterable(source)
-        standard_image = isinstance(source, ImageSource) and type(source)._make_backend is ImageSource._make_backend
-        if standard_image:
-            for name in source_options:
-                if name not in _IMAGE_OPTION_NAMES:
-                    raise _unknown_option(name, _IMAGE_OPTION_NAMES)
-        elif isinstance(source, Iterable):
+        # the standard image backend's options are IMAGE_OPTIONS; an iterable takes none of them
+        if isinstance(source, Iterable) or (isinstance(source, ImageSource) and
+                                            type(source)._make_backend is ImageSource._make_backend):
             for name in source_options:
                 if name not in _IMAGE_OPTION_NAMES:
                     raise _unknown_option(name, _IMAGE_OPTION_NAMES)

@@ -216,6 +216,8 @@ def test_label_dtype_refuses_values_that_do_not_fit():
         fastq.Pipeline(fastq.sources.Arrays(IMGS, labels), batch_size=2, label_dtype="int32")
     with pytest.raises(TypeError, match="label_dtype"):
         arrays_pipe(label_dtype="U3")
+    with pytest.raises(ValueError, match="no labels"):
+        fastq.Pipeline(fastq.sources.Arrays(IMGS), batch_size=2, label_dtype="int32")
 
 
 # -- bfloat16 ----------------------------------------------------------------------------
@@ -266,3 +268,18 @@ def test_shuffle_is_off_by_default_and_on_when_asked():
     with fastq.Pipeline(fastq.sources.Arrays(IMGS), batch_size=5, workers=1, return_index=True, shuffle=True) as p:
         orders = [np.concatenate([b[1] for b in batches(p)]).tolist() for _ in range(2)]
     assert sorted(orders[0]) == list(range(10)) and orders[0] != orders[1]
+
+
+def test_typo_with_another_sources_backend_names_the_pipeline_argument():
+    class Backend:
+        def __init__(self, source, pipeline, *, window=3):
+            pass
+
+    class Custom(fastq.sources.Source):
+        def _make_backend(self, pipeline, **options):
+            return Backend(self, pipeline, **options)
+
+    with pytest.raises(TypeError) as e:
+        fastq.Pipeline(Custom(), batch_size=2, widnow=4)
+    assert str(e.value).startswith("Pipeline() got an unexpected keyword argument 'widnow'")
+    assert "Backend" not in str(e.value)
