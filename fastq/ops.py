@@ -434,8 +434,8 @@ class Normalize(Op):
     0..255, i.e. ``(x / 255 - mean * m) / (std * m)`` with ``m = max_pixel_value / 255``.  With
     the default 255, mean/std are on the 0..1 scale; ``max_pixel_value=1.0`` takes them
     on the 0..255 scale (``mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375)``):
-    ``out = (x - mean) / std``.  A mean or std above 1 with the default scale almost
-    always means 0..255 values were passed by mistake: that warns (``UserWarning``).
+    ``out = (x - mean) / std``.  With the default scale, a mean above 1 or a std above 5
+    almost always means 0..255 values were passed by mistake: that warns (``UserWarning``).
     """
 
     kind = K_NORMALIZE
@@ -450,7 +450,8 @@ class Normalize(Op):
         if not (_num(max_pixel_value) and max_pixel_value > 0):
             _fail(n, "max_pixel_value must be a positive number", max_pixel_value)
         self.max_pixel_value = float(max_pixel_value)
-        if self.max_pixel_value == 255.0 and (max(abs(m) for m in self.mean) > 1 or max(self.std) > 1):
+        # on the 0..1 scale |mean| <= 1 and a useful std is well below 1; 0..255 values are ~100 and ~60
+        if self.max_pixel_value == 255.0 and (max(abs(m) for m in self.mean) > 1 or max(self.std) > 5):
             import warnings
             warnings.warn(
                 f"Normalize(mean={self.mean}, std={self.std}): these look like values on the 0..255 "

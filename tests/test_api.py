@@ -99,9 +99,12 @@ def test_empty_chain_still_needs_a_size_when_images_differ():
 def test_normalize_on_the_0_255_scale_warns():
     with pytest.warns(UserWarning, match="0..255 scale.*max_pixel_value=1.0"):
         ops.Normalize(mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375])
+    with pytest.warns(UserWarning, match="0..255 scale"):
+        ops.Normalize(mean=0.5, std=[58.395, 57.12, 57.375])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ops.Normalize()
+        ops.Normalize(mean=(0.5, 0.25, 0.0), std=(0.5, 0.25, 2.0))  # odd but on the 0..1 scale
         ops.Normalize(mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], max_pixel_value=1.0)
     with pytest.raises(ValueError, match="max_pixel_value"):
         ops.Normalize(max_pixel_value=0)
