@@ -52,6 +52,15 @@ IMAGE_OPTIONS: Tuple[Tuple[str, Any, str], ...] = (
 )
 
 
+def image_options_markdown() -> str:
+    """The IMAGE_OPTIONS table as the markdown table of docs/ops.md ("Pipeline options");
+    tests/test_api.py checks that the file holds exactly this text."""
+    rows = ["| option | default | meaning |", "|---|---|---|"]
+    for name, default, text in IMAGE_OPTIONS:
+        rows.append(f"| `{name}` | `{default!r}` | {text} |")
+    return "\n".join(rows)
+
+
 def image_options_doc(indent: str = "        ") -> str:
     """The IMAGE_OPTIONS table as numpydoc parameter entries."""
     import textwrap

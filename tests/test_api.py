@@ -286,3 +286,11 @@ def test_typo_with_another_sources_backend_names_the_pipeline_argument():
         fastq.Pipeline(Custom(), batch_size=2, widnow=4)
     assert str(e.value).startswith("Pipeline() got an unexpected keyword argument 'widnow'")
     assert "Backend" not in str(e.value)
+
+
+def test_docs_options_table_is_generated_from_the_same_table():
+    import os
+    from fastq.image_sources import image_options_markdown
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "docs", "ops.md")) as f:
+        assert image_options_markdown() in f.read()
