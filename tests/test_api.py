@@ -294,3 +294,16 @@ def test_docs_options_table_is_generated_from_the_same_table():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, "docs", "ops.md")) as f:
         assert image_options_markdown() in f.read()
+
+
+@pytest.mark.parametrize("mean,std", [(0.0, 2.9415e-39), (0.5, 1e38), (0.2, 1e-30)],
+                         ids=["overflow-to-inf", "subnormal", "large"])
+def test_bfloat16_rounding_at_the_edges(mean, std):
+    # float32 values near the top of the range (bf16 rounds some to inf) and subnormals
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        norm = ops.Normalize(mean=mean, std=std)
+    with arrays_pipe(dtype="bfloat16", ops=[norm]) as p:
+        got = np.concatenate([b[0] for b in batches(p)])
+    want = finish(IMGS[:8].reshape(-1, 20, 3), [norm], "float32").reshape(8, 12, 20, 3).astype(ml_dtypes.bfloat16)
+    assert got.view(np.uint16).tobytes() == want.view(np.uint16).tobytes()
