@@ -161,21 +161,11 @@ def _make_class():
 
         # -- InputSource interface ---------------------------------------------
         def _size(self):
-            p = self.pipeline
-            if self._dataflow is not None:
-                try:
-                    n = len(self._dataflow)
-                except (TypeError, NotImplementedError):
-                    raise NotImplementedError("the DataFlow has no len(); set TrainConfig(steps_per_epoch)") from None
-                if self._unbatch:
-                    return n
-            else:
-                src = p.source
-                try:
-                    n = len(src.obj) if isinstance(src, Iterable) else len(src)
-                except (TypeError, NotImplementedError):
-                    raise NotImplementedError("the source has no len(); set TrainConfig(steps_per_epoch)") from None
-            return n // p.batch_size if p.drop_remainder else -(-n // p.batch_size)
+            # batches per pipeline epoch: len(pipeline) (a DataFlow of batches: its len())
+            try:
+                return len(self.pipeline)
+            except TypeError:
+                raise NotImplementedError("the source has no len(); set TrainConfig(steps_per_epoch)") from None
 
         def _setup(self, input_signature):
             from fastq import tf as fqtf
