@@ -24,7 +24,7 @@ struct fq_img_spec {
     int out_h, out_w, out_c;
     size_t row_bytes;
     float lut_f32[3][256];
-    uint16_t lut_f16[3][256];
+    uint16_t lut_f16[3][256]; /* float16 or bfloat16 bits, as fmt.dtype says */
 };
 
 namespace {
@@ -60,6 +60,17 @@ uint16_t float_to_half(float f)
     if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
         h++; /* may carry into the exponent: still correct (rounds to inf at the top) */
     return (uint16_t)(sign | h);
+}
+
+/* float32 -> bfloat16 bits, round to nearest even (NaN stays a quiet NaN) */
+uint16_t float_to_bfloat16(float f)
+{
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7FFFu + ((x >> 16) & 1u); /* may carry into the exponent: rounds to inf at the top */
+    return (uint16_t)(x >> 16);
 }
 
 bool is_int(double v) { return std::isfinite(v) && v == std::floor(v); }
@@ -609,7 +620,7 @@ void write_out(const fq_img_spec *sp, const cv::Mat &img, bool hf, bool vf, void
     case FQ_DT_FLOAT32:
         write_any<float>(img, hf, vf, layout, sp->lut_f32, out);
         break;
-    default:
+    default: /* FQ_DT_FLOAT16, FQ_DT_BFLOAT16: 16-bit codes from lut_f16 */
         write_any<uint16_t>(img, hf, vf, layout, sp->lut_f16, out);
         break;
     }
@@ -827,7 +838,8 @@ int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq
         return fq_set_err(err, FQ_E_INVALID, "an op chain has 0..%d ops, got %d", FQ_IMG_MAX_OPS, n_ops);
     if (fmt->channels != 1 && fmt->channels != 3)
         return fq_set_err(err, FQ_E_INVALID, "channels must be 1 or 3, got %d", fmt->channels);
-    if (fmt->dtype != FQ_DT_UINT8 && fmt->dtype != FQ_DT_FLOAT32 && fmt->dtype != FQ_DT_FLOAT16)
+    if (fmt->dtype != FQ_DT_UINT8 && fmt->dtype != FQ_DT_FLOAT32 && fmt->dtype != FQ_DT_FLOAT16 &&
+        fmt->dtype != FQ_DT_BFLOAT16)
         return fq_set_err(err, FQ_E_INVALID, "unknown dtype %d", fmt->dtype);
     if (fmt->layout != FQ_LAYOUT_HWC && fmt->layout != FQ_LAYOUT_CHW)
         return fq_set_err(err, FQ_E_INVALID, "unknown layout %d", fmt->layout);
@@ -864,7 +876,7 @@ int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq
                           "the op chain does not give a fixed output size: it needs a crop or an exact "
                           "Resize((h, w)) after any Resize(shorter_side)");
     if (norm && fmt->dtype == FQ_DT_UINT8)
-        return fq_set_err(err, FQ_E_INVALID, "Normalize needs a float dtype (float32 or float16), not uint8");
+        return fq_set_err(err, FQ_E_INVALID, "Normalize needs a float dtype (float32, float16 or bfloat16), not uint8");
     fq_img_spec *sp = new (std::nothrow) fq_img_spec;
     if (!sp)
         return fq_set_err(err, FQ_E_NOMEM, "out of memory");
@@ -887,7 +899,7 @@ int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq
             else
                 val = (float)((double)v / 255.0);
             sp->lut_f32[c][v] = val;
-            sp->lut_f16[c][v] = float_to_half(val);
+            sp->lut_f16[c][v] = fmt->dtype == FQ_DT_BFLOAT16 ? float_to_bfloat16(val) : float_to_half(val);
         }
     }
     *out = sp;

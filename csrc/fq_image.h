@@ -85,7 +85,9 @@ enum fq_border {
 
 /* ---- output format ------------------------------------------------------ */
 
-enum fq_dtype { FQ_DT_UINT8 = 0, FQ_DT_FLOAT32 = 1, FQ_DT_FLOAT16 = 2 };
+/* FQ_DT_FLOAT16 is IEEE binary16; FQ_DT_BFLOAT16 is the top 16 bits of a float32 (rounded to
+ * nearest even from the float32 value).  Both are written from a 256-entry table per channel. */
+enum fq_dtype { FQ_DT_UINT8 = 0, FQ_DT_FLOAT32 = 1, FQ_DT_FLOAT16 = 2, FQ_DT_BFLOAT16 = 3 };
 enum fq_layout { FQ_LAYOUT_HWC = 0, FQ_LAYOUT_CHW = 1 };
 
 /* Default decompression-bomb guard: 2^26 = 67,108,864 pixels (e.g. 8192 x 8192). */

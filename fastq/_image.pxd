@@ -31,6 +31,7 @@ cdef extern from "fq_image.h" nogil:
         FQ_DT_UINT8
         FQ_DT_FLOAT32
         FQ_DT_FLOAT16
+        FQ_DT_BFLOAT16
         FQ_LAYOUT_HWC
         FQ_LAYOUT_CHW
         FQ_OP_RANDOM_RESIZED_CROP

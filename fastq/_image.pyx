@@ -18,7 +18,20 @@ cnp.import_array()
 DEFAULT_MAX_PIXELS = 1 << 26
 
 _DTYPES = {"uint8": (FQ_DT_UINT8, np.uint8), "float32": (FQ_DT_FLOAT32, np.float32),
-           "float16": (FQ_DT_FLOAT16, np.float16)}
+           "float16": (FQ_DT_FLOAT16, np.float16), "bfloat16": (FQ_DT_BFLOAT16, None)}
+
+
+def numpy_dtype(name):
+    """The numpy dtype of output dtype `name`; bfloat16 is ml_dtypes' (the type
+    TensorFlow and JAX use), imported only when asked for."""
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ImportError("dtype='bfloat16' needs the ml_dtypes package (installed with TensorFlow "
+                              "and JAX; or pip install ml_dtypes)") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(_DTYPES[name][1])
 _LAYOUTS = {"NHWC": FQ_LAYOUT_HWC, "HWC": FQ_LAYOUT_HWC, "NCHW": FQ_LAYOUT_CHW, "CHW": FQ_LAYOUT_CHW}
 _FORMATS = {0: "unknown", 1: "array", 2: "jpeg", 3: "png", 4: "bmp", 5: "tiff", 6: "webp", 7: "gif",
             8: "pnm", 9: "other"}
@@ -177,7 +190,7 @@ cdef class ImageSpec:
         self.channels = ch
         self.max_pixels = fmt.max_pixels
         self.dct_scaling = bool(dct_scaling)
-        self._np_dtype = _DTYPES[dtype][1]
+        self._np_dtype = numpy_dtype(dtype)
         self._lock = threading.Lock()
 
     def __dealloc__(self):

@@ -4,27 +4,111 @@ Samples are read, decoded and augmented by native worker threads that never
 take the GIL; each result is written straight into its row of a batch slot.
 """
 import os
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from fastq import _core
 from fastq._source_base import Source
 
-__all__ = ["ImageSource", "Files", "Bytes", "Arrays"]
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+__all__ = ["ImageSource", "Files", "Bytes", "Arrays", "IMAGE_OPTIONS", "image_options_doc"]
+
+# The options a Pipeline over a native image source takes (Pipeline(source, ...,
+# name=value)): name, default, description.  This one table is the source of the
+# Pipeline docstring, of the typo check for unknown keywords, and of the defaults
+# of _ImageBackend (tests/test_api.py checks that they agree).
+IMAGE_OPTIONS: Tuple[Tuple[str, Any, str], ...] = (
+    ("ops", (), "a list of fastq.ops ops (or a single op), run on each image in order "
+                "(docs/ops.md).  It must end at a fixed size (a crop or Resize((h, w))), except "
+                "for Arrays whose images all have one size, where any chain without a "
+                "size-changing op (even an empty one) keeps that size."),
+    ("dtype", "float32", "output dtype of the images: 'uint8', 'float32', 'float16' or 'bfloat16' "
+                         "(a name, numpy dtype or tf.DType).  Float outputs are x / 255 unless the "
+                         "chain ends with Normalize; the conversion is fused into the native write."),
+    ("layout", "NHWC", "'NHWC' or 'NCHW' (any case)."),
+    ("channels", 3, "3 (RGB) or 1 (gray)."),
+    ("seed", 0, "non-negative int: with the epoch and the sample's dataset index it fixes every "
+                "random choice (augmentation, shuffle order, replacements), whatever the number "
+                "of workers."),
+    ("shuffle", False, "visit the samples in a new random order each epoch (a function of seed and "
+                       "epoch).  Off by default so that evaluate/predict pipelines keep the source "
+                       "order, as in torch's DataLoader and tf.data; pass shuffle=True for training."),
+    ("on_error", "raise", "'raise': a sample that cannot be read or decoded raises (naming the "
+                          "sample and file) where its batch would come; 'skip': it is replaced by "
+                          "another sample (deterministically) and counted in stats()."),
+    ("max_attempts", 16, "with on_error='skip', how many replacement samples are tried for a bad "
+                         "one before the batch fails anyway."),
+    ("max_pixels", None, "encoded images declaring more pixels than this fail with "
+                         "ImageTooLargeError before decoding (default 2**26)."),
+    ("dct_scaling", True, "let the JPEG decoder downscale in the DCT domain when the first op is "
+                          "RandomResizedCrop or Resize (faster, approximate; docs/ops.md)."),
+    ("return_index", False, "add a third output: the dataset index (int64) of each row."),
+    ("label_dtype", None, "numpy dtype of the labels output (e.g. 'int32' for models that declare "
+                          "int32 labels, for tensorpack, or for JAX without x64); default: int64 "
+                          "for integer labels, else the labels' own dtype.  Values that do not "
+                          "fit are refused."),
+)
 
 
-def _labels_array(labels, n):
+def image_options_markdown() -> str:
+    """The IMAGE_OPTIONS table as the markdown table of docs/ops.md ("Pipeline options");
+    tests/test_api.py checks that the file holds exactly this text."""
+    rows = ["| option | default | meaning |", "|---|---|---|"]
+    for name, default, text in IMAGE_OPTIONS:
+        rows.append(f"| `{name}` | `{default!r}` | {text} |")
+    return "\n".join(rows)
+
+
+def image_options_doc(indent: str = "        ") -> str:
+    """The IMAGE_OPTIONS table as numpydoc parameter entries."""
+    import textwrap
+    out = []
+    for name, default, text in IMAGE_OPTIONS:
+        out.append(f"{indent}{name} : default {default!r}")
+        out.extend(textwrap.wrap(text, 96 - len(indent), initial_indent=indent + "    ",
+                                 subsequent_indent=indent + "    "))
+    return "\n".join(out)
+
+
+def _labels_array(labels, n, label_dtype=None):
     if labels is None:
         return None
     arr = np.asarray(labels)
-    if arr.dtype.kind in "iub" and arr.ndim == 1:
+    if label_dtype is None and arr.dtype.kind in "iub" and arr.ndim == 1:
         arr = arr.astype(np.int64)
     if arr.ndim == 0 or arr.shape[0] != n:
         raise ValueError(f"labels must have a leading dimension equal to the number of samples ({n}), "
                          f"got shape {arr.shape}")
     if arr.dtype.hasobject or arr.dtype.fields is not None or arr.dtype.kind not in "iufb":
         raise TypeError(f"labels must be numeric, got dtype {arr.dtype}")
+    if label_dtype is not None:
+        arr = _cast_labels(arr, label_dtype)
     return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+
+
+def _cast_labels(arr, label_dtype):
+    try:
+        want = np.dtype(getattr(label_dtype, "as_numpy_dtype", label_dtype))
+    except TypeError:
+        raise TypeError(f"label_dtype must be a numeric numpy dtype (e.g. 'int32'), got {label_dtype!r}") from None
+    if want.hasobject or want.fields is not None or want.kind not in "iufb":
+        raise TypeError(f"label_dtype must be a numeric numpy dtype (e.g. 'int32'), got {want}")
+    if arr.dtype == want:
+        return arr
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(want)
+        if want.kind == "f":  # rounding is expected; overflow is not
+            wrong = np.isfinite(arr) & ~np.isfinite(out)
+        else:                 # integers: exact round trip
+            wrong = out.astype(arr.dtype) != arr
+    if wrong.any():
+        bad = np.flatnonzero(wrong.reshape(len(arr), -1).any(axis=1))
+        i = int(bad[0])
+        raise ValueError(f"label_dtype={want}: label of sample {i} ({arr[i]!r}) does not fit in {want} "
+                         f"({len(bad)} samples do not)")
+    return out
 
 
 class ImageSource(Source):
@@ -33,10 +117,11 @@ class ImageSource(Source):
     sample's random augmentation depends on its dataset index, never on
     which shard or worker produced it."""
 
-    kind = None
+    kind: Optional[str] = None
 
     def __init__(self, items, labels, indices=None):
         self._items = items
+        self._labels_given = labels
         self.labels = _labels_array(labels, len(items))
         self.indices = np.arange(len(items), dtype=np.int64) if indices is None else indices
 
@@ -44,11 +129,11 @@ class ImageSource(Source):
         return len(self.indices)
 
     @property
-    def num_samples(self):
+    def num_samples(self) -> int:
         """Samples in the whole dataset (before sharding)."""
         return len(self._items)
 
-    def shard(self, num_shards, index):
+    def shard(self, num_shards: int, index: int) -> "ImageSource":
         """The subset of samples i with i % num_shards == index: shards are
         disjoint and together cover the source."""
         if not (isinstance(num_shards, int) and num_shards >= 1):
@@ -64,6 +149,16 @@ class ImageSource(Source):
 
     def _task_items(self):
         return self._items
+
+    def _fixed_size(self):
+        """(height, width) shared by every image when the source knows it, else None."""
+        return None
+
+    def _labels_as(self, label_dtype):
+        """The labels array with dtype label_dtype (validated), or the default one."""
+        if label_dtype is None or self.labels is None:
+            return self.labels
+        return _labels_array(self._labels_given, len(self._items), label_dtype)
 
     def _raw(self, index):
         """Sample `index` as the Python side sees it (for error messages)."""
@@ -82,13 +177,18 @@ class Files(ImageSource):
 
     kind = "files"
 
-    def __init__(self, paths, labels=None):
+    def __init__(self, paths: Sequence[PathLike], labels: Any = None) -> None:
+        if isinstance(paths, (str, bytes, os.PathLike)):
+            raise TypeError(
+                f"Files takes a list of file paths, got a single path {os.fsdecode(paths)!r} (a string "
+                f"would be read as one path per character). Pass [path] for one file; for a folder, "
+                f"list its images, e.g. sorted(glob.glob(os.path.join(folder, '*.jpg'))).")
         paths = [os.fsencode(p) for p in paths]
         if not paths:
             raise ValueError("Files: no paths given")
         super().__init__(paths, labels)
 
-    def path(self, index):
+    def path(self, index: int) -> str:
         return os.fsdecode(self._items[index])
 
 
@@ -99,7 +199,7 @@ class Bytes(ImageSource):
 
     kind = "bytes"
 
-    def __init__(self, buffers, labels=None):
+    def __init__(self, buffers: Sequence[Any], labels: Any = None) -> None:
         bufs = []
         for i, b in enumerate(buffers):
             try:
@@ -121,7 +221,7 @@ class Arrays(ImageSource):
 
     kind = "arrays"
 
-    def __init__(self, images, labels=None):
+    def __init__(self, images: Any, labels: Any = None) -> None:
         items = []
         for i, im in enumerate(images):
             a = np.asarray(im)
@@ -137,22 +237,33 @@ class Arrays(ImageSource):
         if not items:
             raise ValueError("Arrays: no images given")
         super().__init__(items, labels)
+        sizes = {a.shape[:2] for a in items}
+        self._size = sizes.pop() if len(sizes) == 1 else None
+
+    def _fixed_size(self):
+        return self._size
 
 
 class _ImageBackend:
     kind = "native"
 
+    # keep in step with IMAGE_OPTIONS (tests/test_api.py checks it)
     def __init__(self, source, pipeline, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
-                 shuffle=False, on_error="raise", max_pixels=None, dct_scaling=True, return_index=False,
-                 max_attempts=16):
+                 shuffle=False, on_error="raise", max_attempts=16, max_pixels=None, dct_scaling=True,
+                 return_index=False, label_dtype=None):
         from fastq import _image, ops as ops_mod
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
             raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        if not isinstance(max_attempts, (int, np.integer)) or isinstance(max_attempts, bool) or max_attempts < 1:
+            raise ValueError(f"max_attempts must be a positive int, got {max_attempts!r}")
         kw = {} if max_pixels is None else {"max_pixels": max_pixels}
-        self.compiled = ops_mod.compile_ops(list(ops), dtype=dtype, layout=layout, channels=channels,
-                                            dct_scaling=dct_scaling, **kw)
+        self.compiled = ops_mod.compile_ops(ops, dtype=dtype, layout=layout, channels=channels,
+                                            dct_scaling=dct_scaling, input_size=source._fixed_size(), **kw)
+        if label_dtype is not None and source.labels is None:
+            raise ValueError(f"label_dtype={label_dtype!r} but the source has no labels")
+        self.labels = source._labels_as(label_dtype)
         self.spec = _image.ImageSpec(self.compiled)
         self.source = source
         self.batch_size = pipeline.batch_size
@@ -161,17 +272,18 @@ class _ImageBackend:
         self.seed = int(seed)
         self.shuffle = bool(shuffle)
         self.return_index = bool(return_index)
-        self.task = _image.ImageTask(self.spec, source.kind, source._task_items(), source.labels,
-                                     workers=self.workers, on_error=on_error, max_attempts=max_attempts,
+        self.task = _image.ImageTask(self.spec, source.kind, source._task_items(), self.labels,
+                                     workers=self.workers, on_error=on_error, max_attempts=int(max_attempts),
                                      with_index=self.return_index)
         self._resume = None  # (epoch, position) set by load_state_dict
         _image.set_opencv_threads(1)  # our workers are the parallelism
 
     def output_spec(self):
-        np_dtype = np.dtype(self.compiled.dtype)
+        from fastq import _image
+        np_dtype = _image.numpy_dtype(self.compiled.dtype)
         out = [(tuple(self.spec.out_shape), np_dtype)]
-        if self.source.labels is not None:
-            out.append((self.source.labels.shape[1:], self.source.labels.dtype))
+        if self.labels is not None:
+            out.append((self.labels.shape[1:], self.labels.dtype))
         if self.return_index:
             out.append(((), np.dtype(np.int64)))
         return out

@@ -21,6 +21,7 @@ Conventions (torchvision's, unless stated; exact definitions in ``docs/ops.md``)
 import math
 import numbers
 from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -37,6 +38,10 @@ assert FQ_OP_DTYPE.itemsize == 136
 DEFAULT_MAX_PIXELS = 1 << 26  # 67,108,864 pixels, e.g. 8192 x 8192
 MAX_OPS = 16
 MAX_SIDE = 32768
+
+Pair = Tuple[float, float]
+Range = Union[float, Tuple[float, float]]
+Fill = Union[float, Sequence[float]]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -112,18 +117,18 @@ class Op:
     kind = 0
     # geometry: "fixed" (gives a fixed HxW), "variable" (HxW depends on the input),
     # or None (keeps the size)
-    geometry = None
+    geometry: Optional[str] = None
 
-    def params(self):  # pragma: no cover - abstract
+    def params(self) -> Sequence[float]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def pack(self):
+    def pack(self) -> Tuple[int, Tuple[float, ...]]:
         """``(kind, (f0, ..., f15))``: the C ``fq_op`` of this op."""
         f = [float(v) for v in self.params()]
         assert len(f) <= 16
         return self.kind, tuple(f + [0.0] * (16 - len(f)))
 
-    def out_size(self):
+    def out_size(self) -> Optional[Tuple[int, int]]:
         return None
 
     def __repr__(self):
@@ -149,7 +154,8 @@ class RandomResizedCrop(Op):
     kind = K_RANDOM_RESIZED_CROP
     geometry = "fixed"
 
-    def __init__(self, size, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), interpolation="bilinear"):
+    def __init__(self, size: Union[int, Tuple[int, int]], scale: Pair = (0.08, 1.0), ratio: Pair = (3 / 4, 4 / 3),
+                 interpolation: str = "bilinear") -> None:
         n = "RandomResizedCrop"
         self.size = _size(n, size)
         self.scale = _pair(n, scale, "scale")
@@ -175,7 +181,8 @@ class Resize(Op):
 
     kind = K_RESIZE
 
-    def __init__(self, size=None, *, shorter_side=None, interpolation="bilinear"):
+    def __init__(self, size: Optional[Union[int, Tuple[int, int]]] = None, *, shorter_side: Optional[int] = None,
+                 interpolation: str = "bilinear") -> None:
         n = "Resize"
         if (size is None) == (shorter_side is None):
             _fail(n, "give exactly one of size and shorter_side", (size, shorter_side))
@@ -183,7 +190,7 @@ class Resize(Op):
             self.size, self.shorter_side = _size(n, size), None
             self.geometry = "fixed"
         else:
-            side = size if size is not None else shorter_side
+            side: Any = size if size is not None else shorter_side
             if not (isinstance(side, numbers.Integral) and not isinstance(side, bool) and 1 <= side <= MAX_SIDE):
                 _fail(n, f"shorter_side must be a positive integer <= {MAX_SIDE}", side)
             self.size, self.shorter_side = None, int(side)
@@ -207,7 +214,7 @@ class CenterCrop(Op):
     kind = K_CENTER_CROP
     geometry = "fixed"
 
-    def __init__(self, size):
+    def __init__(self, size: Union[int, Tuple[int, int]]) -> None:
         self.size = _size("CenterCrop", size)
 
     def params(self):
@@ -227,11 +234,12 @@ class RandomCrop(Op):
     kind = K_RANDOM_CROP
     geometry = "fixed"
 
-    def __init__(self, size, padding=0, pad_if_needed=False, fill=0, padding_mode="constant"):
+    def __init__(self, size: Union[int, Tuple[int, int]], padding: Union[int, Sequence[int]] = 0, pad_if_needed: bool = False,
+                 fill: Fill = 0, padding_mode: str = "constant") -> None:
         n = "RandomCrop"
         self.size = _size(n, size)
         if isinstance(padding, numbers.Integral) and not isinstance(padding, bool):
-            pad = (padding,) * 4
+            pad: Any = (padding,) * 4
         else:
             try:
                 pad = tuple(padding)
@@ -260,7 +268,7 @@ class HorizontalFlip(Op):
 
     kind = K_HFLIP
 
-    def __init__(self, p=0.5):
+    def __init__(self, p: float = 0.5) -> None:
         self.p = _prob("HorizontalFlip", p)
 
     def params(self):
@@ -272,7 +280,7 @@ class VerticalFlip(Op):
 
     kind = K_VFLIP
 
-    def __init__(self, p=0.5):
+    def __init__(self, p: float = 0.5) -> None:
         self.p = _prob("VerticalFlip", p)
 
     def params(self):
@@ -285,7 +293,7 @@ class Grayscale(Op):
 
     kind = K_GRAYSCALE
 
-    def __init__(self, p=1.0):
+    def __init__(self, p: float = 1.0) -> None:
         self.p = _prob("Grayscale", p)
 
     def params(self):
@@ -305,7 +313,7 @@ class ColorJitter(Op):
 
     kind = K_COLOR_JITTER
 
-    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+    def __init__(self, brightness: Range = 0, contrast: Range = 0, saturation: Range = 0, hue: Range = 0) -> None:
         n = "ColorJitter"
         self.brightness = self._factor(n, "brightness", brightness)
         self.contrast = self._factor(n, "contrast", contrast)
@@ -356,8 +364,9 @@ class RandomAffine(Op):
 
     kind = K_RANDOM_AFFINE
 
-    def __init__(self, degrees, translate=None, scale=None, shear=None, border="constant", fill=0,
-                 interpolation="bilinear"):
+    def __init__(self, degrees: Range, translate: Optional[Pair] = None, scale: Optional[Pair] = None,
+                 shear: Union[None, float, Sequence[float]] = None, border: str = "constant", fill: Fill = 0,
+                 interpolation: str = "bilinear") -> None:
         n = "RandomAffine"
         if _num(degrees):
             if degrees < 0:
@@ -382,6 +391,7 @@ class RandomAffine(Op):
         if shear is None:
             self.shear = None
         else:
+            sh: Any
             if _num(shear):
                 if shear < 0:
                     _fail(n, "shear must be non-negative when a single number", shear)
@@ -417,16 +427,37 @@ class Normalize(Op):
     """``out = (x / 255 - mean[c]) / std[c]`` per channel, computed in double and rounded
     once to the output dtype (a 256-entry table per channel, fused into the output
     write).  Must be the last op; needs a float dtype.  Without Normalize, float
-    outputs are ``x / 255``.  Defaults: ImageNet mean/std (on the 0..1 scale)."""
+    outputs are ``x / 255``.  Defaults: ImageNet mean/std (on the 0..1 scale).
+
+    ``max_pixel_value`` (albumentations' name): the scale ``mean`` and ``std`` are given
+    on: ``out = (x - mean * max_pixel_value) / (std * max_pixel_value)`` for ``x`` in
+    0..255, i.e. ``(x / 255 - mean * m) / (std * m)`` with ``m = max_pixel_value / 255``.  With
+    the default 255, mean/std are on the 0..1 scale; ``max_pixel_value=1.0`` takes them
+    on the 0..255 scale (``mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375)``):
+    ``out = (x - mean) / std``.  With the default scale, a mean above 1 or a std above 5
+    almost always means 0..255 values were passed by mistake: that warns (``UserWarning``).
+    """
 
     kind = K_NORMALIZE
 
-    def __init__(self, mean=IMAGENET_MEAN, std=IMAGENET_STD):
+    def __init__(self, mean: Union[float, Sequence[float]] = IMAGENET_MEAN,
+                 std: Union[float, Sequence[float]] = IMAGENET_STD, max_pixel_value: float = 255.0) -> None:
         n = "Normalize"
         self.mean = self._three(n, "mean", mean)
         self.std = self._three(n, "std", std)
         if not all(s > 0 for s in self.std):
             _fail(n, "std must be positive", std)
+        if not (_num(max_pixel_value) and max_pixel_value > 0):
+            _fail(n, "max_pixel_value must be a positive number", max_pixel_value)
+        self.max_pixel_value = float(max_pixel_value)
+        # on the 0..1 scale |mean| <= 1 and a useful std is well below 1; 0..255 values are ~100 and ~60
+        if self.max_pixel_value == 255.0 and (max(abs(m) for m in self.mean) > 1 or max(self.std) > 5):
+            import warnings
+            warnings.warn(
+                f"Normalize(mean={self.mean}, std={self.std}): these look like values on the 0..255 "
+                f"scale, but fastq's Normalize computes (x / 255 - mean) / std, so the output would be "
+                f"far off (about -mean/std for every pixel). Pass max_pixel_value=1.0 to give mean/std "
+                f"on the 0..255 scale, or divide them by 255.", UserWarning, stacklevel=2)
 
     @staticmethod
     def _three(n, name, v):
@@ -443,11 +474,39 @@ class Normalize(Op):
         return tuple(float(x) for x in vals)
 
     def params(self):
-        return (*self.mean, *self.std)
+        m = self.max_pixel_value / 255.0
+        return (*(x * m for x in self.mean), *(x * m for x in self.std))
 
 
-_DTYPES = ("uint8", "float32", "float16")
+DTYPES = ("uint8", "float32", "float16", "bfloat16")
+_DTYPES = DTYPES
 _LAYOUTS = {"NHWC": "NHWC", "HWC": "NHWC", "NCHW": "NCHW", "CHW": "NCHW"}
+
+
+def dtype_name(dtype: Any, where: str = "compile_ops") -> str:
+    """The output dtype's name: accepts "float32", ``np.float32``, ``np.dtype("float32")``,
+    ``tf.float32``, ``ml_dtypes.bfloat16``/``jnp.bfloat16``..."""
+    name = None
+    if isinstance(dtype, str):
+        name = dtype.lower()
+    elif dtype is not None:
+        np_dtype = getattr(dtype, "as_numpy_dtype", None)  # a tf.DType
+        try:
+            name = np.dtype(np_dtype if np_dtype is not None else dtype).name
+        except TypeError:
+            name = None
+    if name not in DTYPES:
+        raise ValueError(f"{where}: dtype must be one of {list(DTYPES)} (a name, a numpy dtype or a "
+                         f"TensorFlow dtype), got {dtype!r}")
+    return name
+
+
+def layout_name(layout: str, where: str = "compile_ops") -> str:
+    """"NHWC"/"NCHW" from any case of NHWC, NCHW, HWC, CHW."""
+    key = layout.upper() if isinstance(layout, str) else None
+    if key not in _LAYOUTS:
+        raise ValueError(f"{where}: layout must be NHWC or NCHW (any case; HWC and CHW too), got {layout!r}")
+    return _LAYOUTS[key]
 
 
 @dataclass(frozen=True)
@@ -467,31 +526,39 @@ class CompiledOps:
     out_shape: tuple
 
 
-def compile_ops(ops, *, dtype="float32", layout="NHWC", channels=3, max_pixels=DEFAULT_MAX_PIXELS,
-                dct_scaling=True):
+def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32", layout: str = "NHWC",
+                channels: int = 3, max_pixels: int = DEFAULT_MAX_PIXELS, dct_scaling: bool = True,
+                input_size: Optional[Tuple[int, int]] = None) -> "CompiledOps":
     """Validate a chain of ops and pack it.
 
-    Rules: 1..16 ops; the chain must give a fixed output size (its last size-changing
-    op is a crop, ``RandomResizedCrop`` or ``Resize((h, w))``); ``Normalize`` at most
-    once and last, and only with a float dtype.  ``dtype``: uint8, float32, float16;
-    ``layout``: NHWC or NCHW; ``channels``: 3 (RGB) or 1 (gray); ``max_pixels``:
+    Rules: at most 16 ops (one op alone is taken as a chain of one); the chain must
+    give a fixed output size (its last size-changing op is a crop,
+    ``RandomResizedCrop`` or ``Resize((h, w))``) unless ``input_size`` says every input
+    image already has one ``(height, width)`` (``Arrays`` of equal-sized images): a
+    chain without any size-changing op (even an empty one) then keeps that size.
+    ``Normalize`` at most once and last, and only with a float dtype.  ``dtype``:
+    uint8, float32, float16, bfloat16 (a name, numpy dtype or tf.DType); ``layout``:
+    NHWC or NCHW (any case); ``channels``: 3 (RGB) or 1 (gray); ``max_pixels``:
     encoded images declaring more pixels fail with ImageTooLargeError before
     decoding; ``dct_scaling``: allow approximate JPEG DCT-domain downscaling when the
     first op is RandomResizedCrop or Resize (see docs/ops.md).
     """
+    if isinstance(ops, Op):
+        ops = (ops,)
+    elif ops is None:
+        ops = ()
+    elif isinstance(ops, (str, bytes, dict)) or not hasattr(ops, "__iter__"):
+        raise TypeError(f"compile_ops: ops must be a list of fastq.ops ops (or one op), got {type(ops).__name__}")
     ops = tuple(ops)
-    if not ops:
-        raise ValueError("compile_ops: the op chain is empty; it needs at least a crop or Resize((h, w))")
     if len(ops) > MAX_OPS:
         raise ValueError(f"compile_ops: at most {MAX_OPS} ops, got {len(ops)}")
     for i, op in enumerate(ops):
         if not isinstance(op, Op):
             raise ValueError(f"compile_ops: op {i} is not a fastq.ops op: {op!r}")
-    if dtype not in _DTYPES:
-        raise ValueError(f"compile_ops: dtype must be one of {list(_DTYPES)}, got {dtype!r}")
-    if layout not in _LAYOUTS:
-        raise ValueError(f"compile_ops: layout must be NHWC or NCHW, got {layout!r}")
-    layout = _LAYOUTS[layout]
+    dtype = dtype_name(dtype)
+    layout = layout_name(layout)
+    if isinstance(channels, numbers.Integral) and not isinstance(channels, bool):
+        channels = int(channels)
     if channels not in (1, 3):
         raise ValueError(f"compile_ops: channels must be 1 or 3, got {channels!r}")
     if not (isinstance(max_pixels, numbers.Integral) and max_pixels > 0):
@@ -502,12 +569,23 @@ def compile_ops(ops, *, dtype="float32", layout="NHWC", channels=3, max_pixels=D
             if i != len(ops) - 1:
                 raise ValueError(f"compile_ops: Normalize must be the last op (it is op {i} of {len(ops)})")
             if dtype == "uint8":
-                raise ValueError("compile_ops: Normalize needs dtype float32 or float16, not uint8")
+                raise ValueError("compile_ops: Normalize needs dtype float32, float16 or bfloat16, not uint8")
         if op.geometry == "fixed":
             size = op.out_size()
         elif op.geometry == "variable":
             size = None
+    if size is None and input_size is not None and all(op.geometry is None for op in ops):
+        # every input is already input_size: an exact-size CenterCrop is the identity
+        # and tells the C core the (fixed) output size
+        if len(ops) >= MAX_OPS:
+            raise ValueError(f"compile_ops: at most {MAX_OPS - 1} ops when the chain keeps the input size")
+        size = _size("compile_ops", input_size, "input_size")
+        ops = (CenterCrop(size),) + ops
     if size is None:
+        if not ops:
+            raise ValueError(
+                "compile_ops: the op chain is empty and the images do not all have one size; it needs a "
+                "crop or Resize((h, w)) (an empty chain is valid for Arrays of equal-sized images)")
         raise ValueError(
             "compile_ops: the chain does not give a fixed output size; add RandomResizedCrop, "
             "CenterCrop, RandomCrop or Resize((h, w)) after any Resize(shorter_side)")

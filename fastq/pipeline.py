@@ -16,17 +16,46 @@ Threads
 A Pipeline object is meant to be driven by one consumer thread at a time.
 Its batches (arrays) may be handed to and released from any thread.
 """
+import difflib
+import numbers
 import os
+import re
 import threading
 import time
 import weakref
+from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Tuple, Union
+
+import numpy as np
 
 from fastq import _core
 from fastq.errors import ForkedPipelineError, PipelineClosedError, SupersededIterationError
 from fastq._source_base import Source
+from fastq.image_sources import IMAGE_OPTIONS, ImageSource, image_options_doc
 from fastq.sources import Iterable
 
-__all__ = ["Pipeline"]
+__all__ = ["Pipeline", "Batch"]
+
+Batch = Tuple[np.ndarray, ...]  # one batch: a numpy view of a slot per output
+
+
+_PIPELINE_ARGS = ("source", "batch_size", "queue_size", "workers", "drop_remainder", "stall_timeout",
+                  "pin_memory")
+_IMAGE_OPTION_NAMES = tuple(name for name, _, _ in IMAGE_OPTIONS)
+
+
+def _count(name, value, minimum=1):
+    """A Python int from an int or numpy integer >= minimum, or a ValueError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _unknown_option(name, known):
+    close = difflib.get_close_matches(name, list(_PIPELINE_ARGS) + list(known), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    options = f"; image source options: {', '.join(known)}" if known else ""
+    return TypeError(f"Pipeline() got an unexpected keyword argument {name!r}{hint} "
+                     f"(Pipeline arguments: {', '.join(_PIPELINE_ARGS[1:])}{options})")
 
 
 def _default_workers():
@@ -76,8 +105,10 @@ class Pipeline:
     batch_size : int
         Rows per batch.
     queue_size : int
-        Number of batch slots (bounded queue, like tensorpack's
-        ``QueueInput(size=...)``).  Producers wait when all are full.
+        Number of batch slots (a bounded queue of whole batches; tensorpack's
+        ``QueueInput`` queued 50 single datapoints instead).  Producers wait
+        when all are full.  At least 2: a ``for batch in pipe:`` loop still
+        holds its previous batch while it asks for the next one.
     workers : int, optional
         Producer threads.  Default: number of usable CPU cores for native
         sources, 2 Python threads for an iterable source.
@@ -91,27 +122,39 @@ class Pipeline:
         CUDA runtime so host-to-device copies are fast and asynchronous.
         "auto" pins when a CUDA runtime can be loaded and says why not in
         ``stats()`` otherwise; True makes that a PinMemoryError.
-    **source_options
-        Options of native image sources (see fastq.image_sources): ops, dtype,
-        layout, channels, seed, shuffle, on_error, max_pixels, dct_scaling,
-        return_index.
+
+    Options of the native image sources (Files, Bytes, Arrays), passed as more
+    keywords (a Python iterable source takes none of them):
+
+{image_options}
 
     Iterating the pipeline runs one epoch; iterating again runs the next.
+    ``len(pipeline)`` is the number of batches per epoch (see :meth:`__len__`).
     Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, source, *, batch_size, queue_size=4, workers=None, drop_remainder=True,
-                 stall_timeout=60.0, pin_memory="auto", **source_options):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if isinstance(queue_size, bool) or not isinstance(queue_size, int) or queue_size < 1:
-            raise ValueError(f"queue_size must be a positive int, got {queue_size!r}")
-        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-            raise ValueError(f"workers must be a positive int or None, got {workers!r}")
+    def __init__(self, source: Any, *, batch_size: int, queue_size: int = 4, workers: Optional[int] = None,
+                 drop_remainder: bool = True, stall_timeout: float = 60.0, pin_memory: Union[str, bool] = "auto",
+                 **source_options: Any) -> None:
+        batch_size = _count("batch_size", batch_size)
+        queue_size = _count("queue_size", queue_size)
+        if queue_size < 2:
+            raise ValueError(
+                "queue_size must be at least 2, got 1: a `for batch in pipe:` loop still holds its previous "
+                "batch (the loop variable) while it waits for the next one, so with one slot the producers "
+                "could never write the next batch and the loop would stall")
+        if workers is not None:
+            workers = _count("workers", workers)
         if pin_memory not in ("auto", True, False):
             raise ValueError(f"pin_memory must be 'auto', True or False, got {pin_memory!r}")
         if not isinstance(source, Source):
             source = Iterable(source)
+        # the standard image backend's options are IMAGE_OPTIONS; an iterable takes none of them
+        if isinstance(source, Iterable) or (isinstance(source, ImageSource) and
+                                            type(source)._make_backend is ImageSource._make_backend):
+            for name in source_options:
+                if name not in _IMAGE_OPTION_NAMES:
+                    raise _unknown_option(name, _IMAGE_OPTION_NAMES)
         self.batch_size = batch_size
         self.queue_size = queue_size
         self.workers = workers
@@ -120,27 +163,81 @@ class Pipeline:
         self.pin_memory = pin_memory
         self._pin_status = {"pinned": False, "pin_reason": "the ring is not allocated yet"}
         self.source = source
-        self._backend = source._make_backend(self, **source_options)
+        try:
+            self._backend = source._make_backend(self, **source_options)
+        except TypeError as e:
+            # another source's backend: name the Pipeline argument, not a private class
+            m = re.search(r"unexpected keyword argument '(\w+)'", str(e))
+            if m is None or m.group(1) not in source_options:
+                raise
+            raise _unknown_option(m.group(1), ()) from None
+        n = self._batches_per_epoch()
+        if n == 0 and self.drop_remainder and (self._num_samples() or 0) > 0:
+            raise ValueError(
+                f"batch_size={batch_size} is larger than the {self._num_samples()} samples of the source and "
+                f"drop_remainder=True: every epoch would have 0 batches (model.fit would return without "
+                f"training). Use a smaller batch_size or drop_remainder=False.")
         self._state = _State()
         self._finalizer = weakref.finalize(self, _State.close, self._state)
         self._epoch = 0          # next epoch to run
         self._resume_position = 0  # batches to skip in epoch self._epoch (load_state_dict)
-        self._active = None      # the live epoch iterator
+        self._active: Optional[_EpochIterator] = None  # the live epoch iterator
         self._pid = os.getpid()
         self._active_s = 0.0     # wall seconds of finished epoch iterations (stats()["stages"])
 
     # -- introspection ----------------------------------------------------
+    def _num_samples(self):
+        """Samples per epoch, or None when the source does not say."""
+        src = self.source
+        obj = src.obj if isinstance(src, Iterable) else src
+        try:
+            n = len(obj)
+        except (TypeError, NotImplementedError):
+            return None
+        return n if isinstance(n, numbers.Integral) and n >= 0 else None
+
+    def _batches_per_epoch(self):
+        fn = getattr(self._backend, "batches_per_epoch", None)
+        if fn is not None:
+            return int(fn())
+        n = self._num_samples()
+        if n is None:
+            return None
+        return n // self.batch_size if self.drop_remainder else -(-n // self.batch_size)
+
+    def __bool__(self) -> bool:
+        return True  # not len(): a Pipeline is never "empty-false"
+
+    def __len__(self) -> int:
+        """Batches per epoch.
+
+        Native sources (Files, Bytes, Arrays, and their shards) know it exactly.
+        An iterable source whose object has ``__len__`` (a list, a tensorpack
+        DataFlow with a size) counts ``len(obj)`` samples: that number is trusted,
+        and with ``fastq.tf.dataset`` it becomes the dataset's cardinality, which
+        TensorFlow checks (an iterable that yields another number of samples then
+        fails at the end of the epoch with "expected to contain N elements").  An
+        iterable without a length has no ``len()``: TypeError.
+        """
+        n = self._batches_per_epoch()
+        if n is None:
+            raise TypeError(
+                f"len() of this Pipeline is unknown: its source ({type(self.source.obj).__name__} in "
+                f"fastq.sources.Iterable) has no __len__, so the number of batches per epoch is only "
+                f"known at the end of the epoch")
+        return n
+
     @property
-    def output_spec(self):
+    def output_spec(self) -> List[Tuple[Tuple[int, ...], np.dtype]]:
         """List of (per-sample shape, numpy dtype), one per output."""
         return self._backend.output_spec()
 
     @property
-    def epoch(self):
+    def epoch(self) -> int:
         """The epoch the next ``iter()`` will run."""
         return self._epoch
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """Counters: ring slot states, waits, batches/samples delivered,
         plus the source's own (e.g. skipped samples), and ``stages``: time per
         stage, who waits on whom, and a verdict (see fastq.stages)."""
@@ -162,7 +259,7 @@ class Pipeline:
         return out
 
     # -- epochs, resuming, replaying ----------------------------------------
-    def repeat(self, epochs=None):
+    def repeat(self, epochs: Optional[int] = None) -> Iterator[Batch]:
         """Iterate over `epochs` epochs (forever if None), one after another."""
         e = 0
         while epochs is None or e < epochs:
@@ -175,7 +272,7 @@ class Pipeline:
                 raise ValueError("Pipeline.repeat(): an epoch produced no batch; refusing to loop forever")
             e += 1
 
-    def state_dict(self):
+    def state_dict(self) -> Dict[str, Any]:
         """Where the pipeline is: the epoch being read and how many of its
         batches the consumer has taken.  A pipeline built the same way and
         given this dict by :meth:`load_state_dict` produces exactly the
@@ -190,7 +287,7 @@ class Pipeline:
         sd.update(getattr(self._backend, "state_extra", lambda: {})())
         return sd
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume at state["epoch"], skipping its first state["position"] batches
         (applies to the next ``iter()``)."""
         if not hasattr(self._backend, "batches_per_epoch"):
@@ -214,7 +311,7 @@ class Pipeline:
             self._epoch = epoch
             self._resume_position = position
 
-    def explain(self, epoch, index):
+    def explain(self, epoch: int, index: int) -> Dict[str, Any]:
         """What was sampled for dataset sample `index` in `epoch` (crop box,
         flips, jitter factors, affine matrix, decode scale...), so the
         augmentation can be replayed with another library."""
@@ -227,21 +324,21 @@ class Pipeline:
         return getattr(self._backend, "workers", self.workers)
 
     # -- lifecycle --------------------------------------------------------
-    def close(self):
+    def close(self) -> None:
         """Stop the producers, wake every waiter and release the ring.  Memory
         of batches still referenced stays valid until they are dropped."""
         self._state.close()
         self._active = None
 
-    def __enter__(self):
+    def __enter__(self) -> "Pipeline":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> Literal[False]:
         self.close()
         return False
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._state.closed
 
     def _ensure_ring(self):
@@ -260,7 +357,7 @@ class Pipeline:
         from fastq import cuda
         self._pin_status = cuda.pin_ring(ring, required=self.pin_memory is True)
 
-    def __iter__(self):
+    def __iter__(self) -> "_EpochIterator":
         st = self._state
         if st.closed:
             raise PipelineClosedError("this Pipeline is closed")
@@ -328,7 +425,7 @@ class _EpochIterator:
                 if p._state.producers is self._producers:
                     p._state.stop_producers()
 
-    def __next__(self):
+    def __next__(self) -> Batch:
         if self._done:
             if self._superseded:
                 raise SupersededIterationError(
@@ -369,3 +466,6 @@ class _EpochIterator:
         """Abandon the rest of this epoch (producers stop)."""
         if not self._done:
             self._finish()
+
+
+Pipeline.__doc__ = (Pipeline.__doc__ or "").replace("{image_options}", image_options_doc("    "))

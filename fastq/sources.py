@@ -8,6 +8,7 @@ The native image sources (``Files``, ``Bytes``, ``Arrays``) are defined in
 :mod:`fastq.image_sources` and re-exported here.
 """
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ class Iterable(Source):
     The iterator is only ever advanced by one thread at a time.
     """
 
-    def __init__(self, obj):
+    def __init__(self, obj: Any) -> None:
         if not hasattr(obj, "__iter__"):
             raise TypeError(f"fastq.sources.Iterable needs an iterable, got {type(obj).__name__}")
         self.obj = obj

@@ -17,10 +17,63 @@ dequeue is replaced by a ``tf.numpy_function`` that hands TensorFlow the slot
 memory itself.  Works in tensorpack 0.11 on TensorFlow 2.x graph mode
 (``launch_train_with_config`` disables eager execution itself).
 """
+from typing import Any
+
+import numpy as np
+
 from fastq.pipeline import Pipeline
 from fastq.sources import Iterable
 
 __all__ = ["QueueInput"]
+
+
+class _Batches:
+    """A DataFlow of batches as fastq samples: every datapoint becomes one ring
+    row, plus a last int32 field with its number of rows.  A datapoint with fewer
+    rows than the first one (``BatchData(..., remainder=True)``'s last batch) is
+    zero-padded to the first one's size; the graph slices the padding off again
+    (an aliasing slice: the tensor still views the slot)."""
+
+    def __init__(self, df):
+        self.df = df
+        self.rows = None      # rows of the first datapoint: every datapoint's capacity
+        self.batched = None   # which fields have that leading dimension
+
+    def reset_state(self):
+        reset = getattr(self.df, "reset_state", None)
+        if callable(reset):
+            reset()
+
+    def __len__(self):
+        return len(self.df)
+
+    def __iter__(self):
+        for k, dp in enumerate(self.df):
+            fields = [np.asarray(f) for f in (dp if isinstance(dp, (list, tuple)) else (dp,))]
+            if not fields or fields[0].ndim == 0:
+                raise ValueError(f"datapoint {k}: QueueInput (batch_size=None) takes datapoints that are "
+                                 f"batches: arrays with a leading batch dimension")
+            b = fields[0].shape[0]
+            if self.rows is None:
+                self.rows = b
+                self.batched = [f.ndim >= 1 and f.shape[0] == b for f in fields]
+            if b > self.rows:
+                raise ValueError(f"datapoint {k} is a batch of {b}, larger than the first datapoint's {self.rows}; "
+                                 f"only smaller batches (a remainder) can follow the first one")
+            if b < self.rows:
+                padded = []
+                for i, (f, batched) in enumerate(zip(fields, self.batched)):
+                    if batched:
+                        if f.ndim < 1 or f.shape[0] != b:
+                            raise ValueError(f"datapoint {k}, field {i}: shape {f.shape}, expected a leading "
+                                             f"dimension of {b} like field 0")
+                        g = np.zeros((self.rows,) + f.shape[1:], f.dtype)
+                        g[:b] = f
+                        f = g
+                    padded.append(f)
+                fields = padded
+            fields.append(np.int32(b))
+            yield fields
 
 
 def _make_class():
@@ -49,22 +102,38 @@ def _make_class():
             the DataFlow is already a batch (e.g. from ``BatchData``); it goes
             into the ring as one slot and reaches the model unchanged.  An int:
             the DataFlow yields single samples and fastq batches them.
-        queue : not supported
-            A TF queue has nothing to do here; passing one is a TypeError.
+        queue : must be None
+            tensorpack 0.11's ``QueueInput(ds, queue=None)`` takes a
+            ``tf.FIFOQueue`` of datapoints (50 by default).  fastq has no TF
+            queue: its ring of ``size`` batch slots replaces it, so passing a
+            queue is a TypeError that says so.
         **pipeline_options
             Passed to fastq.Pipeline when wrapping a DataFlow (workers,
             stall_timeout, pin_memory, drop_remainder).
 
         The model's inputs (``ModelDesc.inputs()``) must match the pipeline's
-        outputs in number, dtype and shape.  tensorpack's "epoch" is
+        outputs in number and shape.  Where an input's dtype differs, integer
+        and bool outputs (labels, indices) are cast in the graph (e.g. int64
+        labels into a ``tf.int32`` input: a copy of a few bytes per batch);
+        other differences (e.g. float32 images into a float16 input) are
+        refused, since the cast would copy every batch: build the Pipeline
+        with ``dtype=`` / ``label_dtype=`` instead.
+
+        With ``batch_size=None`` the DataFlow's datapoints are batches; the
+        first one fixes the slot size, and a later smaller one (the last batch
+        of ``BatchData(..., remainder=True)``) reaches the model with its own
+        number of rows.  tensorpack's "epoch" is
         ``steps_per_epoch`` steps; the underlying dataset repeats, running
         one pipeline epoch after another.
         """
 
         def __init__(self, source, size=None, *, batch_size=None, queue=None, **pipeline_options):
             if queue is not None:
-                raise TypeError("fastq.tensorpack.QueueInput has no TF queue: fastq's slot ring replaces it. "
-                                "Pass size=<number of batch slots> instead of queue=")
+                raise TypeError(
+                    "fastq.tensorpack.QueueInput(queue=...): fastq has no TF queue. tensorpack's QueueInput "
+                    "enqueues datapoints into that tf.FIFOQueue (50 by default); fastq's ring of batch slots "
+                    "replaces it. Drop queue= and pass size=<number of batch slots> (default 8; each slot holds "
+                    "one whole batch).")
             if isinstance(source, Pipeline):
                 if batch_size is not None or pipeline_options:
                     raise TypeError("batch_size and pipeline options apply when wrapping a DataFlow; "
@@ -82,7 +151,8 @@ def _make_class():
                                     f"got {type(source).__name__}")
                 size = 8 if size is None else size
                 self._unbatch = batch_size is None
-                self.pipeline = Pipeline(Iterable(source), batch_size=1 if batch_size is None else batch_size,
+                wrapped = _Batches(source) if self._unbatch else source
+                self.pipeline = Pipeline(Iterable(wrapped), batch_size=1 if batch_size is None else batch_size,
                                          queue_size=size, **pipeline_options)
                 self._owns = True
                 self._dataflow = source
@@ -91,46 +161,55 @@ def _make_class():
 
         # -- InputSource interface ---------------------------------------------
         def _size(self):
-            p = self.pipeline
-            if self._dataflow is not None:
-                try:
-                    n = len(self._dataflow)
-                except (TypeError, NotImplementedError):
-                    raise NotImplementedError("the DataFlow has no len(); set TrainConfig(steps_per_epoch)") from None
-                if self._unbatch:
-                    return n
-            else:
-                src = p.source
-                try:
-                    n = len(src.obj) if isinstance(src, Iterable) else len(src)
-                except (TypeError, NotImplementedError):
-                    raise NotImplementedError("the source has no len(); set TrainConfig(steps_per_epoch)") from None
-            return n // p.batch_size if p.drop_remainder else -(-n // p.batch_size)
+            # batches per pipeline epoch: len(pipeline) (a DataFlow of batches: its len())
+            try:
+                return len(self.pipeline)
+            except TypeError:
+                raise NotImplementedError("the source has no len(); set TrainConfig(steps_per_epoch)") from None
 
         def _setup(self, input_signature):
             from fastq import tf as fqtf
             self._spec = list(input_signature)
             out = fqtf.element_spec(self.pipeline)
             if self._unbatch:
-                out = tuple(tf.TensorSpec(s.shape[1:], s.dtype) for s in out)
+                out = out[:-1]  # the rows field of _Batches
+                batched = self.pipeline.source.obj.batched or [True] * len(out)
+                full = [s.shape[1:] for s in out]
+                out = tuple(tf.TensorSpec(tf.TensorShape([None]).concatenate(s.shape[2:]) if b else s.shape[1:],
+                                          s.dtype) for s, b in zip(out, batched))
             if len(out) != len(self._spec):
                 raise ValueError(f"the model has {len(self._spec)} inputs but the fastq pipeline gives "
                                  f"{len(out)} outputs ({out})")
+            self._casts = []
             for want, got in zip(self._spec, out):
+                cast = None
                 if want.dtype != got.dtype:
-                    raise ValueError(f"input '{want.name}' is {want.dtype.name} but the pipeline gives "
-                                     f"{got.dtype.name}")
+                    if (got.dtype.is_integer or got.dtype.is_bool) and \
+                            (want.dtype.is_integer or want.dtype.is_floating or want.dtype.is_bool):
+                        cast = want.dtype
+                    else:
+                        raise ValueError(
+                            f"input '{want.name}' is {want.dtype.name} but the pipeline gives {got.dtype.name}; "
+                            f"QueueInput casts only integer outputs (labels) in the graph, since casting images "
+                            f"would copy every batch: build the Pipeline with dtype='{want.dtype.name}' (images) "
+                            f"or label_dtype='{want.dtype.name}' (labels)")
                 if not tf.TensorShape(want.shape).is_compatible_with(got.shape):
                     raise ValueError(f"input '{want.name}' has shape {want.shape} but the pipeline gives "
                                      f"{got.shape}")
+                self._casts.append(cast)
             with self.cached_name_scope():
                 ds = fqtf.dataset(self.pipeline)
                 if self._unbatch:
-                    shapes = [s.shape for s in out]
+                    flags = list(batched)
 
                     def drop_lead(*xs):
-                        # reshape shares the buffer: still no copy
-                        return tuple(tf.reshape(x, sh) for x, sh in zip(xs, shapes))
+                        # reshape and a leading slice share the buffer: still no copy
+                        n = tf.reshape(xs[-1], [])
+                        res = []
+                        for x, sh, b in zip(xs[:-1], full, flags):
+                            x = tf.reshape(x, sh)
+                            res.append(x[:n] if b else x)
+                        return tuple(res)
                     ds = ds.map(drop_lead)
                 ds = ds.repeat()
                 self._iterator = tfv1.data.make_initializable_iterator(ds)
@@ -143,8 +222,10 @@ def _make_class():
             with tf.device("/cpu:0"), self.cached_name_scope():
                 ret = self._iterator.get_next()
             ret = list(ret) if isinstance(ret, (tuple, list)) else [ret]
-            for t, spec in zip(ret, self._spec):
+            for i, (t, spec) in enumerate(zip(ret, self._spec)):
                 t.set_shape(spec.shape)
+                if self._casts[i] is not None:
+                    ret[i] = tf.cast(t, self._casts[i], name=f"{spec.name}_as_{self._casts[i].name}")
             return ret
 
         def _get_callbacks(self):
@@ -160,7 +241,7 @@ def _make_class():
 _CLASS = None
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     # tensorpack and TensorFlow are imported only when QueueInput is used.
     global _CLASS
     if name == "QueueInput":

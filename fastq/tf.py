@@ -46,6 +46,7 @@ import os
 import threading
 import time
 import weakref
+from typing import Any, Callable, Optional, Tuple, Union
 
 import numpy as np
 
@@ -53,7 +54,7 @@ from fastq.errors import FastqError, PipelineClosedError
 from fastq.pipeline import Pipeline
 
 __all__ = ["dataset", "element_spec", "distribute_dataset", "shard_source", "from_dlpack",
-           "flush_released", "ConcurrentIterationError"]
+           "flush_released", "ConcurrentIterationError", "EpochSync"]
 
 
 class ConcurrentIterationError(FastqError):
@@ -71,7 +72,7 @@ def _tf():
 _ONE = np.zeros((1,), np.int8)
 
 
-def flush_released():
+def flush_released() -> None:
     """Drain TensorFlow's queue of numpy arrays whose tensors were freed
     without the GIL, so that their slots return to the ring now.
 
@@ -241,7 +242,7 @@ class _FeedIterator:
             pass
 
 
-def element_spec(pipeline):
+def element_spec(pipeline: Pipeline) -> Tuple[Any, ...]:
     """The tuple of ``tf.TensorSpec`` a dataset over `pipeline` yields: one per
     output, batch dimension static when ``drop_remainder`` is True."""
     tf = _tf()
@@ -252,7 +253,24 @@ def element_spec(pipeline):
     return tuple(specs)
 
 
-def dataset(pipeline, *, device=None, device_buffer_size=None):
+def _cardinality(pipeline, cardinality):
+    if cardinality is None:
+        return None
+    if cardinality != "auto":
+        if isinstance(cardinality, bool) or not isinstance(cardinality, (int, np.integer)) or cardinality < 0:
+            raise ValueError(f"cardinality must be 'auto', None or a non-negative int, got {cardinality!r}")
+        return int(cardinality)
+    if getattr(pipeline, "_resume_position", 0):
+        # a mid-epoch resume is pending: the next iteration is shorter than the others
+        return None
+    try:
+        return len(pipeline)
+    except TypeError:  # an iterable source of unknown length
+        return None
+
+
+def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_size: Optional[int] = None,
+            cardinality: Union[str, int, None] = "auto") -> Any:
     """A ``tf.data.Dataset`` of the pipeline's batches, without copies.
 
     Elements are tuples of tensors, one per pipeline output (the same tuple a
@@ -269,6 +287,16 @@ def dataset(pipeline, *, device=None, device_buffer_size=None):
         pinned) overlap compute; nothing may be chained after it.  A GPU
         device when TensorFlow sees no GPU is a ValueError; a CPU device is
         a no-op.
+    cardinality : "auto", None or int
+        The number of batches per iteration, declared to tf.data with
+        ``assert_cardinality`` so that ``ds.cardinality()`` and ``len(ds)``
+        are known and Keras shows progress bars with a total and does not
+        warn "Your input ran out of data".  "auto" (default): ``len(pipeline)``
+        when it is known (native sources; an iterable source with ``__len__``)
+        and no mid-epoch resume (``load_state_dict`` with position > 0) is
+        pending, else unknown.  TensorFlow checks the number: an iteration
+        that yields another number of batches fails at its end.  None: leave
+        it unknown.
     """
     tf = _tf()
     if not isinstance(pipeline, Pipeline):
@@ -286,6 +314,9 @@ def dataset(pipeline, *, device=None, device_buffer_size=None):
     opts.experimental_optimization.inject_prefetch = False
     opts.autotune.enabled = False
     ds = ds.with_options(opts)
+    n = _cardinality(pipeline, cardinality)
+    if n is not None:
+        ds = ds.apply(tf.data.experimental.assert_cardinality(n))
     if device is not None:
         dev = tf.DeviceSpec.from_string(device)
         kind = (dev.device_type or "").upper()
@@ -302,7 +333,7 @@ def dataset(pipeline, *, device=None, device_buffer_size=None):
 
 # -- tf.distribute --------------------------------------------------------------
 
-def shard_source(source, input_context):
+def shard_source(source: Any, input_context: Any) -> Any:
     """`source` restricted to this input pipeline's shard
     (``input_context.input_pipeline_id`` of ``num_input_pipelines``), for
     fastq's native sources (Files, Bytes, Arrays)."""
@@ -315,7 +346,8 @@ def shard_source(source, input_context):
     return source.shard(n, i)
 
 
-def distribute_dataset(strategy, make_pipeline, global_batch_size, *, options=None):
+def distribute_dataset(strategy: Any, make_pipeline: Callable[[Any, int], Pipeline], global_batch_size: int, *,
+                       options: Any = None) -> Any:
     """A distributed dataset for `strategy`, one fastq Pipeline per input pipeline.
 
     Calls ``strategy.distribute_datasets_from_function``; for each input
@@ -357,7 +389,7 @@ def distribute_dataset(strategy, make_pipeline, global_batch_size, *, options=No
 
 # -- DLPack ---------------------------------------------------------------------
 
-def from_dlpack(array):
+def from_dlpack(array: np.ndarray) -> Any:
     """A TF tensor viewing `array` (e.g. one array of a fastq batch) through
     DLPack, without a copy.  The DLPack capsule holds a reference to the array,
     so the tensor keeps the batch's slot leased until TensorFlow frees it."""
@@ -418,3 +450,69 @@ def stage_stats_callback(pipeline, log_dir, *, every_n_batches=None):
             self.log_now()
 
     return StageStatsCallback()
+
+# -- Keras: keep pipeline epochs in step with Keras epochs ------------------------
+
+def _epoch_sync_class():
+    import keras
+
+    class EpochSync(keras.callbacks.Callback):
+        """A Keras callback that makes Keras epoch ``e`` read pipeline epoch ``e``.
+
+        Under a ``tf.distribute`` strategy (MirroredStrategy, ...), Keras 3's
+        ``fit``/``evaluate``/``predict`` first open an iterator of the dataset only
+        to learn the batch's shapes (``_maybe_symbolic_build``): it takes a batch
+        (the distributed iterator prefetches a few) and drops it.  Over a fastq
+        dataset that probe runs, and abandons, one pipeline epoch, so training
+        would see pipeline epochs 1, 2, ... and ``pipeline.epoch`` /
+        ``state_dict()`` would be one ahead.  At each ``on_epoch_begin(e)`` this
+        callback sets the pipeline back to epoch ``e`` (``load_state_dict``), so
+        the shuffle order, augmentation and resume points are those of epoch
+        ``e`` whatever ran before.  A resume point loaded before ``fit`` (epoch
+        ``k``, position ``j``) is kept for ``fit(initial_epoch=k)``: create the
+        callback after ``load_state_dict``.  Needs a native source (Files,
+        Bytes, Arrays).  Without a strategy it changes nothing.
+
+            model.fit(fastq.tf.dataset(pipe), epochs=3, callbacks=[fastq.tf.EpochSync(pipe)])
+        """
+
+        def __init__(self, pipeline):
+            super().__init__()
+            if not isinstance(pipeline, Pipeline):
+                raise TypeError(f"EpochSync needs a fastq.Pipeline, got {type(pipeline).__name__}")
+            if not hasattr(pipeline._backend, "batches_per_epoch"):
+                raise TypeError("EpochSync needs a native source (Files, Bytes, Arrays): an iterable source "
+                                "cannot be rewound to an epoch")
+            self.pipeline = pipeline
+            sd = pipeline.state_dict()
+            self._pending = (sd["epoch"], sd["position"])  # a resume point loaded before fit
+
+        def on_epoch_begin(self, epoch, logs=None):
+            p = self.pipeline
+            position = 0
+            if self._pending is not None and self._pending[0] == epoch:
+                position = self._pending[1]
+            self._pending = None
+            it = p._active
+            if it is None and p.epoch == epoch and p._resume_position == position:
+                return  # already there (no strategy probe ran)
+            flush_released()
+            sd = p.state_dict()
+            sd.update(epoch=int(epoch), position=int(position))
+            p.load_state_dict(sd)
+
+    EpochSync.__module__ = __name__
+    EpochSync.__qualname__ = "EpochSync"
+    return EpochSync
+
+
+_LAZY: dict = {}
+
+
+def __getattr__(name: str) -> Any:
+    # keras is imported only when EpochSync is used
+    if name == "EpochSync":
+        if name not in _LAZY:
+            _LAZY[name] = _epoch_sync_class()
+        return _LAZY[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,28 +18,33 @@ from fastq.tensorpack import QueueInput  # noqa: E402
 
 tfv1 = tf.compat.v1
 ADDRS = []
+ROWS = []
+LABELS = []
 
 
-def _record(a):
+def _record(a, y):
     ADDRS.append(int(a.ctypes.data))
+    ROWS.append(int(a.shape[0]))
+    LABELS.append((str(y.dtype), [int(v) for v in y]))
     return np.int64(0)
 
 
 class Model(ModelDesc):
-    def __init__(self, shape, dtype=tf.float32):
-        self.shape, self.dtype = shape, dtype
+    def __init__(self, shape, dtype=tf.float32, ydtype=tf.int64):
+        self.shape, self.dtype, self.ydtype = shape, dtype, ydtype
 
     def inputs(self):
-        return [tf.TensorSpec((None,) + self.shape, self.dtype, "x"), tf.TensorSpec((None,), tf.int64, "y")]
+        return [tf.TensorSpec((None,) + self.shape, self.dtype, "x"), tf.TensorSpec((None,), self.ydtype, "y")]
 
     def build_graph(self, x, y):
-        # records the address of the input tensor's buffer each step
-        probe = tf.numpy_function(_record, [x], tf.int64)
+        # records the address of the input tensor's buffer (and the rows, labels) each step
+        probe = tf.numpy_function(_record, [x, y], tf.int64)
         feats = tf.reshape(tf.cast(x, tf.float32), (tf.shape(x)[0], -1))
         w = tfv1.get_variable("w", [int(np.prod(self.shape)), 3], initializer=tfv1.zeros_initializer())
         logits = tf.matmul(feats, w)
         with tf.control_dependencies([probe]):
-            cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y % 3, logits=logits),
+            cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(y, tf.int64) % 3,
+                                                                                  logits=logits),
                                   name="cost")
         return cost
 
@@ -55,6 +60,8 @@ def slot_addresses(p, block=0):
 def train(model, data, epochs=2, steps=None):
     tfv1.reset_default_graph()
     ADDRS.clear()
+    ROWS.clear()
+    LABELS.clear()
     cfg = TrainConfig(model=model, data=data, max_epoch=epochs, steps_per_epoch=steps, callbacks=[], monitors=[])
     launch_train_with_config(cfg, SimpleTrainer())
 
@@ -107,6 +114,43 @@ def main(img_dir):
         report(name="shape_mismatch", raised=None)
     except ValueError as e:
         report(name="shape_mismatch", raised=str(e))
+
+    # 5. BatchData(..., remainder=True): a smaller last batch reaches the model with its own size
+    # (rows of 64 bytes: TF's leading-dimension slice aliases when the slice's byte size is a
+    # multiple of 64, so the partial batch is a view of its slot too)
+    df = BatchData(DataFromList([[np.full((4, 4), i, np.float32), np.int64(i)] for i in range(42)],
+                                shuffle=False), 8, remainder=True)
+    qi = QueueInput(df, size=3)
+    train(Model((4, 4)), qi, epochs=2)
+    report(name="remainder", size=qi.size(), rows=ROWS, labels=[lab for _, lab in LABELS],
+           aliased=set(ADDRS) <= slot_addresses(qi.pipeline))
+
+    # 6. int64 labels into a model that declares tf.int32 labels: cast in the graph
+    p = fastq.Pipeline(fastq.sources.Files(paths, list(range(16))), batch_size=4, workers=1,
+                       ops=[fastq.ops.RandomResizedCrop(24)])
+    train(Model((24, 24, 3), ydtype=tf.int32), QueueInput(p), epochs=1)
+    report(name="label_cast", steps=len(ADDRS), dtypes=sorted({d for d, _ in LABELS}),
+           labels=sorted(v for _, lab in LABELS for v in lab), aliased=set(ADDRS) <= slot_addresses(p))
+    p.close()
+
+    # 7. label_dtype="int32": the pipeline itself gives int32 labels (no cast)
+    p = fastq.Pipeline(fastq.sources.Files(paths, list(range(16))), batch_size=4, workers=1, label_dtype="int32",
+                       ops=[fastq.ops.RandomResizedCrop(24)])
+    qi = QueueInput(p)
+    train(Model((24, 24, 3), ydtype=tf.int32), qi, epochs=1)
+    report(name="label_dtype", steps=len(ADDRS), dtypes=sorted({d for d, _ in LABELS}), casts=qi._casts)
+    p.close()
+
+    # 8. a float cast of the images is refused with the reason
+    tfv1.reset_default_graph()
+    p = fastq.Pipeline(fastq.sources.Files(paths, list(range(16))), batch_size=4, workers=1,
+                       ops=[fastq.ops.RandomResizedCrop(24)])
+    try:
+        train(Model((24, 24, 3), dtype=tf.float16), QueueInput(p), epochs=1)
+        report(name="image_cast", raised=None)
+    except ValueError as e:
+        report(name="image_cast", raised=str(e))
+    p.close()
 
 
 if __name__ == "__main__":

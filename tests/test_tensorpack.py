@@ -65,3 +65,36 @@ def test_queueinput_is_a_tensorpack_inputsource():
     assert issubclass(QueueInput, FeedfreeInput) and issubclass(QueueInput, InputSource)
     with pytest.raises(TypeError):
         QueueInput(42)
+
+
+def test_batchdata_remainder_gives_a_smaller_last_batch(results):
+    r = results["remainder"]
+    # 42 datapoints in batches of 8 with remainder=True: 5 full batches and one of 2, per epoch
+    assert r["size"] == 6
+    assert r["rows"] == [8, 8, 8, 8, 8, 2] * 2
+    assert r["labels"][5] == [40, 41] and r["labels"][0] == list(range(8))
+    assert r["aliased"]                   # the partial batch is a slice of its slot too
+
+
+def test_int64_labels_cast_for_an_int32_model(results):
+    r = results["label_cast"]
+    assert r["steps"] == 4
+    assert r["dtypes"] == ["int32"]       # the model saw int32 labels
+    assert r["labels"] == list(range(16))
+    assert r["aliased"]
+
+
+def test_label_dtype_int32_needs_no_cast(results):
+    r = results["label_dtype"]
+    assert r["steps"] == 4 and r["dtypes"] == ["int32"]
+    assert r["casts"] == [None, None]
+
+
+def test_image_dtype_mismatch_is_refused_with_the_reason(results):
+    msg = results["image_cast"]["raised"]
+    assert "float16" in msg and "dtype='float16'" in msg and "copy every batch" in msg
+
+
+def test_queue_argument_message_explains_size(results):
+    msg = results["queue_arg"]["raised"]
+    assert "FIFOQueue" in msg and "size=" in msg and "batch slots" in msg

@@ -198,7 +198,7 @@ def test_prefetch_buffers_hold_slots_and_are_released_with_the_iterator(jpegs):
     p.close()
 
 
-@pytest.mark.parametrize("queue_size,prefetch", [(1, 0), (2, 1)])
+@pytest.mark.parametrize("queue_size,prefetch", [(2, 0), (2, 1)])
 def test_graph_consumer_frees_slots_without_eager_help(jpegs, queue_size, prefetch):
     # A tf.function loop frees tensors without the GIL: TF queues the numpy decref.
     # With a ring this small, the epoch only completes if fastq drains that queue.
