@@ -18,7 +18,7 @@ import sys
 
 __all__ = ["main", "command", "arg", "CliError"]
 
-_COMMANDS = []  # (name, help, description, [arg], function), in registration order
+_COMMANDS: list = []  # (name, help, description, [arg], function), in registration order
 
 
 class CliError(Exception):
