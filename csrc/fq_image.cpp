@@ -727,8 +727,10 @@ int process_jpeg(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data, 
     bool roi = box_op && (rx0 > 0 || ry0 > 0 || rx1 < sw || ry1 < shh);
     cv::Mat dec;
     int dh = 0, dw = 0;
-    rc = fqi::jpeg_decode(s, si, M, roi ? rx0 : 0, roi ? ry0 : 0, roi ? rx1 - rx0 : 0, roi ? ry1 - ry0 : 0, oc,
-                          &dec, &dh, &dw, err);
+    if (roi)
+        rc = fqi::jpeg_decode_crop(s, data, len, si, M, rx0, ry0, rx1 - rx0, ry1 - ry0, oc, &dec, &dh, &dw, err);
+    else
+        rc = fqi::jpeg_decode(s, si, M, 0, 0, 0, 0, oc, &dec, &dh, &dw, err);
     if (rc)
         return rc;
     if (dh != shh || dw != sw)

@@ -43,6 +43,8 @@ struct fq_img_scratch {
     fqi::Buf dec, tmp, tmp2; /* decoder output and its conversions */
     fqi::Buf a, b, g1, g2;   /* op ping-pong buffers and op temporaries */
     cv::Mat cv_decoded; /* owned by OpenCV (imdecode result) */
+    std::vector<uint8_t> rst_buf; /* segment decode: the mini-JPEG (fq_image_rst.cpp) */
+    std::vector<size_t> rst_seg;  /* segment decode: (start, end) of each restart segment */
 };
 
 namespace fqi {
@@ -67,6 +69,12 @@ int jpeg_header(fq_img_scratch *s, const uint8_t *data, size_t len, SrcInfo *si,
  * *scaled_h/w get the full scaled size.  Always leaves the decoder reset. */
 int jpeg_decode(fq_img_scratch *s, const SrcInfo &si, int scale_num, int x, int y, int w, int h,
                 int out_channels, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err);
+
+/* jpeg_decode of a crop ROI, through a mini-JPEG of the restart segments that cover
+ * it when data (the bytes jpeg_header read) allows (fq_image_rst.cpp), else exactly
+ * jpeg_decode.  Same contract and output as jpeg_decode. */
+int jpeg_decode_crop(fq_img_scratch *s, const uint8_t *data, size_t len, const SrcInfo &si, int scale_num, int x,
+                     int y, int w, int h, int out_channels, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err);
 
 /* Reset the scratch decoder after a header was read but no decode followed. */
 void jpeg_reset(fq_img_scratch *s);
