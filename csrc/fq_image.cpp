@@ -25,6 +25,7 @@ struct fq_img_spec {
     size_t row_bytes;
     float lut_f32[3][256];
     uint16_t lut_f16[3][256];
+    fqi::F32Affine f32k; /* SIMD form of lut_f32 (fq_image_write_simd.cpp) */
 };
 
 namespace {
@@ -607,6 +608,9 @@ void write_out(const fq_img_spec *sp, const cv::Mat &img, bool hf, bool vf, void
         }
         break;
     case FQ_DT_FLOAT32:
+        if (layout == FQ_LAYOUT_HWC &&
+            fqi::write_f32_hwc_simd(sp->f32k, sp->lut_f32, img, hf, vf, static_cast<float *>(out)))
+            break;
         write_any<float>(img, hf, vf, layout, sp->lut_f32, out);
         break;
     default:
@@ -884,6 +888,7 @@ int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq
             sp->lut_f16[c][v] = float_to_half(val);
         }
     }
+    fqi::affine_init(&sp->f32k, sp->lut_f32, norm ? norm->f : nullptr, norm ? norm->f + 3 : nullptr, norm != nullptr);
     *out = sp;
     return FQ_OK;
 }

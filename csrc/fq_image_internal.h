@@ -93,6 +93,21 @@ void to_channels(const cv::Mat &src, int out_channels, bool bgr, cv::Mat &dst);
 
 const char *format_name(int fmt);
 
+/* uint8 -> float32 as a per-channel affine map in double (fq_image_write_simd.cpp). */
+struct F32Affine {
+    double a[3], b[3];
+    bool exact; /* (float)fma(v, a, b) == lut[c][v] for all c, v: the SIMD write may run */
+};
+
+/* Fill k for the table lut (Normalize mean/std when norm, else v/255) and check it. */
+void affine_init(F32Affine *k, const float (*lut)[256], const double *mean, const double *stdv, bool norm);
+
+/* NHWC float32 write of img (1 or 3 channels) with optional flips, bit-identical to
+ * the table lookup; returns false (nothing written) when it does not apply (no
+ * AVX2/FMA, k not exact).  May throw std::bad_alloc. */
+bool write_f32_hwc_simd(const F32Affine &k, const float (*lut)[256], const cv::Mat &img, bool hf, bool vf,
+                        float *out);
+
 }  // namespace fqi
 
 #endif

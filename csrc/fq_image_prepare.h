@@ -28,6 +28,12 @@ int fq_img_segment_decode_enabled(void);
 /* Number of crop decodes that went through a segment mini-JPEG since load. */
 uint64_t fq_img_segment_decode_count(void);
 
+/* Turn the SIMD float32 write (csrc/fq_image_write_simd.cpp) on/off for the process
+ * (default on; it is bit-identical to the table write, the switch is for tests and
+ * benchmarks). */
+void fq_img_simd_write_set(int on);
+int fq_img_simd_write_enabled(void);
+
 /* Result of fq_jpeg_prepare. */
 typedef struct fq_prepare_info {
     int status;             /* FQ_PREP_* */

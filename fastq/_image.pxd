@@ -94,6 +94,8 @@ cdef extern from "fq_image_prepare.h" nogil:
     void fq_img_segment_decode_set(int on)
     int fq_img_segment_decode_enabled()
     uint64_t fq_img_segment_decode_count()
+    void fq_img_simd_write_set(int on)
+    int fq_img_simd_write_enabled()
 
     ctypedef struct fq_prepare_info:
         int status

@@ -121,6 +121,12 @@ def segment_decode_count():
     return fq_img_segment_decode_count()
 
 
+def set_simd_write(bint on):
+    """Process-wide switch of the AVX2 float32 write (bit-identical to the table write;
+    for tests and benchmarks)."""
+    fq_img_simd_write_set(1 if on else 0)
+
+
 def prepare_jpeg(data, int target_mcus=4):
     """Losslessly re-encode one JPEG with a restart marker every ~target_mcus MCUs that
     tiles each MCU row (GIL released).  Returns ``(new_bytes or None, info)``; ``None``
