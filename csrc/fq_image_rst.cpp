@@ -84,12 +84,15 @@ bool parse_header(const uint8_t *d, size_t n, size_t *sof_len_pos, size_t *sos_e
     }
 }
 
-/* Scan the entropy-coded data from `p` for RST markers: seg[k] = start of segment k,
- * seg[total + k]... stored as pairs (start, end).  True when exactly `total` segments
- * with correctly numbered RSTs end at an EOI. */
-bool find_segments(const uint8_t *d, size_t n, size_t start, size_t total, std::vector<size_t> &seg)
+/* Scan the entropy-coded data from `start` for RST markers until the end of segment
+ * need-1: seg[2k], seg[2k+1] = start and end (the marker's 0xFF) of segment k.  True
+ * when those segments are found with correctly numbered RSTs (segment need-1 ending at
+ * an RST, or at the EOI when need == total) and the file has an EOI after them (the
+ * plain path's truncation rule: a file without one fails whatever the crop).  Like the
+ * plain path, nothing after the last needed segment is validated further. */
+bool find_segments(const uint8_t *d, size_t n, size_t start, size_t need, size_t total, std::vector<size_t> &seg)
 {
-    seg.resize(2 * total);
+    seg.resize(2 * need);
     const uint8_t *p = d + start, *end = d + n;
     size_t k = 0;
     seg[0] = start;
@@ -103,20 +106,34 @@ bool find_segments(const uint8_t *d, size_t n, size_t start, size_t total, std::
         } else if (b == 0xFF) {
             p = q + 1; /* fill byte */
         } else if (b >= 0xD0 && b <= 0xD7) {
-            if (b - 0xD0 != (unsigned)(k & 7))
+            if (b - 0xD0 != (unsigned)(k & 7) || k + 1 >= total)
                 return false;
             seg[2 * k + 1] = (size_t)(q - d);
-            if (++k >= total)
-                return false;
+            if (++k == need)
+                break;
             seg[2 * k] = (size_t)(q + 2 - d);
             p = q + 2;
         } else if (b == 0xD9) {
+            if (k + 1 != total || need != total)
+                return false;
             seg[2 * k + 1] = (size_t)(q - d);
-            return k + 1 == total;
+            return true;
         } else {
             return false; /* DNL, another scan, ... */
         }
     }
+    /* an EOI must follow somewhere (usually the last two bytes) */
+    if (n >= 2 && d[n - 2] == 0xFF && d[n - 1] == 0xD9)
+        return true;
+    for (p = d + seg[2 * need - 1]; p < end;) {
+        const uint8_t *q = static_cast<const uint8_t *>(std::memchr(p, 0xFF, (size_t)(end - p)));
+        if (!q || q + 1 >= end)
+            return false;
+        if (q[1] == 0xD9)
+            return true;
+        p = q + 1;
+    }
+    return false;
 }
 
 inline int ceil_div(int64_t a, int64_t b) { return (int)((a + b - 1) / b); }
@@ -169,7 +186,7 @@ int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::
         return kDeclined;
     std::vector<size_t> &seg = s->rst_seg;
     const size_t total = (size_t)spr * mcuy;
-    if (!find_segments(data, len, sos_end, total, seg))
+    if (!find_segments(data, len, sos_end, (size_t)(r1 - 1) * spr + k1, total, seg))
         return kDeclined;
 
     /* build the mini-JPEG */

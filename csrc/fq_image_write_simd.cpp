@@ -16,11 +16,15 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "fq_image_prepare.h"
 
-static std::atomic<int> g_simd_write{1};
+static std::atomic<int> g_simd_write{[] {
+    const char *e = std::getenv("FASTQ_SIMD_WRITE");
+    return (e && std::strcmp(e, "0") == 0) ? 0 : 1;
+}()};
 
 extern "C" {
 void fq_img_simd_write_set(int on) { g_simd_write.store(on ? 1 : 0, std::memory_order_relaxed); }
