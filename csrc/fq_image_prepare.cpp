@@ -87,13 +87,13 @@ static boolean md_empty(j_compress_ptr c)
 static void md_term(j_compress_ptr) {}
 }
 
-/* Interval (in MCUs) that divides mcux and is nearest to target on a log scale
- * (ties: the smaller one). */
+/* Interval (in MCUs) that divides mcux into at least 2 segments and is nearest to
+ * target on a log scale (ties: the smaller one); mcux itself when mcux < 2. */
 int pick_interval(int mcux, int target)
 {
-    int best = 1;
+    int best = mcux;
     double bd = 1e300;
-    for (int d = 1; d <= mcux; d++) {
+    for (int d = 1; 2 * d <= mcux; d++) {
         if (mcux % d)
             continue;
         double r = d > target ? (double)d / target : (double)target / d;
