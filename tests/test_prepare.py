@@ -68,7 +68,7 @@ def tree(tmp_path_factory):
         "cls_a/picture.png": cv2.imencode(".png", img)[1].tobytes(),
         "cls_a/labels.txt": b"not an image\n",
         "empty.bin": b"",
-        "tiny.jpg": cv2.imencode(".jpg", img[:20, :20])[1].tobytes(),
+        "tiny.jpg": cv2.imencode(".jpg", img[:12, :12])[1].tobytes(),  # one MCU column
     }
     for rel, data in extra.items():
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
