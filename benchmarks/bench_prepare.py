@@ -93,24 +93,61 @@ def identity(orig, prep):
 
 
 def single_thread(sets, passes):
-    """Median µs/image per named config {name: (blobs, segment_decode, simd_write)}."""
+    """Median over passes of the mean CPU-µs/image per named config
+    {name: (blobs, segment_decode, simd_write[, chain name])}.  Paired and interleaved: for every
+    image the configs run back to back (in an order rotated per image), so that a
+    change of load on a shared machine hits all of them alike."""
     from fastq import _image, ops as O
     _image.set_opencv_threads(1)
-    spec = _image.ImageSpec(O.compile_ops(chain()))
+    specs = {"task": _image.ImageSpec(O.compile_ops(chain())),
+             # decode-dominated: the same crop boxes, nearest resize, uint8 memcpy write
+             "decode": _image.ImageSpec(O.compile_ops(
+                 [O.RandomResizedCrop(B.SIZE, scale=B.SCALE, ratio=B.RATIO, interpolation="nearest")],
+                 dtype="uint8"))}
     names = list(sets)
+    n = len(sets[names[0]][0])
     res = {k: [] for k in names}
+    clock = time.thread_time  # CPU time of this thread: robust on a shared machine
     for ps in range(passes + 1):  # pass 0: warm-up
-        order = names[ps % len(names):] + names[:ps % len(names)]
-        for k in order:
-            blobs, seg, simd = sets[k]
-            _image.set_segment_decode(seg)
-            _image.set_simd_write(simd)
-            t = time.thread_time()  # CPU time of this thread: robust on a shared machine
-            for i, b in enumerate(blobs):
-                spec.process_encoded(b, 0, 1, i)
-            if ps:
-                res[k].append((time.thread_time() - t) / len(blobs) * 1e6)
+        acc = dict.fromkeys(names, 0.0)
+        for i in range(n):
+            r = (i + ps) % len(names)
+            for k in names[r:] + names[:r]:
+                blobs, seg, simd, *which = sets[k]
+                spec = specs[which[0] if which else "task"]
+                _image.set_segment_decode(seg)
+                _image.set_simd_write(simd)
+                t = clock()
+                spec.process_encoded(blobs[i], 0, 1, i)
+                acc[k] += clock() - t
+        if ps:
+            for k in names:
+                res[k].append(acc[k] / n * 1e6)
     _image.set_segment_decode(True)
+    _image.set_simd_write(True)
+    return {k: statistics.median(v) for k, v in res.items()}
+
+
+def write_stage(passes):
+    """CPU-µs per 224x224x3 array through CenterCrop(224) + flip + Normalize (float32):
+    the write dominates; table vs SIMD, paired."""
+    import numpy as np
+    from fastq import _image, ops as O
+    img = np.random.default_rng(0).integers(0, 256, (B.SIZE, B.SIZE, 3), np.uint8)
+    spec = _image.ImageSpec(O.compile_ops([O.CenterCrop(B.SIZE), O.HorizontalFlip(),
+                                           O.Normalize(O.IMAGENET_MEAN, O.IMAGENET_STD)]))
+    res = {"table": [], "simd": []}
+    for ps in range(passes + 1):
+        acc = {"table": 0.0, "simd": 0.0}
+        for i in range(200):
+            for k in (("table", "simd") if i % 2 else ("simd", "table")):
+                _image.set_simd_write(k == "simd")
+                t = time.thread_time()
+                spec.process_array(img, 0, 0, i)
+                acc[k] += time.thread_time() - t
+        if ps:
+            for k in res:
+                res[k].append(acc[k] / 200 * 1e6)
     _image.set_simd_write(True)
     return {k: statistics.median(v) for k, v in res.items()}
 
@@ -158,14 +195,22 @@ def main():
     sets = {"originals, table write (before)": (ob, True, False), "originals": (ob, True, True)}
     for iv in intervals:
         sets[f"prepared i{iv}"] = (rd(preps[iv]), True, True)
-    sets[f"prepared i{a.interval}, segment decode off"] = (rd(preps[a.interval]), False, True)
+    pb = rd(preps[a.interval])
+    sets[f"prepared i{a.interval}, segment decode off"] = (pb, False, True)
+    sets["[decode stage] originals"] = (ob, True, True, "decode")
+    sets[f"[decode stage] prepared i{a.interval}"] = (pb, True, True, "decode")
+    sets[f"[decode stage] prepared i{a.interval}, segments off"] = (pb, False, True, "decode")
     us = single_thread(sets, a.passes)
     out["single_thread_us"] = us
     base = us["originals"]
-    print(f"\nsingle thread, {n1} images in memory, median of {a.passes} passes (µs/image, ratio of speed vs "
-          "originals):")
+    print(f"\nsingle thread, {n1} images in memory, paired, median of {a.passes} passes (CPU-µs/image; speed "
+          "vs originals with the same chain; [decode stage] = nearest resize, uint8 output):")
     for k, v in us.items():
         print(f"  {k:42s} {v:8.1f}   {base / v:5.2f}x")
+    wr = write_stage(a.passes)
+    out["write_stage_us"] = wr
+    print(f"write stage (224x224x3 -> float32 normalize + flip, CenterCrop input, CPU-µs): table {wr['table']:.1f}, "
+          f"SIMD {wr['simd']:.1f} ({wr['table'] / wr['simd']:.2f}x)")
 
     avail = {p for p in peers if B.available(E2E[p][1])}
     for p in peers:
@@ -181,7 +226,7 @@ def main():
             with open(cfgs[ds], "w") as f:
                 json.dump({"paths": ps, "workers": B.usable_cores(), "epochs": 1}, f)
         print(f"\nend to end, {a.images} images/epoch, workers = {B.usable_cores()}, {a.repeats} rounds:", flush=True)
-        for r in range(a.repeats):
+        for r in range(a.repeats if todo else 0):
             order = todo[r % len(todo):] + todo[:r % len(todo)]
             for p in order:
                 label, peer, ds, env = E2E[p]
