@@ -29,8 +29,8 @@ int fq_img_segment_decode_enabled(void);
 uint64_t fq_img_segment_decode_count(void);
 
 /* Turn the SIMD float32 write (csrc/fq_image_write_simd.cpp) on/off for the process
- * (default on unless FASTQ_SIMD_WRITE is "0" at load; it is bit-identical to the table write, the switch is for tests and
- * benchmarks). */
+ * (default on unless FASTQ_SIMD_WRITE is "0" at load).  It is bit-identical to the
+ * table write; the switch is for tests and benchmarks. */
 void fq_img_simd_write_set(int on);
 int fq_img_simd_write_enabled(void);
 
