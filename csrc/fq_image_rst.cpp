@@ -144,7 +144,7 @@ inline int ceil_div(int64_t a, int64_t b) { return (int)((a + b - 1) / b); }
 int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::SrcInfo &si, int M, int x, int y,
                  int w, int h, int oc, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err)
 {
-    if (!g_enabled.load(std::memory_order_relaxed) || w <= 0 || h <= 0)
+    if (!g_enabled.load(std::memory_order_relaxed) || w <= 0 || h <= 0 || M < 1 || M > 8 || 8 % M)
         return kDeclined;
     const jpeg_decompress_struct &ci = s->cinfo;
     const int nc = ci.num_components;
