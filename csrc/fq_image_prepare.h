@@ -51,14 +51,14 @@ enum {
 };
 
 /* Losslessly re-encode the JPEG in data[0, len) (jpeg_read_coefficients ->
- * jpeg_write_coefficients, same quantized coefficients, optimized Huffman tables off,
+ * jpeg_write_coefficients, same quantized coefficients, optimized Huffman tables,
  * markers APPn/COM copied) with a restart marker every `interval` MCUs, where interval
  * is the largest divisor of the MCUs per row that is <= target_mcus (target_mcus >= 1).
  * Status FQ_PREP_KEPT (with info->why) for non-JPEGs, progressive / arithmetic /
  * lossless / multi-scan JPEGs, images narrower than 2 restart segments, and files that
  * already have a suitable restart interval.  On FQ_PREP_REWRITTEN, *out is a malloc'ed
  * buffer of info->out_bytes bytes that the caller frees with fq_jpeg_prepare_free.
- * Errors (corrupt JPEG, out of memory): nonzero return with err set.  Releases no GIL
+ * Errors (corrupt JPEG, out of memory): nonzero return with err set.  Needs no GIL
  * (pure C); safe to call from several threads at once. */
 int fq_jpeg_prepare(const uint8_t *data, size_t len, int target_mcus, uint8_t **out, fq_prepare_info *info,
                     fq_err *err);
