@@ -107,6 +107,30 @@ int pick_interval(int mcux, int target)
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+/* The first SOF's marker and sample precision (0, 0 when none is found before SOS or
+ * the end: libjpeg then reports what is wrong). */
+void first_sof(const uint8_t *d, size_t n, unsigned *marker, unsigned *precision)
+{
+    *marker = *precision = 0;
+    size_t p = 2;
+    while (p + 4 <= n && d[p] == 0xFF) {
+        unsigned m = d[p + 1];
+        if (m == 0xFF) {
+            p++;
+            continue;
+        }
+        if (m == 0xD8 || m == 0xD9 || m == 0xDA || m == 0x01 || (m >= 0xD0 && m <= 0xD7))
+            return;
+        size_t len = ((size_t)d[p + 2] << 8) | d[p + 3];
+        if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+            *marker = m;
+            *precision = p + 4 < n ? d[p + 4] : 0;
+            return;
+        }
+        p += 2 + len;
+    }
+}
+
 int keep(fq_prepare_info *info, const char *why)
 {
     info->status = FQ_PREP_KEPT;
@@ -218,6 +242,12 @@ int fq_jpeg_prepare(const uint8_t *data, size_t len, int target_mcus, uint8_t **
         return fq_set_err(err, FQ_E_INVALID, "restart interval target must be >= 1 MCU, got %d", target_mcus);
     if (len < 4 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF)
         return keep(info, "not a JPEG");
+    unsigned sof = 0, prec = 0;
+    first_sof(data, len, &sof, &prec);
+    if (sof != 0 && !(sof == 0xC0 || sof == 0xC1 || sof == 0xC2 || sof == 0xC9 || sof == 0xCA))
+        return keep(info, "lossless or hierarchical JPEG (not re-encoded)");
+    if (sof != 0 && prec != 8)
+        return keep(info, "not an 8-bit JPEG (not re-encoded)");
     State *st = static_cast<State *>(std::calloc(1, sizeof(State)));
     if (!st)
         return fq_set_err(err, FQ_E_NOMEM, "out of memory");

@@ -51,15 +51,18 @@ enum {
 };
 
 /* Losslessly re-encode the JPEG in data[0, len) (jpeg_read_coefficients ->
- * jpeg_write_coefficients, same quantized coefficients, optimized Huffman tables,
- * markers APPn/COM copied) with a restart marker every `interval` MCUs, where interval
- * is the largest divisor of the MCUs per row that is <= target_mcus (target_mcus >= 1).
- * Status FQ_PREP_KEPT (with info->why) for non-JPEGs, progressive / arithmetic /
- * lossless / multi-scan JPEGs, images narrower than 2 restart segments, and files that
- * already have a suitable restart interval.  On FQ_PREP_REWRITTEN, *out is a malloc'ed
- * buffer of info->out_bytes bytes that the caller frees with fq_jpeg_prepare_free.
- * Errors (corrupt JPEG, out of memory): nonzero return with err set.  Needs no GIL
- * (pure C); safe to call from several threads at once. */
+ * jpeg_write_coefficients: same quantized coefficients; single-scan baseline Huffman
+ * with optimized tables; APPn/COM markers copied) with a restart marker every
+ * `interval` MCUs, where interval is the divisor of the MCUs per row nearest to
+ * target_mcus (>= 1) on a log scale that leaves at least 2 segments per row.
+ * Progressive, multi-scan and arithmetic-coded files are converted too.  Status
+ * FQ_PREP_KEPT (with info->why) for non-JPEGs, lossless/hierarchical or non-8-bit
+ * JPEGs, CMYK and other than 1 or 3 components, sampling factors above 2, images
+ * narrower than 2 segments, and files that already have restart segments that tile
+ * each MCU row.  On FQ_PREP_REWRITTEN, *out is a malloc'ed buffer of info->out_bytes
+ * bytes that the caller frees with fq_jpeg_prepare_free.  Errors (corrupt JPEG data,
+ * which is never re-encoded with grey fill; out of memory): nonzero return with err
+ * set.  Needs no GIL (pure C++); safe to call from several threads at once. */
 int fq_jpeg_prepare(const uint8_t *data, size_t len, int target_mcus, uint8_t **out, fq_prepare_info *info,
                     fq_err *err);
 void fq_jpeg_prepare_free(uint8_t *buf);

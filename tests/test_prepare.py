@@ -171,3 +171,20 @@ def test_command_line(tree, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "JPEGs re-encoded" in r.stdout and "%" in r.stdout
     assert _files(tmp_path / "o") == _files(src)
+
+
+def test_kept_and_converted_kinds():
+    """Lossless (SOF3) and 12-bit headers are kept, not errors; progressive input becomes
+    baseline with restart segments and the same pixels."""
+    img = np.random.default_rng(1).integers(0, 256, (64, 96, 3), np.uint8)
+    b = cv2.imencode(".jpg", img)[1].tobytes()
+    i = b.find(b"\xff\xc0")
+    sof3 = b[:i + 1] + b"\xc3" + b[i + 2:]
+    p12 = b[:i + 4] + b"\x0c" + b[i + 5:]
+    for data, why in ((sof3, "lossless"), (p12, "8-bit"), (b"GIF89a....", "not a JPEG")):
+        new, info = _image.prepare_jpeg(data)
+        assert new is None and info["status"] == "kept" and why in info["why"]
+    prog = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_PROGRESSIVE, 1])[1].tobytes()
+    new, info = _image.prepare_jpeg(prog)
+    assert info["status"] == "rewritten" and not _segments(new)[5] and _segments(new)[3] == info["restart_interval"]
+    np.testing.assert_array_equal(_pixels(new), _pixels(prog))
