@@ -25,6 +25,7 @@ struct fq_img_spec {
     size_t row_bytes;
     float lut_f32[3][256];
     uint16_t lut_f16[3][256]; /* float16 or bfloat16 bits, as fmt.dtype says */
+    fqi::F32Affine f32k; /* SIMD form of lut_f32 (fq_image_write_simd.cpp) */
 };
 
 namespace {
@@ -618,6 +619,9 @@ void write_out(const fq_img_spec *sp, const cv::Mat &img, bool hf, bool vf, void
         }
         break;
     case FQ_DT_FLOAT32:
+        if (layout == FQ_LAYOUT_HWC &&
+            fqi::write_f32_hwc_simd(sp->f32k, sp->lut_f32, img, hf, vf, static_cast<float *>(out)))
+            break;
         write_any<float>(img, hf, vf, layout, sp->lut_f32, out);
         break;
     default: /* FQ_DT_FLOAT16, FQ_DT_BFLOAT16: 16-bit codes from lut_f16 */
@@ -742,8 +746,10 @@ int process_jpeg(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data, 
     bool roi = box_op && (rx0 > 0 || ry0 > 0 || rx1 < sw || ry1 < shh);
     cv::Mat dec;
     int dh = 0, dw = 0;
-    rc = fqi::jpeg_decode(s, si, M, roi ? rx0 : 0, roi ? ry0 : 0, roi ? rx1 - rx0 : 0, roi ? ry1 - ry0 : 0, oc,
-                          &dec, &dh, &dw, err);
+    if (roi)
+        rc = fqi::jpeg_decode_crop(s, data, len, si, M, rx0, ry0, rx1 - rx0, ry1 - ry0, oc, &dec, &dh, &dw, err);
+    else
+        rc = fqi::jpeg_decode(s, si, M, 0, 0, 0, 0, oc, &dec, &dh, &dw, err);
     if (rc)
         return rc;
     const uint64_t t_ops = fq_now_ns();
@@ -902,6 +908,7 @@ int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq
             sp->lut_f16[c][v] = fmt->dtype == FQ_DT_BFLOAT16 ? float_to_bfloat16(val) : float_to_half(val);
         }
     }
+    fqi::affine_init(&sp->f32k, sp->lut_f32, norm ? norm->f : nullptr, norm ? norm->f + 3 : nullptr, norm != nullptr);
     *out = sp;
     return FQ_OK;
 }

@@ -45,6 +45,8 @@ struct fq_img_scratch {
     fqi::Buf a, b, g1, g2;   /* op ping-pong buffers and op temporaries */
     cv::Mat cv_decoded; /* owned by OpenCV (imdecode result) */
     fq_stage_times times{}; /* the last call's decode/ops/write ns (fq_stage_times.h) */
+    std::vector<uint8_t> rst_buf; /* segment decode: the mini-JPEG (fq_image_rst.cpp) */
+    std::vector<size_t> rst_seg;  /* segment decode: (start, end) of each restart segment */
 };
 
 namespace fqi {
@@ -70,6 +72,12 @@ int jpeg_header(fq_img_scratch *s, const uint8_t *data, size_t len, SrcInfo *si,
 int jpeg_decode(fq_img_scratch *s, const SrcInfo &si, int scale_num, int x, int y, int w, int h,
                 int out_channels, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err);
 
+/* jpeg_decode of a crop ROI, through a mini-JPEG of the restart segments that cover
+ * it when data (the bytes jpeg_header read) allows (fq_image_rst.cpp), else exactly
+ * jpeg_decode.  Same contract and output as jpeg_decode. */
+int jpeg_decode_crop(fq_img_scratch *s, const uint8_t *data, size_t len, const SrcInfo &si, int scale_num, int x,
+                     int y, int w, int h, int out_channels, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err);
+
 /* Reset the scratch decoder after a header was read but no decode followed. */
 void jpeg_reset(fq_img_scratch *s);
 
@@ -86,6 +94,21 @@ int cv_decode(fq_img_scratch *s, const uint8_t *data, size_t len, int fmt, int o
 void to_channels(const cv::Mat &src, int out_channels, bool bgr, cv::Mat &dst);
 
 const char *format_name(int fmt);
+
+/* uint8 -> float32 as a per-channel affine map in double (fq_image_write_simd.cpp). */
+struct F32Affine {
+    double a[3], b[3];
+    bool exact; /* (float)fma(v, a, b) == lut[c][v] for all c, v: the SIMD write may run */
+};
+
+/* Fill k for the table lut (Normalize mean/std when norm, else v/255) and check it. */
+void affine_init(F32Affine *k, const float (*lut)[256], const double *mean, const double *stdv, bool norm);
+
+/* NHWC float32 write of img (1 or 3 channels) with optional flips, bit-identical to
+ * the table lookup; returns false (nothing written) when it does not apply (no
+ * AVX2/FMA, k not exact).  May throw std::bad_alloc. */
+bool write_f32_hwc_simd(const F32Affine &k, const float (*lut)[256], const cv::Mat &img, bool hf, bool vf,
+                        float *out);
 
 }  // namespace fqi
 

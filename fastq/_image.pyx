@@ -132,6 +132,58 @@ def set_opencv_threads(int n):
     fq_img_set_opencv_threads(n)
 
 
+def set_segment_decode(bint on):
+    """Process-wide switch of the restart-segment crop decode (docs/prepare.md); on by
+    default unless FASTQ_SEGMENT_DECODE=0 was set when the library loaded.  Output is
+    the same either way: the switch exists for tests and benchmarks."""
+    fq_img_segment_decode_set(1 if on else 0)
+
+
+def segment_decode_enabled():
+    return bool(fq_img_segment_decode_enabled())
+
+
+def segment_decode_count():
+    """How many crop decodes went through a restart-segment mini-JPEG since load."""
+    return fq_img_segment_decode_count()
+
+
+def set_simd_write(bint on):
+    """Process-wide switch of the AVX2 float32 write (bit-identical to the table write;
+    for tests and benchmarks)."""
+    fq_img_simd_write_set(1 if on else 0)
+
+
+def prepare_jpeg(data, int target_mcus=4):
+    """Losslessly re-encode one JPEG with a restart marker every ~target_mcus MCUs that
+    tiles each MCU row (GIL released).  Returns ``(new_bytes or None, info)``; ``None``
+    means keep the input as it is (``info["why"]`` says why).  Corrupt JPEGs raise
+    fastq.errors.DecodeError."""
+    cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
+    cdef size_t n = len(data)
+    cdef uint8_t *out = NULL
+    cdef fq_prepare_info info
+    cdef fq_err err
+    cdef int rc
+    memset(&err, 0, sizeof(err))
+    with nogil:
+        rc = fq_jpeg_prepare(&buf[0], n, target_mcus, &out, &info, &err)
+    if rc != 0:
+        raise_fq_error(&err)
+    d = {"status": "rewritten" if info.status == FQ_PREP_REWRITTEN else "kept",
+         "width": info.width, "height": info.height, "mcus_per_row": info.mcus_per_row,
+         "restart_interval": info.restart_interval, "old_restart_interval": info.old_restart_interval,
+         "in_bytes": info.in_bytes, "out_bytes": info.out_bytes,
+         "why": info.why.decode("utf-8", "replace")}
+    if out == NULL:
+        return None, d
+    try:
+        result = (<char *> out)[:info.out_bytes]
+    finally:
+        fq_jpeg_prepare_free(out)
+    return result, d
+
+
 cdef class ImageSpec:
     """An immutable, thread-shareable op chain + output format.
 

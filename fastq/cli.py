@@ -511,6 +511,29 @@ def build_parser():
     return p
 
 
+# ---------------------------------------------------------------------------
+# fastq prepare (fastq/prepare.py)
+# ---------------------------------------------------------------------------
+
+def _prepare_args():
+    from fastq import prepare
+    return [arg(*names, **kw) for names, kw in prepare.ARGS]
+
+
+@command("prepare", help="copy an image folder, re-encoding JPEGs losslessly for faster crop decoding",
+         args=_prepare_args())
+def cmd_prepare(a):
+    """Copy SRC to DST (same tree), re-encoding every JPEG losslessly with restart
+    markers that tile each MCU row, so that fastq decodes a crop from only the
+    segments that cover it.  Other files are copied byte for byte; reruns skip
+    outputs that are up to date.  See docs/prepare.md."""
+    from fastq import prepare
+    try:
+        return prepare.run(a)
+    except (OSError, ValueError) as e:
+        raise CliError(str(e)) from None
+
+
 def main(argv=None):
     p = build_parser()
     a = p.parse_args(argv)
