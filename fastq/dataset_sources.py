@@ -17,7 +17,7 @@ import numpy as np
 
 from fastq.image_sources import Files, ImageSource
 
-__all__ = ["Folder", "IMAGE_EXTENSIONS"]
+__all__ = ["Folder", "TFRecord", "IMAGE_EXTENSIONS"]
 
 # The union of the extensions Keras (bmp gif jpeg jpg png) and torchvision
 # (jpg jpeg png ppm bmp pgm tif tiff webp) accept, minus gif (OpenCV cannot decode it).
@@ -97,3 +97,235 @@ class Folder(Files):
         self.paths = paths
         self.extensions = exts
         super().__init__(paths, np.asarray(labels, dtype=np.int64))
+
+
+# ---------------------------------------------------------------- TFRecord
+
+_INDEX_MAGIC = b"FQTFRIX1"
+
+
+def _expand_paths(paths, what):
+    import glob
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        p = os.fsdecode(paths)
+        paths = sorted(glob.glob(p)) if any(c in p for c in "*?[") else [p]
+    paths = [os.fsdecode(p) for p in paths]
+    if not paths:
+        raise ValueError(f"{what}: no shard paths given (or the pattern matched nothing)")
+    return paths
+
+
+def _cache_path(path, index_dir):
+    """Where the index of shard `path` is cached: next to it (path + '.fqidx') if
+    index_dir is None and its folder is writable, else in index_dir (default
+    ~/.cache/fastq/tfrecord-index) under a name derived from the absolute path."""
+    import hashlib
+    ap = os.path.abspath(path)
+    if index_dir is None and os.access(os.path.dirname(ap), os.W_OK):
+        return ap + ".fqidx"
+    d = index_dir or os.path.join(os.path.expanduser("~"), ".cache", "fastq", "tfrecord-index")
+    h = hashlib.sha1(os.fsencode(ap)).hexdigest()[:20]
+    return os.path.join(d, f"{os.path.basename(ap)}.{h}.fqidx")
+
+
+def _load_cached_index(cpath, st):
+    try:
+        with open(cpath, "rb") as f:
+            head = f.read(32)
+            if len(head) != 32 or head[:8] != _INDEX_MAGIC:
+                return None
+            size, mtime, n = np.frombuffer(head[8:], np.int64)
+            if size != st.st_size or mtime != st.st_mtime_ns:
+                return None  # stale: the shard changed since the index was written
+            body = np.fromfile(f, np.uint64, count=2 * int(n))
+    except OSError:
+        return None
+    if len(body) != 2 * n:
+        return None
+    return body[:n].copy(), body[n:].copy()
+
+
+def _save_index(cpath, st, offsets, lengths):
+    """Best effort (an unwritable cache only costs a rescan next time); atomic rename."""
+    tmp = f"{cpath}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(cpath), exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(_INDEX_MAGIC + np.array([st.st_size, st.st_mtime_ns, len(offsets)], np.int64).tobytes())
+            f.write(np.ascontiguousarray(offsets, np.uint64).tobytes())
+            f.write(np.ascontiguousarray(lengths, np.uint64).tobytes())
+        os.replace(tmp, cpath)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _given_index(entry, path, size, k):
+    """index= entry for shard k: a path to a DALI-style text index ("offset size"
+    per line, size = the framed record size) or a sequence of record offsets."""
+    if isinstance(entry, (str, bytes, os.PathLike)):
+        rows = []
+        with open(entry, "r") as f:
+            for ln, line in enumerate(f, 1):
+                parts = line.split()
+                if not parts:
+                    continue
+                if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+                    raise ValueError(f"TFRecord index {os.fsdecode(entry)!r} line {ln}: expected 'offset size'")
+                rows.append((int(parts[0]), int(parts[1])))
+        offsets = np.array([r[0] for r in rows], np.uint64)
+        framed = np.array([r[1] for r in rows], np.uint64)
+        src = os.fsdecode(entry)
+    else:
+        offsets = np.asarray(entry, np.int64)
+        if offsets.ndim != 1 or (offsets < 0).any() or (len(offsets) > 1 and (np.diff(offsets) <= 0).any()):
+            raise ValueError(f"TFRecord: index[{k}] must be increasing non-negative record offsets")
+        offsets = offsets.astype(np.uint64)
+        framed = np.diff(np.append(offsets, np.uint64(size))).astype(np.uint64)
+        src = f"index[{k}]"
+    if len(offsets) and ((framed < 16).any() or (offsets + framed > size).any()):
+        bad = int(np.nonzero((framed < 16) | (offsets + framed > size))[0][0])
+        raise ValueError(f"TFRecord: {src}: record {bad} (offset {int(offsets[bad])}, size {int(framed[bad])}) "
+                         f"does not fit shard {path!r} of {size} bytes")
+    return offsets, framed - np.uint64(16)
+
+
+def _decompress(path, compression):
+    """Whole decompressed shard (bytes) and a truncation message (or "")."""
+    import zlib
+    with open(path, "rb") as f:
+        raw = f.read()
+    out = []
+    wbits = 31 if compression == "GZIP" else 15
+    rest = raw
+    while rest:
+        d = zlib.decompressobj(wbits)
+        try:
+            out.append(d.decompress(rest))
+            out.append(d.flush())
+        except zlib.error as e:
+            return b"".join(out), f"corrupt {compression} stream: {e}"
+        if not d.eof:
+            return b"".join(out), f"truncated {compression} stream"
+        rest = d.unused_data
+        if compression != "GZIP":
+            break  # ZLIB: a single stream
+    return b"".join(out), ""
+
+
+class TFRecord(ImageSource):
+    """TFRecord shards of ``tf.train.Example`` records, read natively.
+
+    ``paths``: shard paths, or a glob pattern (sorted).  Records are numbered in
+    shard order, then record order; that numbering is the sample index used for
+    shuffling, ``shard()`` and ``explain``.
+
+    Outputs: the decoded, augmented image from the bytes feature ``image_key``;
+    then the int64 label ``label_key`` (a single int64 value; ``None``: no
+    label); then each of ``features``: ``{key: (dtype, count)}`` with dtype
+    ``"float32"`` or ``"int64"``, a fixed number of values per record, e.g.
+    ``{"image/object/bbox/xmin": ("float32", 1)}`` (delivered with shape
+    (count,)).
+
+    Both CRCs of every record are verified when it is read.  A record that fails
+    (CRC mismatch, malformed Example, missing key or wrong type, undecodable
+    image) raises an error naming the shard path and record number, or is a
+    counted skip with ``on_error="skip"``.  A shard whose framing breaks
+    (truncation, corrupt length field) keeps the records before the break; the
+    break itself is one failing sample (the records after it cannot be located).
+
+    Random access needs a record index (16 bytes per record).  ``index``: per
+    shard a DALI-style text index file (``offset size`` per line) or a sequence
+    of record offsets; by default it is built by scanning the framing on first use
+    and cached in ``<shard>.fqidx`` (or under ``index_dir``, default
+    ``~/.cache/fastq/tfrecord-index`` when the shard's folder is read-only; the
+    cache is rebuilt when the shard's size or mtime changes;
+    ``cache_index=False`` disables it).
+
+    ``compression``: None / ``"GZIP"`` / ``"ZLIB"`` (TF's ``compression_type``).
+    Compressed shards cannot be read at random offsets: each one is
+    decompressed into memory when the source is built (memory cost: the
+    uncompressed size of all shards) and read from there.
+    """
+
+    kind = "reader"
+
+    def __init__(self, paths, image_key="image/encoded", label_key="image/class/label", index=None,
+                 compression=None, features=None, index_dir=None, cache_index=True):
+        from fastq import _image
+        self.paths = _expand_paths(paths, "TFRecord")
+        comp = (compression or "").upper()
+        if comp not in ("", "NONE", "GZIP", "ZLIB"):
+            raise ValueError(f"TFRecord: compression must be None, 'GZIP' or 'ZLIB', got {compression!r}")
+        self.compression = comp if comp in ("GZIP", "ZLIB") else None
+        if index is not None and (isinstance(index, (str, bytes)) or len(index) != len(self.paths)):
+            raise ValueError(f"TFRecord: index must have one entry per shard ({len(self.paths)})")
+        if index is not None and self.compression:
+            raise ValueError("TFRecord: index= applies to uncompressed shards only")
+        feats = [(image_key, "bytes", 1)]
+        self._extra_outputs = []
+        if label_key is not None:
+            feats.append((label_key, "int64", 1))
+            self._extra_outputs.append(((), np.dtype(np.int64)))
+        for key, spec in (features or {}).items():
+            dtype, count = spec
+            dtype = np.dtype(dtype)
+            if dtype not in (np.float32, np.int64) or int(count) < 1:
+                raise ValueError(f"TFRecord: feature {key!r}: need (float32 | int64, count >= 1), got {spec!r}")
+            feats.append((key, dtype.name, int(count)))
+            self._extra_outputs.append(((int(count),), dtype))
+        keys = [f[0] for f in feats]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"TFRecord: a feature key is asked for twice: {keys}")
+        self.image_key, self.label_key = image_key, label_key
+        self.features = dict(features or {})
+
+        shard_ids, offsets, lengths, numbers, mems, tails = [], [], [], [], [], []
+        for k, path in enumerate(self.paths):
+            mem, tail = None, ""
+            if self.compression:
+                mem, tail = _decompress(path, self.compression)
+                o, ln, t = _image.tfrecord_scan(path, mem)
+                if t is not None:
+                    tail = t[1] + (f" ({tail})" if tail else "")
+            elif index is not None:
+                o, ln = _given_index(index[k], path, os.stat(path).st_size, k)
+            else:
+                st = os.stat(path)
+                cpath = _cache_path(path, index_dir) if cache_index else None
+                got = _load_cached_index(cpath, st) if cpath else None
+                if got is not None:
+                    o, ln = got
+                else:
+                    o, ln, t = _image.tfrecord_scan(path)
+                    if t is not None:
+                        tail = t[1]
+                    elif cpath:
+                        _save_index(cpath, st, o, ln)  # shards with a broken framing are not cached
+            if tail:  # one more sample that stands for the break
+                o = np.append(o, np.uint64(0))
+                ln = np.append(ln, np.uint64(_image.TFR_BROKEN))
+            shard_ids.append(np.full(len(o), k, np.int32))
+            offsets.append(o)
+            lengths.append(ln)
+            numbers.append(np.arange(len(o), dtype=np.int64))
+            mems.append(mem)
+            tails.append(tail.encode())
+        self._shard_of = np.concatenate(shard_ids)
+        self.record_numbers = np.concatenate(numbers)
+        if len(self._shard_of) == 0:
+            raise ValueError(f"TFRecord: the shards hold no records: {self.paths}")
+        reader = _image.TFRecordReader([os.fsencode(p) for p in self.paths], mems, tails, self._shard_of,
+                                       np.concatenate(offsets), np.concatenate(lengths), self.record_numbers,
+                                       feats, 0)
+        super().__init__(reader, None)
+
+    def path(self, index):
+        """The shard that holds sample `index`."""
+        return self.paths[self._shard_of[index]]
+
+    def location(self, index):
+        """(shard path, record number inside the shard) of sample `index`."""
+        return self.path(index), int(self.record_numbers[index])

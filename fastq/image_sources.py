@@ -172,6 +172,7 @@ class _ImageBackend:
         out = [(tuple(self.spec.out_shape), np_dtype)]
         if self.source.labels is not None:
             out.append((self.source.labels.shape[1:], self.source.labels.dtype))
+        out += getattr(self.source, "_extra_outputs", [])  # outputs a native reader writes (TFRecord labels...)
         if self.return_index:
             out.append(((), np.dtype(np.int64)))
         return out
@@ -204,7 +205,7 @@ class _ImageBackend:
             except ValueError:
                 idx = None
         exc.index = idx
-        if idx is not None and isinstance(self.source, Files):
+        if idx is not None and hasattr(self.source, "path"):  # Files: the file; TFRecord/WebDataset: the shard
             exc.path = self.source.path(idx)
         return exc
 

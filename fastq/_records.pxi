@@ -1,0 +1,250 @@
+# Included at the end of fastq/_image.pyx (after _imgtask.pxi): native record
+# readers (csrc/fq_tfrecord.h) exposed as fq_sample_reader objects for an
+# ImageTask of kind "reader".  Each reader object owns every buffer its C
+# struct points into; the ImageTask keeps the reader alive until it is freed.
+
+import os
+from libc.stdint cimport uint32_t, int32_t
+
+cdef extern from "fq_tfrecord.h" nogil:
+    enum:
+        FQ_TFR_BYTES
+        FQ_TFR_FLOAT
+        FQ_TFR_INT64
+        FQ_TFR_MAX_FEATURES
+    ctypedef struct fq_tfr_feature:
+        const char *key
+        size_t key_len
+        int kind
+        int64_t count
+    ctypedef struct fq_tfr_value:
+        const uint8_t *ptr
+        size_t len
+    ctypedef struct fq_tfr_config:
+        int n_shards
+        const char *const *paths
+        const uint8_t *const *mem
+        const size_t *mem_len
+        const char *const *tail_msg
+        int64_t n
+        const int32_t *shard
+        const uint64_t *offset
+        const uint64_t *length
+        const int64_t *number
+        const fq_tfr_feature *feats
+        int n_feats
+        int image
+        const size_t *extra_offset
+    ctypedef struct fq_tfr:
+        pass
+    int fq_tfr_parse_example(const uint8_t *data, size_t len, const fq_tfr_feature *feats, int n_feats,
+                             fq_tfr_value *vals, void *const *dst, fq_err *err)
+    int fq_tfr_scan(const char *path, const uint8_t *mem, size_t mem_len, uint64_t **offsets, uint64_t **lengths,
+                    int64_t *n, fq_err *tail, fq_err *err)
+    int fq_tfr_create(const fq_tfr_config *cfg, fq_tfr **out, fq_err *err)
+    void fq_tfr_free(fq_tfr *r)
+    int fq_tfr_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data, size_t *len,
+                    uint8_t *extra, uint64_t *nread, fq_err *err)
+    void fq_tfr_describe(void *ctx, int64_t idx, char *out, size_t len)
+
+cdef extern from "fq_crc32c.h" nogil:
+    uint32_t fq_crc32c(const void *data, size_t len)
+    uint32_t fq_crc32c_mask(uint32_t crc)
+
+TFR_KINDS = {"bytes": FQ_TFR_BYTES, "float32": FQ_TFR_FLOAT, "int64": FQ_TFR_INT64}
+TFR_BROKEN = 0xFFFFFFFFFFFFFFFF
+
+
+def masked_crc32c(data):
+    """TFRecord's masked CRC-32C of a bytes-like object."""
+    cdef const uint8_t[::1] v = memoryview(data).cast("B")
+    cdef uint32_t c
+    with nogil:
+        c = fq_crc32c_mask(fq_crc32c(&v[0] if v.shape[0] else NULL, v.shape[0]))
+    return c
+
+
+def tfrecord_scan(path, data=None):
+    """Index one TFRecord shard (a file, or its contents in `data`).
+
+    Returns (offsets uint64, lengths uint64, tail) where tail is None or the
+    (code, message) of the framing error that ended the walk early."""
+    cdef bytes bpath = os.fsencode(path)
+    cdef const char *cpath = bpath
+    cdef const uint8_t[::1] mv
+    cdef const uint8_t *mem = NULL
+    cdef size_t mem_len = 0
+    cdef uint64_t *offs = NULL
+    cdef uint64_t *lens = NULL
+    cdef int64_t n = 0, i
+    cdef fq_err tail, err
+    cdef int rc
+    memset(&err, 0, sizeof(err))
+    memset(&tail, 0, sizeof(tail))
+    if data is not None:
+        mv = memoryview(data).cast("B")
+        mem_len = mv.shape[0]
+        mem = &mv[0] if mem_len else <const uint8_t *>cpath  # any non-NULL pointer: 0 bytes are read
+    with nogil:
+        rc = fq_tfr_scan(cpath, mem, mem_len, &offs, &lens, &n, &tail, &err)
+    if rc != 0:
+        raise_fq_error(&err)
+    o = np.empty(n, np.uint64)
+    l = np.empty(n, np.uint64)
+    cdef uint64_t[::1] ov = o
+    cdef uint64_t[::1] lv = l
+    for i in range(n):
+        ov[i] = offs[i]
+        lv[i] = lens[i]
+    free(offs)
+    free(lens)
+    t = None if tail.code == 0 else (tail.code, tail.msg.decode("utf-8", "replace"))
+    return o, l, t
+
+
+cdef int _fill_features(list features, fq_tfr_feature *feats, list keep) except -1:
+    """features: [(key bytes, kind str, count)] -> feats[]."""
+    if len(features) > FQ_TFR_MAX_FEATURES:
+        raise ValueError(f"at most {FQ_TFR_MAX_FEATURES} features")
+    for k, (key, kind, count) in enumerate(features):
+        bkey = key.encode() if isinstance(key, str) else bytes(key)
+        keep.append(bkey)
+        feats[k].key = <const char *>bkey
+        feats[k].key_len = len(bkey)
+        feats[k].kind = TFR_KINDS[kind]
+        feats[k].count = count
+    return 0
+
+
+def parse_example(data, features):
+    """Parse one serialized tf.train.Example with the native parser (for tests
+    and tools).  features: [(key, "bytes" | "float32" | "int64", count)];
+    returns one value per feature (bytes, or a numpy array of count values)."""
+    cdef fq_tfr_feature feats[16]
+    cdef fq_tfr_value vals[16]
+    cdef void *dst[16]
+    cdef fq_err err
+    cdef const uint8_t[::1] mv = memoryview(bytes(data)).cast("B")
+    cdef cnp.ndarray a
+    cdef int rc, n = len(features)
+    keep = []
+    _fill_features(list(features), feats, keep)
+    outs = []
+    for k, (_, kind, count) in enumerate(features):
+        if kind == "bytes":
+            dst[k] = NULL
+            outs.append(None)
+        else:
+            a = np.zeros(count, np.float32 if kind == "float32" else np.int64)
+            dst[k] = <void *>a.data
+            outs.append(a)
+    memset(&err, 0, sizeof(err))
+    with nogil:
+        rc = fq_tfr_parse_example(&mv[0] if mv.shape[0] else <const uint8_t *>dst, mv.shape[0], feats, n, vals,
+                                  dst, &err)
+    if rc != 0:
+        raise_fq_error(&err)
+    for k, (_, kind, _c) in enumerate(features):
+        if kind == "bytes":
+            outs[k] = bytes((<const char *>vals[k].ptr)[:vals[k].len]) if vals[k].len else b""
+    return outs
+
+
+cdef class TFRecordReader:
+    """The native reader over an indexed set of TFRecord shards (see
+    fastq.dataset_sources.TFRecord, which builds the index)."""
+    cdef fq_tfr *r
+    cdef fq_sample_reader sr
+    cdef fq_tfr_feature feats[16]
+    cdef size_t extra_offset[16]
+    cdef const char **_paths
+    cdef const char **_tails
+    cdef const uint8_t **_mem
+    cdef size_t *_mem_len
+    cdef object _keep
+    cdef readonly int64_t n
+
+    def __cinit__(self):
+        self.r = NULL
+        self._paths = NULL
+        self._tails = NULL
+        self._mem = NULL
+        self._mem_len = NULL
+
+    def __init__(self, list paths, list mems, list tails, shard, offset, length, number, list features,
+                 int image):
+        """paths: shard paths (bytes); mems: per shard None or its decompressed
+        contents; tails: per shard b"" or its framing error message; shard /
+        offset / length / number: the record index; features: [(key, kind,
+        count)] with features[image] the encoded image."""
+        cdef fq_tfr_config cfg
+        cdef fq_err err
+        cdef int s, ns = len(paths)
+        cdef const uint8_t[::1] mv
+        cdef size_t off = 0
+        memset(&cfg, 0, sizeof(cfg))
+        memset(&err, 0, sizeof(err))
+        keep = []
+        self._paths = <const char **>calloc(ns, sizeof(char *))
+        self._tails = <const char **>calloc(ns, sizeof(char *))
+        self._mem = <const uint8_t **>calloc(ns, sizeof(uint8_t *))
+        self._mem_len = <size_t *>calloc(ns, sizeof(size_t))
+        if self._paths == NULL or self._tails == NULL or self._mem == NULL or self._mem_len == NULL:
+            raise MemoryError()
+        for s in range(ns):
+            keep.append(paths[s])
+            self._paths[s] = <const char *>paths[s]
+            keep.append(tails[s])
+            self._tails[s] = <const char *>tails[s]
+            if mems[s] is not None:
+                mv = memoryview(mems[s]).cast("B")
+                keep.append(mv)
+                self._mem_len[s] = mv.shape[0]
+                self._mem[s] = &mv[0] if mv.shape[0] else <const uint8_t *>self._paths[s]
+        arrs = [np.ascontiguousarray(shard, np.int32), np.ascontiguousarray(offset, np.uint64),
+                np.ascontiguousarray(length, np.uint64), np.ascontiguousarray(number, np.int64)]
+        keep += arrs
+        _fill_features(features, self.feats, keep)
+        self.sr.n_extra = 0
+        for k, (_, kind, count) in enumerate(features):
+            self.extra_offset[k] = off
+            if k != image:
+                size = count * (4 if kind == "float32" else 8)
+                self.sr.extra_sizes[self.sr.n_extra] = size
+                self.sr.n_extra += 1
+                off += size
+        cfg.n_shards = ns
+        cfg.paths = self._paths
+        cfg.mem = self._mem
+        cfg.mem_len = self._mem_len
+        cfg.tail_msg = self._tails
+        cfg.n = len(arrs[0])
+        cfg.shard = <const int32_t *>(<cnp.ndarray>arrs[0]).data
+        cfg.offset = <const uint64_t *>(<cnp.ndarray>arrs[1]).data
+        cfg.length = <const uint64_t *>(<cnp.ndarray>arrs[2]).data
+        cfg.number = <const int64_t *>(<cnp.ndarray>arrs[3]).data
+        cfg.feats = self.feats
+        cfg.n_feats = len(features)
+        cfg.image = image
+        cfg.extra_offset = self.extra_offset
+        self._keep = keep
+        if fq_tfr_create(&cfg, &self.r, &err) != 0:
+            raise_fq_error(&err)
+        self.n = cfg.n
+        self.sr.read = fq_tfr_read
+        self.sr.describe = fq_tfr_describe
+        self.sr.reader = self.r
+
+    def __dealloc__(self):
+        if self.r != NULL:
+            fq_tfr_free(self.r)
+        free(self._paths)
+        free(self._tails)
+        free(self._mem)
+        free(self._mem_len)
+
+    def __len__(self):
+        return self.n
+
+    def sample_reader_address(self):
+        return <size_t>&self.sr
