@@ -327,8 +327,8 @@ int fq_tfr_scan(const char *path, const uint8_t *mem, size_t mem_len, uint64_t *
     while (pos < size) {
         uint8_t h[12];
         if (size - pos < 12) {
-            fq_set_err(tail, FQ_E_IO, "truncated shard: record %lld at offset %llu has a %llu-byte header, need 12",
-                       (long long)cnt, (unsigned long long)pos, (unsigned long long)(size - pos));
+            fq_set_err(tail, FQ_E_IO, "truncated shard: a %llu-byte partial record header at offset %llu",
+                       (unsigned long long)(size - pos), (unsigned long long)pos);
             break;
         }
         if (mem) {
@@ -340,22 +340,22 @@ int fq_tfr_scan(const char *path, const uint8_t *mem, size_t mem_len, uint64_t *
                 break;
             }
             if (got < 12) {
-                fq_set_err(tail, FQ_E_IO, "truncated shard: record %lld at offset %llu (shard shrank while read)",
-                           (long long)cnt, (unsigned long long)pos);
+                fq_set_err(tail, FQ_E_IO, "truncated shard: the shard shrank while indexed (offset %llu)",
+                           (unsigned long long)pos);
                 break;
             }
         }
         uint64_t len = le64(h);
         if (fq_crc32c_mask(fq_crc32c(h, 8)) != le32(h + 8)) {
-            fq_set_err(tail, FQ_E_IO, "record %lld at offset %llu: length CRC mismatch (corrupt length field)",
-                       (long long)cnt, (unsigned long long)pos);
+            fq_set_err(tail, FQ_E_IO, "length CRC mismatch at offset %llu (corrupt length field)",
+                       (unsigned long long)pos);
             break;
         }
         if (len > size - pos - 12 || size - pos - 12 - len < 4) {
             fq_set_err(tail, FQ_E_IO,
-                       "truncated shard: record %lld at offset %llu has %llu data bytes but only %llu bytes follow "
+                       "truncated shard: the record at offset %llu has %llu data bytes but only %llu bytes follow "
                        "its header (need %llu with the data CRC)",
-                       (long long)cnt, (unsigned long long)pos, (unsigned long long)len,
+                       (unsigned long long)pos, (unsigned long long)len,
                        (unsigned long long)(size - pos - 12), (unsigned long long)len + 4);
             break;
         }

@@ -60,8 +60,8 @@ int fq_tfr_parse_example(const uint8_t *data, size_t len, const fq_tfr_feature *
 /* Index one shard, from a file (mem == NULL) or a buffer (mem, mem_len: a
  * decompressed GZIP shard).  On FQ_OK: *offsets / *lengths (malloc'd, caller
  * frees with free()) hold *n records; tail->code != FQ_OK when a framing error
- * (truncation, bad length CRC) ended the walk early, with the message naming
- * the record number and offset.  Returns an error only for I/O failures or
+ * (truncation, bad length CRC) ended the walk early at record number *n, with
+ * the message naming its offset.  Returns an error only for I/O failures or
  * out of memory. */
 int fq_tfr_scan(const char *path, const uint8_t *mem, size_t mem_len, uint64_t **offsets, uint64_t **lengths,
                 int64_t *n, fq_err *tail, fq_err *err);
