@@ -248,3 +248,151 @@ cdef class TFRecordReader:
 
     def sample_reader_address(self):
         return <size_t>&self.sr
+
+
+# ------------------------------------------------------------------ tar shards
+
+cdef extern from "fq_tar.h" nogil:
+    ctypedef struct fq_tarset_config:
+        int n_shards
+        const char *const *paths
+        int64_t n
+        const int32_t *shard
+        const uint64_t *img_off
+        const uint64_t *img_size
+        const uint64_t *lab_off
+        const uint64_t *lab_size
+        const int64_t *number
+        const char *const *key
+        const char *const *error
+        int with_label
+    ctypedef struct fq_tarset:
+        pass
+    int fq_tar_scan(const char *path, uint64_t **offsets, uint64_t **sizes, uint8_t **flags, char **names,
+                    size_t *names_len, int64_t *n, fq_err *tail, fq_err *err)
+    int fq_tarset_create(const fq_tarset_config *cfg, fq_tarset **out, fq_err *err)
+    void fq_tarset_free(fq_tarset *s)
+    int fq_tar_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data, size_t *len,
+                    uint8_t *extra, uint64_t *nread, fq_err *err)
+    void fq_tar_describe(void *ctx, int64_t idx, char *out, size_t len)
+
+TAR_NONE = 0xFFFFFFFFFFFFFFFF
+
+
+def tar_scan(path):
+    """List the regular-file members of a tar shard (headers and checksums
+    verified).  Returns (names [str], offsets uint64, sizes uint64, unsafe bool
+    array, tail) with tail None or the (code, message) of the framing error that
+    ended the walk early."""
+    cdef bytes bpath = os.fsencode(path)
+    cdef const char *cpath = bpath
+    cdef uint64_t *offs = NULL
+    cdef uint64_t *sizes = NULL
+    cdef uint8_t *flags = NULL
+    cdef char *names = NULL
+    cdef size_t names_len = 0
+    cdef int64_t n = 0, i
+    cdef fq_err tail, err
+    cdef int rc
+    memset(&err, 0, sizeof(err))
+    memset(&tail, 0, sizeof(tail))
+    with nogil:
+        rc = fq_tar_scan(cpath, &offs, &sizes, &flags, &names, &names_len, &n, &tail, &err)
+    if rc != 0:
+        raise_fq_error(&err)
+    try:
+        o = np.empty(n, np.uint64)
+        s = np.empty(n, np.uint64)
+        u = np.empty(n, np.bool_)
+        for i in range(n):
+            o[i] = offs[i]
+            s[i] = sizes[i]
+            u[i] = flags[i] != 0
+        blob = names[:names_len] if names_len else b""
+        lst = [os.fsdecode(x) for x in blob.split(b"\0")[:n]]
+    finally:
+        free(offs)
+        free(sizes)
+        free(flags)
+        free(names)
+    t = None if tail.code == 0 else (tail.code, tail.msg.decode("utf-8", "replace"))
+    return lst, o, s, u, t
+
+
+cdef class TarReader:
+    """The native reader over an index of tar samples (see
+    fastq.dataset_sources.WebDataset, which builds the index)."""
+    cdef fq_tarset *s
+    cdef fq_sample_reader sr
+    cdef const char **_paths
+    cdef const char **_keys
+    cdef const char **_errors
+    cdef object _keep
+    cdef readonly int64_t n
+
+    def __cinit__(self):
+        self.s = NULL
+        self._paths = NULL
+        self._keys = NULL
+        self._errors = NULL
+
+    def __init__(self, list paths, shard, img_off, img_size, lab_off, lab_size, number, list keys, list errors,
+                 bint with_label):
+        cdef fq_tarset_config cfg
+        cdef fq_err err
+        cdef int64_t i, n = len(keys)
+        memset(&cfg, 0, sizeof(cfg))
+        memset(&err, 0, sizeof(err))
+        keep = []
+        self._paths = <const char **>calloc(len(paths), sizeof(char *))
+        self._keys = <const char **>calloc(max(n, 1), sizeof(char *))
+        self._errors = <const char **>calloc(max(n, 1), sizeof(char *))
+        if self._paths == NULL or self._keys == NULL or self._errors == NULL:
+            raise MemoryError()
+        for i in range(len(paths)):
+            keep.append(paths[i])
+            self._paths[i] = <const char *>paths[i]
+        for i in range(n):
+            keep.append(keys[i])
+            self._keys[i] = <const char *>keys[i]
+            if errors[i] is not None:
+                keep.append(errors[i])
+                self._errors[i] = <const char *>errors[i]
+        arrs = [np.ascontiguousarray(shard, np.int32)] + [np.ascontiguousarray(a, np.uint64) for a in
+                                                          (img_off, img_size, lab_off, lab_size)] + \
+               [np.ascontiguousarray(number, np.int64)]
+        keep += arrs
+        cfg.n_shards = len(paths)
+        cfg.paths = self._paths
+        cfg.n = n
+        cfg.shard = <const int32_t *>(<cnp.ndarray>arrs[0]).data
+        cfg.img_off = <const uint64_t *>(<cnp.ndarray>arrs[1]).data
+        cfg.img_size = <const uint64_t *>(<cnp.ndarray>arrs[2]).data
+        cfg.lab_off = <const uint64_t *>(<cnp.ndarray>arrs[3]).data
+        cfg.lab_size = <const uint64_t *>(<cnp.ndarray>arrs[4]).data
+        cfg.number = <const int64_t *>(<cnp.ndarray>arrs[5]).data
+        cfg.key = self._keys
+        cfg.error = self._errors
+        cfg.with_label = with_label
+        self._keep = keep
+        if fq_tarset_create(&cfg, &self.s, &err) != 0:
+            raise_fq_error(&err)
+        self.n = n
+        self.sr.read = fq_tar_read
+        self.sr.describe = fq_tar_describe
+        self.sr.reader = self.s
+        self.sr.n_extra = 1 if with_label else 0
+        self.sr.extra_sizes[0] = 8
+
+    def __dealloc__(self):
+        if self.s != NULL:
+            fq_tarset_free(self.s)
+        free(self._paths)
+        free(self._keys)
+        free(self._errors)
+
+    def __len__(self):
+        return self.n
+
+    def sample_reader_address(self):
+        return <size_t>&self.sr

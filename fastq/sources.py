@@ -14,7 +14,7 @@ import numpy as np
 from fastq import _core
 from fastq._source_base import Source
 
-__all__ = ["Source", "Iterable", "Files", "Bytes", "Arrays", "Folder", "TFRecord"]
+__all__ = ["Source", "Iterable", "Files", "Bytes", "Arrays", "Folder", "TFRecord", "WebDataset"]
 
 
 class Iterable(Source):
@@ -230,4 +230,4 @@ class _PyProducers:
 # Native image sources live in fastq.image_sources; they are re-exported here so
 # that every source is reachable as fastq.sources.X.
 from fastq.image_sources import Arrays, Bytes, Files, ImageSource  # noqa: E402,F401
-from fastq.dataset_sources import Folder, TFRecord  # noqa: E402,F401
+from fastq.dataset_sources import Folder, TFRecord, WebDataset  # noqa: E402,F401
