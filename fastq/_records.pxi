@@ -396,3 +396,44 @@ cdef class TarReader:
 
     def sample_reader_address(self):
         return <size_t>&self.sr
+
+
+# --------------------------------------------------- stream (encoded buffers)
+
+cdef class Decoder:
+    """Decode + augment one encoded image into a caller's array, GIL released.
+    One Decoder per thread (its scratch is not shared); the spec is shared."""
+    cdef ImageSpec spec
+    cdef fq_img_scratch *scratch
+
+    def __cinit__(self):
+        self.scratch = NULL
+
+    def __init__(self, ImageSpec spec):
+        self.spec = spec
+        self.scratch = fq_img_scratch_new()
+        if self.scratch == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        if self.scratch != NULL:
+            fq_img_scratch_free(self.scratch)
+
+    def decode_into(self, data, cnp.ndarray out, uint64_t seed, uint64_t epoch, uint64_t index):
+        """Sample `index` of (seed, epoch) from encoded `data` into `out` (an
+        array of the spec's output shape/dtype, C-contiguous)."""
+        cdef const uint8_t[::1] mv = memoryview(data).cast("B")
+        cdef size_t n = mv.shape[0]
+        cdef fq_err err
+        cdef int rc
+        if not out.flags.c_contiguous or out.nbytes != fq_img_spec_row_bytes(self.spec.spec):
+            raise ValueError("out must be a C-contiguous array of the spec's output size")
+        if n == 0:
+            raise error_for_code(7, "empty buffer (0 bytes)")
+        cdef void *dst = out.data
+        memset(&err, 0, sizeof(err))
+        with nogil:
+            rc = fq_img_process_encoded(self.spec.spec, self.scratch, &mv[0], n, seed, epoch, index, dst, NULL,
+                                        &err)
+        if rc != 0:
+            raise_fq_error(&err)

@@ -368,3 +368,26 @@ def test_fuzzed_protobuf_never_crashes_and_agrees_with_tf(blob):
         np.testing.assert_array_equal(ours[2], ref["image/object/bbox/xmin"])
     if ours is not None:  # whatever we accept, TF accepts too
         assert ref is not None
+
+
+def test_keras_fit_and_tf_distribute_shards(data):
+    """The docs' examples in small: Keras model.fit from TFRecord shards, and
+    the per-input-pipeline shards fastq.tf.shard_source gives tf.distribute."""
+    import fastq.tf
+    src = fastq.sources.TFRecord(data["paths"])
+    pipe = fastq.Pipeline(src, batch_size=4, shuffle=True, seed=0, ops=[ops.Resize((16, 16))])
+    model = tf.keras.Sequential([tf.keras.Input((16, 16, 3)), tf.keras.layers.Flatten(),
+                                 tf.keras.layers.Dense(1000)])
+    model.compile("sgd", tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    hist = model.fit(fastq.tf.dataset(pipe), epochs=2, shuffle=False, verbose=0)
+    assert len(hist.history["loss"]) == 2 and np.isfinite(hist.history["loss"]).all()
+    pipe.close()
+    seen = []
+    for i in range(3):
+        ctx = tf.distribute.InputContext(num_input_pipelines=3, input_pipeline_id=i, num_replicas_in_sync=3)
+        with fastq.Pipeline(fastq.tf.shard_source(src, ctx), batch_size=2, return_index=True,
+                            ops=[ops.Resize((8, 8))]) as p:
+            for _, lab, idx in fastq.tf.dataset(p):
+                np.testing.assert_array_equal(lab.numpy(), data["labels"][idx.numpy()])
+                seen += idx.numpy().tolist()
+    assert sorted(seen) == list(range(N))
