@@ -18,7 +18,9 @@ Peers (each runs whole epochs; the consumer only drops the batch):
 Method: one warm-up epoch of each, then ``--repeats`` rounds; each round runs one epoch
 of every peer in turn (so load from other processes hits all alike).  Prints the
 median images/s of each peer and the ratios tfrecord/tf.data (target >= 2) and
-folder/files (target >= 0.97).
+folder/files (target >= 0.97), and the median process CPU time per 1000 images of each
+peer (all peers run in this process; a ratio of CPU costs still means something on a
+machine shared with other load, where images/s does not).
 
     python benchmarks/bench_sources.py [--images 1000] [--shards 8] [--repeats 5] [--workers N]
 
@@ -160,27 +162,33 @@ def main():
         "fastq-files": fastq_runner(files, workers),
     }
     rates = {k: [] for k in peers}
+    cpu = {k: [] for k in peers}  # process CPU seconds (all threads) per 1000 images: robust to other load
     print(f"{args.images} images in {args.shards} shards, workers={workers}, batch {BATCH}, "
           f"TFRecord index built in {index_s * 1000:.1f} ms", flush=True)
     for k, (run, _) in peers.items():  # warm-up
         run()
     for r in range(args.repeats):
         for k, (run, _) in peers.items():
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             n = run()
             rates[k].append(n / (time.perf_counter() - t))
+            cpu[k].append((time.process_time() - c) * 1000 / n)
         print(f"round {r + 1}: " + "  ".join(f"{k} {v[-1]:.0f}" for k, v in rates.items()), flush=True)
     for _, close in peers.values():
         if close:
             close()
     med = {k: statistics.median(v) for k, v in rates.items()}
-    print("\nmedian images/s over", args.repeats, "rounds:")
+    cmed = {k: statistics.median(v) for k, v in cpu.items()}
+    print("\nmedians over", args.repeats, "rounds:   images/s   CPU s per 1000 images")
     for k, v in med.items():
-        print(f"  {k:16s} {v:8.1f}")
+        print(f"  {k:16s} {v:8.1f}   {cmed[k]:8.2f}")
     r1 = med["fastq-tfrecord"] / med["tfdata-tfrecord"]
     r2 = med["fastq-folder"] / med["fastq-files"]
     print(f"\nfastq TFRecord / tf.data TFRecord = {r1:.2f}x (target >= 2)")
     print(f"fastq Folder / fastq Files       = {r2:.3f}x (target >= 0.97)")
+    print(f"CPU per image, tf.data / fastq TFRecord = "
+          f"{cmed['tfdata-tfrecord'] / cmed['fastq-tfrecord']:.2f}x; Files / Folder = "
+          f"{cmed['fastq-files'] / cmed['fastq-folder']:.3f}x")
 
 
 if __name__ == "__main__":
