@@ -237,3 +237,26 @@ def test_fuzzed_tar_headers_never_crash(tmp_path):
         if tail is not None:
             assert "offset" in tail[1]
     check()
+
+
+def test_shards_written_and_read_by_webdataset(data, tmp_path):
+    """Shards written by webdataset's own TarWriter; fastq's samples match what
+    webdataset's own reader yields (keys, labels) and the Files source (images)."""
+    import webdataset as wds
+    paths = []
+    for s in range(2):
+        p = str(tmp_path / f"wds-{s:03d}.tar")
+        with wds.TarWriter(p) as w:
+            for i in range(s * 9, s * 9 + 9):
+                with open(data["jpegs"][i], "rb") as f:
+                    w.write({"__key__": f"n{i % 3}/s{i:06d}", "jpg": f.read(), "cls": int(data["labels"][i])})
+        paths.append(p)
+    ref = list(wds.WebDataset(paths, shardshuffle=False, empty_check=False))
+    src = fastq.sources.WebDataset(paths)
+    assert src.keys == [r["__key__"] for r in ref]
+    out = run(src, ops=[ops.Resize((16, 16))], return_index=True, drop_remainder=False)
+    assert np.concatenate([b[1] for b in out]).tolist() == [int(r["cls"]) for r in ref]
+    files = run(fastq.sources.Files(data["jpegs"], labels=data["labels"]), seed=9, shuffle=True)
+    got = run(src, seed=9, shuffle=True, workers=2)
+    for a, b in zip(got, files):
+        assert a[0].tobytes() == b[0].tobytes()
