@@ -125,7 +125,7 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
-RECORD_SOURCES = ["csrc/fq_crc32c.c", "csrc/fq_tfrecord.c", "csrc/fq_tar.c"]  # native dataset readers (issue 8)
+RECORD_SOURCES = ["csrc/fq_crc32c.c", "csrc/fq_tfrecord.c", "csrc/fq_tar.c", "csrc/fq_readahead.c"]  # native dataset readers (issue 8)
 
 
 def _extensions():

@@ -44,7 +44,7 @@ struct fq_imgtask {
 static int reader_ok(const fq_imgtask_source *src)
 {
     const fq_sample_reader *r = src->reader;
-    return r && r->read && r->describe && !src->labels && r->n_extra >= 0 && r->n_extra <= FQ_IMGTASK_MAX_EXTRA;
+    return r && r->read && r->describe && r->n_extra >= 0 && r->n_extra <= FQ_IMGTASK_MAX_EXTRA;
 }
 
 static size_t extra_bytes(const fq_imgtask_source *src)
@@ -129,6 +129,9 @@ int fq_imgtask_set_epoch(fq_imgtask *t, const int64_t *order, int64_t n_items, u
         if (order[i] < 0 || order[i] >= t->src.n)
             return fq_set_err(err, FQ_E_INVALID, "order[%lld] = %lld is not a sample index", (long long)i,
                               (long long)order[i]);
+    if (t->src.kind == FQ_SRC_READER && t->src.reader->set_order &&
+        t->src.reader->set_order(t->src.reader->reader, order, n_items, err) != FQ_OK)
+        return err ? err->code : FQ_E_SYS;
     t->order = order;
     t->n_items = n_items;
     t->seed = seed;
@@ -261,16 +264,16 @@ static int produce(fq_imgtask *t, int worker, int64_t idx, uint64_t seed, uint64
 static void write_extras(fq_imgtask *t, int worker, int64_t idx, uint8_t *const *rows)
 {
     int b = 1;
-    if (t->src.kind == FQ_SRC_READER) {
+    if (t->src.labels) {
+        memcpy(rows[b], t->src.labels + (size_t)idx * t->src.label_bytes, t->src.label_bytes);
+        b++;
+    }
+    if (t->src.kind == FQ_SRC_READER) { /* after the labels, as in the output spec */
         size_t off = 0;
         for (int k = 0; k < t->src.reader->n_extra; k++, b++) {
             memcpy(rows[b], t->w[worker].extra + off, t->src.reader->extra_sizes[k]);
             off += t->src.reader->extra_sizes[k];
         }
-    }
-    if (t->src.labels) {
-        memcpy(rows[b], t->src.labels + (size_t)idx * t->src.label_bytes, t->src.label_bytes);
-        b++;
     }
     if (t->with_index)
         memcpy(rows[b], &idx, sizeof idx);

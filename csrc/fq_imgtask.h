@@ -47,6 +47,8 @@ typedef struct fq_sample_reader {
                 uint8_t *extra, uint64_t *nread, fq_err *err);
     void (*describe)(void *reader, int64_t idx, char *out, size_t len);
     void *reader;
+    /* optional (NULL): told each epoch's order by fq_imgtask_set_epoch (read-ahead) */
+    int (*set_order)(void *reader, const int64_t *order, int64_t n_items, fq_err *err);
     int n_extra;                                  /* outputs after the image (labels etc.) */
     size_t extra_sizes[FQ_IMGTASK_MAX_EXTRA];
 } fq_sample_reader;
@@ -61,7 +63,7 @@ typedef struct fq_imgtask_source {
     const size_t *strides;      /* ARRAYS: row stride in bytes */
     const uint8_t *labels;      /* n x label_bytes, or NULL */
     size_t label_bytes;
-    const fq_sample_reader *reader; /* READER (borrowed); `labels` must be NULL */
+    const fq_sample_reader *reader; /* READER (borrowed); its outputs follow `labels` (if any) */
 } fq_imgtask_source;
 
 typedef struct fq_imgtask fq_imgtask;

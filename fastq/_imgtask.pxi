@@ -21,6 +21,7 @@ cdef extern from "fq_imgtask.h" nogil:
         fq_read_fn read
         fq_describe_fn describe
         void *reader
+        int (*set_order)(void *reader, const int64_t *order, int64_t n_items, fq_err *err)
         int n_extra
         size_t extra_sizes[16]
     ctypedef struct fq_imgtask_source:

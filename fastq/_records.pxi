@@ -437,3 +437,104 @@ cdef class Decoder:
                                         &err)
         if rc != 0:
             raise_fq_error(&err)
+
+
+# ------------------------------------------------------------------ read-ahead
+
+cdef extern from "fq_readahead.h" nogil:
+    ctypedef struct fq_ra:
+        pass
+    ctypedef struct fq_ra_stats:
+        int64_t ahead
+        int64_t direct
+    int fq_ra_create(const fq_sample_reader *inner, int64_t n_samples, int io_threads, int depth, fq_ra **out,
+                     const fq_sample_reader **outer, fq_err *err)
+    void fq_ra_free(fq_ra *ra)
+    void fq_ra_get_stats(fq_ra *ra, fq_ra_stats *st)
+    ctypedef struct fq_filereader:
+        pass
+    int fq_filereader_create(const char *const *paths, int64_t n, int delay_us, fq_filereader **out,
+                             const fq_sample_reader **reader, fq_err *err)
+    void fq_filereader_free(fq_filereader *r)
+
+
+cdef class FileReader:
+    """Whole files as samples (the Files read path) as a native reader, so that
+    a ReadAhead can wrap it.  delay_us: sleep before each read (benchmarks)."""
+    cdef fq_filereader *r
+    cdef const fq_sample_reader *sr
+    cdef const char **_paths
+    cdef object _keep
+    cdef readonly int64_t n
+
+    def __cinit__(self):
+        self.r = NULL
+        self._paths = NULL
+
+    def __init__(self, list paths, int delay_us=0):
+        cdef fq_err err
+        cdef int64_t i, n = len(paths)
+        memset(&err, 0, sizeof(err))
+        self._paths = <const char **>calloc(max(n, 1), sizeof(char *))
+        if self._paths == NULL:
+            raise MemoryError()
+        for i in range(n):
+            if not isinstance(paths[i], bytes) or b"\0" in paths[i]:
+                raise ValueError(f"sample {i}: bad path {paths[i]!r}")
+            self._paths[i] = <const char *>paths[i]
+        self._keep = paths
+        if fq_filereader_create(self._paths, n, delay_us, &self.r, &self.sr, &err) != 0:
+            raise_fq_error(&err)
+        self.n = n
+
+    def __dealloc__(self):
+        if self.r != NULL:
+            fq_filereader_free(self.r)
+        free(self._paths)
+
+    def __len__(self):
+        return self.n
+
+    def sample_reader_address(self):
+        return <size_t>self.sr
+
+
+cdef class ReadAhead:
+    """`io_threads` threads reading up to `depth` samples of the epoch order
+    ahead of the decoding workers (csrc/fq_readahead.h).  One per ImageTask:
+    it follows that task's epoch order."""
+    cdef fq_ra *ra
+    cdef const fq_sample_reader *sr
+    cdef object inner
+    cdef readonly int64_t n
+
+    def __cinit__(self):
+        self.ra = NULL
+
+    def __init__(self, inner, int io_threads, int depth):
+        cdef fq_err err
+        cdef size_t addr = inner.sample_reader_address()
+        cdef int64_t n = len(inner)
+        memset(&err, 0, sizeof(err))
+        self.inner = inner
+        with nogil:
+            rc = fq_ra_create(<const fq_sample_reader *>addr, n, io_threads, depth, &self.ra, &self.sr, &err)
+        if rc != 0:
+            raise_fq_error(&err)
+        self.n = n
+
+    def __dealloc__(self):
+        if self.ra != NULL:
+            with nogil:
+                fq_ra_free(self.ra)
+
+    def __len__(self):
+        return self.n
+
+    def sample_reader_address(self):
+        return <size_t>self.sr
+
+    def stats(self):
+        cdef fq_ra_stats st
+        fq_ra_get_stats(self.ra, &st)
+        return {"read_ahead": st.ahead, "read_direct": st.direct}

@@ -24,6 +24,31 @@ __all__ = ["Folder", "TFRecord", "WebDataset", "IMAGE_EXTENSIONS"]
 IMAGE_EXTENSIONS = (".bmp", ".jpeg", ".jpg", ".pgm", ".png", ".ppm", ".tif", ".tiff", ".webp")
 
 
+def _with_read_ahead(src, reader):
+    """`reader` wrapped in a fresh ReadAhead (one per pipeline: it follows that
+    pipeline's epoch order) when src.io_threads > 0; the last one made is kept in
+    src._last_read_ahead for read_ahead_stats()."""
+    if not src.io_threads:
+        return reader
+    from fastq import _image
+    src._last_read_ahead = _image.ReadAhead(reader, int(src.io_threads), int(src.read_ahead))
+    return src._last_read_ahead
+
+
+def read_ahead_stats(source):
+    """{"read_ahead": samples the I/O threads served, "read_direct": samples a
+    worker read itself} of the last pipeline built on `source` (io_threads > 0)."""
+    ra = getattr(source, "_last_read_ahead", None)
+    return ra.stats() if ra is not None else {}
+
+
+def _check_io(io_threads, read_ahead, what):
+    if not isinstance(io_threads, int) or not 0 <= io_threads <= 256:
+        raise ValueError(f"{what}: io_threads must be an int in [0, 256], got {io_threads!r}")
+    if not isinstance(read_ahead, int) or not 1 <= read_ahead <= 1 << 20:
+        raise ValueError(f"{what}: read_ahead must be an int in [1, 2**20], got {read_ahead!r}")
+
+
 def _norm_exts(extensions):
     if extensions is None:
         return IMAGE_EXTENSIONS
@@ -64,10 +89,14 @@ class Folder(Files):
     belong to no class and are ignored.  Files that do not decode follow the
     pipeline's ``on_error`` policy like any :class:`Files` sample.
 
+    ``io_threads`` > 0: that many threads read files up to ``read_ahead`` samples
+    ahead of the decoding workers (for slow storage; see docs/sources.md).
+
     Attributes: ``root``, ``class_names``, ``paths`` (list of str), ``labels`` (int64).
     """
 
-    def __init__(self, root, extensions=None, class_names=None):
+    def __init__(self, root, extensions=None, class_names=None, io_threads=0, read_ahead=64, _read_delay_us=0):
+        _check_io(io_threads, read_ahead, "Folder")
         root = os.fspath(root)
         if not os.path.isdir(root):
             raise FileNotFoundError(f"Folder: {root!r} is not a directory")
@@ -97,6 +126,15 @@ class Folder(Files):
         self.paths = paths
         self.extensions = exts
         super().__init__(paths, np.asarray(labels, dtype=np.int64))
+        self.io_threads, self.read_ahead, self._read_delay_us = io_threads, read_ahead, int(_read_delay_us)
+        if io_threads or self._read_delay_us:
+            self.kind = "reader"  # read through fq_filereader (+ read-ahead); same bytes, same errors
+
+    def _task_items(self):
+        if self.kind != "reader":
+            return self._items
+        from fastq import _image
+        return _with_read_ahead(self, _image.FileReader(self._items, self._read_delay_us))
 
 
 # ---------------------------------------------------------------- TFRecord
@@ -248,13 +286,18 @@ class TFRecord(ImageSource):
     Compressed shards cannot be read at random offsets: each one is
     decompressed into memory when the source is built (memory cost: the
     uncompressed size of all shards) and read from there.
+
+    ``io_threads`` > 0: that many threads read records up to ``read_ahead``
+    samples ahead of the decoding workers (for slow storage).
     """
 
     kind = "reader"
 
     def __init__(self, paths, image_key="image/encoded", label_key="image/class/label", index=None,
-                 compression=None, features=None, index_dir=None, cache_index=True):
+                 compression=None, features=None, index_dir=None, cache_index=True, io_threads=0, read_ahead=64):
         from fastq import _image
+        _check_io(io_threads, read_ahead, "TFRecord")
+        self.io_threads, self.read_ahead = io_threads, read_ahead
         self.paths = _expand_paths(paths, "TFRecord")
         comp = (compression or "").upper()
         if comp not in ("", "NONE", "GZIP", "ZLIB"):
@@ -326,6 +369,9 @@ class TFRecord(ImageSource):
         """The shard that holds sample `index`."""
         return self.paths[self._shard_of[index]]
 
+    def _task_items(self):
+        return _with_read_ahead(self, self._items)
+
     def location(self, index):
         """(shard path, record number inside the shard) of sample `index`."""
         return self.path(index), int(self.record_numbers[index])
@@ -360,12 +406,18 @@ class WebDataset(ImageSource):
     name that is absolute or contains ``..``, a member name used twice in one
     sample.  A framing error (bad header checksum, truncated member) keeps the
     samples before it and is one failing sample itself.
+
+    ``io_threads`` > 0: that many threads read samples up to ``read_ahead``
+    samples ahead of the decoding workers (for slow storage).
     """
 
     kind = "reader"
 
-    def __init__(self, paths, image_ext=("jpg", "jpeg", "png", "webp"), label_ext="cls"):
+    def __init__(self, paths, image_ext=("jpg", "jpeg", "png", "webp"), label_ext="cls", io_threads=0,
+                 read_ahead=64):
         from fastq import _image
+        _check_io(io_threads, read_ahead, "WebDataset")
+        self.io_threads, self.read_ahead = io_threads, read_ahead
         self.paths = _expand_paths(paths, "WebDataset")
         if isinstance(image_ext, str):
             image_ext = (image_ext,)
@@ -430,6 +482,9 @@ class WebDataset(ImageSource):
     def path(self, index):
         """The shard that holds sample `index`."""
         return self.paths[self._shard_of[index]]
+
+    def _task_items(self):
+        return _with_read_ahead(self, self._items)
 
     def location(self, index):
         """(shard path, sample number inside the shard, key) of sample `index`."""
