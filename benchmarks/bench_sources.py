@@ -23,6 +23,11 @@ peer (all peers run in this process; a ratio of CPU costs still means something 
 machine shared with other load, where images/s does not).
 
     python benchmarks/bench_sources.py [--images 1000] [--shards 8] [--repeats 5] [--workers N]
+    python benchmarks/bench_sources.py --latency [--images 1000] [--repeats 3]
+
+``--latency``: the storage-latency curve instead: Folder whose native file reader sleeps
+0 / 2 / 5 ms before every read (a stand-in for network storage), with io_threads 0, 2, 4,
+8, 16 (read_ahead max(64, 4 x io_threads)); median images/s per configuration.
 
 Data: the JPEGs of bench_images.py (bench_data/jpeg_<n>_seed0, built once), written once
 into bench_data/tfrecord_<n>_<shards>/ by tf.io.TFRecordWriter (tf.train.Example with
@@ -135,6 +140,35 @@ def tfdata_runner(shards, workers):
     return run_epoch, None
 
 
+def latency_curve(root, workers, repeats, delays_ms=(0, 2, 5), io_list=(0, 2, 4, 8, 16)):
+    """images/s of Folder when every file read first sleeps `delay` ms (in the native
+    reader: a stand-in for network storage) for each io_threads; configurations
+    alternate within each round; medians."""
+    import fastq
+    configs = [(d, io) for d in delays_ms for io in io_list]
+    runners = {c: fastq_runner(fastq.sources.Folder(root, io_threads=c[1], read_ahead=max(64, 4 * c[1]),
+                                                    _read_delay_us=int(c[0] * 1000)), workers) for c in configs}
+    rates = {c: [] for c in configs}
+    for run, _ in runners.values():
+        run()
+    for r in range(repeats):
+        for c, (run, _) in runners.items():
+            t = time.perf_counter()
+            n = run()
+            rates[c].append(n / (time.perf_counter() - t))
+        print(f"latency round {r + 1} done", flush=True)
+    for run, close in runners.values():
+        close()
+    base = statistics.median(rates[(0, 0)])
+    print(f"\nstorage latency (sleep per file read) vs io_threads: median images/s, workers={workers}")
+    print("delay  " + "".join(f"io={io:<8d}" for io in io_list))
+    for d in delays_ms:
+        print(f"{d:3d} ms " + "".join(f"{statistics.median(rates[(d, io)]):<11.0f}" for io in io_list))
+    print(f"(no latency, no io_threads: {base:.0f} images/s = 1.00; best with latency: " + ", ".join(
+        f"{d} ms -> {max(statistics.median(rates[(d, io)]) for io in io_list) / base:.2f}"
+        for d in delays_ms if d) + ")")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=1000)
@@ -142,6 +176,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--data-dir", default=os.path.join(REPO, "bench_data"))
+    ap.add_argument("--latency", action="store_true",
+                    help="instead: the storage-latency curve (Folder, sleep 0/2/5 ms per read, io_threads 0..16)")
     args = ap.parse_args()
     workers = args.workers or usable_cores()
     os.makedirs(args.data_dir, exist_ok=True)
@@ -149,6 +185,9 @@ def main():
     shards = make_tfrecords(paths, args.shards, os.path.join(args.data_dir, f"tfrecord_{args.images}_{args.shards}"))
     root = make_folder(paths, os.path.join(args.data_dir, f"folder_{args.images}"))
 
+    if args.latency:
+        latency_curve(root, workers, args.repeats)
+        return
     import fastq
     t = time.perf_counter()
     tfr = fastq.sources.TFRecord(shards, cache_index=False)
