@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Mutation-fuzzes the native dataset readers (TFRecord framing + Example parser,
-# tar headers) under ASan+UBSan; any sanitizer report or failed check fails the run.
+# tar headers) under ASan+UBSan, then runs the read-ahead stress test under ASan+UBSan
+# and TSan; any sanitizer report or failed check fails the run.
 # Usage: bash csrc/tests/run_records_fuzz.sh [iterations]   (default 3000)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,3 +24,10 @@ with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as tf:
 PY
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$out/fuzz_records_asan" "$seed/seed.tar" "${1:-3000}"
+
+# The read-ahead (I/O threads + consumers) under ASan+UBSan and TSan.
+RA="csrc/tests/test_readahead.c csrc/fq_readahead.c csrc/fq_common.c"
+$CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc $RA -o "$out/test_readahead_asan" -pthread
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$out/test_readahead_asan"
+$CC -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=thread -Icsrc $RA -o "$out/test_readahead_tsan" -pthread
+TSAN_OPTIONS=halt_on_error=1 "$out/test_readahead_tsan"
