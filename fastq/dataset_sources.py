@@ -42,6 +42,21 @@ def read_ahead_stats(source):
     return ra.stats() if ra is not None else {}
 
 
+def _init_file_read_ahead(src, io_threads, read_ahead, delay_us=0):
+    """Files/Folder: with io_threads (or a simulated latency, for benchmarks) read
+    through the native file reader (+ read-ahead): same bytes, same errors."""
+    _check_io(io_threads, read_ahead, type(src).__name__)
+    src.io_threads, src.read_ahead, src._read_delay_us = io_threads, read_ahead, int(delay_us)
+    src.kind = "reader" if io_threads or src._read_delay_us else "files"
+
+
+def _file_task_items(src):
+    if src.kind != "reader":
+        return src._items
+    from fastq import _image
+    return _with_read_ahead(src, _image.FileReader(src._items, src._read_delay_us))
+
+
 def _check_io(io_threads, read_ahead, what):
     if not isinstance(io_threads, int) or not 0 <= io_threads <= 256:
         raise ValueError(f"{what}: io_threads must be an int in [0, 256], got {io_threads!r}")
@@ -125,16 +140,8 @@ class Folder(Files):
         self.class_names = list(names)
         self.paths = paths
         self.extensions = exts
-        super().__init__(paths, np.asarray(labels, dtype=np.int64))
-        self.io_threads, self.read_ahead, self._read_delay_us = io_threads, read_ahead, int(_read_delay_us)
-        if io_threads or self._read_delay_us:
-            self.kind = "reader"  # read through fq_filereader (+ read-ahead); same bytes, same errors
-
-    def _task_items(self):
-        if self.kind != "reader":
-            return self._items
-        from fastq import _image
-        return _with_read_ahead(self, _image.FileReader(self._items, self._read_delay_us))
+        super().__init__(paths, np.asarray(labels, dtype=np.int64), io_threads, read_ahead)
+        _init_file_read_ahead(self, io_threads, read_ahead, _read_delay_us)
 
 
 # ---------------------------------------------------------------- TFRecord

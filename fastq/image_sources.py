@@ -77,16 +77,24 @@ class Files(ImageSource):
     """Image files (JPEG, PNG, BMP, TIFF, WebP, ... as OpenCV 4.6 decodes them).
 
     ``labels``: None, a sequence of ints, or an array whose leading dimension
-    is the number of files (delivered as the second output).
+    is the number of files (delivered as the second output).  ``io_threads`` > 0:
+    that many threads read files up to ``read_ahead`` samples ahead of the
+    decoding workers (slow storage; see docs/sources.md).
     """
 
     kind = "files"
 
-    def __init__(self, paths, labels=None):
+    def __init__(self, paths, labels=None, io_threads=0, read_ahead=64):
         paths = [os.fsencode(p) for p in paths]
         if not paths:
             raise ValueError("Files: no paths given")
         super().__init__(paths, labels)
+        from fastq.dataset_sources import _init_file_read_ahead  # io_threads: docs/sources.md
+        _init_file_read_ahead(self, io_threads, read_ahead)
+
+    def _task_items(self):
+        from fastq.dataset_sources import _file_task_items
+        return _file_task_items(self)
 
     def path(self, index):
         return os.fsdecode(self._items[index])

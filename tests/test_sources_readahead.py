@@ -64,6 +64,10 @@ def test_folder_read_ahead_same_batches_and_skips(tree):
         st = read_ahead_stats(src)
         assert st["read_ahead"] + st["read_direct"] >= 3 * len(src)
         assert st["read_ahead"] > 0
+    files = fastq.sources.Folder(root)
+    src = fastq.sources.Files(files.paths, files.labels, io_threads=3, read_ahead=5)
+    same(epochs(src, on_error="skip", workers=2), ref)
+    assert read_ahead_stats(src)["read_ahead"] > 0
     src = fastq.sources.Folder(root, io_threads=2)
     with pytest.raises(errors.DecodeError) as ei:
         epochs(src, workers=2)
@@ -105,5 +109,7 @@ def test_bad_io_options(tree):
     root, tars = tree
     with pytest.raises(ValueError, match="io_threads"):
         fastq.sources.Folder(root, io_threads=-1)
+    with pytest.raises(ValueError, match="io_threads"):
+        fastq.sources.Files([os.path.join(root, "c0", os.listdir(os.path.join(root, "c0"))[0])], io_threads=1.5)
     with pytest.raises(ValueError, match="read_ahead"):
         fastq.sources.WebDataset(tars, io_threads=2, read_ahead=0)
