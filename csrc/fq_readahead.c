@@ -38,7 +38,7 @@ struct fq_ra {
     int started;
     int stop;
     uint64_t gen;
-    const int64_t *order;
+    int64_t *order;    /* a copy of the current epoch order (owned) */
     int64_t n_items;
     int64_t next_pos;  /* next position an I/O thread loads */
     int64_t *pos_of;   /* sample -> position in the current order, -1 if none */
@@ -184,6 +184,7 @@ void fq_ra_free(fq_ra *ra)
     free(ra->slots);
     free(ra->pos_of);
     free(ra->taken);
+    free(ra->order);
     free(ra->threads);
     free(ra);
 }
@@ -192,10 +193,17 @@ static int ra_set_order(void *ctx, const int64_t *order, int64_t n_items, fq_err
 {
     fq_ra *ra = ctx;
     uint8_t *taken = calloc((size_t)(n_items > 0 ? n_items : 1), 1);
-    if (!taken)
+    int64_t *copy = malloc((size_t)(n_items > 0 ? n_items : 1) * sizeof *copy);
+    if (!taken || !copy) {
+        free(taken);
+        free(copy);
         return fq_set_err(err, FQ_E_NOMEM, "out of memory");
+    }
+    if (n_items > 0)
+        memcpy(copy, order, (size_t)n_items * sizeof *copy);
     if (pthread_mutex_lock(&ra->mu) != 0) {
         free(taken);
+        free(copy);
         return fq_set_err(err, FQ_E_SYS, "pthread_mutex_lock failed");
     }
     for (;;) { /* let reads of the previous order finish: their slots are reused */
@@ -211,12 +219,13 @@ static int ra_set_order(void *ctx, const int64_t *order, int64_t n_items, fq_err
     for (int i = 0; i < ra->depth; i++)
         ra->slots[i].state = SLOT_FREE;
     free(ra->taken);
+    free(ra->order);
     ra->taken = taken;
-    ra->order = order;
+    ra->order = copy;
     ra->n_items = n_items;
     ra->next_pos = 0;
     for (int64_t p = 0; p < n_items; p++)
-        ra->pos_of[order[p]] = p;
+        ra->pos_of[copy[p]] = p;
     ra->gen++;
     (void)pthread_cond_broadcast(&ra->cv);
     (void)pthread_mutex_unlock(&ra->mu);

@@ -14,8 +14,7 @@
  * fq_ra_set_order() starts an epoch (called by fq_imgtask_set_epoch through
  * fq_sample_reader.set_order; never while a pool runs on the task).  Threads
  * are started by fq_ra_create and joined by fq_ra_free.  The inner reader is
- * borrowed; so is the order array, which the I/O threads may read until the
- * next set_order or fq_ra_free (do not reuse it for the next epoch's order).
+ * borrowed (it must outlive the fq_ra); the order is copied.
  */
 #ifndef FQ_READAHEAD_H
 #define FQ_READAHEAD_H

@@ -506,6 +506,7 @@ cdef class ReadAhead:
     cdef fq_ra *ra
     cdef const fq_sample_reader *sr
     cdef object inner
+    cdef object __weakref__
     cdef readonly int64_t n
 
     def __cinit__(self):

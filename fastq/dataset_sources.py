@@ -27,18 +27,22 @@ IMAGE_EXTENSIONS = (".bmp", ".jpeg", ".jpg", ".pgm", ".png", ".ppm", ".tif", ".t
 def _with_read_ahead(src, reader):
     """`reader` wrapped in a fresh ReadAhead (one per pipeline: it follows that
     pipeline's epoch order) when src.io_threads > 0; the last one made is kept in
-    src._last_read_ahead for read_ahead_stats()."""
+    src._last_read_ahead (a weak reference) for read_ahead_stats()."""
     if not src.io_threads:
         return reader
+    import weakref
     from fastq import _image
-    src._last_read_ahead = _image.ReadAhead(reader, int(src.io_threads), int(src.read_ahead))
-    return src._last_read_ahead
+    ra = _image.ReadAhead(reader, int(src.io_threads), int(src.read_ahead))
+    src._last_read_ahead = weakref.ref(ra)  # the pipeline owns it; its threads end with it
+    return ra
 
 
 def read_ahead_stats(source):
     """{"read_ahead": samples the I/O threads served, "read_direct": samples a
-    worker read itself} of the last pipeline built on `source` (io_threads > 0)."""
-    ra = getattr(source, "_last_read_ahead", None)
+    worker read itself} of the last pipeline built on `source` (io_threads > 0),
+    while that pipeline exists."""
+    ref = getattr(source, "_last_read_ahead", None)
+    ra = ref() if ref is not None else None
     return ra.stats() if ra is not None else {}
 
 

@@ -25,7 +25,7 @@
     } while (0)
 
 static const fq_sample_reader *reader;
-static int64_t orders[2][N]; /* borrowed by the read-ahead until the next set_order: alternate */
+static int64_t orders[2][N]; /* alternating buffers (the read-ahead copies the order anyway) */
 static int64_t *order;
 static int64_t n_items;
 static _Atomic int64_t next_pos;
