@@ -125,6 +125,9 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
+RECORD_SOURCES = ["csrc/fq_crc32c.c", "csrc/fq_tfrecord.c", "csrc/fq_tar.c", "csrc/fq_readahead.c"]  # native dataset readers (issue 8)
+
+
 def _extensions():
     inc, libdirs, libs = _find_native()
     flags, link = _common_flags()
@@ -144,7 +147,7 @@ def _extensions():
     if only in (None, "", "_core"):
         exts.append(Extension("fastq._core", core_sources, **common))
     if only in (None, "", "_image") and os.path.exists("fastq/_image.pyx"):
-        img_sources = ["fastq/_image.pyx", "csrc/fq_common.c", "csrc/fq_imgtask.c"] + sorted(
+        img_sources = ["fastq/_image.pyx", "csrc/fq_common.c", "csrc/fq_imgtask.c"] + RECORD_SOURCES + sorted(
             os.path.join("csrc", f) for f in os.listdir("csrc") if f.startswith("fq_image") and f.endswith(".cpp"))
         exts.append(Extension("fastq._image", img_sources, **common))
     if only in (None, "", "_cuda") and os.path.exists("fastq/_cuda.pyx"):

@@ -22,6 +22,7 @@ typedef struct fq_worker_buf {
     uint64_t last_read_ns;          /* this worker's last file read (own thread only) */
     int processed;                  /* the last produce() reached fq_img_process_* (own thread only) */
     _Atomic uint64_t stage_ns[5];   /* read, decode, ops, write, samples (fq_stage_times.h) */
+    uint8_t *extra; /* READER: the outputs after the image of the last sample read */
 } fq_worker_buf;
 
 struct fq_imgtask {
@@ -44,6 +45,21 @@ struct fq_imgtask {
     char last_skip[FQ_IMGTASK_MAX_CODES][FQ_ERR_MSG_LEN];
 };
 
+static int reader_ok(const fq_imgtask_source *src)
+{
+    const fq_sample_reader *r = src->reader;
+    return r && r->read && r->describe && r->n_extra >= 0 && r->n_extra <= FQ_IMGTASK_MAX_EXTRA;
+}
+
+static size_t extra_bytes(const fq_imgtask_source *src)
+{
+    size_t n = 0;
+    if (src->kind == FQ_SRC_READER)
+        for (int k = 0; k < src->reader->n_extra; k++)
+            n += src->reader->extra_sizes[k];
+    return n;
+}
+
 int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int n_workers,
                       int on_error, int max_attempts, int with_index, fq_imgtask **out, fq_err *err)
 {
@@ -59,7 +75,9 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
     if ((src->kind == FQ_SRC_BYTES && (!src->data || !src->lens)) ||
         (src->kind == FQ_SRC_ARRAYS && (!src->data || !src->shape || !src->strides)))
         return fq_set_err(err, FQ_E_INVALID, "source without data");
-    if (src->kind < FQ_SRC_FILES || src->kind > FQ_SRC_ARRAYS)
+    if (src->kind == FQ_SRC_READER && !reader_ok(src))
+        return fq_set_err(err, FQ_E_INVALID, "bad native reader");
+    if (src->kind < FQ_SRC_FILES || src->kind > FQ_SRC_READER)
         return fq_set_err(err, FQ_E_INVALID, "unknown source kind %d", src->kind);
     if (on_error != FQ_ON_ERROR_RAISE && on_error != FQ_ON_ERROR_SKIP)
         return fq_set_err(err, FQ_E_INVALID, "unknown on_error policy %d", on_error);
@@ -74,7 +92,8 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
     }
     for (int i = 0; i < n_workers; i++) {
         t->w[i].scratch = fq_img_scratch_new();
-        if (!t->w[i].scratch) {
+        t->w[i].extra = calloc(1, extra_bytes(src) + 1);
+        if (!t->w[i].scratch || !t->w[i].extra) {
             t->n_workers = i;
             fq_imgtask_free(t);
             return fq_set_err(err, FQ_E_NOMEM, "out of memory allocating decoder scratch");
@@ -98,6 +117,7 @@ void fq_imgtask_free(fq_imgtask *t)
     for (int i = 0; i < t->n_workers; i++) {
         fq_img_scratch_free(t->w[i].scratch);
         free(t->w[i].buf);
+        free(t->w[i].extra);
     }
     (void)pthread_mutex_destroy(&t->msg_mu);
     free(t->w);
@@ -113,6 +133,9 @@ int fq_imgtask_set_epoch(fq_imgtask *t, const int64_t *order, int64_t n_items, u
         if (order[i] < 0 || order[i] >= t->src.n)
             return fq_set_err(err, FQ_E_INVALID, "order[%lld] = %lld is not a sample index", (long long)i,
                               (long long)order[i]);
+    if (t->src.kind == FQ_SRC_READER && t->src.reader->set_order &&
+        t->src.reader->set_order(t->src.reader->reader, order, n_items, err) != FQ_OK)
+        return err ? err->code : FQ_E_SYS;
     t->order = order;
     t->n_items = n_items;
     t->seed = seed;
@@ -179,6 +202,30 @@ static int read_file(fq_imgtask *t, fq_worker_buf *w, const char *path, size_t *
     return FQ_OK;
 }
 
+/* READER: read sample idx, decode it; errors name the sample and its location. */
+static int produce_read(fq_imgtask *t, fq_worker_buf *w, int64_t idx, uint64_t seed, uint64_t epoch, void *out,
+                        fq_img_explain *ex, fq_err *err)
+{
+    const fq_sample_reader *r = t->src.reader;
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    uint64_t nread = 0;
+    fq_err e;
+    fq_clear_err(&e);
+    int rc = r->read(r->reader, idx, &w->buf, &w->cap, &data, &len, w->extra, &nread, &e);
+    atomic_fetch_add(&t->bytes_read, (int64_t)nread);
+    if (rc == FQ_OK && len == 0)
+        rc = fq_set_err(&e, FQ_E_EMPTY, "empty image (0 bytes)");
+    if (rc == FQ_OK)
+        rc = fq_img_process_encoded(t->spec, w->scratch, data, len, seed, epoch, (uint64_t)idx, out, ex, &e);
+    if (rc != FQ_OK) {
+        char where[FQ_ERR_MSG_LEN / 2];
+        r->describe(r->reader, idx, where, sizeof where);
+        return fq_set_err(err, rc, "sample %lld, %s: %s", (long long)idx, where, e.msg);
+    }
+    return FQ_OK;
+}
+
 /* Produce sample idx into out (image row); on failure the message names the sample. */
 static int produce(fq_imgtask *t, int worker, int64_t idx, uint64_t seed, uint64_t epoch, void *out,
                    fq_img_explain *ex, fq_err *err)
@@ -201,6 +248,8 @@ static int produce(fq_imgtask *t, int worker, int64_t idx, uint64_t seed, uint64
             return fq_set_err(err, rc, "sample %lld, file '%s': %s", (long long)idx, t->src.paths[idx], e.msg);
         return FQ_OK;
     }
+    case FQ_SRC_READER:
+        return produce_read(t, w, idx, seed, epoch, out, ex, err);
     case FQ_SRC_BYTES:
         if (t->src.lens[idx] == 0)
             rc = fq_set_err(&e, FQ_E_EMPTY, "empty buffer (0 bytes)");
@@ -220,12 +269,19 @@ static int produce(fq_imgtask *t, int worker, int64_t idx, uint64_t seed, uint64
     return FQ_OK;
 }
 
-static void write_extras(fq_imgtask *t, int64_t idx, uint8_t *const *rows)
+static void write_extras(fq_imgtask *t, int worker, int64_t idx, uint8_t *const *rows)
 {
     int b = 1;
     if (t->src.labels) {
         memcpy(rows[b], t->src.labels + (size_t)idx * t->src.label_bytes, t->src.label_bytes);
         b++;
+    }
+    if (t->src.kind == FQ_SRC_READER) { /* after the labels, as in the output spec */
+        size_t off = 0;
+        for (int k = 0; k < t->src.reader->n_extra; k++, b++) {
+            memcpy(rows[b], t->w[worker].extra + off, t->src.reader->extra_sizes[k]);
+            off += t->src.reader->extra_sizes[k];
+        }
     }
     if (t->with_index)
         memcpy(rows[b], &idx, sizeof idx);
@@ -272,7 +328,7 @@ int fq_imgtask_run(void *ctx, int worker, int64_t item, uint8_t *const *rows, fq
     int rc = produce(t, worker, idx, t->seed, t->epoch, rows[0], NULL, err);
     account(&t->w[worker]);
     if (rc == FQ_OK) {
-        write_extras(t, idx, rows);
+        write_extras(t, worker, idx, rows);
         return FQ_OK;
     }
     if (t->on_error != FQ_ON_ERROR_SKIP || rc == FQ_E_NOMEM) {
@@ -294,7 +350,7 @@ int fq_imgtask_run(void *ctx, int worker, int64_t item, uint8_t *const *rows, fq
         int rc2 = produce(t, worker, alt, t->seed, t->epoch, rows[0], NULL, &e2);
         account(&t->w[worker]);
         if (rc2 == FQ_OK) {
-            write_extras(t, alt, rows);
+            write_extras(t, worker, alt, rows);
             fq_clear_err(err);
             return FQ_OK;
         }

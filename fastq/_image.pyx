@@ -317,3 +317,4 @@ cdef class ImageSpec:
         return self._process(False, <const uint8_t *> a.data, 0, arr.shape[0], arr.shape[1], arr.shape[2],
                              stride, seed, epoch, index)
 include "_imgtask.pxi"
+include "_records.pxi"

@@ -10,9 +10,20 @@ cdef extern from "fq_imgtask.h" nogil:
         FQ_SRC_FILES
         FQ_SRC_BYTES
         FQ_SRC_ARRAYS
+        FQ_SRC_READER
         FQ_ON_ERROR_RAISE
         FQ_ON_ERROR_SKIP
         FQ_IMGTASK_MAX_CODES
+    ctypedef int (*fq_read_fn)(void *reader, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data,
+                               size_t *len, uint8_t *extra, uint64_t *nread, fq_err *err)
+    ctypedef void (*fq_describe_fn)(void *reader, int64_t idx, char *out, size_t len)
+    ctypedef struct fq_sample_reader:
+        fq_read_fn read
+        fq_describe_fn describe
+        void *reader
+        int (*set_order)(void *reader, const int64_t *order, int64_t n_items, fq_err *err)
+        int n_extra
+        size_t extra_sizes[16]
     ctypedef struct fq_imgtask_source:
         int kind
         int64_t n
@@ -23,6 +34,7 @@ cdef extern from "fq_imgtask.h" nogil:
         const size_t *strides
         const uint8_t *labels
         size_t label_bytes
+        const fq_sample_reader *reader
     ctypedef struct fq_imgtask:
         pass
     ctypedef struct fq_imgtask_stats:
@@ -144,6 +156,10 @@ cdef class ImageTask:
             src.data = self._data
             src.shape = self._shape
             src.strides = self._strides
+        elif kind == "reader":  # a native record reader (_records.pxi); items is its owner object
+            src.kind = FQ_SRC_READER
+            src.reader = <const fq_sample_reader *><size_t>items.sample_reader_address()
+            keep.append(items)
         else:
             raise ValueError(f"unknown source kind {kind!r}")
         src.n = n

@@ -172,12 +172,15 @@ class Files(ImageSource):
     """Image files (JPEG, PNG, BMP, TIFF, WebP, ... as OpenCV 4.6 decodes them).
 
     ``labels``: None, a sequence of ints, or an array whose leading dimension
-    is the number of files (delivered as the second output).
+    is the number of files (delivered as the second output).  ``io_threads`` > 0:
+    that many threads read files up to ``read_ahead`` samples ahead of the
+    decoding workers (slow storage; see docs/sources.md).
     """
 
     kind = "files"
 
-    def __init__(self, paths: Sequence[PathLike], labels: Any = None) -> None:
+    def __init__(self, paths: Sequence[PathLike], labels: Any = None, io_threads: int = 0,
+                 read_ahead: int = 64) -> None:
         if isinstance(paths, (str, bytes, os.PathLike)):
             raise TypeError(
                 f"Files takes a list of file paths, got a single path {os.fsdecode(paths)!r} (a string "
@@ -187,6 +190,12 @@ class Files(ImageSource):
         if not paths:
             raise ValueError("Files: no paths given")
         super().__init__(paths, labels)
+        from fastq.dataset_sources import _init_file_read_ahead  # io_threads: docs/sources.md
+        _init_file_read_ahead(self, io_threads, read_ahead)
+
+    def _task_items(self):
+        from fastq.dataset_sources import _file_task_items
+        return _file_task_items(self)
 
     def path(self, index: int) -> str:
         return os.fsdecode(self._items[index])
@@ -262,6 +271,9 @@ class _ImageBackend:
         self.compiled = ops_mod.compile_ops(ops, dtype=dtype, layout=layout, channels=channels,
                                             dct_scaling=dct_scaling, input_size=source._fixed_size(), **kw)
         if label_dtype is not None and source.labels is None:
+            if getattr(source, "_extra_outputs", None):
+                raise ValueError(f"label_dtype={label_dtype!r}: {type(source).__name__} writes its labels natively "
+                                 f"as int64; label_dtype is not supported for it yet (cast in the model)")
             raise ValueError(f"label_dtype={label_dtype!r} but the source has no labels")
         self.labels = source._labels_as(label_dtype)
         self.spec = _image.ImageSpec(self.compiled)
@@ -284,6 +296,7 @@ class _ImageBackend:
         out = [(tuple(self.spec.out_shape), np_dtype)]
         if self.labels is not None:
             out.append((self.labels.shape[1:], self.labels.dtype))
+        out += getattr(self.source, "_extra_outputs", [])  # outputs a native reader writes (TFRecord labels...)
         if self.return_index:
             out.append(((), np.dtype(np.int64)))
         return out
@@ -316,7 +329,7 @@ class _ImageBackend:
             except ValueError:
                 idx = None
         exc.index = idx
-        if idx is not None and isinstance(self.source, Files):
+        if idx is not None and hasattr(self.source, "path"):  # Files: the file; TFRecord/WebDataset: the shard
             exc.path = self.source.path(idx)
         return exc
 

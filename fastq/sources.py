@@ -15,7 +15,7 @@ import numpy as np
 from fastq import _core
 from fastq._source_base import Source
 
-__all__ = ["Source", "Iterable", "Files", "Bytes", "Arrays"]
+__all__ = ["Source", "Iterable", "Files", "Bytes", "Arrays", "Folder", "TFRecord", "WebDataset", "Stream"]
 
 
 class Iterable(Source):
@@ -231,3 +231,5 @@ class _PyProducers:
 # Native image sources live in fastq.image_sources; they are re-exported here so
 # that every source is reachable as fastq.sources.X.
 from fastq.image_sources import Arrays, Bytes, Files, ImageSource  # noqa: E402,F401
+from fastq.dataset_sources import Folder, TFRecord, WebDataset  # noqa: E402,F401
+from fastq.stream_source import Stream  # noqa: E402,F401

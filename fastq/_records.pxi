@@ -1,0 +1,541 @@
+# Included at the end of fastq/_image.pyx (after _imgtask.pxi): native record
+# readers (csrc/fq_tfrecord.h) exposed as fq_sample_reader objects for an
+# ImageTask of kind "reader".  Each reader object owns every buffer its C
+# struct points into; the ImageTask keeps the reader alive until it is freed.
+
+import os
+from libc.stdint cimport uint32_t, int32_t
+
+cdef extern from "fq_tfrecord.h" nogil:
+    enum:
+        FQ_TFR_BYTES
+        FQ_TFR_FLOAT
+        FQ_TFR_INT64
+        FQ_TFR_MAX_FEATURES
+    ctypedef struct fq_tfr_feature:
+        const char *key
+        size_t key_len
+        int kind
+        int64_t count
+    ctypedef struct fq_tfr_value:
+        const uint8_t *ptr
+        size_t len
+    ctypedef struct fq_tfr_config:
+        int n_shards
+        const char *const *paths
+        const uint8_t *const *mem
+        const size_t *mem_len
+        const char *const *tail_msg
+        int64_t n
+        const int32_t *shard
+        const uint64_t *offset
+        const uint64_t *length
+        const int64_t *number
+        const fq_tfr_feature *feats
+        int n_feats
+        int image
+        const size_t *extra_offset
+    ctypedef struct fq_tfr:
+        pass
+    int fq_tfr_parse_example(const uint8_t *data, size_t len, const fq_tfr_feature *feats, int n_feats,
+                             fq_tfr_value *vals, void *const *dst, fq_err *err)
+    int fq_tfr_scan(const char *path, const uint8_t *mem, size_t mem_len, uint64_t **offsets, uint64_t **lengths,
+                    int64_t *n, fq_err *tail, fq_err *err)
+    int fq_tfr_create(const fq_tfr_config *cfg, fq_tfr **out, fq_err *err)
+    void fq_tfr_free(fq_tfr *r)
+    int fq_tfr_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data, size_t *len,
+                    uint8_t *extra, uint64_t *nread, fq_err *err)
+    void fq_tfr_describe(void *ctx, int64_t idx, char *out, size_t len)
+
+cdef extern from "fq_crc32c.h" nogil:
+    uint32_t fq_crc32c(const void *data, size_t len)
+    uint32_t fq_crc32c_mask(uint32_t crc)
+
+TFR_KINDS = {"bytes": FQ_TFR_BYTES, "float32": FQ_TFR_FLOAT, "int64": FQ_TFR_INT64}
+TFR_BROKEN = 0xFFFFFFFFFFFFFFFF
+
+
+def masked_crc32c(data):
+    """TFRecord's masked CRC-32C of a bytes-like object."""
+    cdef const uint8_t[::1] v = memoryview(data).cast("B")
+    cdef uint32_t c
+    with nogil:
+        c = fq_crc32c_mask(fq_crc32c(&v[0] if v.shape[0] else NULL, v.shape[0]))
+    return c
+
+
+def tfrecord_scan(path, data=None):
+    """Index one TFRecord shard (a file, or its contents in `data`).
+
+    Returns (offsets uint64, lengths uint64, tail) where tail is None or the
+    (code, message) of the framing error that ended the walk early."""
+    cdef bytes bpath = os.fsencode(path)
+    cdef const char *cpath = bpath
+    cdef const uint8_t[::1] mv
+    cdef const uint8_t *mem = NULL
+    cdef size_t mem_len = 0
+    cdef uint64_t *offs = NULL
+    cdef uint64_t *lens = NULL
+    cdef int64_t n = 0, i
+    cdef fq_err tail, err
+    cdef int rc
+    memset(&err, 0, sizeof(err))
+    memset(&tail, 0, sizeof(tail))
+    if data is not None:
+        mv = memoryview(data).cast("B")
+        mem_len = mv.shape[0]
+        mem = &mv[0] if mem_len else <const uint8_t *>cpath  # any non-NULL pointer: 0 bytes are read
+    with nogil:
+        rc = fq_tfr_scan(cpath, mem, mem_len, &offs, &lens, &n, &tail, &err)
+    if rc != 0:
+        raise_fq_error(&err)
+    o = np.empty(n, np.uint64)
+    l = np.empty(n, np.uint64)
+    cdef uint64_t[::1] ov = o
+    cdef uint64_t[::1] lv = l
+    for i in range(n):
+        ov[i] = offs[i]
+        lv[i] = lens[i]
+    free(offs)
+    free(lens)
+    t = None if tail.code == 0 else (tail.code, tail.msg.decode("utf-8", "replace"))
+    return o, l, t
+
+
+cdef int _fill_features(list features, fq_tfr_feature *feats, list keep) except -1:
+    """features: [(key bytes, kind str, count)] -> feats[]."""
+    if len(features) > FQ_TFR_MAX_FEATURES:
+        raise ValueError(f"at most {FQ_TFR_MAX_FEATURES} features")
+    for k, (key, kind, count) in enumerate(features):
+        bkey = key.encode() if isinstance(key, str) else bytes(key)
+        keep.append(bkey)
+        feats[k].key = <const char *>bkey
+        feats[k].key_len = len(bkey)
+        feats[k].kind = TFR_KINDS[kind]
+        feats[k].count = count
+    return 0
+
+
+def parse_example(data, features):
+    """Parse one serialized tf.train.Example with the native parser (for tests
+    and tools).  features: [(key, "bytes" | "float32" | "int64", count)];
+    returns one value per feature (bytes, or a numpy array of count values)."""
+    cdef fq_tfr_feature feats[16]
+    cdef fq_tfr_value vals[16]
+    cdef void *dst[16]
+    cdef fq_err err
+    cdef const uint8_t[::1] mv = memoryview(bytes(data)).cast("B")
+    cdef cnp.ndarray a
+    cdef int rc, n = len(features)
+    keep = []
+    _fill_features(list(features), feats, keep)
+    outs = []
+    for k, (_, kind, count) in enumerate(features):
+        if kind == "bytes":
+            dst[k] = NULL
+            outs.append(None)
+        else:
+            a = np.zeros(count, np.float32 if kind == "float32" else np.int64)
+            dst[k] = <void *>a.data
+            outs.append(a)
+    memset(&err, 0, sizeof(err))
+    with nogil:
+        rc = fq_tfr_parse_example(&mv[0] if mv.shape[0] else <const uint8_t *>dst, mv.shape[0], feats, n, vals,
+                                  dst, &err)
+    if rc != 0:
+        raise_fq_error(&err)
+    for k, (_, kind, _c) in enumerate(features):
+        if kind == "bytes":
+            outs[k] = bytes((<const char *>vals[k].ptr)[:vals[k].len]) if vals[k].len else b""
+    return outs
+
+
+cdef class TFRecordReader:
+    """The native reader over an indexed set of TFRecord shards (see
+    fastq.dataset_sources.TFRecord, which builds the index)."""
+    cdef fq_tfr *r
+    cdef fq_sample_reader sr
+    cdef fq_tfr_feature feats[16]
+    cdef size_t extra_offset[16]
+    cdef const char **_paths
+    cdef const char **_tails
+    cdef const uint8_t **_mem
+    cdef size_t *_mem_len
+    cdef object _keep
+    cdef readonly int64_t n
+
+    def __cinit__(self):
+        self.r = NULL
+        self._paths = NULL
+        self._tails = NULL
+        self._mem = NULL
+        self._mem_len = NULL
+
+    def __init__(self, list paths, list mems, list tails, shard, offset, length, number, list features,
+                 int image):
+        """paths: shard paths (bytes); mems: per shard None or its decompressed
+        contents; tails: per shard b"" or its framing error message; shard /
+        offset / length / number: the record index; features: [(key, kind,
+        count)] with features[image] the encoded image."""
+        cdef fq_tfr_config cfg
+        cdef fq_err err
+        cdef int s, ns = len(paths)
+        cdef const uint8_t[::1] mv
+        cdef size_t off = 0
+        memset(&cfg, 0, sizeof(cfg))
+        memset(&err, 0, sizeof(err))
+        keep = []
+        self._paths = <const char **>calloc(ns, sizeof(char *))
+        self._tails = <const char **>calloc(ns, sizeof(char *))
+        self._mem = <const uint8_t **>calloc(ns, sizeof(uint8_t *))
+        self._mem_len = <size_t *>calloc(ns, sizeof(size_t))
+        if self._paths == NULL or self._tails == NULL or self._mem == NULL or self._mem_len == NULL:
+            raise MemoryError()
+        for s in range(ns):
+            keep.append(paths[s])
+            self._paths[s] = <const char *>paths[s]
+            keep.append(tails[s])
+            self._tails[s] = <const char *>tails[s]
+            if mems[s] is not None:
+                mv = memoryview(mems[s]).cast("B")
+                keep.append(mv)
+                self._mem_len[s] = mv.shape[0]
+                self._mem[s] = &mv[0] if mv.shape[0] else <const uint8_t *>self._paths[s]
+        arrs = [np.ascontiguousarray(shard, np.int32), np.ascontiguousarray(offset, np.uint64),
+                np.ascontiguousarray(length, np.uint64), np.ascontiguousarray(number, np.int64)]
+        keep += arrs
+        _fill_features(features, self.feats, keep)
+        self.sr.n_extra = 0
+        for k, (_, kind, count) in enumerate(features):
+            self.extra_offset[k] = off
+            if k != image:
+                size = count * (4 if kind == "float32" else 8)
+                self.sr.extra_sizes[self.sr.n_extra] = size
+                self.sr.n_extra += 1
+                off += size
+        cfg.n_shards = ns
+        cfg.paths = self._paths
+        cfg.mem = self._mem
+        cfg.mem_len = self._mem_len
+        cfg.tail_msg = self._tails
+        cfg.n = len(arrs[0])
+        cfg.shard = <const int32_t *>(<cnp.ndarray>arrs[0]).data
+        cfg.offset = <const uint64_t *>(<cnp.ndarray>arrs[1]).data
+        cfg.length = <const uint64_t *>(<cnp.ndarray>arrs[2]).data
+        cfg.number = <const int64_t *>(<cnp.ndarray>arrs[3]).data
+        cfg.feats = self.feats
+        cfg.n_feats = len(features)
+        cfg.image = image
+        cfg.extra_offset = self.extra_offset
+        self._keep = keep
+        if fq_tfr_create(&cfg, &self.r, &err) != 0:
+            raise_fq_error(&err)
+        self.n = cfg.n
+        self.sr.read = fq_tfr_read
+        self.sr.describe = fq_tfr_describe
+        self.sr.reader = self.r
+
+    def __dealloc__(self):
+        if self.r != NULL:
+            fq_tfr_free(self.r)
+        free(self._paths)
+        free(self._tails)
+        free(self._mem)
+        free(self._mem_len)
+
+    def __len__(self):
+        return self.n
+
+    def sample_reader_address(self):
+        return <size_t>&self.sr
+
+
+# ------------------------------------------------------------------ tar shards
+
+cdef extern from "fq_tar.h" nogil:
+    ctypedef struct fq_tarset_config:
+        int n_shards
+        const char *const *paths
+        int64_t n
+        const int32_t *shard
+        const uint64_t *img_off
+        const uint64_t *img_size
+        const uint64_t *lab_off
+        const uint64_t *lab_size
+        const int64_t *number
+        const char *const *key
+        const char *const *error
+        int with_label
+    ctypedef struct fq_tarset:
+        pass
+    int fq_tar_scan(const char *path, uint64_t **offsets, uint64_t **sizes, uint8_t **flags, char **names,
+                    size_t *names_len, int64_t *n, fq_err *tail, fq_err *err)
+    int fq_tarset_create(const fq_tarset_config *cfg, fq_tarset **out, fq_err *err)
+    void fq_tarset_free(fq_tarset *s)
+    int fq_tar_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data, size_t *len,
+                    uint8_t *extra, uint64_t *nread, fq_err *err)
+    void fq_tar_describe(void *ctx, int64_t idx, char *out, size_t len)
+
+TAR_NONE = 0xFFFFFFFFFFFFFFFF
+
+
+def tar_scan(path):
+    """List the regular-file members of a tar shard (headers and checksums
+    verified).  Returns (names [str], offsets uint64, sizes uint64, unsafe bool
+    array, tail) with tail None or the (code, message) of the framing error that
+    ended the walk early."""
+    cdef bytes bpath = os.fsencode(path)
+    cdef const char *cpath = bpath
+    cdef uint64_t *offs = NULL
+    cdef uint64_t *sizes = NULL
+    cdef uint8_t *flags = NULL
+    cdef char *names = NULL
+    cdef size_t names_len = 0
+    cdef int64_t n = 0, i
+    cdef fq_err tail, err
+    cdef int rc
+    memset(&err, 0, sizeof(err))
+    memset(&tail, 0, sizeof(tail))
+    with nogil:
+        rc = fq_tar_scan(cpath, &offs, &sizes, &flags, &names, &names_len, &n, &tail, &err)
+    if rc != 0:
+        raise_fq_error(&err)
+    try:
+        o = np.empty(n, np.uint64)
+        s = np.empty(n, np.uint64)
+        u = np.empty(n, np.bool_)
+        for i in range(n):
+            o[i] = offs[i]
+            s[i] = sizes[i]
+            u[i] = flags[i] != 0
+        blob = names[:names_len] if names_len else b""
+        lst = [os.fsdecode(x) for x in blob.split(b"\0")[:n]]
+    finally:
+        free(offs)
+        free(sizes)
+        free(flags)
+        free(names)
+    t = None if tail.code == 0 else (tail.code, tail.msg.decode("utf-8", "replace"))
+    return lst, o, s, u, t
+
+
+cdef class TarReader:
+    """The native reader over an index of tar samples (see
+    fastq.dataset_sources.WebDataset, which builds the index)."""
+    cdef fq_tarset *s
+    cdef fq_sample_reader sr
+    cdef const char **_paths
+    cdef const char **_keys
+    cdef const char **_errors
+    cdef object _keep
+    cdef readonly int64_t n
+
+    def __cinit__(self):
+        self.s = NULL
+        self._paths = NULL
+        self._keys = NULL
+        self._errors = NULL
+
+    def __init__(self, list paths, shard, img_off, img_size, lab_off, lab_size, number, list keys, list errors,
+                 bint with_label):
+        cdef fq_tarset_config cfg
+        cdef fq_err err
+        cdef int64_t i, n = len(keys)
+        memset(&cfg, 0, sizeof(cfg))
+        memset(&err, 0, sizeof(err))
+        keep = []
+        self._paths = <const char **>calloc(len(paths), sizeof(char *))
+        self._keys = <const char **>calloc(max(n, 1), sizeof(char *))
+        self._errors = <const char **>calloc(max(n, 1), sizeof(char *))
+        if self._paths == NULL or self._keys == NULL or self._errors == NULL:
+            raise MemoryError()
+        for i in range(len(paths)):
+            keep.append(paths[i])
+            self._paths[i] = <const char *>paths[i]
+        for i in range(n):
+            keep.append(keys[i])
+            self._keys[i] = <const char *>keys[i]
+            if errors[i] is not None:
+                keep.append(errors[i])
+                self._errors[i] = <const char *>errors[i]
+        arrs = [np.ascontiguousarray(shard, np.int32)] + [np.ascontiguousarray(a, np.uint64) for a in
+                                                          (img_off, img_size, lab_off, lab_size)] + \
+               [np.ascontiguousarray(number, np.int64)]
+        keep += arrs
+        cfg.n_shards = len(paths)
+        cfg.paths = self._paths
+        cfg.n = n
+        cfg.shard = <const int32_t *>(<cnp.ndarray>arrs[0]).data
+        cfg.img_off = <const uint64_t *>(<cnp.ndarray>arrs[1]).data
+        cfg.img_size = <const uint64_t *>(<cnp.ndarray>arrs[2]).data
+        cfg.lab_off = <const uint64_t *>(<cnp.ndarray>arrs[3]).data
+        cfg.lab_size = <const uint64_t *>(<cnp.ndarray>arrs[4]).data
+        cfg.number = <const int64_t *>(<cnp.ndarray>arrs[5]).data
+        cfg.key = self._keys
+        cfg.error = self._errors
+        cfg.with_label = with_label
+        self._keep = keep
+        if fq_tarset_create(&cfg, &self.s, &err) != 0:
+            raise_fq_error(&err)
+        self.n = n
+        self.sr.read = fq_tar_read
+        self.sr.describe = fq_tar_describe
+        self.sr.reader = self.s
+        self.sr.n_extra = 1 if with_label else 0
+        self.sr.extra_sizes[0] = 8
+
+    def __dealloc__(self):
+        if self.s != NULL:
+            fq_tarset_free(self.s)
+        free(self._paths)
+        free(self._keys)
+        free(self._errors)
+
+    def __len__(self):
+        return self.n
+
+    def sample_reader_address(self):
+        return <size_t>&self.sr
+
+
+# --------------------------------------------------- stream (encoded buffers)
+
+cdef class Decoder:
+    """Decode + augment one encoded image into a caller's array, GIL released.
+    One Decoder per thread (its scratch is not shared); the spec is shared."""
+    cdef ImageSpec spec
+    cdef fq_img_scratch *scratch
+
+    def __cinit__(self):
+        self.scratch = NULL
+
+    def __init__(self, ImageSpec spec):
+        self.spec = spec
+        self.scratch = fq_img_scratch_new()
+        if self.scratch == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        if self.scratch != NULL:
+            fq_img_scratch_free(self.scratch)
+
+    def decode_into(self, data, cnp.ndarray out, uint64_t seed, uint64_t epoch, uint64_t index):
+        """Sample `index` of (seed, epoch) from encoded `data` into `out` (an
+        array of the spec's output shape/dtype, C-contiguous)."""
+        cdef const uint8_t[::1] mv = memoryview(data).cast("B")
+        cdef size_t n = mv.shape[0]
+        cdef fq_err err
+        cdef int rc
+        if not out.flags.c_contiguous or out.nbytes != fq_img_spec_row_bytes(self.spec.spec):
+            raise ValueError("out must be a C-contiguous array of the spec's output size")
+        if n == 0:
+            raise error_for_code(7, "empty buffer (0 bytes)")
+        cdef void *dst = out.data
+        memset(&err, 0, sizeof(err))
+        with nogil:
+            rc = fq_img_process_encoded(self.spec.spec, self.scratch, &mv[0], n, seed, epoch, index, dst, NULL,
+                                        &err)
+        if rc != 0:
+            raise_fq_error(&err)
+
+
+# ------------------------------------------------------------------ read-ahead
+
+cdef extern from "fq_readahead.h" nogil:
+    ctypedef struct fq_ra:
+        pass
+    ctypedef struct fq_ra_stats:
+        int64_t ahead
+        int64_t direct
+    int fq_ra_create(const fq_sample_reader *inner, int64_t n_samples, int io_threads, int depth, fq_ra **out,
+                     const fq_sample_reader **outer, fq_err *err)
+    void fq_ra_free(fq_ra *ra)
+    void fq_ra_get_stats(fq_ra *ra, fq_ra_stats *st)
+    ctypedef struct fq_filereader:
+        pass
+    int fq_filereader_create(const char *const *paths, int64_t n, int delay_us, fq_filereader **out,
+                             const fq_sample_reader **reader, fq_err *err)
+    void fq_filereader_free(fq_filereader *r)
+
+
+cdef class FileReader:
+    """Whole files as samples (the Files read path) as a native reader, so that
+    a ReadAhead can wrap it.  delay_us: sleep before each read (benchmarks)."""
+    cdef fq_filereader *r
+    cdef const fq_sample_reader *sr
+    cdef const char **_paths
+    cdef object _keep
+    cdef readonly int64_t n
+
+    def __cinit__(self):
+        self.r = NULL
+        self._paths = NULL
+
+    def __init__(self, list paths, int delay_us=0):
+        cdef fq_err err
+        cdef int64_t i, n = len(paths)
+        memset(&err, 0, sizeof(err))
+        self._paths = <const char **>calloc(max(n, 1), sizeof(char *))
+        if self._paths == NULL:
+            raise MemoryError()
+        for i in range(n):
+            if not isinstance(paths[i], bytes) or b"\0" in paths[i]:
+                raise ValueError(f"sample {i}: bad path {paths[i]!r}")
+            self._paths[i] = <const char *>paths[i]
+        self._keep = paths
+        if fq_filereader_create(self._paths, n, delay_us, &self.r, &self.sr, &err) != 0:
+            raise_fq_error(&err)
+        self.n = n
+
+    def __dealloc__(self):
+        if self.r != NULL:
+            fq_filereader_free(self.r)
+        free(self._paths)
+
+    def __len__(self):
+        return self.n
+
+    def sample_reader_address(self):
+        return <size_t>self.sr
+
+
+cdef class ReadAhead:
+    """`io_threads` threads reading up to `depth` samples of the epoch order
+    ahead of the decoding workers (csrc/fq_readahead.h).  One per ImageTask:
+    it follows that task's epoch order."""
+    cdef fq_ra *ra
+    cdef const fq_sample_reader *sr
+    cdef object inner
+    cdef object __weakref__
+    cdef readonly int64_t n
+
+    def __cinit__(self):
+        self.ra = NULL
+
+    def __init__(self, inner, int io_threads, int depth):
+        cdef fq_err err
+        cdef size_t addr = inner.sample_reader_address()
+        cdef int64_t n = len(inner)
+        memset(&err, 0, sizeof(err))
+        self.inner = inner
+        with nogil:
+            rc = fq_ra_create(<const fq_sample_reader *>addr, n, io_threads, depth, &self.ra, &self.sr, &err)
+        if rc != 0:
+            raise_fq_error(&err)
+        self.n = n
+
+    def __dealloc__(self):
+        if self.ra != NULL:
+            with nogil:
+                fq_ra_free(self.ra)
+
+    def __len__(self):
+        return self.n
+
+    def sample_reader_address(self):
+        return <size_t>self.sr
+
+    def stats(self):
+        cdef fq_ra_stats st
+        fq_ra_get_stats(self.ra, &st)
+        return {"read_ahead": st.ahead, "read_direct": st.direct}
