@@ -226,10 +226,10 @@ class _StreamProducers:
                     errs[j] = e
             if errs and self.b.skip:
                 good = [j for j in range(len(items)) if rows[j] is not None]
-                for j, e in list(errs.items()):
-                    if not isinstance(e, FastqError):
+                for j, err_j in list(errs.items()):
+                    if not isinstance(err_j, FastqError):
                         continue
-                    self.b._count_skip(e)
+                    self.b._count_skip(err_j)
                     if good:  # the next good item of the chunk, cyclically
                         alt = min(good, key=lambda g: (g - j) % len(items))
                         rows[j] = rows[alt]
@@ -243,13 +243,13 @@ class _StreamProducers:
                 if j1 > j0:
                     ok = ring.put_many(run_id, first + j0, rows[j0:j1])
                 if ok and j1 < len(items):
-                    e = errs[j1]
-                    self.errors[first + j1] = e
+                    err_j = errs[j1]
+                    self.errors[first + j1] = err_j
                     acq = ring.acquire(run_id, first + j1)
                     if acq is None:
                         return
-                    code = _core.CODES.get(str(e.code)[5:], 0) if isinstance(e, FastqError) else 0
-                    ring.commit(run_id, acq[0], acq[1], code or _core.CODES["SOURCE"], str(e))
+                    code = _core.CODES.get(str(err_j.code)[5:], 0) if isinstance(err_j, FastqError) else 0
+                    ring.commit(run_id, acq[0], acq[1], code or _core.CODES["SOURCE"], str(err_j))
                     j1 += 1
                 j0 = j1
             if not ok:
