@@ -67,6 +67,7 @@ cdef class Ring:
     cdef readonly tuple row_shapes   # per-row shape of each block
     cdef cnp.npy_intp _row_bytes[16]
     cdef object _hook_owner
+    cdef object __weakref__          # lets tests see when the arena is freed
 
     def __cinit__(self, int capacity, int batch_size, dtypes, row_shapes, size_t arena_align=4096):
         cdef size_t rb[16]
