@@ -38,9 +38,11 @@ pipeline reports StalledError.  ``.cache()`` on the returned dataset copies each
 element first (a cache keeps its elements forever); put ``.map(fastq.tf.copy)``
 before a ``.cache()`` further down the chain.
 
-Lifetime: the dataset reaches its pipeline through a weak reference (TF keeps
-the generator in a process-wide registry), so a pipeline that is closed and
-dropped is collected, and its slot memory freed once no tensor aliases it.
+Lifetime: the dataset object (and every dataset chained after it) keeps its
+pipeline alive, but the generator callable that TF keeps in a process-wide
+registry reaches it only weakly: once the pipeline is closed and neither your
+code nor a dataset references it, it is collected, and its slot memory is
+freed once no tensor aliases it.
 
 One iteration at a time
 -----------------------
@@ -324,6 +326,9 @@ def dataset(pipeline, *, device=None, device_buffer_size=None):
     opts.experimental_optimization.inject_prefetch = False
     opts.autotune.enabled = False
     ds = _with_copying_cache(ds.with_options(opts))
+    # The dataset object (and every dataset chained after it, which keeps its
+    # input) keeps the pipeline alive; TF's generator registry does not.
+    object.__setattr__(ds, "_fastq_pipeline", pipeline)
     if device is not None:
         dev = tf.DeviceSpec.from_string(device)
         kind = (dev.device_type or "").upper()
