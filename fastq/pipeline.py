@@ -62,6 +62,7 @@ class _State:
         self.closed = False
         self.lock = threading.RLock()
         self.pid = os.getpid()
+        self.final_stats = None  # the ring's counters when close() dropped it
 
     def stop_producers(self):
         prod, self.producers = self.producers, None
@@ -85,6 +86,10 @@ class _State:
                 ring, self.ring = self.ring, None
                 if ring is not None:
                     ring.close()
+                    try:
+                        self.final_stats = ring.stats()
+                    except Exception:  # noqa: BLE001 - stats are informative only
+                        self.final_stats = None
                 # `ring` dies here unless a batch (Lease) still references it;
                 # the arena is freed with the last reference.
 
@@ -172,6 +177,8 @@ class Pipeline:
         ring = self._state.ring
         if ring is not None:
             out.update(ring.stats())
+        elif self._state.final_stats is not None:  # closed: the counters at close()
+            out.update(self._state.final_stats)
         else:
             out.update({"queue_size": self.queue_size, "batch_size": self.batch_size})
         out.update(self._backend.stats())
