@@ -23,10 +23,10 @@ arena alive until the last of them is dropped.
 
 Fork
 ----
-A forked child cannot use its parent's pipeline (iterating it raises
-:class:`fastq.errors.ForkedPipelineError`, and so do ``stats()`` and
-``state_dict``-free introspection of the ring); ``close()`` and the cleanup at
-exit are silent no-ops there, and never touch the parent's locks.
+A forked child cannot use its parent's pipeline: iterating it or calling
+``stats()`` raises :class:`fastq.errors.ForkedPipelineError`; ``close()`` and
+the cleanup at exit are silent no-ops there, and never touch the parent's
+locks.
 
 Threads
 -------
