@@ -191,8 +191,58 @@ static int jpeg_fail(fq_img_scratch *s, const char *what, fq_err *err)
     return fq_set_err(err, FQ_E_DECODE, "corrupt JPEG data (%s): %s", what, s->jerr.msg);
 }
 
+/* Sampling layouts libjpeg-turbo decodes correctly: every component's factors divide
+ * the first (luma) component's, by 1, 2 or 4 horizontally and 1 or 2 vertically (4:4:4,
+ * 4:2:2, 4:2:0, 4:4:0, 4:1:1, 4:1:0 and YCCK/CMYK with K like Y).  Others (e.g. Y h2v1
+ * with Cr h1v4) make it emit rows it never wrote.  Returns false and describes the
+ * layout in `what` ("Y h2v1, Cb h1v1, Cr h1v4") otherwise. */
+static bool sampling_supported(j_decompress_ptr ci, char *what, size_t n)
+{
+    if (ci->num_components < 2)
+        return true;
+    const jpeg_component_info *c0 = &ci->comp_info[0];
+    bool ok = true;
+    for (int i = 0; i < ci->num_components; i++) {
+        const jpeg_component_info *c = &ci->comp_info[i];
+        if (c0->h_samp_factor % c->h_samp_factor != 0 || c0->v_samp_factor % c->v_samp_factor != 0) {
+            ok = false;
+            break;
+        }
+        int rh = c0->h_samp_factor / c->h_samp_factor, rv = c0->v_samp_factor / c->v_samp_factor;
+        if ((rh != 1 && rh != 2 && rh != 4) || (rv != 1 && rv != 2)) {
+            ok = false;
+            break;
+        }
+    }
+    if (ok)
+        return true;
+    static const char *const ycc[] = {"Y", "Cb", "Cr", "K"}, *const rgb[] = {"R", "G", "B"},
+                              *const cmyk[] = {"C", "M", "Y", "K"};
+    const char *const *names = ci->jpeg_color_space == JCS_RGB ? rgb : ci->jpeg_color_space == JCS_CMYK ? cmyk : ycc;
+    size_t used = 0;
+    what[0] = '\0';
+    for (int i = 0; i < ci->num_components && i < (names == rgb ? 3 : 4) && used < n; i++) {
+        const jpeg_component_info *c = &ci->comp_info[i];
+        int k = std::snprintf(what + used, n - used, "%s%s h%dv%d", i ? ", " : "", names[i],
+                              c->h_samp_factor, c->v_samp_factor);
+        if (k < 0)
+            break;
+        used += (size_t)k;
+    }
+    return false;
+}
+
 int jpeg_header(fq_img_scratch *s, const uint8_t *data, size_t len, SrcInfo *si, fq_err *err)
 {
+    /* A fresh decompressor for every image: libjpeg keeps quantisation and Huffman
+     * tables across images (for abbreviated streams), so a JPEG without DQT/DHT would
+     * otherwise decode with whatever tables this worker saw last.  Fresh, a missing
+     * DHT gets libjpeg-turbo's standard tables (as Motion-JPEG implies) and a missing
+     * DQT is an error.  Costs a few small allocations per image. */
+    if (s->jpeg_ready) {
+        jpeg_destroy_decompress(&s->cinfo);
+        s->jpeg_ready = false;
+    }
     jpeg_init(s);
     if (!s->jpeg_ready)
         return fq_set_err(err, FQ_E_NOMEM, "cannot create a JPEG decoder");
@@ -205,6 +255,11 @@ int jpeg_header(fq_img_scratch *s, const uint8_t *data, size_t len, SrcInfo *si,
     if (r != JPEG_HEADER_OK) {
         jpeg_abort_decompress(ci);
         return fq_set_err(err, FQ_E_DECODE, "JPEG has no image (tables-only datastream)");
+    }
+    char layout[96];
+    if (!sampling_supported(ci, layout, sizeof layout)) {
+        jpeg_abort_decompress(ci);
+        return fq_set_err(err, FQ_E_UNSUPPORTED, "unsupported JPEG sampling factors (%s)", layout);
     }
     si->format = FQ_FMT_JPEG;
     si->w = (int)ci->image_width;

@@ -108,13 +108,20 @@ int fq_pool_start(fq_ring *ring, int n_workers, int64_t n_items, fq_task_fn fn, 
         free(p);
         return fq_set_err(err, FQ_E_NOMEM, "out of memory allocating the worker pool");
     }
+    int64_t run_id = 0;
+    int rrc = fq_ring_run_id(ring, &run_id, err);
+    if (rrc != FQ_OK) {
+        free(p->workers);
+        free(p);
+        return rrc;
+    }
     if (pthread_mutex_init(&p->err_mu, NULL) != 0) {
         free(p->workers);
         free(p);
         return fq_set_err(err, FQ_E_SYS, "pthread_mutex_init failed");
     }
     p->ring = ring;
-    p->run_id = fq_ring_run_id(ring);
+    p->run_id = run_id;
     p->fn = fn;
     p->ctx = ctx;
     p->n_workers = n_workers;

@@ -12,8 +12,7 @@
 
 typedef struct fq_slot {
     int state;
-    int64_t seq;        /* batch held (FILLING/READY/LEASED) */
-    int64_t host_seq;   /* the only batch this slot may take next */
+    int64_t seq;        /* batch held (FILLING/READY/LEASED), -1 when FREE */
     int rows_expected;
     int rows_done;
     int err_row;        /* lowest failed row, -1 if none */
@@ -32,6 +31,10 @@ struct fq_ring {
     uint8_t *arena;
     size_t arena_bytes;
     fq_slot *slots;
+    int *free_stack;      /* indices of the FREE slots, n_free of them */
+    int n_free;
+    int *pending;         /* pending[seq % capacity]: slot of unconsumed batch seq, or -1 */
+    int n_leased;         /* slots LEASED by the consumer */
     fq_ring_free_hook free_hook;
     void *free_hook_ctx;
 
@@ -126,17 +129,24 @@ int fq_ring_create(int capacity, int batch_size, int n_blocks, const size_t *row
     memset(mem, 0, r->arena_bytes);
     r->arena = mem;
     r->slots = calloc((size_t)capacity, sizeof *r->slots);
-    if (!r->slots) {
+    r->free_stack = calloc((size_t)capacity, sizeof *r->free_stack);
+    r->pending = calloc((size_t)capacity, sizeof *r->pending);
+    if (!r->slots || !r->free_stack || !r->pending) {
+        free(r->slots);
+        free(r->free_stack);
+        free(r->pending);
         free(r->arena);
         free(r);
         return fq_set_err(err, FQ_E_NOMEM, "out of memory allocating slot table");
     }
     for (int k = 0; k < capacity; k++) {
         r->slots[k].state = FQ_SLOT_FREE;
-        r->slots[k].host_seq = k;
         r->slots[k].seq = -1;
         r->slots[k].err_row = -1;
+        r->pending[k] = -1;
+        r->free_stack[k] = capacity - 1 - k; /* slot 0 is taken first */
     }
+    r->n_free = capacity;
 
     pthread_condattr_t ca;
     int ok_attr = 0, ok_mu = 0, ok_free = 0, ok_ready = 0;
@@ -173,6 +183,8 @@ fail:
     if (ok_attr)
         (void)pthread_condattr_destroy(&ca);
     free(r->slots);
+    free(r->free_stack);
+    free(r->pending);
     free(r->arena);
     free(r);
     return fq_set_err(err, FQ_E_SYS, "pthread initialisation failed");
@@ -194,6 +206,8 @@ void fq_ring_destroy(fq_ring *r)
     (void)pthread_cond_destroy(&r->free_cv);
     (void)pthread_mutex_destroy(&r->mu);
     free(r->slots);
+    free(r->free_stack);
+    free(r->pending);
     free(r->arena);
     free(r);
 }
@@ -235,6 +249,27 @@ static void mark_ready_if_done_locked(fq_ring *r, fq_slot *s)
     }
 }
 
+/* Slot holding the unconsumed batch `seq` (FILLING or READY), or -1. */
+static int pending_slot_locked(const fq_ring *r, int64_t seq)
+{
+    if (seq < r->next_seq)
+        return -1;
+    int k = r->pending[seq % r->capacity];
+    if (k < 0)
+        return -1;
+    const fq_slot *s = &r->slots[k];
+    if (s->seq != seq || (s->state != FQ_SLOT_FILLING && s->state != FQ_SLOT_READY))
+        return -1;
+    return k;
+}
+
+/* May batch `seq` take a free slot now?  Only inside the window
+ * [next_seq, next_seq + capacity - n_leased): see "Slot mapping" in fq_ring.h. */
+static int in_window_locked(const fq_ring *r, int64_t seq)
+{
+    return seq >= r->next_seq && seq < r->next_seq + (int64_t)(r->capacity - r->n_leased);
+}
+
 int fq_ring_begin_run(fq_ring *r, int drop_remainder, int64_t *run_id, fq_err *err)
 {
     if (lock(r) != 0)
@@ -245,41 +280,16 @@ int fq_ring_begin_run(fq_ring *r, int drop_remainder, int64_t *run_id, fq_err *e
     }
     int64_t base = r->seq_hwm > r->next_seq ? r->seq_hwm : r->next_seq;
     /* Slots still leased (e.g. the last batch of the previous epoch, still
-     * bound to the consumer's loop variable) should be needed as late as
-     * possible: start the run at the slot that begins the longest stretch of
-     * non-leased slots.  run_len[k] = non-leased slots from k on, circularly. */
-    {
-        int cap = r->capacity, best = -1, best_len = -1, any_leased = 0;
-        for (int k = 0; k < cap; k++)
-            if (r->slots[k].state == FQ_SLOT_LEASED)
-                any_leased = 1;
-        if (any_leased) {
-            int len = 0;
-            /* two backward passes make the count circular */
-            for (int pass = 0; pass < 2; pass++) {
-                for (int k = cap - 1; k >= 0; k--) {
-                    len = r->slots[k].state == FQ_SLOT_LEASED ? 0 : len + 1;
-                    if (pass == 1 && len > best_len) {
-                        best_len = len;
-                        best = k;
-                    }
-                }
-            }
-            int64_t shift = ((int64_t)best - base % cap + cap) % cap;
-            base += shift;
-        }
-    }
-    for (int k = 0; k < r->capacity; k++) {
+     * bound to the consumer's loop variable) stay leased; the others are free. */
+    r->n_free = 0;
+    for (int k = r->capacity - 1; k >= 0; k--) {
         fq_slot *s = &r->slots[k];
-        /* smallest v >= base with v % capacity == k */
-        int64_t v = base - base % r->capacity + k;
-        if (v < base)
-            v += r->capacity;
+        r->pending[k] = -1;
         if (s->state != FQ_SLOT_LEASED) {
             s->state = FQ_SLOT_FREE;
             s->seq = -1;
+            r->free_stack[r->n_free++] = k;
         }
-        s->host_seq = v;
     }
     r->base_seq = base;
     r->next_seq = base;
@@ -309,8 +319,9 @@ int fq_ring_set_end(fq_ring *r, int64_t n_items, int keep_partial, fq_err *err)
     r->n_batches = full + ((partial && (!r->drop_remainder || keep_partial)) ? 1 : 0);
     if (partial) {
         int64_t seq = r->base_seq + full;
-        fq_slot *s = &r->slots[seq % r->capacity];
-        if (s->seq == seq && s->state == FQ_SLOT_FILLING) {
+        int k = pending_slot_locked(r, seq);
+        fq_slot *s = k >= 0 ? &r->slots[k] : NULL;
+        if (s && s->state == FQ_SLOT_FILLING) {
             s->rows_expected = rows_expected_locked(r, seq);
             mark_ready_if_done_locked(r, s);
         }
@@ -351,13 +362,15 @@ int fq_ring_is_closed(fq_ring *r)
     return c;
 }
 
-int64_t fq_ring_run_id(fq_ring *r)
+int fq_ring_run_id(fq_ring *r, int64_t *run_id, fq_err *err)
 {
+    if (!run_id)
+        return fq_set_err(err, FQ_E_INVALID, "fq_ring_run_id: run_id is NULL");
     if (lock(r) != 0)
-        return -1;
-    int64_t id = r->run_id;
+        return fq_set_err(err, FQ_E_SYS, "mutex lock failed");
+    *run_id = r->run_id;
     unlock(r);
-    return id;
+    return FQ_OK;
 }
 
 int fq_ring_acquire(fq_ring *r, int64_t run_id, int64_t item, int64_t timeout_ns, int *slot, int *row, fq_err *err)
@@ -367,10 +380,9 @@ int fq_ring_acquire(fq_ring *r, int64_t run_id, int64_t item, int64_t timeout_ns
     if (lock(r) != 0)
         return fq_set_err(err, FQ_E_SYS, "mutex lock failed");
     int64_t seq = r->base_seq + item / r->batch_size;
-    fq_slot *s = &r->slots[seq % r->capacity];
     struct timespec dl = deadline_after(timeout_ns > 0 ? timeout_ns : 0);
     uint64_t t0 = 0;
-    int rc = FQ_OK;
+    int rc = FQ_OK, k = -1;
     for (;;) {
         if (r->closed) {
             rc = fq_set_err(err, FQ_E_CLOSED, "pipeline is closed");
@@ -384,28 +396,40 @@ int fq_ring_acquire(fq_ring *r, int64_t run_id, int64_t item, int64_t timeout_ns
             rc = fq_set_err(err, FQ_E_EOF, "item %lld is past the end of the run", (long long)item);
             break;
         }
-        if (s->host_seq == seq) {
-            if (s->state == FQ_SLOT_FREE) {
-                s->state = FQ_SLOT_FILLING;
-                s->seq = seq;
-                s->rows_done = 0;
-                s->rows_expected = rows_expected_locked(r, seq);
-                s->err_row = -1;
-                s->err_code = FQ_OK;
-                s->err_msg[0] = '\0';
-                if (seq + 1 > r->seq_hwm)
-                    r->seq_hwm = seq + 1;
-                break;
-            }
-            if (s->state == FQ_SLOT_FILLING && s->seq == seq)
-                break;
+        if (seq < r->next_seq) {
+            rc = fq_set_err(err, FQ_E_INVALID, "item %lld: its batch was already delivered", (long long)item);
+            break;
+        }
+        k = pending_slot_locked(r, seq);
+        if (k >= 0) {
+            if (r->slots[k].state == FQ_SLOT_FILLING)
+                break; /* another row of a batch being filled */
+            rc = fq_set_err(err, FQ_E_INVALID, "item %lld: its batch is already complete", (long long)item);
+            break;
+        }
+        if (r->n_free > 0 && in_window_locked(r, seq)) {
+            k = r->free_stack[--r->n_free];
+            fq_slot *s = &r->slots[k];
+            s->state = FQ_SLOT_FILLING;
+            s->seq = seq;
+            s->rows_done = 0;
+            s->rows_expected = rows_expected_locked(r, seq);
+            s->err_row = -1;
+            s->err_code = FQ_OK;
+            s->err_msg[0] = '\0';
+            r->pending[seq % r->capacity] = k;
+            if (seq + 1 > r->seq_hwm)
+                r->seq_hwm = seq + 1;
+            /* producers of the batch's other rows may be waiting: they join it now */
+            (void)pthread_cond_broadcast(&r->free_cv);
+            break;
         }
         if (!t0)
             t0 = fq_now_ns();
         int w = cv_wait(&r->free_cv, &r->mu, timeout_ns, &dl);
         if (w == ETIMEDOUT) {
             rc = fq_set_err(err, FQ_E_TIMEOUT, "timed out waiting for a free slot for batch %lld",
-                            (long long)seq);
+                            (long long)(seq - r->base_seq));
             break;
         } else if (w != 0) {
             rc = fq_set_err(err, FQ_E_SYS, "condition wait failed (%d)", w);
@@ -415,7 +439,7 @@ int fq_ring_acquire(fq_ring *r, int64_t run_id, int64_t item, int64_t timeout_ns
     if (t0)
         r->producer_wait_ns += fq_now_ns() - t0;
     if (rc == FQ_OK) {
-        *slot = (int)(seq % r->capacity);
+        *slot = k;
         *row = (int)(item % r->batch_size);
     }
     unlock(r);
@@ -468,7 +492,6 @@ int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err 
     int rc = FQ_OK;
     for (;;) {
         int64_t seq = r->next_seq;
-        fq_slot *s = &r->slots[seq % r->capacity];
         if (r->closed) {
             rc = fq_set_err(err, FQ_E_CLOSED, "pipeline is closed");
             break;
@@ -482,15 +505,18 @@ int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err 
             fq_set_err(err, FQ_E_EOF, "end of run");
             break;
         }
-        if (s->state == FQ_SLOT_FILLING && s->seq == seq && s->rows_expected > 0 &&
-            s->rows_done >= s->rows_expected)
+        int k = pending_slot_locked(r, seq);
+        fq_slot *s = k >= 0 ? &r->slots[k] : NULL;
+        if (s && s->state == FQ_SLOT_FILLING && s->rows_expected > 0 && s->rows_done >= s->rows_expected)
             mark_ready_if_done_locked(r, s);
-        if (s->state == FQ_SLOT_READY && s->seq == seq) {
+        if (s && s->state == FQ_SLOT_READY) {
             s->state = FQ_SLOT_LEASED;
+            r->pending[seq % r->capacity] = -1;
+            r->n_leased++;
             r->next_seq = seq + 1;
             r->batches_delivered++;
             r->samples_delivered += (uint64_t)s->rows_expected;
-            *slot = (int)(seq % r->capacity);
+            *slot = k;
             *n_rows = s->rows_expected;
             break;
         }
@@ -498,15 +524,11 @@ int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err 
             t0 = fq_now_ns();
         int w = cv_wait(&r->ready_cv, &r->mu, timeout_ns, &dl);
         if (w == ETIMEDOUT) {
-            if (s->state == FQ_SLOT_LEASED) {
-                int leased = 0;
-                for (int k = 0; k < r->capacity; k++)
-                    leased += r->slots[k].state == FQ_SLOT_LEASED;
+            if (r->n_leased >= r->capacity)
                 rc = fq_set_err(err, FQ_E_STALLED,
-                                "batch %lld cannot be produced because slot %d still holds an earlier batch "
-                                "(%d of %d slots are leased by the consumer)",
-                                (long long)(seq - r->base_seq), (int)(seq % r->capacity), leased, r->capacity);
-            }
+                                "batch %lld cannot be produced: the consumer holds %d batches "
+                                "(all %d slots are leased)", (long long)(seq - r->base_seq), r->n_leased,
+                                r->capacity);
             else
                 rc = fq_set_err(err, FQ_E_TIMEOUT, "timed out waiting for batch %lld",
                                 (long long)(seq - r->base_seq));
@@ -522,12 +544,15 @@ int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err 
     return rc;
 }
 
-int fq_ring_slot_error(fq_ring *r, int slot, int *code, char *msg, size_t msg_len)
+int fq_ring_slot_error(fq_ring *r, int slot, int *row, int *code, char *msg, size_t msg_len, fq_err *err)
 {
-    if (slot < 0 || slot >= r->capacity || lock(r) != 0)
-        return -1;
+    if (slot < 0 || slot >= r->capacity)
+        return fq_set_err(err, FQ_E_INVALID, "slot_error: slot %d out of range", slot);
+    if (lock(r) != 0)
+        return fq_set_err(err, FQ_E_SYS, "mutex lock failed");
     fq_slot *s = &r->slots[slot];
-    int row = s->err_row;
+    if (row)
+        *row = s->err_row;
     if (code)
         *code = s->err_code;
     if (msg && msg_len) {
@@ -538,16 +563,22 @@ int fq_ring_slot_error(fq_ring *r, int slot, int *code, char *msg, size_t msg_le
         msg[n] = '\0';
     }
     unlock(r);
-    return row;
+    return FQ_OK;
 }
 
-int64_t fq_ring_slot_seq(fq_ring *r, int slot)
+int fq_ring_slot_seq(fq_ring *r, int slot, int64_t *seq, fq_err *err)
 {
-    if (slot < 0 || slot >= r->capacity || lock(r) != 0)
-        return -1;
-    int64_t v = r->slots[slot].seq - r->base_seq;
+    if (slot < 0 || slot >= r->capacity || !seq)
+        return fq_set_err(err, FQ_E_INVALID, "slot_seq: slot %d out of range", slot);
+    if (lock(r) != 0)
+        return fq_set_err(err, FQ_E_SYS, "mutex lock failed");
+    if (r->slots[slot].state != FQ_SLOT_LEASED) {
+        unlock(r);
+        return fq_set_err(err, FQ_E_INVALID, "slot_seq: slot %d is not leased", slot);
+    }
+    *seq = r->slots[slot].seq - r->base_seq;
     unlock(r);
-    return v;
+    return FQ_OK;
 }
 
 int fq_ring_release(fq_ring *r, int slot, fq_err *err)
@@ -562,20 +593,22 @@ int fq_ring_release(fq_ring *r, int slot, fq_err *err)
         return fq_set_err(err, FQ_E_INVALID, "release: slot %d is not leased", slot);
     }
     s->state = FQ_SLOT_FREE;
-    if (s->seq + r->capacity > s->host_seq)
-        s->host_seq = s->seq + r->capacity;
+    s->seq = -1;
+    r->free_stack[r->n_free++] = slot;
+    r->n_leased--;
+    /* a free slot, and the producers' window grew by one */
     (void)pthread_cond_broadcast(&r->free_cv);
-    /* A consumer waiting on this slot (stall) must re-check as well. */
+    /* A stalled consumer must re-check as well. */
     (void)pthread_cond_broadcast(&r->ready_cv);
     unlock(r);
     return FQ_OK;
 }
 
-void fq_ring_get_stats(fq_ring *r, fq_ring_stats *st)
+int fq_ring_get_stats(fq_ring *r, fq_ring_stats *st, fq_err *err)
 {
     memset(st, 0, sizeof *st);
     if (lock(r) != 0)
-        return;
+        return fq_set_err(err, FQ_E_SYS, "mutex lock failed");
     st->capacity = r->capacity;
     st->batch_size = r->batch_size;
     for (int k = 0; k < r->capacity; k++) {
@@ -595,4 +628,5 @@ void fq_ring_get_stats(fq_ring *r, fq_ring_stats *st)
     st->base_seq = r->base_seq;
     st->next_seq = r->next_seq;
     unlock(r);
+    return FQ_OK;
 }

@@ -8,13 +8,23 @@
  * registrable as pinned host memory).
  *
  * Sequencing.  Batches carry a global sequence number `seq` that only grows.
- * Batch `seq` lives in slot `seq % capacity`.  Work is addressed by *item*:
- * item i of the current run belongs to batch base_seq + i / batch_size, row
- * i % batch_size.  Producers acquire the slot for an item (waiting until the
- * slot is free for that batch), write their row in place without any lock,
- * then commit the row.  When every expected row of a batch is committed the
- * slot is READY.  The consumer takes batches strictly in seq order (LEASED)
- * and releases each one when the last reference to it dies (FREE again).
+ * Work is addressed by *item*: item i of the current run belongs to batch
+ * base_seq + i / batch_size, row i % batch_size.  Producers acquire the slot
+ * for an item, write their row in place without any lock, then commit the
+ * row.  When every expected row of a batch is committed the slot is READY.
+ * The consumer takes batches strictly in seq order (LEASED) and releases each
+ * one when the last reference to it dies (FREE again).
+ *
+ * Slot mapping.  A batch is not tied to one slot: the first producer of batch
+ * `seq` takes any FREE slot, provided seq < next_seq + (capacity - leased),
+ * where next_seq is the next batch the consumer takes and `leased` the number
+ * of slots the consumer holds.  That window is what keeps the ring
+ * deadlock-free: the batches that hold FILLING/READY slots all lie in it, so
+ * while the consumer waits for next_seq at least one slot is FREE for it.
+ * Hence a batch the consumer keeps reduces the usable depth by exactly one:
+ * with k slots leased the producers still run up to capacity - k batches
+ * ahead, and the consumer can only stall (FQ_E_STALLED) when it holds every
+ * slot.  Which slot a batch lands in never changes its content or its order.
  *
  * Slot states: FREE -> FILLING -> READY -> LEASED -> FREE.
  *
@@ -92,15 +102,18 @@ uint8_t *fq_ring_arena(const fq_ring *r, size_t *bytes);
  * a final partial batch is dropped (unless set_end says keep_partial). */
 int fq_ring_begin_run(fq_ring *r, int drop_remainder, int64_t *run_id, fq_err *err);
 /* Id of the current run (what producers pass to acquire/commit). */
-int64_t fq_ring_run_id(fq_ring *r);
+int fq_ring_run_id(fq_ring *r, int64_t *run_id, fq_err *err);
 /* The current run has exactly n_items items.  keep_partial forces delivery of
  * a final partial batch even with drop_remainder (used when the last item
  * carries an error that the consumer must see). */
 int fq_ring_set_end(fq_ring *r, int64_t n_items, int keep_partial, fq_err *err);
 /* Abort the current run: wake every waiter with FQ_E_CANCELLED. */
 void fq_ring_cancel(fq_ring *r);
-/* Close for good: every current and future blocking call returns FQ_E_CLOSED. */
+/* Close for good: every current and future blocking call returns FQ_E_CLOSED.
+ * (cancel/close only fail if the mutex is broken, which a default pthread
+ * mutex cannot report; they then do nothing.) */
 void fq_ring_close(fq_ring *r);
+/* 1 if closed (or the mutex cannot be taken), else 0. */
 int fq_ring_is_closed(fq_ring *r);
 
 /* Producer side.  Waits until the slot of `item`'s batch can take it.
@@ -112,18 +125,20 @@ int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, int code, cons
 
 /* Consumer side.  Waits for the next batch in seq order and leases it.
  * Returns FQ_OK (slot leased, *n_rows rows valid), FQ_E_EOF (run finished),
- * FQ_E_TIMEOUT, FQ_E_STALLED (timed out and the slot it needs is still leased:
- * the consumer side holds every batch the producers could write into),
- * FQ_E_CANCELLED or FQ_E_CLOSED. */
+ * FQ_E_TIMEOUT, FQ_E_STALLED (timed out while the consumer side leases every
+ * slot, so the producers have nowhere to write), FQ_E_CANCELLED or
+ * FQ_E_CLOSED. */
 int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err *err);
-/* Error recorded on a leased slot: returns the row (or -1 if none) and fills
- * *code and msg (msg_len bytes). */
-int fq_ring_slot_error(fq_ring *r, int slot, int *code, char *msg, size_t msg_len);
-int64_t fq_ring_slot_seq(fq_ring *r, int slot);
+/* Error recorded on a leased slot: *row = lowest failed row (-1 if none),
+ * *code and msg (msg_len bytes) describe it.  Returns FQ_OK, or an error
+ * (bad slot, lock failure) - never mistake a failure for "no error". */
+int fq_ring_slot_error(fq_ring *r, int slot, int *row, int *code, char *msg, size_t msg_len, fq_err *err);
+/* Batch held by a leased slot, counted from the start of the current run. */
+int fq_ring_slot_seq(fq_ring *r, int slot, int64_t *seq, fq_err *err);
 /* Give a leased slot back to the producers. */
 int fq_ring_release(fq_ring *r, int slot, fq_err *err);
 
-void fq_ring_get_stats(fq_ring *r, fq_ring_stats *st);
+int fq_ring_get_stats(fq_ring *r, fq_ring_stats *st, fq_err *err);
 
 #ifdef __cplusplus
 }

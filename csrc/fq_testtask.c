@@ -77,7 +77,10 @@ int fq_pattern_drain(fq_ring *r, const fq_pattern_ctx *c, int verify, int64_t *b
         if (rc != FQ_OK)
             break;
         if (verify) {
-            int64_t seq = fq_ring_slot_seq(r, slot);
+            int64_t seq = 0;
+            rc = fq_ring_slot_seq(r, slot, &seq, err);
+            if (rc != FQ_OK)
+                break;
             for (int row = 0; row < n; row++) {
                 int64_t item = seq * bs + row;
                 for (int b = 0; b < c->n_blocks; b++) {

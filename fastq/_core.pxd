@@ -56,7 +56,7 @@ cdef extern from "fq_ring.h" nogil:
     uint8_t *fq_ring_block_ptr(const fq_ring *r, int slot, int block)
     uint8_t *fq_ring_arena(const fq_ring *r, size_t *nbytes)
     int fq_ring_begin_run(fq_ring *r, int drop_remainder, int64_t *run_id, fq_err *err)
-    int64_t fq_ring_run_id(fq_ring *r)
+    int fq_ring_run_id(fq_ring *r, int64_t *run_id, fq_err *err)
     int fq_ring_set_end(fq_ring *r, int64_t n_items, int keep_partial, fq_err *err)
     void fq_ring_cancel(fq_ring *r)
     void fq_ring_close(fq_ring *r)
@@ -64,10 +64,10 @@ cdef extern from "fq_ring.h" nogil:
     int fq_ring_acquire(fq_ring *r, int64_t run_id, int64_t item, int64_t timeout_ns, int *slot, int *row, fq_err *err)
     int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, int code, const char *msg, fq_err *err)
     int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err *err)
-    int fq_ring_slot_error(fq_ring *r, int slot, int *code, char *msg, size_t msg_len)
-    int64_t fq_ring_slot_seq(fq_ring *r, int slot)
+    int fq_ring_slot_error(fq_ring *r, int slot, int *row, int *code, char *msg, size_t msg_len, fq_err *err)
+    int fq_ring_slot_seq(fq_ring *r, int slot, int64_t *seq, fq_err *err)
     int fq_ring_release(fq_ring *r, int slot, fq_err *err)
-    void fq_ring_get_stats(fq_ring *r, fq_ring_stats *st)
+    int fq_ring_get_stats(fq_ring *r, fq_ring_stats *st, fq_err *err)
 
 cdef extern from "fq_pool.h" nogil:
     ctypedef int (*fq_task_fn)(void *ctx, int worker, int64_t item, uint8_t **rows, fq_err *err)

@@ -38,6 +38,12 @@ def make_error(int code, message, index=None, path=None):
     return _errors.error_for_code(code, message, index=index, path=path)
 
 
+# A batch array has 1 + len(sample shape) dimensions; numpy 1.x allows 32.
+MAX_SAMPLE_DIMS = 31
+cdef enum:
+    _DIMS_BUF = 32
+
+
 cdef int raise_fq_error(fq_err *err) except -1:
     """The single path from a C error record to a Python exception."""
     msg = err.msg.decode("utf-8", "replace")
@@ -61,6 +67,7 @@ cdef class Ring:
     cdef readonly tuple row_shapes   # per-row shape of each block
     cdef cnp.npy_intp _row_bytes[16]
     cdef object _hook_owner
+    cdef object __weakref__          # lets tests see when the arena is freed
 
     def __cinit__(self, int capacity, int batch_size, dtypes, row_shapes, size_t arena_align=4096):
         cdef size_t rb[16]
@@ -71,8 +78,14 @@ cdef class Ring:
         dtypes = tuple(np.dtype(d) for d in dtypes)
         row_shapes = tuple(tuple(int(x) for x in s) for s in row_shapes)
         if len(dtypes) != len(row_shapes) or not 1 <= len(dtypes) <= FQ_RING_MAX_BLOCKS:
-            raise ValueError(f"need 1..{FQ_RING_MAX_BLOCKS} outputs with one dtype and shape each")
+            raise ValueError(f"need 1..{FQ_RING_MAX_BLOCKS} outputs with one dtype and shape each, got "
+                             f"{len(dtypes)} dtypes and {len(row_shapes)} shapes")
         for i in range(len(dtypes)):
+            if len(row_shapes[i]) > MAX_SAMPLE_DIMS:
+                raise ValueError(f"output {i}: a sample has {len(row_shapes[i])} dimensions; fastq supports at "
+                                 f"most {MAX_SAMPLE_DIMS} (a batch adds one, and numpy arrays have at most 32)")
+            if any(x < 0 for x in row_shapes[i]):
+                raise ValueError(f"output {i}: negative dimension in sample shape {row_shapes[i]}")
             if dtypes[i].hasobject or dtypes[i].fields is not None or not dtypes[i].isnative:
                 raise TypeError(f"output {i}: dtype {dtypes[i]} is not a plain native-endian numeric type; fastq slots hold only those")
             n = int(np.prod(row_shapes[i], dtype=np.int64)) * dtypes[i].itemsize
@@ -112,11 +125,13 @@ cdef class Ring:
     @property
     def arena_address(self):
         cdef size_t n
+        self._check()
         return <size_t>fq_ring_arena(self.r, &n)
 
     @property
     def arena_bytes(self):
         cdef size_t n
+        self._check()
         fq_ring_arena(self.r, &n)
         return n
 
@@ -125,15 +140,19 @@ cdef class Ring:
         (given by address, e.g. from another extension) that fq_ring_destroy
         calls just before the arena is freed - used to unregister pinned
         memory.  `owner` is kept alive as long as the ring."""
+        self._check()
         if self._hook_owner is not None:
             raise ValueError("a free hook is already installed on this ring")
         self._hook_owner = owner if owner is not None else True
         fq_ring_set_free_hook(self.r, <fq_ring_free_hook>hook_address, <void *>ctx_address)
 
     def row_bytes(self, int block):
+        if not 0 <= block < self.n_blocks:
+            raise IndexError("block out of range")
         return self._row_bytes[block]
 
     def block_address(self, int slot, int block):
+        self._check()
         if not 0 <= slot < self.capacity or not 0 <= block < self.n_blocks:
             raise IndexError("slot or block out of range")
         return <size_t>fq_ring_block_ptr(self.r, slot, block)
@@ -166,6 +185,7 @@ cdef class Ring:
 
     @property
     def closed(self):
+        self._check()
         return bool(fq_ring_is_closed(self.r))
 
     def acquire(self, int64_t run_id, int64_t item, double timeout=-1.0):
@@ -193,6 +213,7 @@ cdef class Ring:
         cdef cnp.ndarray a
         if len(arrays) != nb:
             raise ValueError(f"sample has {len(arrays)} fields, expected {nb}")
+        self._check()
         if not 0 <= slot < self.capacity or not 0 <= row < self.batch_size:
             raise IndexError("slot or row out of range")
         for b in range(nb):
@@ -279,7 +300,8 @@ cdef class Ring:
         `stall_timeout` seconds, TimeoutError after `timeout` seconds, and
         KeyboardInterrupt promptly on Ctrl-C.
         """
-        cdef int slot = 0, n = 0, rc, code = 0, erow
+        cdef int slot = 0, n = 0, rc, code = 0, erow = -1
+        cdef int64_t seq = 0
         cdef fq_err err
         cdef char emsg[512]
         cdef uint64_t t_start = fq_now_ns(), t_stall = 0, now
@@ -302,9 +324,10 @@ cdef class Ring:
                         raise _errors.StalledError(
                             f"fastq consumer stalled for {stall_timeout:g} s: {err.msg.decode()}; "
                             f"queue_size={self.capacity}. A batch's slot is only reused "
-                            f"when every array (or TF tensor) viewing it is gone; delete batches you keep, copy "
+                            f"when every array (or TF tensor) viewing it is gone, and the producers need at "
+                            f"least one slot the consumer does not hold; delete batches you keep, copy "
                             f"what you need to keep, or raise queue_size above the number of batches held at once "
-                            f"(including tf.data prefetch buffers).")
+                            f"(including tf.data buffers such as prefetch, shuffle and cache).")
                 else:
                     t_stall = 0
                 if timeout >= 0 and (now - t_start) >= <uint64_t>(timeout * 1e9):
@@ -315,24 +338,30 @@ cdef class Ring:
         (<Lease>lease).ring = self
         (<Lease>lease).slot = slot
         (<Lease>lease).released = False
-        (<Lease>lease).seq = fq_ring_slot_seq(self.r, slot)
         (<Lease>lease).n_rows = n
-        erow = fq_ring_slot_error(self.r, slot, &code, emsg, sizeof(emsg))
+        if fq_ring_slot_seq(self.r, slot, &seq, &err) != FQ_OK:
+            (<Lease>lease)._release()
+            raise_fq_error(&err)
+        (<Lease>lease).seq = seq
+        if fq_ring_slot_error(self.r, slot, &erow, &code, emsg, sizeof(emsg), &err) != FQ_OK:
+            (<Lease>lease)._release()
+            raise_fq_error(&err)
         if erow >= 0:
-            seq = (<Lease>lease).seq
-            (<Lease>lease).release()
+            (<Lease>lease)._release()
             raise BatchFailed(seq, erow, seq * self.batch_size + erow, code, emsg.decode("utf-8", "replace"))
         return lease, self._arrays(<Lease>lease, slot, n)
 
     cdef tuple _arrays(self, Lease lease, int slot, int n):
         cdef int b, k, nd
-        cdef cnp.npy_intp dims[33]
+        cdef cnp.npy_intp dims[_DIMS_BUF]
         cdef cnp.dtype d
         cdef cnp.ndarray a
         out = []
         for b in range(self.n_blocks):
             shape = self.row_shapes[b]
             nd = 1 + len(shape)
+            if nd > _DIMS_BUF:  # refused by __cinit__; never write past dims
+                raise ValueError(f"output {b}: {nd} dimensions")
             dims[0] = n
             for k in range(nd - 1):
                 dims[k + 1] = shape[k]
@@ -347,7 +376,10 @@ cdef class Ring:
 
     def stats(self):
         cdef fq_ring_stats st
-        fq_ring_get_stats(self.r, &st)
+        cdef fq_err err
+        self._check()
+        if fq_ring_get_stats(self.r, &st, &err) != FQ_OK:
+            raise_fq_error(&err)
         return {
             "queue_size": st.capacity,
             "batch_size": st.batch_size,
@@ -389,15 +421,26 @@ cdef class Lease:
     cdef readonly int64_t seq
     cdef readonly int n_rows
 
-    cdef void release(self):
+    cdef int _release(self) except -1:
+        """Give the slot back (once).  In a forked child nothing is touched."""
         cdef fq_err err
         if not self.released and self.ring is not None:
             self.released = True
-            if getpid() == self.ring.pid:
-                fq_ring_release(self.ring.r, self.slot, &err)
+            if getpid() == self.ring.pid and self.ring.r != NULL:
+                if fq_ring_release(self.ring.r, self.slot, &err) != FQ_OK:
+                    raise_fq_error(&err)
+        return 0
 
     def __dealloc__(self):
-        self.release()
+        try:
+            self._release()
+        except Exception as e:  # noqa: BLE001 - cannot raise from a destructor
+            import warnings
+            try:
+                warnings.warn(f"fastq: batch slot {self.slot} could not be returned to the ring: {e}",
+                              RuntimeWarning)
+            except Exception:  # noqa: BLE001 - warnings configured as errors
+                pass
 
 
 cdef class TaskBase:

@@ -6,10 +6,27 @@ Each batch is a tuple of numpy arrays that *view* one slot of the ring (no
 copy).  All arrays of a batch share one ``Lease`` object as their ``base``;
 the slot goes back to the producers when the last reference to any of them
 dies (``del batch``, a TF tensor that aliased it being freed, ...).  Keep a
-batch longer than that by copying it (``np.array(x)``).  If your code keeps
-``queue_size`` batches alive at once the producers have nowhere to write: the
-consumer then raises :class:`fastq.errors.StalledError` after
+batch longer than that by copying it (``np.array(x)``).  Any free slot takes
+the next batch, so each batch your code keeps reduces the read-ahead by one:
+the producers keep working while the consumer side holds fewer than
+``queue_size`` batches.  A ``for`` loop variable counts (it still holds the
+previous batch while the next one is fetched), so a loop that keeps k batches
+needs ``queue_size >= k + 2``.  If the consumer side holds all ``queue_size``
+batches the producers have nowhere to write: the consumer then raises
+:class:`fastq.errors.StalledError` (saying how many batches it holds) after
 ``stall_timeout`` seconds instead of hanging.
+
+``close()`` drops the pipeline's reference to the slot memory (one arena for
+all slots): it is freed as soon as no batch of it is referenced any more.
+Batches still referenced after ``close()`` stay valid; they keep the whole
+arena alive until the last of them is dropped.
+
+Fork
+----
+A forked child cannot use its parent's pipeline: iterating it or calling
+``stats()`` raises :class:`fastq.errors.ForkedPipelineError`; ``close()`` and
+the cleanup at exit are silent no-ops there, and never touch the parent's
+locks.
 
 Threads
 -------
@@ -74,6 +91,8 @@ class _State:
         self.producers = None
         self.closed = False
         self.lock = threading.RLock()
+        self.pid = os.getpid()
+        self.final_stats = None  # the ring's counters when close() dropped it
 
     def stop_producers(self):
         prod, self.producers = self.producers, None
@@ -83,6 +102,10 @@ class _State:
             prod.stop()
 
     def close(self):
+        if os.getpid() != self.pid:
+            # A forked child: the producers, the ring's mutex and even self.lock
+            # belong to the parent (a parent thread may have held them at fork).
+            return
         with self.lock:
             if self.closed:
                 return
@@ -90,8 +113,15 @@ class _State:
             try:
                 self.stop_producers()
             finally:
-                if self.ring is not None:
-                    self.ring.close()
+                ring, self.ring = self.ring, None
+                if ring is not None:
+                    ring.close()
+                    try:
+                        self.final_stats = ring.stats()
+                    except Exception:  # noqa: BLE001 - stats are informative only
+                        self.final_stats = None
+                # `ring` dies here unless a batch (Lease) still references it;
+                # the arena is freed with the last reference.
 
 
 class Pipeline:
@@ -241,11 +271,14 @@ class Pipeline:
         """Counters: ring slot states, waits, batches/samples delivered,
         plus the source's own (e.g. skipped samples), and ``stages``: time per
         stage, who waits on whom, and a verdict (see fastq.stages)."""
+        self._check_pid()
         out = {"epoch": self._epoch, "workers": self._effective_workers(), "closed": self._state.closed}
         out.update(self._pin_status)
         ring = self._state.ring
         if ring is not None:
             out.update(ring.stats())
+        elif self._state.final_stats is not None:  # closed: the counters at close()
+            out.update(self._state.final_stats)
         else:
             out.update({"queue_size": self.queue_size, "batch_size": self.batch_size})
         out.update(self._backend.stats())
@@ -325,10 +358,22 @@ class Pipeline:
 
     # -- lifecycle --------------------------------------------------------
     def close(self) -> None:
-        """Stop the producers, wake every waiter and release the ring.  Memory
-        of batches still referenced stays valid until they are dropped."""
+        """Stop the producers, wake every waiter and drop the ring.  The slot
+        memory is freed once no batch references it; batches still referenced
+        stay valid (and keep it) until they are dropped.  In a forked child
+        that never used this pipeline, a no-op."""
+        if os.getpid() != self._pid:
+            return
         self._state.close()
-        self._active = None
+        active, self._active = self._active, None
+        if active is not None:
+            active._drop_refs()  # a live epoch iterator must not keep the arena
+
+    def _check_pid(self):
+        if os.getpid() != self._pid:
+            raise ForkedPipelineError(
+                f"this fastq pipeline was created in process {self._pid} and cannot be used in a forked "
+                f"child (pid {os.getpid()}); create a new Pipeline in the child.")
 
     def __enter__(self) -> "Pipeline":
         return self
@@ -359,12 +404,9 @@ class Pipeline:
 
     def __iter__(self) -> "_EpochIterator":
         st = self._state
+        self._check_pid()
         if st.closed:
             raise PipelineClosedError("this Pipeline is closed")
-        if os.getpid() != self._pid:
-            raise ForkedPipelineError(
-                f"this fastq pipeline was created in process {self._pid} and cannot be used in a forked "
-                f"child (pid {os.getpid()}); create a new Pipeline in the child.")
         with st.lock:
             if self._active is not None:
                 self._active._supersede()
@@ -409,11 +451,18 @@ class _EpochIterator:
     def __iter__(self):
         return self
 
+    def _drop_refs(self):
+        """Forget the ring and producers (so that a finished or abandoned
+        iterator the user still references does not keep the slot arena)."""
+        self._ring = None
+        self._producers = None
+
     def _supersede(self):
         if not self._done:
             self._stop_clock()
             self._superseded = True
             self._done = True
+        self._drop_refs()
 
     def _finish(self):
         self._stop_clock()
@@ -424,6 +473,7 @@ class _EpochIterator:
             with p._state.lock:
                 if p._state.producers is self._producers:
                     p._state.stop_producers()
+        self._drop_refs()
 
     def __next__(self) -> Batch:
         if self._done:
@@ -435,6 +485,9 @@ class _EpochIterator:
         p = self._p
         stall = p.stall_timeout if p is not None else 60.0
         failure = None
+        if self._ring is None:  # the pipeline was closed
+            self._done = True
+            raise PipelineClosedError("the Pipeline was closed")
         try:
             res = self._ring.next_batch(stall)
         except _core.BatchFailed as f:

@@ -29,6 +29,11 @@ class Iterable(Source):
     Every epoch calls ``iter(obj)`` again; if the object has ``reset_state()``
     (a tensorpack DataFlow) it is called once, before the first epoch.
     The iterator is only ever advanced by one thread at a time.
+
+    Stopping (``close()``, a new epoch, abandoning an epoch) waits for the
+    sample the iterator is producing at that moment, at most one sample per
+    producer thread (producers re-check between samples).  A sample that takes
+    longer than 5 s is abandoned: its thread can no longer write into the ring.
     """
 
     def __init__(self, obj: Any) -> None:
@@ -182,6 +187,8 @@ class _PyProducers:
                     return
                 k = self.next_item
                 for _ in range(self.CHUNK):
+                    if self.done:  # stop() while we pulled: at most one sample's wait
+                        break
                     try:
                         if self.first is not _NOTHING:
                             sample, self.first = self.first, _NOTHING

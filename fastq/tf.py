@@ -28,11 +28,21 @@ helper thread, so slots freed by graph code always reach the producers.
 :func:`flush_released` drains it on demand (useful before reading
 ``pipeline.stats()["slots_leased"]``).
 
-Slots held at a time = batches your code keeps + elements in tf.data buffers
-after the feeder (``prefetch``, ``prefetch_to_device`` in flight, ...).  The
-feeder itself adds no buffer (tf.data's automatic prefetch injection is turned
-off for it): the ring *is* the prefetch buffer.  Keep ``queue_size`` above the
-number of batches held downstream, or the pipeline reports StalledError.
+Slots held at a time = batches your code keeps (a loop variable included) +
+elements in tf.data buffers after the feeder (``prefetch``, ``shuffle``,
+``prefetch_to_device`` in flight, ...).  The feeder itself adds no buffer
+(tf.data's automatic prefetch injection is turned off for it): the ring *is*
+the prefetch buffer.  Any free slot takes the next batch, so the producers keep
+working while fewer than ``queue_size`` slots are held; when all are held the
+pipeline reports StalledError.  ``.cache()`` on the returned dataset copies each
+element first (a cache keeps its elements forever); put ``.map(fastq.tf.copy)``
+before a ``.cache()`` further down the chain.
+
+Lifetime: the dataset object (and every dataset chained after it) keeps its
+pipeline alive, but the generator callable that TF keeps in a process-wide
+registry reaches it only weakly: once the pipeline is closed and neither your
+code nor a dataset references it, it is collected, and its slot memory is
+freed once no tensor aliases it.
 
 One iteration at a time
 -----------------------
@@ -54,7 +64,7 @@ from fastq.errors import FastqError, PipelineClosedError
 from fastq.pipeline import Pipeline
 
 __all__ = ["dataset", "element_spec", "distribute_dataset", "shard_source", "from_dlpack",
-           "flush_released", "ConcurrentIterationError", "EpochSync"]
+           "flush_released", "copy", "ConcurrentIterationError", "EpochSync"]
 
 
 class ConcurrentIterationError(FastqError):
@@ -178,13 +188,19 @@ def _named(exc):
 
 
 class _Feed:
-    """The callable given to from_generator: each call starts one epoch."""
+    """The callable given to from_generator: each call starts one epoch.
+
+    TF keeps this object in a process-wide registry for as long as the
+    process lives, so it holds the pipeline only weakly."""
 
     def __init__(self, pipeline):
-        self.pipeline = pipeline
+        self._pipeline = weakref.ref(pipeline)
 
     def __call__(self):
-        return _FeedIterator(self.pipeline)
+        p = self._pipeline()
+        if p is None:
+            raise PipelineClosedError("the fastq Pipeline of this dataset was closed and garbage-collected")
+        return _FeedIterator(p)
 
 
 class _FeedIterator:
@@ -232,6 +248,7 @@ class _FeedIterator:
         token, self._token = self._token, None
         if token is not None:
             _CLAIMS.release(self._pipeline, token)
+        self._pipeline = None
 
     def __del__(self):
         # TF drops the iterator when its tf.data iterator is destroyed
@@ -240,6 +257,29 @@ class _FeedIterator:
             self._close()
         except Exception:  # noqa: BLE001 - interpreter shutdown, closed pipeline
             pass
+
+
+def copy(*tensors):
+    """A tuple of copies of `tensors` in new buffers (``tf.raw_ops.DeepCopy``),
+    for ``ds.map(fastq.tf.copy).cache()`` on a dataset of tuples (as
+    :func:`dataset` makes): elements that outlive an epoch (a cache) must not
+    alias the ring's slots, or the slots never come back.  (For a dataset of
+    single tensors use ``ds.map(lambda t: tf.raw_ops.DeepCopy(x=t))``.)"""
+    tf = _tf()
+    return tuple(tf.raw_ops.DeepCopy(x=t) for t in tensors)
+
+
+def _with_copying_cache(ds):
+    """Make ``ds.cache(...)`` copy each element before caching it."""
+    original = ds.cache
+
+    def cache(filename="", name=None):
+        return original.__func__(ds.map(copy), filename, name=name)
+
+    cache.__doc__ = ("tf.data cache(), after copying each element out of the ring's slots "
+                     "(a cache keeps its elements; aliased slots would never return to the producers).")
+    object.__setattr__(ds, "cache", cache)
+    return ds
 
 
 def element_spec(pipeline: Pipeline) -> Tuple[Any, ...]:
@@ -317,6 +357,10 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
     n = _cardinality(pipeline, cardinality)
     if n is not None:
         ds = ds.apply(tf.data.experimental.assert_cardinality(n))
+    ds = _with_copying_cache(ds)
+    # The dataset object (and every dataset chained after it, which keeps its
+    # input) keeps the pipeline alive; TF's generator registry does not.
+    object.__setattr__(ds, "_fastq_pipeline", pipeline)
     if device is not None:
         dev = tf.DeviceSpec.from_string(device)
         kind = (dev.device_type or "").upper()

@@ -231,7 +231,7 @@ def test_consumer_holding_every_slot_gets_a_clear_stall_error():
         ring.next_batch(stall_timeout=0.3)
     assert 0.25 <= time.monotonic() - t0 < 3.0
     msg = str(ei.value)
-    assert "queue_size" in msg and "leased" in msg
+    assert "queue_size" in msg and "leased" in msg and "holds 2 batches" in msg
     del held  # releasing unblocks everything
     n = 0
     while ring.next_batch(stall_timeout=5) is not None:
@@ -240,7 +240,7 @@ def test_consumer_holding_every_slot_gets_a_clear_stall_error():
     run.join()
 
 
-def test_new_run_after_cancel_waits_for_a_slot_still_leased():
+def test_slot_leased_across_runs_only_reduces_the_depth_by_one():
     ring = make_ring(3, 2)
     task = _core.PatternTask(ring, seed=3)
     ring.begin_run(True)
@@ -250,20 +250,69 @@ def test_new_run_after_cancel_waits_for_a_slot_still_leased():
     ring.cancel()
     run.join()
     ring.begin_run(True)
-    ring.set_end(12)
-    run = _core.NativeRun(ring, task, 2, 12)
+    ring.set_end(40)
+    run = _core.NativeRun(ring, task, 2, 40)
     out = []
-    for _ in range(2):
-        lease, arrays = ring.next_batch(stall_timeout=5)
-        out.append(lease.seq)
-        np.testing.assert_array_equal(arrays[0], expected_batch(task, ring, lease.seq, 2)[0])
-        del lease, arrays
-    del kept  # the third batch needs the slot the old run's batch still held
+    # the old run's batch stays leased for the whole new run
     while (r := ring.next_batch(stall_timeout=5)) is not None:
-        out.append(r[0].seq)
-        del r
+        lease, arrays = r
+        assert lease.slot != kept[0].slot
+        np.testing.assert_array_equal(arrays[0], expected_batch(task, ring, lease.seq, 2)[0])
+        out.append(lease.seq)
+        del r, lease, arrays
     run.join()
-    assert out == list(range(6))
+    assert out == list(range(20))
+    assert ring.stats()["slots_leased"] == 1
+    del kept
+    assert ring.stats()["slots_leased"] == 0
+
+
+@pytest.mark.parametrize("cap", [2, 3, 5])
+def test_holding_k_batches_below_capacity_never_stalls(cap):
+    """k < capacity batches kept for a whole run (several k, held at the start,
+    spread out, or a sliding window of the newest k): the run completes in
+    order with correct contents.  Before slots were decoupled from seq %
+    capacity this stalled after `capacity` batches for any k >= 1."""
+    for k in range(1, cap):
+        for pattern in ("first", "spread", "sliding"):
+            ring = make_ring(cap, 3)
+            task = _core.PatternTask(ring, seed=cap * 10 + k)
+            ring.begin_run(False)
+            n_items = 3 * 40 + 2
+            ring.set_end(n_items)
+            run = _core.NativeRun(ring, task, 3, n_items)
+            held, seq = [], 0
+            while (r := ring.next_batch(stall_timeout=5)) is not None:
+                lease, arrays = r
+                assert lease.seq == seq
+                check_batch(task, ring, seq, arrays)
+                if pattern == "first" and len(held) < k:
+                    held.append(r)
+                elif pattern == "spread" and seq % 3 == 1 and len(held) < k:
+                    held.append(r)
+                elif pattern == "sliding":
+                    held.append(r)
+                    if len(held) > k:
+                        held.pop(0)
+                seq += 1
+                del r, lease, arrays
+            run.join()
+            assert seq == 41
+            assert ring.stats()["slots_leased"] == len(held) == k
+            for h in held:  # what was kept is intact
+                check_batch(task, ring, h[0].seq, h[1])
+
+
+def test_sample_with_too_many_dimensions_is_a_value_error():
+    with pytest.raises(ValueError, match="40 dimensions"):
+        _core.Ring(2, 2, [np.uint8], [(1,) * 40])
+    ring = _core.Ring(2, 2, [np.uint8], [(1,) * 31])  # the most a numpy batch can have
+    ring.begin_run(False)
+    ring.set_end(2)
+    run = _core.NativeRun(ring, _core.PatternTask(ring), 1, 2)
+    lease, (a,) = ring.next_batch()
+    assert a.shape == (2,) + (1,) * 31
+    run.join()
 
 
 def test_stale_run_id_cannot_write():

@@ -86,7 +86,8 @@ static int run(char **paths, int n, int bad_at)
             CHECK(rc == FQ_OK, "next: %s", e.msg);
             int code;
             char msg[512];
-            int erow = fq_ring_slot_error(ring, slot, &code, msg, sizeof msg);
+            int erow = -1;
+            CHECK(fq_ring_slot_error(ring, slot, &erow, &code, msg, sizeof msg, &e) == FQ_OK, "%s", e.msg);
             for (int r = 0; r < nr; r++, item++) {
                 int64_t idx = order[item];
                 if (idx == bad_at) {

@@ -63,7 +63,8 @@ static int stress(int cap, int bs, int workers, int64_t n_items, int drop, unsig
         if (rc == FQ_E_EOF)
             break;
         CHECK(rc == FQ_OK, "next: %s", e.msg);
-        int64_t seq = fq_ring_slot_seq(r, slot);
+        int64_t seq = -1;
+        CHECK(fq_ring_slot_seq(r, slot, &seq, &e) == FQ_OK, "%s", e.msg);
         CHECK(seq == expect_seq, "got batch %lld, expected %lld", (long long)seq, (long long)expect_seq);
         for (int row = 0; row < n; row++)
             for (int b = 0; b < 2; b++)
@@ -80,7 +81,7 @@ static int stress(int cap, int bs, int workers, int64_t n_items, int drop, unsig
     CHECK(rows_seen == want, "rows %lld want %lld", (long long)rows_seen, (long long)want);
     CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
     fq_ring_stats st;
-    fq_ring_get_stats(r, &st);
+    CHECK(fq_ring_get_stats(r, &st, &e) == FQ_OK, "%s", e.msg);
     CHECK(st.samples_delivered == (uint64_t)want, "stats samples %llu", (unsigned long long)st.samples_delivered);
     CHECK(st.n_leased == 0, "leased %d", st.n_leased);
     fq_ring_destroy(r);
@@ -104,7 +105,8 @@ static int failing_item(void)
         if (rc == FQ_E_EOF)
             break;
         CHECK(rc == FQ_OK, "%s", e.msg);
-        int row = fq_ring_slot_error(r, slot, &code, msg, sizeof msg);
+        int row = -2;
+        CHECK(fq_ring_slot_error(r, slot, &row, &code, msg, sizeof msg, &e) == FQ_OK, "%s", e.msg);
         if (b == 4) {
             CHECK(row == 5 && code == FQ_E_DECODE && strstr(msg, "sample 37"), "row %d code %d msg %s", row, code, msg);
             errors++;
@@ -149,12 +151,13 @@ static int cancel_and_rerun(void)
     CHECK(fq_ring_set_end(r, 30, 0, &e) == FQ_OK, "%s", e.msg);
     CHECK(fq_pool_start(r, 2, 30, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
     int64_t batches = 0, rows = 0, bad = 0;
-    /* drain would stall on the leased slot: release it from another moment */
-    CHECK(fq_ring_release(r, held, &e) == FQ_OK, "%s", e.msg);
+    /* the old run's batch stays leased for the whole new run: the other two
+     * slots carry it (a held slot only reduces the usable depth by one) */
     CHECK(fq_pattern_drain(r, &c, 1, &batches, &rows, &bad, &e) == FQ_OK, "%s", e.msg);
     CHECK(batches == 8 && rows == 30 && bad == 0, "batches %lld rows %lld bad %lld", (long long)batches,
           (long long)rows, (long long)bad);
     CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_release(r, held, &e) == FQ_OK, "%s", e.msg);
     fq_ring_destroy(r);
     return 0;
 }
@@ -204,12 +207,19 @@ static int timeouts_and_args(void)
     uint64_t t0 = fq_now_ns();
     CHECK(fq_ring_next(r, 20000000, &slot, &n, &e) == FQ_E_TIMEOUT, "expected timeout");
     CHECK(fq_now_ns() - t0 >= 19000000ull, "returned early");
-    CHECK(fq_ring_acquire(r, fq_ring_run_id(r), 0, 0, &slot, &row, &e) == FQ_OK, "%s", e.msg);
-    CHECK(fq_ring_acquire(r, fq_ring_run_id(r), 2, 10000000, &slot, &row, &e) == FQ_E_TIMEOUT, "expected producer timeout");
-    CHECK(fq_ring_commit(r, fq_ring_run_id(r), 0, 5, FQ_OK, NULL, &e) == FQ_E_INVALID, "bad row accepted");
+    int64_t id = -1;
+    CHECK(fq_ring_run_id(r, &id, &e) == FQ_OK && id >= 1, "run id %lld", (long long)id);
+    CHECK(fq_ring_acquire(r, id, 0, 0, &slot, &row, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_acquire(r, id, 2, 10000000, &slot, &row, &e) == FQ_E_TIMEOUT, "expected producer timeout");
+    CHECK(fq_ring_commit(r, id, 0, 5, FQ_OK, NULL, &e) == FQ_E_INVALID, "bad row accepted");
     CHECK(fq_ring_release(r, 0, &e) == FQ_E_INVALID, "release of unleased slot accepted");
+    int64_t sq;
+    int erow, code;
+    CHECK(fq_ring_slot_seq(r, 0, &sq, &e) == FQ_E_INVALID, "seq of an unleased slot");
+    CHECK(fq_ring_slot_seq(r, 7, &sq, &e) == FQ_E_INVALID, "seq of slot 7");
+    CHECK(fq_ring_slot_error(r, -1, &erow, &code, NULL, 0, &e) == FQ_E_INVALID, "error of slot -1");
     /* a stale run id is refused and touches nothing */
-    int64_t old = fq_ring_run_id(r);
+    int64_t old = id;
     CHECK(fq_ring_begin_run(r, 1, NULL, &e) == FQ_OK, "%s", e.msg);
     CHECK(fq_ring_acquire(r, old, 0, 0, &slot, &row, &e) == FQ_E_CANCELLED, "stale acquire accepted");
     CHECK(fq_ring_commit(r, old, 0, 0, FQ_OK, NULL, &e) == FQ_E_CANCELLED, "stale commit accepted");
@@ -219,6 +229,112 @@ static int timeouts_and_args(void)
     CHECK(fq_ring_create(0, 4, 1, c.row_bytes, 64, &bad, &e) == FQ_E_INVALID && bad == NULL, "capacity 0");
     CHECK(fq_ring_create(2, 4, 1, &zero, 64, &bad, &e) == FQ_E_INVALID && bad == NULL, "row 0");
     CHECK(fq_ring_create(2, 4, 1, c.row_bytes, 100, &bad, &e) == FQ_E_INVALID && bad == NULL, "align 100");
+    return 0;
+}
+
+/* The consumer keeps k batches (k < capacity) leased for a whole run, in
+ * several patterns (the first k, every other one, the last k of a sliding
+ * window), while 3 workers produce: the run completes in order, untorn, and
+ * the ring never has more than capacity - k batches in flight. */
+static int hold_k_for_a_run(int cap, int k, int pattern, unsigned seed)
+{
+    fq_pattern_ctx c = {.n_blocks = 2, .row_bytes = {24, 40}, .fail_item = -1, .seed = seed};
+    const int bs = 3;
+    const int64_t n_items = bs * 200 + 1;
+    fq_ring *r = make_ring(cap, bs, &c);
+    fq_err e;
+    CHECK(fq_ring_begin_run(r, 0, NULL, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_set_end(r, n_items, 0, &e) == FQ_OK, "%s", e.msg);
+    fq_pool *p = NULL;
+    CHECK(fq_pool_start(r, 3, n_items, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
+    int held[64], n_held = 0, slot, n;
+    int64_t seq_expect = 0, rows = 0;
+    srand(seed);
+    for (;;) {
+        int rc = fq_ring_next(r, 5000000000LL, &slot, &n, &e);
+        if (rc == FQ_E_EOF)
+            break;
+        CHECK(rc == FQ_OK, "k=%d pattern %d: next: %s", k, pattern, e.msg);
+        int64_t seq;
+        CHECK(fq_ring_slot_seq(r, slot, &seq, &e) == FQ_OK, "%s", e.msg);
+        CHECK(seq == seq_expect, "got batch %lld, expected %lld", (long long)seq, (long long)seq_expect);
+        for (int i = 0; i < n_held; i++)
+            CHECK(held[i] != slot, "slot %d handed out while leased", slot);
+        for (int row = 0; row < n; row++)
+            for (int b = 0; b < 2; b++)
+                CHECK(fq_pattern_check(&c, seq * bs + row, b,
+                                       fq_ring_block_ptr(r, slot, b) + (size_t)row * c.row_bytes[b]),
+                      "torn row %d of batch %lld", row, (long long)seq);
+        fq_ring_stats st;
+        CHECK(fq_ring_get_stats(r, &st, &e) == FQ_OK, "%s", e.msg);
+        CHECK(st.n_leased == n_held + 1 && st.n_free + st.n_filling + st.n_ready == cap - n_held - 1,
+              "%d leased, %d free, %d filling, %d ready with %d held of %d", st.n_leased, st.n_free,
+              st.n_filling, st.n_ready, n_held, cap);
+        int keep = 0;
+        if (pattern == 0)
+            keep = n_held < k; /* the first k batches, for the whole run */
+        else if (pattern == 1)
+            keep = (seq % 2 == 0) && n_held < k; /* some, then stop */
+        else {
+            /* sliding: keep the newest k, release the oldest */
+            if (n_held == k) {
+                CHECK(fq_ring_release(r, held[0], &e) == FQ_OK, "%s", e.msg);
+                memmove(held, held + 1, sizeof(int) * (size_t)(k - 1));
+                n_held--;
+            }
+            keep = 1;
+        }
+        if (rand() % 3 == 0)
+            sleep_us(rand() % 100);
+        if (keep)
+            held[n_held++] = slot;
+        else
+            CHECK(fq_ring_release(r, slot, &e) == FQ_OK, "%s", e.msg);
+        rows += n;
+        seq_expect++;
+    }
+    CHECK(rows == n_items, "rows %lld", (long long)rows);
+    CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    /* the next run works around the same held slots */
+    CHECK(fq_ring_begin_run(r, 1, NULL, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_set_end(r, bs * 20, 0, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_pool_start(r, 2, bs * 20, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
+    int64_t nb = 0, nr = 0, bad = 0;
+    CHECK(fq_pattern_drain(r, &c, 1, &nb, &nr, &bad, &e) == FQ_OK, "%s", e.msg);
+    CHECK(nb == 20 && nr == bs * 20 && bad == 0, "second run: %lld batches %lld bad", (long long)nb, (long long)bad);
+    CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    for (int i = 0; i < n_held; i++)
+        CHECK(fq_ring_release(r, held[i], &e) == FQ_OK, "%s", e.msg);
+    fq_ring_stats st;
+    CHECK(fq_ring_get_stats(r, &st, &e) == FQ_OK, "%s", e.msg);
+    CHECK(st.n_free == cap, "free %d of %d", st.n_free, cap);
+    fq_ring_destroy(r);
+    return 0;
+}
+
+/* Holding every slot is the only stall, and its message says how many. */
+static int stall_only_when_all_held(void)
+{
+    fq_pattern_ctx c = {.n_blocks = 1, .row_bytes = {8}, .fail_item = -1, .seed = 5};
+    fq_ring *r = make_ring(3, 1, &c);
+    fq_err e;
+    CHECK(fq_ring_begin_run(r, 1, NULL, &e) == FQ_OK, "%s", e.msg);
+    fq_pool *p = NULL;
+    CHECK(fq_pool_start(r, 2, 1000000, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
+    int s[3], n;
+    for (int i = 0; i < 3; i++)
+        CHECK(fq_ring_next(r, 5000000000LL, &s[i], &n, &e) == FQ_OK, "%s", e.msg);
+    int x;
+    CHECK(fq_ring_next(r, 20000000, &x, &n, &e) == FQ_E_STALLED, "expected a stall, got %d", e.code);
+    CHECK(strstr(e.msg, "holds 3 batches") != NULL, "message: %s", e.msg);
+    CHECK(fq_ring_release(r, s[1], &e) == FQ_OK, "%s", e.msg); /* a middle one */
+    CHECK(fq_ring_next(r, 5000000000LL, &x, &n, &e) == FQ_OK, "%s", e.msg);
+    CHECK(x == s[1], "the only free slot is %d, got %d", s[1], x);
+    fq_ring_cancel(r);
+    CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    for (int i = 0; i < 3; i++)
+        CHECK(fq_ring_release(r, i == 1 ? x : s[i], &e) == FQ_OK, "%s", e.msg);
+    fq_ring_destroy(r);
     return 0;
 }
 
@@ -244,6 +360,11 @@ int main(void)
     RUN(cancel_and_rerun());
     RUN(close_wakes_everyone());
     RUN(timeouts_and_args());
+    RUN(stall_only_when_all_held());
+    for (int cap = 2; cap <= 5; cap++)
+        for (int k = 1; k < cap; k++)
+            for (int pattern = 0; pattern < 3; pattern++)
+                RUN(hold_k_for_a_run(cap, k, pattern, (unsigned)(100 * cap + 10 * k + pattern)));
     printf("%d passed, %d failed\n", n_pass, n_fail);
     return n_fail ? 1 : 0;
 }
