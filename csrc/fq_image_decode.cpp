@@ -452,7 +452,7 @@ int cv_decode(fq_img_scratch *s, const uint8_t *data, size_t len, int fmt, int o
         if (ph <= 0 || pw <= 0)
             return fq_set_err(err, FQ_E_DECODE, "%s header declares an empty image (%lldx%lld)",
                               format_name(fmt), (long long)pw, (long long)ph);
-        if (ph * pw > max_pixels)
+        if (pw > max_pixels / ph) /* (not ph * pw: two 32-bit header fields can overflow it) */
             return fq_set_err(err, FQ_E_TOO_LARGE, "%s image %lldx%lld exceeds max_pixels=%lld",
                               format_name(fmt), (long long)pw, (long long)ph, (long long)max_pixels);
     }

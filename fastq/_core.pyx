@@ -13,6 +13,12 @@ from libc.string cimport memcpy, memset
 from cpython.ref cimport Py_INCREF
 from cpython.exc cimport PyErr_CheckSignals
 cimport numpy as cnp
+from cpython.object cimport PyTypeObject
+
+cdef extern from "numpy/arrayobject.h":
+    # (not in Cython's numpy.pxd) steals a reference to `descr`
+    object PyArray_NewFromDescr(PyTypeObject *subtype, cnp.dtype descr, int nd, cnp.npy_intp *dims,
+                                cnp.npy_intp *strides, void *data, int flags, object obj)
 
 import os
 import numpy as np
@@ -366,10 +372,13 @@ cdef class Ring:
             for k in range(nd - 1):
                 dims[k + 1] = shape[k]
             d = self.dtypes[b]
-            a = cnp.PyArray_New(<type>np.ndarray, nd, dims, d.type_num, NULL,
-                                <void *>fq_ring_block_ptr(self.r, slot, b), d.itemsize,
-                                cnp.NPY_ARRAY_C_CONTIGUOUS | cnp.NPY_ARRAY_ALIGNED | cnp.NPY_ARRAY_WRITEABLE,
-                                None)
+            # NewFromDescr (not New with a type number) keeps the full dtype, e.g. the
+            # unit of datetime64[ms]; it steals a reference to the descriptor.
+            Py_INCREF(d)
+            a = PyArray_NewFromDescr(<PyTypeObject *>np.ndarray, d, nd, dims, NULL,
+                                     <void *>fq_ring_block_ptr(self.r, slot, b),
+                                     cnp.NPY_ARRAY_C_CONTIGUOUS | cnp.NPY_ARRAY_ALIGNED | cnp.NPY_ARRAY_WRITEABLE,
+                                     None)
             cnp.set_array_base(a, lease)  # takes its own reference
             out.append(a)
         return tuple(out)

@@ -98,7 +98,11 @@ def _convert(sample, specs, index):
             if a.dtype != spec.dtype and not np.can_cast(a.dtype, spec.dtype, "same_kind"):
                 raise ValueError(f"sample {index}, field {i}: dtype {a.dtype} cannot be stored as the "
                                  f"first sample's dtype {spec.dtype}")
-            a = np.ascontiguousarray(a, dtype=spec.dtype)
+            try:
+                a = np.ascontiguousarray(a, dtype=spec.dtype)
+            except (ValueError, TypeError, OverflowError, UnicodeError) as e:
+                raise ValueError(f"sample {index}, field {i}: cannot store {a.dtype} values as the first "
+                                 f"sample's dtype {spec.dtype}: {e}") from e
         out.append(a)
     return out
 

@@ -129,14 +129,14 @@ def main(img_dir):
     qi = QueueInput(df, size=3)
     train(Model((4, 4)), qi, epochs=2)
     report(name="remainder", size=qi.size(), rows=ROWS, labels=[lab for _, lab in LABELS],
-           aliased=set(ADDRS) <= slot_addresses(qi.pipeline))
+           aliased=set(ADDRS) <= SLOTS)
 
     # 6. int64 labels into a model that declares tf.int32 labels: cast in the graph
     p = fastq.Pipeline(fastq.sources.Files(paths, list(range(16))), batch_size=4, workers=1,
                        ops=[fastq.ops.RandomResizedCrop(24)])
     train(Model((24, 24, 3), ydtype=tf.int32), QueueInput(p), epochs=1)
     report(name="label_cast", steps=len(ADDRS), dtypes=sorted({d for d, _ in LABELS}),
-           labels=sorted(v for _, lab in LABELS for v in lab), aliased=set(ADDRS) <= slot_addresses(p))
+           labels=sorted(v for _, lab in LABELS for v in lab), aliased=set(ADDRS) <= SLOTS)
     p.close()
 
     # 7. label_dtype="int32": the pipeline itself gives int32 labels (no cast)
