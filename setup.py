@@ -210,6 +210,7 @@ def _config():
             ("fastq_imgtask", {"sources": ["csrc/fq_imgtask.c"], "include_dirs": ["csrc"], "cflags": C_FLAGS,
                                "obj_deps": {"": headers}}),
             ("fastq_image", {"sources": _csrc("fq_image", ".cpp"), "include_dirs": ["csrc"] + inc,
+                             "macros": [("FQ_OPENCV_MINIMAL", "1")] if os.environ.get("FASTQ_VENDORED_PREFIX") else [],
                              "cflags": CXX_FLAGS, "obj_deps": {"": headers}}),
         ]
 

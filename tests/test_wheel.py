@@ -162,6 +162,13 @@ PIPELINE_SCRIPT = textwrap.dedent("""
                 for row, i in zip(img, idx):
                     rows[int(i)] = (np.array(row), p.explain(0, int(i)))
         res["runs"][channels] = rows
+    # a format the wheel's OpenCV has no decoder for: a clear "unsupported", not "corrupt"
+    try:
+        with fastq.Pipeline(fastq.sources.Files([sys.argv[3]] * 2), ops=[ops.CenterCrop(8)], batch_size=2) as p:
+            next(iter(p))
+        res["tiff"] = "decoded"
+    except fastq.errors.UnsupportedFormatError as e:
+        res["tiff"] = str(e)
     with open(out, "wb") as f:
         pickle.dump(res, f)
 """)
@@ -189,10 +196,15 @@ def test_pipeline_over_every_format_in_a_fresh_venv_matches_cv2(venv, tmp_path):
     script.write_text(PIPELINE_SCRIPT)
     out = tmp_path / "out.pkl"
     # -I: isolated mode, nothing from this checkout or the user's site can be imported
-    run([py, "-I", str(script), ",".join(paths), str(out)], cwd=str(tmp_path))
+    ok, buf = cv2.imencode(".tiff", np.zeros((16, 16, 3), np.uint8))
+    assert ok
+    tiff = tmp_path / "x.tiff"
+    tiff.write_bytes(buf.tobytes())
+    run([py, "-I", str(script), ",".join(paths), str(out), str(tiff)], cwd=str(tmp_path))
     with open(out, "rb") as f:
         res = pickle.load(f)
     assert res["fastq"].startswith(site), res["fastq"]
+    assert "TIFF is not supported by this build" in res["tiff"] and "x.tiff" in res["tiff"], res["tiff"]
     for channels, rows in res["runs"].items():
         assert sorted(rows) == list(range(len(paths))), (channels, sorted(rows))
         for i, path in enumerate(paths):
