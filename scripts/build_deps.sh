@@ -19,6 +19,7 @@
 # offline.  Logs go to stderr; the last line on stdout is the install prefix.
 #
 # Needs: a C/C++ compiler, cmake >= 3.16, ninja, nasm, curl (or python3), tar/xz/bzip2, patch.
+# `build_deps.sh --key` prints the cache key only.
 # Knobs: FASTQ_DEPS_CACHE, FASTQ_DEPS_JOBS (default: nproc), FASTQ_DEBIAN_MIRROR
 #        (default http://deb.debian.org/debian), FASTQ_DEPS_NICE (default 10).
 set -euo pipefail
@@ -136,6 +137,10 @@ cmake_build() {  # srcdir builddir args...
 }
 
 main() {
+    if [ "${1:-}" = "--key" ]; then  # print the cache key and stop
+        cache_key
+        return 0
+    fi
     need_tools
     local key
     key=$(cache_key)
