@@ -40,8 +40,17 @@ CHAIN = [ops.RandomResizedCrop(40), ops.HorizontalFlip(), ops.Normalize(ops.IMAG
 ONE_LEVEL = 1.0 / 255 / 0.224 + 1e-5
 
 
+def clean_env(**extra):
+    """This environment without PYTHONPATH: the checkout (with its own fastq and
+    fastq.egg-info) must not be visible to the venv's pip or Python."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(extra)
+    return env
+
+
 def run(cmd, **kw):
     kw.setdefault("timeout", 900)
+    kw.setdefault("env", clean_env())
     res = subprocess.run(cmd, capture_output=True, text=True, **kw)
     assert res.returncode == 0, f"{cmd} failed ({res.returncode}):\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     return res.stdout
@@ -254,10 +263,8 @@ def test_fastq_cv2_and_tensorflow_share_one_process(venv, tmp_path):
              and "gray" not in p and "rgba" not in p]
     script = tmp_path / "coexist.py"
     script.write_text(COEXIST_SCRIPT)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    env.pop("PYTHONPATH", None)
     out = run([py, str(script), site, sysconfig.get_paths()["purelib"], ",".join(paths)], cwd=str(tmp_path),
-              env=env)
+              env=clean_env(TF_CPP_MIN_LOG_LEVEL="2"))
     assert "cv2 " in out and "tf " in out, out
 
 
@@ -269,8 +276,6 @@ def test_demo_runs_from_the_installed_wheel(venv, tmp_path):
     code = ("import sys, runpy; sys.path.append(sys.argv.pop(1)); import fastq; "
             f"assert fastq.__file__.startswith({site!r}), fastq.__file__; "
             "runpy.run_module('fastq.demo', run_name='__main__', alter_sys=True)")
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
     out = run([py, "-c", code, sysconfig.get_paths()["purelib"], "--images", "48", "--epochs", "1",
-               "--batch-size", "16", "--data", str(tmp_path / "demo")], cwd=str(tmp_path), env=env)
+               "--batch-size", "16", "--data", str(tmp_path / "demo")], cwd=str(tmp_path))
     assert "images/s" in out, out
