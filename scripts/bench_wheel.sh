@@ -20,7 +20,9 @@ $PY -m pip install -q --no-deps --disable-pip-version-check --target "$T/vendore
 # named by PYTHONPATH (the in-tree script prefers the checkout's in-place build)
 mkdir -p "$T/tree/benchmarks" "$T/tree/fastq"
 cp benchmarks/bench_images.py "$T/tree/benchmarks/"
-declare -A PP=([debian]="$PWD" [vendored]="$T/vendored")
+REPO=$PWD
+declare -A PP=([debian]="$REPO" [vendored]="$T/vendored")
+cd "$T"  # nothing of the checkout on sys.path but what PYTHONPATH names
 for b in debian vendored; do
     echo "$b: $(PYTHONPATH=${PP[$b]} $PY -c 'import fastq._image as m; print(m.__file__)')"
 done
@@ -30,7 +32,7 @@ for r in $(seq "$ROUNDS"); do
     for b in $order; do
         echo "== round $r: $b"
         PYTHONPATH=${PP[$b]} $PY "$T/tree/benchmarks/bench_images.py" --peers fastq,fastq1 --repeats 1 \
-            --images "$IMAGES" --data-dir "$PWD/bench_data" --json "$T/$b.$r.json" | grep "round 1:"
+            --images "$IMAGES" --data-dir "$REPO/bench_data" --json "$T/$b.$r.json" | grep "round 1:"
     done
 done
 $PY - "$T" "$ROUNDS" <<'PY'
