@@ -38,17 +38,19 @@ done
 $PY - "$T" "$ROUNDS" <<'PY'
 import json, statistics, sys
 t, rounds = sys.argv[1], int(sys.argv[2])
-res = {}
+rate, cpu = {}, {}
 for b in ("debian", "vendored"):
     for r in range(1, rounds + 1):
-        d = json.load(open(f"{t}/{b}.{r}.json"))
-        peers = d.get("results") or d.get("peers") or d
+        peers = json.load(open(f"{t}/{b}.{r}.json"))["peers"]
         for p in ("fastq", "fastq1"):
-            v = peers[p]
-            res.setdefault((b, p), []).append(v["images_per_s"] if isinstance(v, dict) else v)
-print(f"\nreference task, images/s, median of {rounds} rounds (same run)")
-print(f"{'peer':10s} {'Debian libs':>12s} {'vendored':>10s} {'vendored/Debian':>16s}")
+            rate.setdefault((b, p), []).append(peers[p]["images_per_s"])
+            cpu.setdefault((b, p), []).append(peers[p]["cpu_us_per_image"])
+med = lambda d, k: statistics.median(d[k])  # noqa: E731
+print(f"\nreference task, median of {rounds} rounds (same run); on a shared machine the CPU time")
+print("per image is the steadier figure (images/s moves with what other processes take)")
+print(f"{'peer':8s} {'images/s Debian':>16s} {'vendored':>9s} {'ratio':>6s}   {'CPU us/image Debian':>20s} {'vendored':>9s} {'speed ratio':>11s}")
 for p in ("fastq", "fastq1"):
-    a, b = statistics.median(res[("debian", p)]), statistics.median(res[("vendored", p)])
-    print(f"{p:10s} {a:12.0f} {b:10.0f} {b / a:16.2f}x")
+    a, b = med(rate, ("debian", p)), med(rate, ("vendored", p))
+    ca, cb = med(cpu, ("debian", p)), med(cpu, ("vendored", p))
+    print(f"{p:8s} {a:16.0f} {b:9.0f} {b / a:5.2f}x   {ca:20.0f} {cb:9.0f} {ca / cb:10.2f}x")
 PY
