@@ -4,9 +4,9 @@
 #   2. the sdist (dist/fastq-<ver>.tar.gz), then a wheel built from that sdist with
 #      FASTQ_VENDORED_PREFIX (a clean tree: nothing from an in-place development build
 #      can leak in),
-#   3. hygiene: extension modules stripped, no generated C/C++ files, licence files of
-#      fastq and of every vendored library in <dist-info>/licenses/,
-#   4. `auditwheel repair`, which checks that the wheel needs nothing outside the
+#   3. scripts/repair_wheel.sh: extension modules stripped, no generated C/C++ files,
+#      licence files of fastq and of every vendored library in <dist-info>/licenses/,
+#      then `auditwheel repair`, which checks that the wheel needs nothing outside the
 #      manylinux policy and gives it the lowest manylinux tag this build allows,
 # leaving dist/fastq-<ver>-cp3XX-cp3XX-manylinux_2_YY_x86_64.whl (path printed last).
 #
@@ -39,25 +39,10 @@ FASTQ_VENDORED_PREFIX=$PREFIX nice -n "${FASTQ_NICE:-10}" $PY -m pip wheel --no-
     tail -40 "$WORK/wheel.log" >&2; echo "wheel build failed" >&2; exit 1; }
 RAW=$(ls "$WORK"/raw/fastq-*.whl)
 
-echo "== hygiene: strip, licences, no generated sources" >&2
-$PY -m wheel unpack -d "$WORK/unpacked" "$RAW" >/dev/null
-TREE=$(ls -d "$WORK"/unpacked/fastq-*)
-DIST_INFO=$(ls -d "$TREE"/fastq-*.dist-info)
-find "$TREE" -name "*.so" -exec strip --strip-unneeded {} +
-find "$TREE/fastq" \( -name "*.cpp" -o -name "*.c" -o -name "*.o" \) -delete
-mkdir -p "$DIST_INFO/licenses/vendored"
-cp LICENSE "$DIST_INFO/licenses/LICENSE" 2>/dev/null || true
-cp "$PREFIX"/licenses/*.LICENSE "$DIST_INFO/licenses/vendored/"
-cp "$PREFIX/BUILDINFO.txt" "$DIST_INFO/licenses/vendored/BUILDINFO.txt"
-cp THIRD_PARTY_NOTICES.md "$DIST_INFO/licenses/THIRD_PARTY_NOTICES.md"
-rm -f "$RAW"
-$PY -m wheel pack -d "$WORK/raw" "$TREE" >/dev/null
-RAW=$(ls "$WORK"/raw/fastq-*.whl)
-
-echo "== auditwheel repair" >&2
+echo "== hygiene + auditwheel repair (scripts/repair_wheel.sh)" >&2
 rm -f "$OUT"/fastq-*-linux_x86_64.whl "$OUT"/fastq-*-manylinux*_x86_64.whl
-auditwheel repair -w "$OUT" "$RAW" >"$WORK/repair.log" 2>&1 || {
-    cat "$WORK/repair.log" >&2; echo "auditwheel repair failed" >&2; exit 1; }
+bash scripts/repair_wheel.sh "$RAW" "$OUT" "$PREFIX" >"$WORK/repair.log" 2>&1 || {
+    cat "$WORK/repair.log" >&2; echo "repair failed" >&2; exit 1; }
 WHEEL=$(ls "$OUT"/fastq-*manylinux*.whl)
 auditwheel show "$WHEEL" >&2
 echo "   $(du -h "$WHEEL" | cut -f1) in $((SECONDS - T0)) s" >&2
