@@ -1,31 +1,57 @@
 """Build script for fastq's compiled core.
 
-Native dependencies (Debian 12 package names):
-    libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev   (OpenCV 4.6)
-    libturbojpeg0-dev libjpeg62-turbo-dev                             (libjpeg-turbo)
+Two ways to get the native libraries (OpenCV core/imgproc/imgcodecs and libjpeg-turbo's
+libjpeg API):
 
-They are found with pkg-config when a .pc file exists, otherwise in the standard
-Debian locations.  Overrides (os.pathsep-separated lists):
-    FASTQ_INCLUDE_DIRS, FASTQ_LIBRARY_DIRS
-    FASTQ_OPENCV_INCLUDE  (directory that holds opencv2/, default /usr/include/opencv4)
+* Vendored (what the wheel ships): FASTQ_VENDORED_PREFIX=<prefix printed by
+  scripts/build_deps.sh>.  OpenCV 4.6, libjpeg-turbo 2.1.5, libpng, libwebp and zlib
+  are linked statically from that prefix; nothing but glibc, libstdc++ and libgcc is
+  needed at run time.  `bash scripts/build_wheel.sh` does all of this.
+* System (the default, for development on Debian 12 / Ubuntu): the shared libraries of
+
+    libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev   (OpenCV 4.6)
+    libjpeg62-turbo-dev                                                (libjpeg-turbo)
+
+  found with pkg-config when a .pc file exists, otherwise in the standard Debian
+  locations.  Overrides (os.pathsep-separated lists):
+      FASTQ_INCLUDE_DIRS, FASTQ_LIBRARY_DIRS
+      FASTQ_OPENCV_INCLUDE  (directory that holds opencv2/, default /usr/include/opencv4)
+
+Either way every extension exports only its PyInit_* symbol (a linker version
+script), so fastq coexists in one process with pip's cv2 and TensorFlow's libraries.
+
+The files of csrc/ are compiled once, into static libraries (build_clib): `fastq_c`
+(C11: common, ring, pool, cuda), `fastq_imgtask` (C11) and `fastq_image` (C++17); each
+extension module is its Cython file plus the libraries it needs.
+
 Other knobs:
     FASTQ_DEBUG=1      -O0 -g instead of -O3
-    FASTQ_SANITIZE=address,undefined | thread   build the extension with sanitizers
+    FASTQ_SANITIZE=address,undefined | thread   build everything with sanitizers
+    FASTQ_ONLY=_core|_image|_cuda               build one extension (development)
 """
+import glob
 import os
 import shutil
 import subprocess
 import sys
 
-import numpy
-from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 APT_HINT = (
     "apt-get install -y libopencv-core-dev libopencv-imgproc-dev "
-    "libopencv-imgcodecs-dev libturbojpeg0-dev libjpeg62-turbo-dev pkg-config"
+    "libopencv-imgcodecs-dev libjpeg62-turbo-dev pkg-config"
 )
+VENDORED_HINT = ("or build the static libraries with `bash scripts/build_deps.sh` and set "
+                 "FASTQ_VENDORED_PREFIX to the prefix it prints")
+
+# Static archives of a vendored prefix, in link order (a library before those it uses).
+VENDORED_LIBS = ["opencv_imgcodecs", "opencv_imgproc", "opencv_core", "webp", "png16", "z", "jpeg"]
+
+
+def _fail(lines):
+    sys.stderr.write("\nfastq: " + "\n".join(lines) + "\n\n")
+    raise SystemExit(1)
 
 
 def _env_list(name):
@@ -43,10 +69,32 @@ def _pkgconfig(pkg, flag):
     return out.split()
 
 
-def _find_native():
+def _find_vendored(prefix):
+    """Include dirs and static archives (full paths, link order) of a build_deps.sh prefix."""
+    missing = []
+    if not os.path.isfile(os.path.join(prefix, ".complete")):
+        missing.append(f"{prefix}/.complete (the prefix is not a finished scripts/build_deps.sh build)")
+    archives = []
+    for name in VENDORED_LIBS:
+        found = sorted(glob.glob(os.path.join(prefix, "lib*", f"lib{name}.a")) +
+                       glob.glob(os.path.join(prefix, "lib*", "*", f"lib{name}.a")))
+        if found:
+            archives.append(found[0])
+        else:
+            missing.append(f"lib{name}.a")
+    incs = [os.path.join(prefix, "include", "opencv4"), os.path.join(prefix, "include")]
+    for h, d in (("opencv2/imgcodecs.hpp", incs[0]), ("jpeglib.h", incs[1])):
+        if not os.path.exists(os.path.join(d, h)):
+            missing.append(f"{h} (looked in {d})")
+    if missing:
+        _fail([f"FASTQ_VENDORED_PREFIX={prefix} is missing: " + ", ".join(missing),
+               "Rebuild it with `bash scripts/build_deps.sh` (it prints the prefix to use)."])
+    return incs, archives
+
+
+def _find_system():
     include_dirs = _env_list("FASTQ_INCLUDE_DIRS")
     library_dirs = _env_list("FASTQ_LIBRARY_DIRS")
-    libraries = []
     missing = []
 
     # OpenCV: opencv4.pc only ships with the full libopencv-dev; fall back to the Debian path.
@@ -56,31 +104,35 @@ def _find_native():
         cv_inc = cflags[0][2:]
     if not cv_inc:
         cv_inc = "/usr/include/opencv4"
-    cv_headers = ["opencv2/core.hpp", "opencv2/imgproc.hpp", "opencv2/imgcodecs.hpp"]
-    for h in cv_headers:
+    for h in ("opencv2/core.hpp", "opencv2/imgproc.hpp", "opencv2/imgcodecs.hpp"):
         if not os.path.exists(os.path.join(cv_inc, h)):
             missing.append(f"{h} (looked in {cv_inc})")
     include_dirs.append(cv_inc)
-    libraries += ["opencv_imgcodecs", "opencv_imgproc", "opencv_core"]
 
-    # libjpeg-turbo: TurboJPEG API + libjpeg API (jpeg_crop_scanline lives in the latter).
+    # libjpeg-turbo's libjpeg API (jpeg_crop_scanline, jpeg_skip_scanlines).
     search = include_dirs + ["/usr/include", "/usr/local/include", "/usr/include/x86_64-linux-gnu",
                              "/usr/include/aarch64-linux-gnu"]
-    for h in ("turbojpeg.h", "jpeglib.h"):
-        if not any(os.path.exists(os.path.join(d, h)) for d in search):
-            missing.append(h)
-    libraries += ["turbojpeg", "jpeg"]
+    if not any(os.path.exists(os.path.join(d, "jpeglib.h")) for d in search):
+        missing.append("jpeglib.h")
     if missing:
-        sys.stderr.write(
-            "\nfastq: missing native build dependencies: " + ", ".join(missing) +
-            "\nOn Debian/Ubuntu install them with:\n    " + APT_HINT +
-            "\n(or point FASTQ_INCLUDE_DIRS / FASTQ_OPENCV_INCLUDE / FASTQ_LIBRARY_DIRS at them)\n\n")
-        raise SystemExit(1)
-    return include_dirs, library_dirs, libraries
+        _fail(["missing native build dependencies: " + ", ".join(missing),
+               "On Debian/Ubuntu install them with:\n    " + APT_HINT,
+               "(or point FASTQ_INCLUDE_DIRS / FASTQ_OPENCV_INCLUDE / FASTQ_LIBRARY_DIRS at them,",
+               " " + VENDORED_HINT + ")"])
+    return include_dirs, library_dirs, ["opencv_imgcodecs", "opencv_imgproc", "opencv_core", "jpeg"]
 
 
-C_FLAGS = ["-std=c11"]
-CXX_FLAGS = ["-std=c++17"]
+def _native():
+    """(include_dirs, library_dirs, libraries, extra_objects) of the image libraries."""
+    prefix = os.environ.get("FASTQ_VENDORED_PREFIX")
+    if prefix:
+        incs, archives = _find_vendored(os.path.abspath(prefix))
+        # Full archive paths keep the link static even where a shared library of the
+        # same name is installed; dl/pthread/m are what OpenCV's core needs from glibc.
+        return incs, [], [":" + os.path.basename(a) for a in archives] + ["dl", "m"], \
+            sorted({os.path.dirname(a) for a in archives})
+    inc, libdirs, libs = _find_system()
+    return inc, libdirs, libs, []
 
 
 def _common_flags():
@@ -97,66 +149,102 @@ def _common_flags():
     return flags, link
 
 
-class BuildExt(build_ext):
-    """Per-language flags: C files get -std=c11, C++ files -std=c++17.
+FLAGS, LINK = _common_flags()
+C_FLAGS = FLAGS + ["-std=c11"]
+CXX_FLAGS = FLAGS + ["-std=c++17"]
+# Cython-generated code triggers these; our own csrc/ files are built with the full set.
+CYTHON_FLAGS = CXX_FLAGS + ["-Wno-unused-function", "-Wno-unused-parameter",
+                            "-Wno-missing-field-initializers", "-Wno-unreachable-code"]
+EXPORTS_MAP = "{ global: PyInit_*; local: *; };\n"
 
-    Cython-generated code is compiled with warnings that it is known to trigger
-    silenced; our own csrc/ files are compiled with the full -Wall -Wextra set.
-    """
+
+class BuildExt(build_ext):
+    """Links each module with a version script (only PyInit_* exported) and without the
+    build machine's run-time library path (Python's LDSHARED carries -Wl,-rpath)."""
+
+    def run(self):
+        # `setup.py build_ext --inplace` alone does not build the csrc/ libraries.
+        if self.distribution.has_c_libraries():
+            self.run_command("build_clib")
+        super().run()
 
     def build_extensions(self):
-        orig = self.compiler._compile
-
-        def _compile(obj, src, ext, cc_args, extra_postargs, pp_opts):
-            extra = list(extra_postargs)
-            if src.endswith((".cpp", ".cc")):
-                extra += CXX_FLAGS
-            elif src.endswith(".c"):
-                extra += C_FLAGS
-            if os.path.basename(src).startswith("_") and src.startswith("fastq"):
-                # generated by Cython: not our code
-                extra += ["-Wno-unused-function", "-Wno-unused-parameter",
-                          "-Wno-missing-field-initializers", "-Wno-unreachable-code"]
-            return orig(obj, src, ext, cc_args, extra, pp_opts)
-
-        self.compiler._compile = _compile
+        for attr in ("linker_so", "linker_so_cxx"):
+            cmd = getattr(self.compiler, attr, None)
+            if cmd:
+                setattr(self.compiler, attr, [a for a in cmd if not a.startswith(("-Wl,-rpath", "-Wl,-R"))])
+        os.makedirs(self.build_temp, exist_ok=True)
+        mapfile = os.path.join(self.build_temp, "fastq_exports.map")
+        with open(mapfile, "w") as f:
+            f.write(EXPORTS_MAP)
         for e in self.extensions:
-            e.extra_compile_args = list(e.extra_compile_args)
+            e.extra_link_args = list(e.extra_link_args) + [f"-Wl,--version-script={mapfile}",
+                                                           "-Wl,--exclude-libs,ALL", "-Wl,--gc-sections"]
         super().build_extensions()
 
 
-RECORD_SOURCES = ["csrc/fq_crc32c.c", "csrc/fq_tfrecord.c", "csrc/fq_tar.c", "csrc/fq_readahead.c"]  # native dataset readers (issue 8)
+RECORD_SOURCES = ["csrc/fq_crc32c.c", "csrc/fq_tfrecord.c", "csrc/fq_tar.c", "csrc/fq_readahead.c"]
 
 
-def _extensions():
-    inc, libdirs, libs = _find_native()
-    flags, link = _common_flags()
+def _csrc(prefix, ext):
+    return sorted(os.path.join("csrc", f) for f in os.listdir("csrc") if f.startswith(prefix) and f.endswith(ext))
+
+
+def _config():
+    import numpy
+    from Cython.Build import cythonize
+
+    only = os.environ.get("FASTQ_ONLY")  # development knob: build just one extension
+    want = lambda name: only in (None, "", name)  # noqa: E731
+    need_image = want("_image") and os.path.exists("fastq/_image.pyx")
+    inc, libdirs, libs, extra_libdirs = _native() if need_image else ([], [], [], [])
+
+    # csrc/ is compiled once, into static libraries that the modules link: the C core
+    # (libfastq_c.a, C11), the per-sample glue (libfastq_imgtask.a) and the C++ image core
+    # (libfastq_image.a, C++17).  A header change rebuilds them (obj_deps).
+    headers = sorted(glob.glob("csrc/*.h"))
+    c_sources = ["csrc/fq_common.c", "csrc/fq_ring.c", "csrc/fq_pool.c", "csrc/fq_testtask.c"]
+    if want("_cuda"):
+        c_sources += _csrc("fq_cuda", ".c")
+    clibs = [("fastq_c", {"sources": c_sources, "include_dirs": ["csrc"], "cflags": C_FLAGS,
+                          "obj_deps": {"": headers}})]
+    if need_image:
+        clibs += [
+            # the image task + the native dataset readers (TFRecord, tar, read-ahead)
+            ("fastq_imgtask", {"sources": ["csrc/fq_imgtask.c"] + RECORD_SOURCES, "include_dirs": ["csrc"], "cflags": C_FLAGS,
+                               "obj_deps": {"": headers}}),
+            ("fastq_image", {"sources": _csrc("fq_image", ".cpp"), "include_dirs": ["csrc"] + inc,
+                             "macros": [("FQ_OPENCV_MINIMAL", "1")] if os.environ.get("FASTQ_VENDORED_PREFIX") else [],
+                             "cflags": CXX_FLAGS, "obj_deps": {"": headers}}),
+        ]
+
     common = dict(
-        include_dirs=["csrc", numpy.get_include()] + inc,
-        library_dirs=libdirs,
-        libraries=libs,
-        extra_compile_args=flags,
-        extra_link_args=link,
+        include_dirs=["csrc", numpy.get_include()],
+        depends=sorted(glob.glob("csrc/*.[ch]") + glob.glob("csrc/*.cpp") + glob.glob("fastq/*.pxd")
+                       + glob.glob("fastq/*.pxi")),
+        extra_compile_args=CYTHON_FLAGS,
+        extra_link_args=LINK,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         language="c++",
     )
-    core_sources = ["fastq/_core.pyx", "csrc/fq_common.c", "csrc/fq_ring.c", "csrc/fq_pool.c",
-                    "csrc/fq_testtask.c"]
-    only = os.environ.get("FASTQ_ONLY")  # development knob: build just one extension
     exts = []
-    if only in (None, "", "_core"):
-        exts.append(Extension("fastq._core", core_sources, **common))
-    if only in (None, "", "_image") and os.path.exists("fastq/_image.pyx"):
-        img_sources = ["fastq/_image.pyx", "csrc/fq_common.c", "csrc/fq_imgtask.c"] + RECORD_SOURCES + sorted(
-            os.path.join("csrc", f) for f in os.listdir("csrc") if f.startswith("fq_image") and f.endswith(".cpp"))
-        exts.append(Extension("fastq._image", img_sources, **common))
-    if only in (None, "", "_cuda") and os.path.exists("fastq/_cuda.pyx"):
+    if want("_core"):
+        exts.append(Extension("fastq._core", ["fastq/_core.pyx"], libraries=["fastq_c"], **common))
+    if need_image:
+        exts.append(Extension("fastq._image", ["fastq/_image.pyx"],
+                              library_dirs=libdirs + extra_libdirs,
+                              libraries=["fastq_imgtask", "fastq_image", "fastq_c"] + libs, **common))
+    if want("_cuda") and os.path.exists("fastq/_cuda.pyx"):
         # CUDA is loaded at run time with dlopen: no CUDA headers or libraries at build time.
-        cuda = dict(common, libraries=["dl"], include_dirs=["csrc"])
-        exts.append(Extension("fastq._cuda", ["fastq/_cuda.pyx", "csrc/fq_common.c"] + sorted(
-            os.path.join("csrc", f) for f in os.listdir("csrc") if f.startswith("fq_cuda") and f.endswith(".c")),
-            **cuda))
-    return cythonize(exts, language_level=3, compiler_directives={"boundscheck": False, "wraparound": False})
+        exts.append(Extension("fastq._cuda", ["fastq/_cuda.pyx"], libraries=["fastq_c", "dl"], **common))
+    ext_modules = cythonize(exts, language_level=3,
+                            compiler_directives={"boundscheck": False, "wraparound": False})
+    return dict(ext_modules=ext_modules, libraries=clibs)
 
 
-setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildExt})
+def _sdist_only():
+    return any(a in ("sdist", "egg_info", "--name", "--version", "dist_info") for a in sys.argv[1:]) and not any(
+        a.startswith(("build", "bdist", "install", "develop", "editable_wheel")) for a in sys.argv[1:])
+
+
+setup(cmdclass={"build_ext": BuildExt}, **({} if _sdist_only() else _config()))

@@ -458,6 +458,11 @@ int cv_decode(fq_img_scratch *s, const uint8_t *data, size_t len, int fmt, int o
     }
     if (fmt == FQ_FMT_GIF)
         return fq_set_err(err, FQ_E_UNSUPPORTED, "GIF is not supported by this OpenCV build");
+#ifdef FQ_OPENCV_MINIMAL /* the wheel's OpenCV decodes PNG, WebP, BMP and PNM only */
+    if (fmt == FQ_FMT_TIFF || fmt == FQ_FMT_OTHER)
+        return fq_set_err(err, FQ_E_UNSUPPORTED, "%s is not supported by this build of fastq (its OpenCV "
+                          "decodes PNG, WebP, BMP and PNM)", fmt == FQ_FMT_TIFF ? "TIFF" : "this image format");
+#endif
     if (len > (size_t)INT32_MAX)
         return fq_set_err(err, FQ_E_TOO_LARGE, "encoded image of %zu bytes is too large", len);
     try {

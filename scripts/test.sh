@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# The test command: set-up (scripts/setup.sh), then the C core's stress tests
-# under AddressSanitizer+UBSan and ThreadSanitizer, then the pytest suite.
+# The test command: set-up (scripts/setup.sh: packages + the in-place development
+# build), the self-contained wheel (scripts/build_wheel.sh: its static libraries are
+# built once per machine and cached under ${FASTQ_DEPS_CACHE:-~/.cache/fastq-deps}),
+# the C core's stress tests under AddressSanitizer+UBSan and ThreadSanitizer, then
+# the pytest suite.  The suite runs against the in-place build, and
+# tests/test_wheel.py installs the wheel (FASTQ_WHEEL) into a fresh venv and tests it
+# there, as users get it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 PY=${PYTHON:-python3}
+echo "== wheel (scripts/build_wheel.sh)"
+FASTQ_WHEEL=$(bash scripts/build_wheel.sh | tail -1)
+export FASTQ_WHEEL
+echo "   $FASTQ_WHEEL"
 echo "== C core under sanitizers"
 bash csrc/tests/run_sanitizers.sh
 echo "== pytest"

@@ -1,0 +1,281 @@
+"""The compiled wheel as users get it.
+
+The wheel is the one `bash scripts/build_wheel.sh` leaves in dist/ (FASTQ_WHEEL names it;
+scripts/test.sh builds it first), or the test builds it.  It is installed into a fresh
+venv that holds numpy and nothing else, and checked there:
+
+* a real pipeline (decode + crop/resize/flip + fused normalize) over every format the
+  wheel decodes (JPEG, PNG, WebP, BMP, PNM; RGB, gray and RGBA sources; RGB and gray
+  output) matches a replay with pip's cv2 and numpy in this (outer) process;
+* `ldd` of every installed extension resolves no OpenCV, libjpeg, libpng, libwebp or
+  zlib from the system, and needs nothing outside the manylinux policy;
+* each extension exports only its PyInit_* symbol;
+* `auditwheel show` reports the manylinux tag in the file name;
+* fastq, pip's cv2 and TensorFlow load into one process and each runs.
+"""
+import os
+import pickle
+import re
+import subprocess
+import sys
+import textwrap
+import zipfile
+
+import numpy as np
+import pytest
+
+from image_ref import cv2, finish, replay
+
+from fastq import ops
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VERSION = re.search(r'^version = "([^"]+)"', open(os.path.join(ROOT, "pyproject.toml")).read(), re.M).group(1)
+PY_TAG = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+WHEEL_RE = re.compile(rf"^fastq-{re.escape(VERSION)}-{PY_TAG}-{PY_TAG}-(manylinux_2_(\d+)_x86_64)\.whl$")
+# What an extension may load: glibc's libraries, libstdc++ and libgcc (manylinux policy).
+ALLOWED_NEEDED = re.compile(r"^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux-x86-64)\.so")
+VENDORED_RE = re.compile(r"opencv|jpeg|png|webp|libz\.|tiff|gdal|openexr|jasper|openjp", re.I)
+CHAIN = [ops.RandomResizedCrop(40), ops.HorizontalFlip(), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]
+# one level of an 8-bit image after Normalize (the smallest std is 0.224)
+ONE_LEVEL = 1.0 / 255 / 0.224 + 1e-5
+
+
+def clean_env(**extra):
+    """This environment without PYTHONPATH: the checkout (with its own fastq and
+    fastq.egg-info) must not be visible to the venv's pip or Python."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(extra)
+    return env
+
+
+def run(cmd, **kw):
+    kw.setdefault("timeout", 900)
+    kw.setdefault("env", clean_env())
+    res = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    assert res.returncode == 0, f"{cmd} failed ({res.returncode}):\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+    return res.stdout
+
+
+@pytest.fixture(scope="module")
+def wheel():
+    path = os.environ.get("FASTQ_WHEEL")
+    if not path:
+        out = run(["bash", "scripts/build_wheel.sh"], cwd=ROOT, timeout=3600)
+        path = out.strip().splitlines()[-1]
+    assert os.path.isfile(path), path
+    return os.path.abspath(path)
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory):
+    """A fresh venv with numpy (the version this interpreter has) and the wheel."""
+    d = tmp_path_factory.mktemp("venv")
+    run([sys.executable, "-m", "venv", str(d)])
+    py = str(d / "bin" / "python")
+    run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"numpy=={np.__version__}", wheel])
+    site = run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip()
+    return py, site
+
+
+def extensions(site):
+    d = os.path.join(site, "fastq")
+    sos = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".so"))
+    assert {os.path.basename(s).split(".")[0] for s in sos} >= {"_core", "_image", "_cuda"}, sos
+    return sos
+
+
+def test_wheel_name_tag_and_auditwheel(wheel):
+    m = WHEEL_RE.match(os.path.basename(wheel))
+    assert m, os.path.basename(wheel)
+    out = run([sys.executable, "-m", "auditwheel", "show", wheel])
+    flat = " ".join(out.split())
+    assert f'consistent with the following platform tag: "{m.group(1)}"' in flat, out
+    assert "following external shared libraries are required" not in flat, out
+
+
+def test_wheel_contents_are_clean(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        assert not [n for n in names if n.endswith((".cpp", ".c", ".o", ".a"))], names
+        lic = {n.split("/licenses/", 1)[1] for n in names if "/licenses/" in n}
+        assert {"LICENSE", "THIRD_PARTY_NOTICES.md"} <= lic, lic
+        for lib in ("opencv", "libjpeg-turbo", "libpng", "libwebp", "zlib"):
+            assert f"vendored/{lib}.LICENSE" in lic, (lib, lic)
+        assert "Apache License" in z.read([n for n in names if n.endswith("vendored/opencv.LICENSE")][0]).decode()
+        assert not [n for n in names if n.startswith("fastq.libs/")], "auditwheel grafted libraries"
+    assert os.path.getsize(wheel) < 12 * 2**20
+
+
+def test_extensions_are_stripped_without_runpath_and_export_only_pyinit(venv):
+    py, site = venv
+    for so in extensions(site):
+        dyn = run(["readelf", "-d", so])
+        assert "RPATH" not in dyn and "RUNPATH" not in dyn, dyn
+        assert ".symtab" not in run(["readelf", "-S", "-W", so]), f"{so} is not stripped"
+        syms = [ln.split()[-1] for ln in run(["nm", "-D", "--defined-only", so]).splitlines() if ln.strip()]
+        name = os.path.basename(so).split(".")[0]
+        assert syms == [f"PyInit_{name}"], (so, syms)
+
+
+def test_ldd_resolves_no_image_library_from_the_system(venv):
+    py, site = venv
+    for so in extensions(site):
+        out = run(["ldd", so])
+        assert "not found" not in out, out
+        libs = [ln.split()[0] for ln in out.splitlines() if ln.strip()]
+        assert not [l for l in libs if VENDORED_RE.search(l)], out
+        needed = re.findall(r"\(NEEDED\).*\[(.+)\]", run(["readelf", "-d", so]))
+        assert needed and all(ALLOWED_NEEDED.match(n) for n in needed), (so, needed)
+
+
+def _write_images(d):
+    """Every format and source colour type the wheel decodes, encoded by pip's cv2."""
+    rng = np.random.default_rng(7)
+    yy, xx = np.mgrid[0:90, 0:120]
+    rgb = np.stack([(xx * 2) % 256, (yy * 3) % 256, (xx + yy) % 256], -1).astype(np.uint8)
+    rgb = cv2.GaussianBlur(rgb, (0, 0), 1.5)
+    rgb[::7] = rng.integers(0, 256, rgb[::7].shape, dtype=np.uint8)  # texture, not just ramps
+    bgr = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
+    gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+    bgra = np.dstack([bgr, (xx % 256).astype(np.uint8)])
+    items = {
+        "rgb.jpg": (bgr, [cv2.IMWRITE_JPEG_QUALITY, 92]), "gray.jpg": (gray, [cv2.IMWRITE_JPEG_QUALITY, 92]),
+        "rgb.png": (bgr, []), "gray.png": (gray, []), "rgba.png": (bgra, []),
+        "rgb_lossless.webp": (bgr, [cv2.IMWRITE_WEBP_QUALITY, 101]), "rgb_lossy.webp": (bgr, [cv2.IMWRITE_WEBP_QUALITY, 80]),
+        "rgb.bmp": (bgr, []), "gray.bmp": (gray, []), "rgb.ppm": (bgr, []), "gray.pgm": (gray, []),
+    }
+    paths = []
+    for name, (img, params) in items.items():
+        ok, buf = cv2.imencode(os.path.splitext(name)[1], img, params)
+        assert ok, name
+        p = os.path.join(d, name)
+        with open(p, "wb") as f:
+            f.write(buf.tobytes())
+        paths.append(p)
+    return paths
+
+
+PIPELINE_SCRIPT = textwrap.dedent("""
+    import pickle, sys
+    import numpy as np
+    import fastq
+    from fastq import ops
+    paths, out = sys.argv[1].split(","), sys.argv[2]
+    chain = [ops.RandomResizedCrop(40), ops.HorizontalFlip(), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]
+    res = {"fastq": fastq.__file__, "runs": {}}
+    for channels in (3, 1):
+        rows = {}
+        with fastq.Pipeline(fastq.sources.Files(paths), ops=chain, batch_size=4, seed=11, shuffle=False,
+                            return_index=True, dct_scaling=False, channels=channels, drop_remainder=False) as p:
+            for img, idx in p:
+                for row, i in zip(img, idx):
+                    rows[int(i)] = (np.array(row), p.explain(0, int(i)))
+        res["runs"][channels] = rows
+    # a format the wheel's OpenCV has no decoder for: a clear "unsupported", not "corrupt"
+    try:
+        with fastq.Pipeline(fastq.sources.Files([sys.argv[3]] * 2), ops=[ops.CenterCrop(8)], batch_size=2) as p:
+            next(iter(p))
+        res["tiff"] = "decoded"
+    except fastq.errors.UnsupportedFormatError as e:
+        res["tiff"] = str(e)
+    with open(out, "wb") as f:
+        pickle.dump(res, f)
+""")
+
+
+def _reference(path, channels):
+    raw = cv2.imdecode(np.fromfile(path, np.uint8), cv2.IMREAD_UNCHANGED)
+    if channels == 1 and path.endswith(".jpg"):  # JPEG gray output is libjpeg's luma
+        return cv2.imdecode(np.fromfile(path, np.uint8), cv2.IMREAD_GRAYSCALE)[:, :, None]
+    if raw.ndim == 2:
+        rgb = cv2.cvtColor(raw, cv2.COLOR_GRAY2RGB)
+    elif raw.shape[2] == 4:
+        rgb = cv2.cvtColor(raw, cv2.COLOR_BGRA2RGB)
+    else:
+        rgb = cv2.cvtColor(raw, cv2.COLOR_BGR2RGB)
+    if channels == 1:
+        return (raw if raw.ndim == 2 else cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY))[:, :, None]
+    return rgb
+
+
+def test_pipeline_over_every_format_in_a_fresh_venv_matches_cv2(venv, tmp_path):
+    py, site = venv
+    paths = _write_images(str(tmp_path))
+    script = tmp_path / "pipe.py"
+    script.write_text(PIPELINE_SCRIPT)
+    out = tmp_path / "out.pkl"
+    # -I: isolated mode, nothing from this checkout or the user's site can be imported
+    ok, buf = cv2.imencode(".tiff", np.zeros((16, 16, 3), np.uint8))
+    assert ok
+    tiff = tmp_path / "x.tiff"
+    tiff.write_bytes(buf.tobytes())
+    run([py, "-I", str(script), ",".join(paths), str(out), str(tiff)], cwd=str(tmp_path))
+    with open(out, "rb") as f:
+        res = pickle.load(f)
+    assert res["fastq"].startswith(site), res["fastq"]
+    assert "TIFF is not supported by this build" in res["tiff"] and "x.tiff" in res["tiff"], res["tiff"]
+    for channels, rows in res["runs"].items():
+        assert sorted(rows) == list(range(len(paths))), (channels, sorted(rows))
+        for i, path in enumerate(paths):
+            row, ex = rows[i]
+            assert row.shape == (40, 40, channels), (path, row.shape)
+            ref = finish(replay(_reference(path, channels), ex, CHAIN), CHAIN)
+            # the gray JPEG path (libjpeg's own colour conversion) may round one level apart
+            tol = ONE_LEVEL if (channels == 1 and path.endswith(".jpg")) else 1e-5
+            np.testing.assert_allclose(row, ref, rtol=0, atol=tol, err_msg=f"{path}, channels={channels}")
+
+
+COEXIST_SCRIPT = textwrap.dedent("""
+    import os, sys
+    import numpy as np
+    import fastq                      # the wheel's static OpenCV / libjpeg-turbo first
+    from fastq import ops
+    assert fastq.__file__.startswith(sys.argv[1]), fastq.__file__
+    sys.path.append(sys.argv[2])      # then pip's cv2 and TensorFlow from the test environment
+    import cv2
+    import tensorflow as tf
+    import fastq.tf
+    paths = sys.argv[3].split(",")
+    with fastq.Pipeline(fastq.sources.Files(paths), ops=[ops.CenterCrop(48)], dtype="uint8",
+                        batch_size=len(paths), shuffle=False) as p:
+        (batch,) = next(iter(p))
+        for row, path in zip(batch, paths):
+            ref = cv2.cvtColor(cv2.imread(path, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+            H, W = ref.shape[:2]
+            y, x = int(round((H - 48) / 2)), int(round((W - 48) / 2))
+            assert np.array_equal(row, ref[y:y + 48, x:x + 48]), path
+        # cv2 runs its own (pip) OpenCV on fastq's output; TF consumes a fastq batch
+        small = cv2.resize(np.ascontiguousarray(batch[0]), (24, 24), interpolation=cv2.INTER_AREA)
+        assert small.shape == (24, 24, 3)
+        total = int(tf.reduce_sum(tf.cast(tf.constant(np.array(batch)), tf.int64)))
+        assert total == int(np.array(batch, np.int64).sum())
+        del batch
+        (tb,) = next(iter(fastq.tf.dataset(p).take(1)))
+        assert tuple(tb.shape) == (len(paths), 48, 48, 3)
+    print("fastq", fastq.__file__, "cv2", cv2.__version__, "tf", tf.__version__)
+""")
+
+
+def test_fastq_cv2_and_tensorflow_share_one_process(venv, tmp_path):
+    import sysconfig
+    py, site = venv
+    paths = [p for p in _write_images(str(tmp_path)) if p.endswith((".jpg", ".png", ".webp"))
+             and "gray" not in p and "rgba" not in p]
+    script = tmp_path / "coexist.py"
+    script.write_text(COEXIST_SCRIPT)
+    out = run([py, str(script), site, sysconfig.get_paths()["purelib"], ",".join(paths)], cwd=str(tmp_path),
+              env=clean_env(TF_CPP_MIN_LOG_LEVEL="2"))
+    assert "cv2 " in out and "tf " in out, out
+
+
+def test_demo_runs_from_the_installed_wheel(venv, tmp_path):
+    import sysconfig
+    py, site = venv
+    # the demo's own needs (cv2 for its Python peer, scikit-image/-learn photos) come
+    # from the test environment, appended after the venv so fastq is the wheel's
+    code = ("import sys, runpy; sys.path.append(sys.argv.pop(1)); import fastq; "
+            f"assert fastq.__file__.startswith({site!r}), fastq.__file__; "
+            "runpy.run_module('fastq.demo', run_name='__main__', alter_sys=True)")
+    out = run([py, "-c", code, sysconfig.get_paths()["purelib"], "--images", "48", "--epochs", "1",
+               "--batch-size", "16", "--data", str(tmp_path / "demo")], cwd=str(tmp_path))
+    assert "images/s" in out, out
