@@ -13,6 +13,8 @@ APT_PKGS="g++ make pkg-config libopencv-core-dev libopencv-imgproc-dev libopencv
 # wheel build (scripts/build_deps.sh, build_wheel.sh): libjpeg-turbo's SIMD needs nasm;
 # sources come from the Debian archive through apt-get source; strip/readelf/nm come with binutils
 APT_PKGS="$APT_PKGS nasm xz-utils bzip2 patch binutils util-linux"
+# the decoder's libFuzzer harness (csrc/tests/run_fuzz.sh)
+APT_PKGS="$APT_PKGS clang"
 missing=""
 for p in $APT_PKGS; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
