@@ -13,7 +13,10 @@
 #include "fq_rng.h"
 
 static_assert(sizeof(fq_op) == 136, "fq_op layout must match fastq.ops.FQ_OP_DTYPE");
-static_assert(offsetof(fq_op, f) == 8, "fq_op layout must match fastq.ops.FQ_OP_DTYPE");
+static_assert(offsetof(fq_op, raw) == 8, "fq_op layout must match fastq.ops.FQ_OP_DTYPE");
+static_assert(sizeof(fq_op_random_affine) <= sizeof(double[16]) && sizeof(fq_op_color_jitter) <= sizeof(double[16]) &&
+                  sizeof(fq_op_random_crop) <= sizeof(double[16]),
+              "op parameters must fit the 16 doubles of FQ_OP_DTYPE");
 
 #define FQ_IMG_MAX_SIDE 32768
 
@@ -102,74 +105,83 @@ int bad_op(fq_err *err, int i, const fq_op &op, const char *why)
 
 int check_op(int i, const fq_op &op, fq_err *err)
 {
-    const double *f = op.f;
     switch (op.kind) {
-    case FQ_OP_RANDOM_RESIZED_CROP:
-        if (!valid_side(f[0]) || !valid_side(f[1]))
+    case FQ_OP_RANDOM_RESIZED_CROP: {
+        const fq_op_rrc &p = op.rrc;
+        if (!valid_side(p.out_h) || !valid_side(p.out_w))
             return bad_op(err, i, op, "size must be positive integers <= 32768");
-        if (!(f[2] > 0 && f[2] <= f[3] && f[3] <= 1))
+        if (!(p.scale_lo > 0 && p.scale_lo <= p.scale_hi && p.scale_hi <= 1))
             return bad_op(err, i, op, "scale must satisfy 0 < min <= max <= 1");
-        if (!(f[4] > 0 && f[4] <= f[5] && std::isfinite(f[5])))
+        if (!(p.ratio_lo > 0 && p.ratio_lo <= p.ratio_hi && std::isfinite(p.ratio_hi)))
             return bad_op(err, i, op, "ratio must satisfy 0 < min <= max");
-        if (!valid_interp(f[6], true))
+        if (!valid_interp(p.interp, true))
             return bad_op(err, i, op, "bad interpolation");
         return FQ_OK;
-    case FQ_OP_RESIZE:
-        if (f[2] != 0) {
-            if (!valid_side(f[2]) || f[0] != 0 || f[1] != 0)
+    }
+    case FQ_OP_RESIZE: {
+        const fq_op_resize &p = op.resize;
+        if (p.shorter_side != 0) {
+            if (!valid_side(p.shorter_side) || p.out_h != 0 || p.out_w != 0)
                 return bad_op(err, i, op, "shorter side must be a positive integer <= 32768 (and h = w = 0)");
-        } else if (!valid_side(f[0]) || !valid_side(f[1])) {
+        } else if (!valid_side(p.out_h) || !valid_side(p.out_w)) {
             return bad_op(err, i, op, "size must be positive integers <= 32768");
         }
-        if (!valid_interp(f[3], true))
+        if (!valid_interp(p.interp, true))
             return bad_op(err, i, op, "bad interpolation");
         return FQ_OK;
+    }
     case FQ_OP_CENTER_CROP:
-        if (!valid_side(f[0]) || !valid_side(f[1]))
+        if (!valid_side(op.center_crop.out_h) || !valid_side(op.center_crop.out_w))
             return bad_op(err, i, op, "size must be positive integers <= 32768");
         return FQ_OK;
-    case FQ_OP_RANDOM_CROP:
-        if (!valid_side(f[0]) || !valid_side(f[1]))
+    case FQ_OP_RANDOM_CROP: {
+        const fq_op_random_crop &p = op.random_crop;
+        if (!valid_side(p.out_h) || !valid_side(p.out_w))
             return bad_op(err, i, op, "size must be positive integers <= 32768");
-        for (int k = 2; k < 6; k++)
-            if (!valid_pad(f[k]))
-                return bad_op(err, i, op, "padding must be integers in [0, 32768]");
-        if (f[6] != 0 && f[6] != 1)
+        if (!valid_pad(p.pad_left) || !valid_pad(p.pad_top) || !valid_pad(p.pad_right) || !valid_pad(p.pad_bottom))
+            return bad_op(err, i, op, "padding must be integers in [0, 32768]");
+        if (p.pad_if_needed != 0 && p.pad_if_needed != 1)
             return bad_op(err, i, op, "pad_if_needed must be 0 or 1");
-        if (!valid_border(f[7]))
+        if (!valid_border(p.border))
             return bad_op(err, i, op, "bad padding mode");
         return FQ_OK;
+    }
     case FQ_OP_HFLIP:
     case FQ_OP_VFLIP:
     case FQ_OP_GRAYSCALE:
-        if (!valid_prob(f[0]))
+        if (!valid_prob(op.hflip.p))
             return bad_op(err, i, op, "p must be in [0, 1]");
         return FQ_OK;
-    case FQ_OP_COLOR_JITTER:
-        for (int k = 0; k < 3; k++)
-            if (f[8 + k] != 0 && !(valid_range(f[2 * k], f[2 * k + 1]) && f[2 * k] >= 0))
+    case FQ_OP_COLOR_JITTER: {
+        const fq_op_color_jitter &p = op.color_jitter;
+        for (int k = FQ_JITTER_BRIGHTNESS; k <= FQ_JITTER_SATURATION; k++)
+            if (p.enabled[k] != 0 && !(valid_range(p.range[k][0], p.range[k][1]) && p.range[k][0] >= 0))
                 return bad_op(err, i, op, "brightness/contrast/saturation ranges must satisfy 0 <= min <= max");
-        if (f[11] != 0 && !(valid_range(f[6], f[7]) && f[6] >= -0.5 && f[7] <= 0.5))
+        const double *hue = p.range[FQ_JITTER_HUE];
+        if (p.enabled[FQ_JITTER_HUE] != 0 && !(valid_range(hue[0], hue[1]) && hue[0] >= -0.5 && hue[1] <= 0.5))
             return bad_op(err, i, op, "hue range must satisfy -0.5 <= min <= max <= 0.5");
         return FQ_OK;
-    case FQ_OP_RANDOM_AFFINE:
-        if (!valid_range(f[0], f[1]) || !valid_range(f[4], f[5]) || !valid_range(f[6], f[7]) ||
-            !valid_range(f[8], f[9]))
+    }
+    case FQ_OP_RANDOM_AFFINE: {
+        const fq_op_random_affine &p = op.random_affine;
+        if (!valid_range(p.degrees[0], p.degrees[1]) || !valid_range(p.scale[0], p.scale[1]) ||
+            !valid_range(p.shear_x[0], p.shear_x[1]) || !valid_range(p.shear_y[0], p.shear_y[1]))
             return bad_op(err, i, op, "ranges must satisfy min <= max");
-        if (!(f[2] >= 0 && f[2] <= 1 && f[3] >= 0 && f[3] <= 1))
+        if (!(p.translate[0] >= 0 && p.translate[0] <= 1 && p.translate[1] >= 0 && p.translate[1] <= 1))
             return bad_op(err, i, op, "translate fractions must be in [0, 1]");
-        if (!(f[4] > 0))
+        if (!(p.scale[0] > 0))
             return bad_op(err, i, op, "scale must be > 0");
-        if (!(f[6] > -90 && f[7] < 90 && f[8] > -90 && f[9] < 90))
+        if (!(p.shear_x[0] > -90 && p.shear_x[1] < 90 && p.shear_y[0] > -90 && p.shear_y[1] < 90))
             return bad_op(err, i, op, "shear must be within (-90, 90) degrees");
-        if (!valid_border(f[10]))
+        if (!valid_border(p.border))
             return bad_op(err, i, op, "bad border mode");
-        if (!valid_interp(f[14], false))
+        if (!valid_interp(p.interp, false))
             return bad_op(err, i, op, "bad interpolation (area is not available for affine)");
         return FQ_OK;
+    }
     case FQ_OP_NORMALIZE:
         for (int k = 0; k < 3; k++)
-            if (!std::isfinite(f[k]) || !std::isfinite(f[3 + k]) || f[3 + k] == 0)
+            if (!std::isfinite(op.normalize.mean[k]) || !std::isfinite(op.normalize.std[k]) || op.normalize.std[k] == 0)
                 return bad_op(err, i, op, "mean must be finite and std finite and non-zero");
         return FQ_OK;
     default:
@@ -184,12 +196,12 @@ struct Plan {
     fq_img_op_explain r[FQ_IMG_MAX_OPS];
 };
 
-void rrc_params(fq_rng *rng, const double *f, int H, int W, int box[4])
+void rrc_params(fq_rng *rng, const fq_op_rrc &p, int H, int W, int box[4])
 {
     double area = (double)H * W;
-    double lr0 = std::log(f[4]), lr1 = std::log(f[5]);
+    double lr0 = std::log(p.ratio_lo), lr1 = std::log(p.ratio_hi);
     for (int t = 0; t < 10; t++) {
-        double target = area * fq_rng_uniform_range(rng, f[2], f[3]);
+        double target = area * fq_rng_uniform_range(rng, p.scale_lo, p.scale_hi);
         double ar = std::exp(fq_rng_uniform_range(rng, lr0, lr1));
         int w = (int)std::nearbyint(std::sqrt(target * ar));
         int h = (int)std::nearbyint(std::sqrt(target / ar));
@@ -203,12 +215,12 @@ void rrc_params(fq_rng *rng, const double *f, int H, int W, int box[4])
     /* fallback: central crop clamped to the ratio range */
     double in_ratio = (double)W / H;
     int w, h;
-    if (in_ratio < f[4]) {
+    if (in_ratio < p.ratio_lo) {
         w = W;
-        h = (int)std::nearbyint(w / f[4]);
-    } else if (in_ratio > f[5]) {
+        h = (int)std::nearbyint(w / p.ratio_lo);
+    } else if (in_ratio > p.ratio_hi) {
         h = H;
-        w = (int)std::nearbyint(h * f[5]);
+        w = (int)std::nearbyint(h * p.ratio_hi);
     } else {
         w = W;
         h = H;
@@ -230,7 +242,6 @@ int make_plan(const fq_img_spec *sp, int H, int W, uint64_t seed, uint64_t epoch
     pl->n = sp->n_ops;
     for (int i = 0; i < sp->n_ops; i++) {
         const fq_op &op = sp->ops[i];
-        const double *f = op.f;
         fq_img_op_explain &r = pl->r[i];
         std::memset(&r, 0, sizeof r);
         r.kind = op.kind;
@@ -240,12 +251,12 @@ int make_plan(const fq_img_spec *sp, int H, int W, uint64_t seed, uint64_t epoch
             r.order[k] = -1;
         switch (op.kind) {
         case FQ_OP_RANDOM_RESIZED_CROP:
-            rrc_params(&rng, f, h, w, r.box);
-            h = (int)f[0], w = (int)f[1];
+            rrc_params(&rng, op.rrc, h, w, r.box);
+            h = (int)op.rrc.out_h, w = (int)op.rrc.out_w;
             break;
         case FQ_OP_RESIZE:
-            if (f[2] != 0) {
-                int side = (int)f[2];
+            if (op.resize.shorter_side != 0) {
+                int side = (int)op.resize.shorter_side;
                 int64_t nh, nw;
                 if (w <= h) {
                     nw = side;
@@ -262,11 +273,11 @@ int make_plan(const fq_img_spec *sp, int H, int W, uint64_t seed, uint64_t epoch
                                       side, w, h, (long long)nw, (long long)nh, (long long)maxpx);
                 h = (int)nh, w = (int)nw;
             } else {
-                h = (int)f[0], w = (int)f[1];
+                h = (int)op.resize.out_h, w = (int)op.resize.out_w;
             }
             break;
         case FQ_OP_CENTER_CROP: {
-            int th = (int)f[0], tw = (int)f[1];
+            int th = (int)op.center_crop.out_h, tw = (int)op.center_crop.out_w;
             r.box[0] = tw > w ? -((tw - w) / 2) : (int)std::nearbyint((w - tw) / 2.0);
             r.box[1] = th > h ? -((th - h) / 2) : (int)std::nearbyint((h - th) / 2.0);
             r.box[2] = tw, r.box[3] = th;
@@ -274,15 +285,16 @@ int make_plan(const fq_img_spec *sp, int H, int W, uint64_t seed, uint64_t epoch
             break;
         }
         case FQ_OP_RANDOM_CROP: {
-            int th = (int)f[0], tw = (int)f[1];
-            int pl_ = (int)f[2], pt = (int)f[3], pr = (int)f[4], pb = (int)f[5];
+            const fq_op_random_crop &p = op.random_crop;
+            int th = (int)p.out_h, tw = (int)p.out_w;
+            int pl_ = (int)p.pad_left, pt = (int)p.pad_top, pr = (int)p.pad_right, pb = (int)p.pad_bottom;
             int ph = h + pt + pb, pw = w + pl_ + pr;
-            if (f[6] != 0 && pw < tw) {
+            if (p.pad_if_needed != 0 && pw < tw) {
                 int d = tw - pw;
                 pl_ += d, pr += d;
                 pw += 2 * d;
             }
-            if (f[6] != 0 && ph < th) {
+            if (p.pad_if_needed != 0 && ph < th) {
                 int d = th - ph;
                 pt += d, pb += d;
                 ph += 2 * d;
@@ -302,9 +314,13 @@ int make_plan(const fq_img_spec *sp, int H, int W, uint64_t seed, uint64_t epoch
             break;
         }
         case FQ_OP_HFLIP:
+            r.applied = fq_rng_uniform(&rng) < op.hflip.p ? 1 : 0;
+            break;
         case FQ_OP_VFLIP:
+            r.applied = fq_rng_uniform(&rng) < op.vflip.p ? 1 : 0;
+            break;
         case FQ_OP_GRAYSCALE:
-            r.applied = fq_rng_uniform(&rng) < f[0] ? 1 : 0;
+            r.applied = fq_rng_uniform(&rng) < op.grayscale.p ? 1 : 0;
             break;
         case FQ_OP_COLOR_JITTER: {
             int perm[4] = {0, 1, 2, 3};
@@ -316,24 +332,26 @@ int make_plan(const fq_img_spec *sp, int H, int W, uint64_t seed, uint64_t epoch
             }
             r.factor[0] = r.factor[1] = r.factor[2] = 1.0;
             r.factor[3] = 0.0;
+            const fq_op_color_jitter &p = op.color_jitter;
             for (int k = 0; k < 4; k++)
-                if (f[8 + k] != 0)
-                    r.factor[k] = fq_rng_uniform_range(&rng, f[2 * k], f[2 * k + 1]);
+                if (p.enabled[k] != 0)
+                    r.factor[k] = fq_rng_uniform_range(&rng, p.range[k][0], p.range[k][1]);
             int n = 0;
             for (int k = 0; k < 4; k++)
-                if (f[8 + perm[k]] != 0)
+                if (p.enabled[perm[k]] != 0)
                     r.order[n++] = perm[k];
             r.applied = n;
             break;
         }
         case FQ_OP_RANDOM_AFFINE: {
-            double angle = fq_rng_uniform_range(&rng, f[0], f[1]);
-            double mx = f[2] * w, my = f[3] * h;
+            const fq_op_random_affine &p = op.random_affine;
+            double angle = fq_rng_uniform_range(&rng, p.degrees[0], p.degrees[1]);
+            double mx = p.translate[0] * w, my = p.translate[1] * h;
             double tx = std::nearbyint(fq_rng_uniform_range(&rng, -mx, mx));
             double ty = std::nearbyint(fq_rng_uniform_range(&rng, -my, my));
-            double sc = fq_rng_uniform_range(&rng, f[4], f[5]);
-            double shx = fq_rng_uniform_range(&rng, f[6], f[7]);
-            double shy = fq_rng_uniform_range(&rng, f[8], f[9]);
+            double sc = fq_rng_uniform_range(&rng, p.scale[0], p.scale[1]);
+            double shx = fq_rng_uniform_range(&rng, p.shear_x[0], p.shear_x[1]);
+            double shy = fq_rng_uniform_range(&rng, p.shear_y[0], p.shear_y[1]);
             r.params[0] = angle, r.params[1] = tx, r.params[2] = ty, r.params[3] = sc, r.params[4] = shx;
             r.shear_y = shy;
             const double d2r = 3.14159265358979323846 / 180.0;
@@ -490,16 +508,16 @@ void color_jitter(Exec &e, fq_img_op_explain &r)
 void exec_ops(const fq_img_spec *sp, Plan *pl, int start, Exec &e)
 {
     for (int i = start; i < pl->n; i++) {
-        const double *f = sp->ops[i].f;
+        const fq_op &op = sp->ops[i];
         fq_img_op_explain &r = pl->r[i];
         switch (r.kind) {
         case FQ_OP_RANDOM_RESIZED_CROP:
             e.materialize_flips();
-            e.resize_to(e.cur(cv::Rect(r.box[0], r.box[1], r.box[2], r.box[3])), r.out_h, r.out_w, (int)f[6]);
+            e.resize_to(e.cur(cv::Rect(r.box[0], r.box[1], r.box[2], r.box[3])), r.out_h, r.out_w, (int)op.rrc.interp);
             break;
         case FQ_OP_RESIZE:
             e.materialize_flips();
-            e.resize_to(e.cur, r.out_h, r.out_w, (int)f[3]);
+            e.resize_to(e.cur, r.out_h, r.out_w, (int)op.resize.interp);
             break;
         case FQ_OP_CENTER_CROP:
             e.materialize_flips();
@@ -509,7 +527,7 @@ void exec_ops(const fq_img_spec *sp, Plan *pl, int start, Exec &e)
             e.materialize_flips();
             /* box is in padded coordinates: shift to the unpadded image */
             int b[4] = {r.box[0] - r.pad[0], r.box[1] - r.pad[1], r.box[2], r.box[3]};
-            e.crop_pad(b, (int)f[7], f + 8);
+            e.crop_pad(b, (int)op.random_crop.border, op.random_crop.fill);
             break;
         }
         case FQ_OP_HFLIP:
@@ -534,10 +552,11 @@ void exec_ops(const fq_img_spec *sp, Plan *pl, int start, Exec &e)
             break;
         case FQ_OP_RANDOM_AFFINE: {
             e.materialize_flips();
+            const fq_op_random_affine &p = op.random_affine;
             cv::Mat M(2, 3, CV_64F, r.matrix);
             cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-            cv::warpAffine(e.cur, d, M, cv::Size(e.cur.cols, e.cur.rows), (int)f[14], cv_border((int)f[10]),
-                           cv::Scalar(f[11], f[12], f[13]));
+            cv::warpAffine(e.cur, d, M, cv::Size(e.cur.cols, e.cur.rows), (int)p.interp, cv_border((int)p.border),
+                           cv::Scalar(p.fill[0], p.fill[1], p.fill[2]));
             e.set(d);
             break;
         }
@@ -770,7 +789,7 @@ int process_jpeg(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data, 
     int start = 0;
     if (box_op || resize_after) {
         cv::Mat view = dec(cv::Rect(x0 - rx0, y0 - ry0, x1 - x0, y1 - y0));
-        int interp = (int)sp->ops[0].f[k0 == FQ_OP_RESIZE ? 3 : 6];
+        int interp = (int)(k0 == FQ_OP_RESIZE ? sp->ops[0].resize.interp : sp->ops[0].rrc.interp);
         if (resize_after && M < 8 && interp != FQ_INTERP_AREA) {
             /* DCT-scaled: map output pixel centres onto the exact (sub-pixel) box in
              * the scaled image; scaled pixel i is centred on source (i + 0.5) * 8 / M */
@@ -855,18 +874,22 @@ int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq
         int rc = check_op(i, ops[i], err);
         if (rc)
             return rc;
-        const double *f = ops[i].f;
-        switch (ops[i].kind) {
+        const fq_op &op = ops[i];
+        switch (op.kind) {
         case FQ_OP_RANDOM_RESIZED_CROP:
+            fixed = 1, h = (int)op.rrc.out_h, w = (int)op.rrc.out_w;
+            break;
         case FQ_OP_CENTER_CROP:
+            fixed = 1, h = (int)op.center_crop.out_h, w = (int)op.center_crop.out_w;
+            break;
         case FQ_OP_RANDOM_CROP:
-            fixed = 1, h = (int)f[0], w = (int)f[1];
+            fixed = 1, h = (int)op.random_crop.out_h, w = (int)op.random_crop.out_w;
             break;
         case FQ_OP_RESIZE:
-            if (f[2] != 0)
+            if (op.resize.shorter_side != 0)
                 fixed = 0;
             else
-                fixed = 1, h = (int)f[0], w = (int)f[1];
+                fixed = 1, h = (int)op.resize.out_h, w = (int)op.resize.out_w;
             break;
         case FQ_OP_NORMALIZE:
             if (i != n_ops - 1)
@@ -901,14 +924,14 @@ int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq
         for (int v = 0; v < 256; v++) {
             float val;
             if (norm) /* computed in double, rounded once to float */
-                val = (float)(((double)v / 255.0 - norm->f[c]) / norm->f[3 + c]);
+                val = (float)(((double)v / 255.0 - norm->normalize.mean[c]) / norm->normalize.std[c]);
             else
                 val = (float)((double)v / 255.0);
             sp->lut_f32[c][v] = val;
             sp->lut_f16[c][v] = fmt->dtype == FQ_DT_BFLOAT16 ? float_to_bfloat16(val) : float_to_half(val);
         }
     }
-    fqi::affine_init(&sp->f32k, sp->lut_f32, norm ? norm->f : nullptr, norm ? norm->f + 3 : nullptr, norm != nullptr);
+    fqi::affine_init(&sp->f32k, sp->lut_f32, norm ? norm->normalize.mean : nullptr, norm ? norm->normalize.std : nullptr, norm != nullptr);
     *out = sp;
     return FQ_OK;
 }

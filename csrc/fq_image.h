@@ -27,45 +27,93 @@ extern "C" {
 
 /* ---- ops ---------------------------------------------------------------- */
 
-/* One op of a chain: kind + up to 16 parameters (layout per kind below).
- * Layout is fixed (136 bytes: int kind, 4 bytes padding, 16 doubles) so that the
- * Python side can build an array of them with a numpy structured dtype
- * (fastq.ops.FQ_OP_DTYPE). */
-typedef struct fq_op {
-    int kind;
-    double f[16];
-} fq_op;
-
 enum fq_op_kind {
     FQ_OP_NONE = 0,
-    /* f0 out_h, f1 out_w, f2 scale_lo, f3 scale_hi, f4 ratio_lo, f5 ratio_hi, f6 interp */
     FQ_OP_RANDOM_RESIZED_CROP = 1,
-    /* exact: f0 out_h, f1 out_w (>0), f2 = 0; shorter side: f0 = f1 = 0, f2 = side.
-     * f3 interp */
     FQ_OP_RESIZE = 2,
-    /* f0 h, f1 w (zero padding when the image is smaller) */
     FQ_OP_CENTER_CROP = 3,
-    /* f0 h, f1 w, f2..f5 padding left, top, right, bottom, f6 pad_if_needed (0/1),
-     * f7 border (FQ_BORDER_*), f8..f10 fill per channel */
     FQ_OP_RANDOM_CROP = 4,
-    /* f0 p */
     FQ_OP_HFLIP = 5,
-    /* f0 p */
     FQ_OP_VFLIP = 6,
-    /* f0,f1 brightness range, f2,f3 contrast range, f4,f5 saturation range,
-     * f6,f7 hue range (fraction of a full turn, within [-0.5, 0.5]);
-     * f8..f11 enable flags (brightness, contrast, saturation, hue) */
     FQ_OP_COLOR_JITTER = 7,
-    /* f0,f1 degrees range (counter-clockwise positive), f2,f3 max translate fraction
-     * (x of width, y of height), f4,f5 scale range, f6,f7 shear-x range (degrees),
-     * f8,f9 shear-y range (degrees), f10 border (FQ_BORDER_*), f11..f13 fill per
-     * channel, f14 interp (nearest/bilinear/bicubic/lanczos) */
     FQ_OP_RANDOM_AFFINE = 8,
-    /* f0 p */
     FQ_OP_GRAYSCALE = 9,
-    /* f0..f2 mean, f3..f5 std; out = (x/255 - mean[c]) / std[c]; must be the last op */
-    FQ_OP_NORMALIZE = 10
+    FQ_OP_NORMALIZE = 10, /* must be the last op; fused into the output write */
+    FQ_OP_KIND_END        /* one past the last kind */
 };
+
+/* Parameters of each op, by name.  Every field is a double (integer-valued where the
+ * name says so: sizes, paddings, flags, enum values) so that the whole union is the
+ * flat array of 16 doubles that fastq._image.FQ_OP_DTYPE mirrors ("f"); the C core
+ * validates every field (integers, ranges) in fq_img_spec_create. */
+typedef struct fq_op_rrc {       /* FQ_OP_RANDOM_RESIZED_CROP */
+    double out_h, out_w;         /* output size */
+    double scale_lo, scale_hi;   /* area fraction range, 0 < lo <= hi <= 1 */
+    double ratio_lo, ratio_hi;   /* aspect (w/h) range, 0 < lo <= hi */
+    double interp;               /* FQ_INTERP_* */
+} fq_op_rrc;
+
+typedef struct fq_op_resize {    /* FQ_OP_RESIZE */
+    double out_h, out_w;         /* exact size (> 0) when shorter_side == 0, else 0, 0 */
+    double shorter_side;         /* > 0: the shorter side becomes this, aspect kept */
+    double interp;               /* FQ_INTERP_* */
+} fq_op_resize;
+
+typedef struct fq_op_center_crop { /* FQ_OP_CENTER_CROP: zero padding when the image is smaller */
+    double out_h, out_w;
+} fq_op_center_crop;
+
+typedef struct fq_op_random_crop { /* FQ_OP_RANDOM_CROP */
+    double out_h, out_w;
+    double pad_left, pad_top, pad_right, pad_bottom;
+    double pad_if_needed;        /* 0 or 1 */
+    double border;               /* FQ_BORDER_* */
+    double fill[3];              /* per channel, for FQ_BORDER_CONSTANT */
+} fq_op_random_crop;
+
+typedef struct fq_op_prob {      /* FQ_OP_HFLIP, FQ_OP_VFLIP, FQ_OP_GRAYSCALE */
+    double p;                    /* probability of applying the op */
+} fq_op_prob;
+
+enum fq_jitter { FQ_JITTER_BRIGHTNESS = 0, FQ_JITTER_CONTRAST = 1, FQ_JITTER_SATURATION = 2, FQ_JITTER_HUE = 3 };
+
+typedef struct fq_op_color_jitter { /* FQ_OP_COLOR_JITTER, indexed by FQ_JITTER_* */
+    double range[4][2];          /* factor ranges; hue: fraction of a full turn in [-0.5, 0.5] */
+    double enabled[4];           /* 0 / 1 */
+} fq_op_color_jitter;
+
+typedef struct fq_op_random_affine { /* FQ_OP_RANDOM_AFFINE */
+    double degrees[2];           /* range, counter-clockwise positive */
+    double translate[2];         /* max translation: fraction of width (x), of height (y) */
+    double scale[2];             /* range */
+    double shear_x[2], shear_y[2]; /* ranges, degrees */
+    double border;               /* FQ_BORDER_* */
+    double fill[3];              /* per channel */
+    double interp;               /* nearest / bilinear / bicubic / lanczos */
+} fq_op_random_affine;
+
+typedef struct fq_op_normalize { /* FQ_OP_NORMALIZE: out = (x/255 - mean[c]) / std[c] */
+    double mean[3], std[3];
+} fq_op_normalize;
+
+/* One op of a chain: kind (the tag) + the parameters of that kind.  Layout is fixed
+ * (136 bytes: int kind, 4 bytes padding, 16 doubles) so that the Python side can build
+ * an array of them with a numpy structured dtype (fastq._image.FQ_OP_DTYPE); raw is
+ * that flat view, for packing and fuzzing only, never for reading a parameter. */
+typedef struct fq_op {
+    int kind; /* FQ_OP_* */
+    union {
+        fq_op_rrc rrc;
+        fq_op_resize resize;
+        fq_op_center_crop center_crop;
+        fq_op_random_crop random_crop;
+        fq_op_prob hflip, vflip, grayscale;
+        fq_op_color_jitter color_jitter;
+        fq_op_random_affine random_affine;
+        fq_op_normalize normalize;
+        double raw[16];
+    };
+} fq_op;
 
 /* Same numbers as OpenCV's INTER_* flags. */
 enum fq_interp {

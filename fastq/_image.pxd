@@ -10,9 +10,49 @@ cdef extern from "fq_common.h" nogil:
 
 
 cdef extern from "fq_image.h" nogil:
+    # Per-op parameter structs (fq_image.h), filled by name; a dict converts to one of
+    # them field by field (a missing field is an error).
+    ctypedef struct fq_op_rrc:
+        double out_h, out_w, scale_lo, scale_hi, ratio_lo, ratio_hi, interp
+    ctypedef struct fq_op_resize:
+        double out_h, out_w, shorter_side, interp
+    ctypedef struct fq_op_center_crop:
+        double out_h, out_w
+    ctypedef struct fq_op_random_crop:
+        double out_h, out_w, pad_left, pad_top, pad_right, pad_bottom, pad_if_needed, border
+        double fill[3]
+    ctypedef struct fq_op_prob:
+        double p
+    ctypedef struct fq_op_color_jitter:
+        double range[4][2]
+        double enabled[4]
+    ctypedef struct fq_op_random_affine:
+        double degrees[2]
+        double translate[2]
+        double scale[2]
+        double shear_x[2]
+        double shear_y[2]
+        double border
+        double fill[3]
+        double interp
+    ctypedef struct fq_op_normalize:
+        double mean[3]
+        double std[3]
+
+    # struct fq_op: kind + an anonymous union of the structs above (raw: its flat view)
     ctypedef struct fq_op:
         int kind
-        double f[16]
+        fq_op_rrc rrc
+        fq_op_resize resize
+        fq_op_center_crop center_crop
+        fq_op_random_crop random_crop
+        fq_op_prob hflip
+        fq_op_prob vflip
+        fq_op_prob grayscale
+        fq_op_color_jitter color_jitter
+        fq_op_random_affine random_affine
+        fq_op_normalize normalize
+        double raw[16]
 
     ctypedef struct fq_img_format:
         int channels

@@ -37,7 +37,8 @@ _FORMATS = {0: "unknown", 1: "array", 2: "jpeg", 3: "png", 4: "bmp", 5: "tiff", 
             8: "pnm", 9: "other"}
 _JITTER = ("brightness", "contrast", "saturation", "hue")
 
-# numpy mirror of struct fq_op (static_assert-ed in fq_image.cpp)
+# numpy mirror of struct fq_op (static_assert-ed in fq_image.cpp): kind, padding, and
+# the union of parameter structs as its flat view of 16 doubles ("f")
 FQ_OP_DTYPE = np.dtype([("kind", "<i4"), ("_pad", "<i4"), ("f", "<f8", (16,))], align=True)
 assert FQ_OP_DTYPE.itemsize == sizeof(fq_op)
 
@@ -48,11 +49,64 @@ cdef raise_fq_error(fq_err *err):
     raise error_for_code(err.code, msg)
 
 
+cdef int _fill_op(fq_op *o, int kind, dict p) except -1:
+    """Set o to op `kind` with the parameters `p`, a dict keyed by the field names of
+    that kind's struct in fq_image.h (a missing or unknown name raises)."""
+    memset(o, 0, sizeof(fq_op))
+    o.kind = kind
+    cdef object back
+    try:
+        if kind == FQ_OP_RANDOM_RESIZED_CROP:
+            o.rrc = p; back = o.rrc
+        elif kind == FQ_OP_RESIZE:
+            o.resize = p; back = o.resize
+        elif kind == FQ_OP_CENTER_CROP:
+            o.center_crop = p; back = o.center_crop
+        elif kind == FQ_OP_RANDOM_CROP:
+            o.random_crop = p; back = o.random_crop
+        elif kind == FQ_OP_HFLIP:
+            o.hflip = p; back = o.hflip
+        elif kind == FQ_OP_VFLIP:
+            o.vflip = p; back = o.vflip
+        elif kind == FQ_OP_GRAYSCALE:
+            o.grayscale = p; back = o.grayscale
+        elif kind == FQ_OP_COLOR_JITTER:
+            o.color_jitter = p; back = o.color_jitter
+        elif kind == FQ_OP_RANDOM_AFFINE:
+            o.random_affine = p; back = o.random_affine
+        elif kind == FQ_OP_NORMALIZE:
+            o.normalize = p; back = o.normalize
+        else:
+            raise ValueError(f"unknown op kind {kind}")
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{fq_img_op_name(kind).decode()}: {e}") from None
+    extra = set(p) - set(back)
+    if extra:
+        raise ValueError(f"{fq_img_op_name(kind).decode()}: unknown parameters {sorted(extra)}")
+    return 0
+
+
+def pack_ops(ops):
+    """An ``FQ_OP_DTYPE`` array from ``(kind, params)`` pairs, ``params`` a dict keyed by
+    the field names of that kind's parameter struct in fq_image.h."""
+    rows = list(ops)
+    arr = np.zeros(len(rows), dtype=FQ_OP_DTYPE)
+    cdef cnp.ndarray a = arr
+    cdef fq_op *o = <fq_op *> a.data
+    for i, (kind, params) in enumerate(rows):
+        _fill_op(&o[i], kind, dict(params))
+    return arr
+
+
 def _as_op_array(packed_ops):
+    """packed_ops: an FQ_OP_DTYPE array, or (kind, params) pairs with params either a
+    dict of named fields (pack_ops) or the raw flat view (<= 16 floats, for tests)."""
     if isinstance(packed_ops, np.ndarray) and packed_ops.dtype == FQ_OP_DTYPE:
         arr = packed_ops
     else:
         rows = list(packed_ops)
+        if all(isinstance(p, dict) for _, p in rows):
+            return pack_ops(rows)
         arr = np.zeros(len(rows), dtype=FQ_OP_DTYPE)
         for i, (kind, params) in enumerate(rows):
             params = list(params)

@@ -21,9 +21,11 @@ Conventions (torchvision's, unless stated; exact definitions in ``docs/ops.md``)
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from fastq import _image
 
 __all__ = [
     "Op", "RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "HorizontalFlip",
@@ -112,21 +114,22 @@ def _fill(op, fill):
 
 
 class Op:
-    """Base class: ``kind`` (C enum value), ``params()`` (<= 16 floats), ``pack()``."""
+    """Base class: ``kind`` (C enum value), ``fields()`` (the op's C parameter struct by
+    field name, see ``csrc/fq_image.h``), ``pack()``."""
 
     kind = 0
     # geometry: "fixed" (gives a fixed HxW), "variable" (HxW depends on the input),
     # or None (keeps the size)
     geometry: Optional[str] = None
 
-    def params(self) -> Sequence[float]:  # pragma: no cover - abstract
+    def fields(self) -> Dict[str, Any]:  # pragma: no cover - abstract
+        """The C parameter struct of this op (``fq_op_<kind>`` in fq_image.h) as a dict
+        keyed by its field names; ``fastq._image.pack_ops`` fills the struct by name."""
         raise NotImplementedError
 
-    def pack(self) -> Tuple[int, Tuple[float, ...]]:
-        """``(kind, (f0, ..., f15))``: the C ``fq_op`` of this op."""
-        f = [float(v) for v in self.params()]
-        assert len(f) <= 16
-        return self.kind, tuple(f + [0.0] * (16 - len(f)))
+    def pack(self) -> Tuple[int, Tuple[Tuple[str, Any], ...]]:
+        """``(kind, ((field, value), ...))``: the C ``fq_op`` of this op, by field name."""
+        return self.kind, tuple(sorted(self.fields().items()))
 
     def out_size(self) -> Optional[Tuple[int, int]]:
         return None
@@ -167,8 +170,9 @@ class RandomResizedCrop(Op):
         self.interpolation = interpolation
         self._interp = _interp(n, interpolation)
 
-    def params(self):
-        return (*self.size, *self.scale, *self.ratio, self._interp)
+    def fields(self):
+        return {"out_h": self.size[0], "out_w": self.size[1], "scale_lo": self.scale[0], "scale_hi": self.scale[1],
+                "ratio_lo": self.ratio[0], "ratio_hi": self.ratio[1], "interp": self._interp}
 
     def out_size(self):
         return self.size
@@ -198,10 +202,10 @@ class Resize(Op):
         self.interpolation = interpolation
         self._interp = _interp(n, interpolation)
 
-    def params(self):
+    def fields(self):
         if self.size is not None:
-            return (*self.size, 0, self._interp)
-        return (0, 0, self.shorter_side, self._interp)
+            return {"out_h": self.size[0], "out_w": self.size[1], "shorter_side": 0, "interp": self._interp}
+        return {"out_h": 0, "out_w": 0, "shorter_side": self.shorter_side, "interp": self._interp}
 
     def out_size(self):
         return self.size
@@ -217,8 +221,8 @@ class CenterCrop(Op):
     def __init__(self, size: Union[int, Tuple[int, int]]) -> None:
         self.size = _size("CenterCrop", size)
 
-    def params(self):
-        return self.size
+    def fields(self):
+        return {"out_h": self.size[0], "out_w": self.size[1]}
 
     def out_size(self):
         return self.size
@@ -256,8 +260,11 @@ class RandomCrop(Op):
             _fail(n, "padding_mode must be constant, edge, reflect or symmetric", padding_mode)
         self.padding_mode = padding_mode
 
-    def params(self):
-        return (*self.size, *self.padding, int(self.pad_if_needed), BORDERS[self.padding_mode], *self.fill)
+    def fields(self):
+        left, top, right, bottom = self.padding
+        return {"out_h": self.size[0], "out_w": self.size[1], "pad_left": left, "pad_top": top,
+                "pad_right": right, "pad_bottom": bottom, "pad_if_needed": int(self.pad_if_needed),
+                "border": BORDERS[self.padding_mode], "fill": self.fill}
 
     def out_size(self):
         return self.size
@@ -271,8 +278,8 @@ class HorizontalFlip(Op):
     def __init__(self, p: float = 0.5) -> None:
         self.p = _prob("HorizontalFlip", p)
 
-    def params(self):
-        return (self.p,)
+    def fields(self):
+        return {"p": self.p}
 
 
 class VerticalFlip(Op):
@@ -283,8 +290,8 @@ class VerticalFlip(Op):
     def __init__(self, p: float = 0.5) -> None:
         self.p = _prob("VerticalFlip", p)
 
-    def params(self):
-        return (self.p,)
+    def fields(self):
+        return {"p": self.p}
 
 
 class Grayscale(Op):
@@ -296,8 +303,8 @@ class Grayscale(Op):
     def __init__(self, p: float = 1.0) -> None:
         self.p = _prob("Grayscale", p)
 
-    def params(self):
-        return (self.p,)
+    def fields(self):
+        return {"p": self.p}
 
 
 class ColorJitter(Op):
@@ -340,12 +347,11 @@ class ColorJitter(Op):
                 _fail(n, f"{name} range must satisfy 0 <= min <= max", v)
         return None if rng == (1.0, 1.0) else rng
 
-    def params(self):
-        f = []
-        for r, off in ((self.brightness, 1), (self.contrast, 1), (self.saturation, 1), (self.hue, 0)):
-            f += list(r) if r else [off, off]
-        f += [int(r is not None) for r in (self.brightness, self.contrast, self.saturation, self.hue)]
-        return f
+    def fields(self):
+        # indexed by enum fq_jitter: brightness, contrast, saturation, hue
+        parts = ((self.brightness, 1.0), (self.contrast, 1.0), (self.saturation, 1.0), (self.hue, 0.0))
+        return {"range": tuple(tuple(r) if r else (off, off) for r, off in parts),
+                "enabled": tuple(int(r is not None) for r, _ in parts)}
 
 
 class RandomAffine(Op):
@@ -416,11 +422,11 @@ class RandomAffine(Op):
         self.interpolation = interpolation
         self._interp = _interp(n, interpolation, allow_area=False)
 
-    def params(self):
-        t = self.translate or (0.0, 0.0)
-        s = self.scale or (1.0, 1.0)
+    def fields(self):
         sh = self.shear or (0.0, 0.0, 0.0, 0.0)
-        return (*self.degrees, *t, *s, *sh, BORDERS[self.border], *self.fill, self._interp)
+        return {"degrees": self.degrees, "translate": self.translate or (0.0, 0.0), "scale": self.scale or (1.0, 1.0),
+                "shear_x": sh[:2], "shear_y": sh[2:], "border": BORDERS[self.border], "fill": self.fill,
+                "interp": self._interp}
 
 
 class Normalize(Op):
@@ -473,9 +479,9 @@ class Normalize(Op):
             _fail(n, f"{name} must be a number or 3 numbers", v)
         return tuple(float(x) for x in vals)
 
-    def params(self):
+    def fields(self):
         m = self.max_pixel_value / 255.0
-        return (*(x * m for x in self.mean), *(x * m for x in self.std))
+        return {"mean": tuple(x * m for x in self.mean), "std": tuple(x * m for x in self.std)}
 
 
 DTYPES = ("uint8", "float32", "float16", "bfloat16")
@@ -589,11 +595,7 @@ def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32
         raise ValueError(
             "compile_ops: the chain does not give a fixed output size; add RandomResizedCrop, "
             "CenterCrop, RandomCrop or Resize((h, w)) after any Resize(shorter_side)")
-    packed = np.zeros(len(ops), dtype=FQ_OP_DTYPE)
-    for i, op in enumerate(ops):
-        kind, f = op.pack()
-        packed[i]["kind"] = kind
-        packed[i]["f"] = f
+    packed = _image.pack_ops((op.kind, op.fields()) for op in ops)
     h, w = size
     out_shape = (h, w, channels) if layout == "NHWC" else (channels, h, w)
     return CompiledOps(ops, packed, channels, dtype, layout, int(max_pixels), bool(dct_scaling), out_shape)
