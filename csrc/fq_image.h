@@ -121,21 +121,23 @@ enum fq_interp {
     FQ_INTERP_BILINEAR = 1,
     FQ_INTERP_BICUBIC = 2,
     FQ_INTERP_AREA = 3,
-    FQ_INTERP_LANCZOS = 4
+    FQ_INTERP_LANCZOS = 4,
+    FQ_INTERP_END
 };
 
 enum fq_border {
     FQ_BORDER_CONSTANT = 0,  /* fill value */
     FQ_BORDER_REPLICATE = 1, /* aaa|abc|ccc  (torchvision "edge") */
     FQ_BORDER_REFLECT = 2,   /* cb|abc|ba    (torchvision "reflect", cv BORDER_REFLECT_101) */
-    FQ_BORDER_SYMMETRIC = 3  /* ba|abc|cb    (torchvision "symmetric", cv BORDER_REFLECT) */
+    FQ_BORDER_SYMMETRIC = 3, /* ba|abc|cb    (torchvision "symmetric", cv BORDER_REFLECT) */
+    FQ_BORDER_END
 };
 
 /* ---- output format ------------------------------------------------------ */
 
 /* FQ_DT_FLOAT16 is IEEE binary16; FQ_DT_BFLOAT16 is the top 16 bits of a float32 (rounded to
  * nearest even from the float32 value).  Both are written from a 256-entry table per channel. */
-enum fq_dtype { FQ_DT_UINT8 = 0, FQ_DT_FLOAT32 = 1, FQ_DT_FLOAT16 = 2, FQ_DT_BFLOAT16 = 3 };
+enum fq_dtype { FQ_DT_UINT8 = 0, FQ_DT_FLOAT32 = 1, FQ_DT_FLOAT16 = 2, FQ_DT_BFLOAT16 = 3, FQ_DT_END };
 enum fq_layout { FQ_LAYOUT_HWC = 0, FQ_LAYOUT_CHW = 1 };
 
 /* Default decompression-bomb guard: 2^26 = 67,108,864 pixels (e.g. 8192 x 8192). */
@@ -182,7 +184,8 @@ enum fq_img_source_format {
     FQ_FMT_WEBP = 6,
     FQ_FMT_GIF = 7,
     FQ_FMT_PNM = 8,
-    FQ_FMT_OTHER = 9
+    FQ_FMT_OTHER = 9,
+    FQ_FMT_END
 };
 
 /* Per-op record.  Coordinates are those of the op's input image in the exact
@@ -238,6 +241,61 @@ int fq_img_process_encoded(const fq_img_spec *spec, fq_img_scratch *s, const uin
 int fq_img_process_array(const fq_img_spec *spec, fq_img_scratch *s, const uint8_t *pixels,
                          int h, int w, int c, size_t row_stride, uint64_t seed, uint64_t epoch,
                          uint64_t index, void *out_row, fq_img_explain *ex, fq_err *err);
+
+/* ---- chain rules, planning and names (also for bindings and tests) ------- */
+
+/* What a chain gives, from fq_img_chain_check. */
+typedef struct fq_img_chain_info {
+    int out_h, out_w; /* fixed output size (0, 0 when the chain does not give one) */
+    int keeps_size;   /* 1 if no op changes the image size (the output is the input size) */
+    int normalize;    /* 1 if the chain ends with Normalize */
+} fq_img_chain_info;
+
+/* The rules of an op chain, the one place they are written: every op's parameters are
+ * valid, at most FQ_IMG_MAX_OPS ops, Normalize at most once and last and only with a
+ * float dtype (dtype: FQ_DT_*), and the chain gives a fixed output size.  info (may be
+ * NULL) is filled as far as known even when a rule fails.  FQ_OK or FQ_E_INVALID with
+ * the reason.  fq_img_spec_create applies exactly these rules. */
+int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info *info, fq_err *err);
+
+/* What the JPEG decoder does of op 0 for one sample (see docs/ops.md "Decoding"). */
+typedef struct fq_img_decode_plan {
+    int first_kind;       /* FQ_OP_* of op 0, FQ_OP_NONE for an empty chain */
+    int box_op;           /* op 0 is a crop whose box lies inside the image */
+    int resize_after;     /* op 0 resizes its box (the whole image for Resize) to out_h x out_w */
+    int box[4];           /* x, y, w, h of that box in source pixels (whole image if no box) */
+    int out_h, out_w;     /* op 0's output size */
+    int interp;           /* op 0's interpolation (FQ_INTERP_*) when resize_after, else -1 */
+    int scale_num;        /* DCT scale scale_num / 8 (8: full size) */
+    int scaled_h, scaled_w; /* full image size at that scale: ceil(src * scale_num / 8) */
+    int sbox[4];          /* the box in scaled coordinates, rounded, clamped, >= 1 pixel */
+    int roi[4];           /* the region decoded, in scaled coordinates (sbox + 16 px margin) */
+    int roi_used;         /* 1 if roi is less than the whole scaled image */
+} fq_img_decode_plan;
+
+/* Plan sample (seed, epoch, index) of an src_h x src_w JPEG and report the decode
+ * plan of op 0 (no pixels are touched).  Errors as make_plan: FQ_E_TOO_LARGE, FQ_E_INVALID. */
+int fq_img_plan_decode(const fq_img_spec *spec, int src_h, int src_w, uint64_t seed, uint64_t epoch,
+                       uint64_t index, fq_img_decode_plan *out, fq_err *err);
+
+/* Which fields of fq_img_op_explain an op kind fills (besides kind, in/out size). */
+enum fq_img_explain_fields {
+    FQ_EXPLAIN_BOX = 1,     /* box */
+    FQ_EXPLAIN_PAD = 2,     /* pad */
+    FQ_EXPLAIN_APPLIED = 4, /* applied (drawn with probability p) */
+    FQ_EXPLAIN_JITTER = 8,  /* factor, order, contrast_mean */
+    FQ_EXPLAIN_AFFINE = 16  /* params, shear_y, matrix */
+};
+unsigned fq_img_op_explain_fields(int kind);
+
+/* Names (static strings; "?" when out of range): interpolations as fastq.ops spells
+ * them ("nearest", "bilinear", "bicubic", "area", "lanczos"), borders ("constant",
+ * "replicate", "reflect", "symmetric"), source formats ("JPEG", "PNG", ...; FQ_FMT_*)
+ * and output dtypes ("uint8", "float32", "float16", "bfloat16"). */
+const char *fq_img_interp_name(int interp);
+const char *fq_img_border_name(int border);
+const char *fq_img_format_name(int fmt);
+const char *fq_img_dtype_name(int dtype);
 
 /* Number of threads OpenCV itself may use inside one call (cv::setNumThreads; global to
  * the OpenCV library).  A worker pool should set 1 so its threads don't oversubscribe. */

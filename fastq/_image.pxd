@@ -68,10 +68,12 @@ cdef extern from "fq_image.h" nogil:
 
     enum:
         FQ_IMG_MAX_OPS
+        FQ_IMG_DEFAULT_MAX_PIXELS
         FQ_DT_UINT8
         FQ_DT_FLOAT32
         FQ_DT_FLOAT16
         FQ_DT_BFLOAT16
+        FQ_DT_END
         FQ_LAYOUT_HWC
         FQ_LAYOUT_CHW
         FQ_OP_RANDOM_RESIZED_CROP
@@ -84,6 +86,15 @@ cdef extern from "fq_image.h" nogil:
         FQ_OP_RANDOM_AFFINE
         FQ_OP_GRAYSCALE
         FQ_OP_NORMALIZE
+        FQ_OP_KIND_END
+        FQ_INTERP_END
+        FQ_BORDER_END
+        FQ_FMT_END
+        FQ_EXPLAIN_BOX
+        FQ_EXPLAIN_PAD
+        FQ_EXPLAIN_APPLIED
+        FQ_EXPLAIN_JITTER
+        FQ_EXPLAIN_AFFINE
 
     ctypedef struct fq_img_op_explain:
         int kind
@@ -129,6 +140,33 @@ cdef extern from "fq_image.h" nogil:
                              void *out_row, fq_img_explain *ex, fq_err *err)
     void fq_img_set_opencv_threads(int n)
     const char *fq_img_op_name(int kind)
+
+    ctypedef struct fq_img_chain_info:
+        int out_h, out_w
+        int keeps_size
+        int normalize
+    int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info *info, fq_err *err)
+
+    ctypedef struct fq_img_decode_plan:
+        int first_kind
+        int box_op
+        int resize_after
+        int box[4]
+        int out_h, out_w
+        int interp
+        int scale_num
+        int scaled_h, scaled_w
+        int sbox[4]
+        int roi[4]
+        int roi_used
+    int fq_img_plan_decode(const fq_img_spec *spec, int src_h, int src_w, uint64_t seed, uint64_t epoch,
+                           uint64_t index, fq_img_decode_plan *out, fq_err *err)
+
+    unsigned fq_img_op_explain_fields(int kind)
+    const char *fq_img_interp_name(int interp)
+    const char *fq_img_border_name(int border)
+    const char *fq_img_format_name(int fmt)
+    const char *fq_img_dtype_name(int dtype)
 
 
 cdef extern from "fq_image_info.h" nogil:
