@@ -120,6 +120,49 @@ static void test_spec_validation()
     CHECK(fq_img_spec_create(ok.data(), 1, &bad_fmt, &sp, &err) == FQ_E_INVALID, "channels=2");
 }
 
+/* One record per op kind, in enum order; the chain rules and plan_decode through the C API. */
+static void test_op_records_and_plans()
+{
+    static const char *const names[] = {"RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "HorizontalFlip",
+                                        "VerticalFlip", "ColorJitter", "RandomAffine", "Grayscale", "Normalize"};
+    CHECK(FQ_OP_KIND_END - 1 == (int)(sizeof names / sizeof names[0]), "op kinds");
+    for (int k = 1; k < FQ_OP_KIND_END; k++)
+        CHECK(std::strcmp(fq_img_op_name(k), names[k - 1]) == 0, "kind %d: %s", k, fq_img_op_name(k));
+    CHECK(std::strcmp(fq_img_op_name(FQ_OP_KIND_END), "?") == 0 && std::strcmp(fq_img_op_name(0), "?") == 0, "?");
+    CHECK(fq_img_op_explain_fields(FQ_OP_RANDOM_CROP) == (FQ_EXPLAIN_BOX | FQ_EXPLAIN_PAD), "explain fields");
+    CHECK(std::strcmp(fq_img_interp_name(FQ_INTERP_LANCZOS), "lanczos") == 0, "interp name");
+    CHECK(std::strcmp(fq_img_border_name(FQ_BORDER_SYMMETRIC), "symmetric") == 0, "border name");
+
+    fq_err err;
+    fq_img_chain_info info;
+    std::vector<fq_op> chain = {op_resize({.out_h = 0, .out_w = 0, .shorter_side = 40, .interp = FQ_INTERP_AREA}),
+                                op_center_crop(32, 24), op_hflip(0.5)};
+    fq_clear_err(&err);
+    CHECK(fq_img_chain_check(chain.data(), 3, FQ_DT_UINT8, &info, &err) == FQ_OK, "%s", err.msg);
+    CHECK(info.out_h == 32 && info.out_w == 24 && !info.keeps_size && !info.normalize, "chain info");
+    CHECK(fq_img_chain_check(chain.data(), 1, FQ_DT_UINT8, &info, &err) == FQ_E_INVALID && info.out_h == 0 &&
+              !info.keeps_size, "variable size");
+    CHECK(fq_img_chain_check(chain.data() + 2, 1, FQ_DT_UINT8, &info, &err) == FQ_E_INVALID && info.keeps_size,
+          "keeps size");
+
+    /* CenterCrop(32 x 24) of a 100 x 80 JPEG: box (28, 34, 24, 32), ROI with a 16 px margin */
+    fq_img_spec *sp = make_spec({op_center_crop(32, 24)}, FQ_DT_UINT8);
+    fq_img_decode_plan dp;
+    CHECK(fq_img_plan_decode(sp, 100, 80, 1, 2, 3, &dp, &err) == FQ_OK, "%s", err.msg);
+    CHECK(dp.box_op && !dp.resize_after && dp.scale_num == 8 && dp.box[0] == 28 && dp.box[1] == 34 &&
+              dp.box[2] == 24 && dp.box[3] == 32, "center crop box");
+    CHECK(dp.roi_used && dp.roi[0] == 12 && dp.roi[1] == 18 && dp.roi[2] == 56 && dp.roi[3] == 64, "roi");
+    fq_img_spec_free(sp);
+    /* Resize((20, 10)) of 100 x 80: 1/8 fails (100 * 1 < 20 * 8), 2/8 holds (160 >= 80, 200 >= 160) */
+    sp = make_spec({op_resize({.out_h = 20, .out_w = 10, .shorter_side = 0, .interp = FQ_INTERP_BILINEAR})},
+                   FQ_DT_UINT8);
+    CHECK(fq_img_plan_decode(sp, 100, 80, 0, 0, 0, &dp, &err) == FQ_OK, "%s", err.msg);
+    CHECK(dp.resize_after && !dp.box_op && dp.scale_num == 2 && dp.scaled_h == 25 && dp.scaled_w == 20 &&
+              !dp.roi_used && dp.interp == FQ_INTERP_BILINEAR, "resize: scale %d", dp.scale_num);
+    CHECK(fq_img_plan_decode(sp, 0, 80, 0, 0, 0, &dp, &err) == FQ_E_INVALID, "bad size");
+    fq_img_spec_free(sp);
+}
+
 static void test_jpeg_paths()
 {
     cv::Mat bgr = photo(300, 420, 7);
@@ -267,6 +310,7 @@ int main()
     fq_img_set_opencv_threads(1);
     test_rng();
     test_spec_validation();
+    test_op_records_and_plans();
     test_jpeg_paths();
     test_other_inputs();
     if (g_failed) {
