@@ -46,7 +46,7 @@ _LAYOUTS = {"NHWC": FQ_LAYOUT_HWC, "HWC": FQ_LAYOUT_HWC, "NCHW": FQ_LAYOUT_CHW, 
 FORMATS = {i: fq_img_format_name(i).decode().lower() for i in range(FQ_FMT_END)}
 _JITTER = ("brightness", "contrast", "saturation", "hue")
 
-# numpy mirror of struct fq_op (static_assert-ed in fq_image.cpp): kind, padding, and
+# numpy mirror of struct fq_op (static_assert-ed in fq_image_spec.cpp): kind, padding, and
 # the union of parameter structs as its flat view of 16 doubles ("f")
 FQ_OP_DTYPE = np.dtype([("kind", "<i4"), ("_pad", "<i4"), ("f", "<f8", (16,))], align=True)
 assert FQ_OP_DTYPE.itemsize == sizeof(fq_op)
