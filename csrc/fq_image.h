@@ -140,6 +140,9 @@ enum fq_border {
 enum fq_dtype { FQ_DT_UINT8 = 0, FQ_DT_FLOAT32 = 1, FQ_DT_FLOAT16 = 2, FQ_DT_BFLOAT16 = 3, FQ_DT_END };
 enum fq_layout { FQ_LAYOUT_HWC = 0, FQ_LAYOUT_CHW = 1 };
 
+/* The largest size, crop or padding an op may ask for, per side. */
+#define FQ_IMG_MAX_SIDE 32768
+
 /* Default decompression-bomb guard: 2^26 = 67,108,864 pixels (e.g. 8192 x 8192). */
 #define FQ_IMG_DEFAULT_MAX_PIXELS ((int64_t)1 << 26)
 

@@ -18,8 +18,6 @@
 #include "fq_image_internal.h"
 #include "fq_rng.h"
 
-#define FQ_IMG_MAX_SIDE 32768
-
 /* Immutable after fq_img_spec_create: shared read-only between threads. */
 struct fq_img_spec {
     fq_op ops[FQ_IMG_MAX_OPS]; /* without the trailing Normalize */

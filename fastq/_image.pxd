@@ -69,6 +69,7 @@ cdef extern from "fq_image.h" nogil:
     enum:
         FQ_IMG_MAX_OPS
         FQ_IMG_DEFAULT_MAX_PIXELS
+        FQ_IMG_MAX_SIDE
         FQ_DT_UINT8
         FQ_DT_FLOAT32
         FQ_DT_FLOAT16

@@ -6,6 +6,7 @@ import numpy as np
 
 DEFAULT_MAX_PIXELS: int
 MAX_OPS: int
+MAX_SIDE: int
 OP_KINDS: Dict[str, int]
 INTERPOLATIONS: Dict[str, int]
 BORDERS: Dict[str, int]

@@ -18,6 +18,7 @@ cnp.import_array()
 # ---- constants of the C core (csrc/fq_image.h), exported for fastq.ops ---------------
 DEFAULT_MAX_PIXELS = FQ_IMG_DEFAULT_MAX_PIXELS
 MAX_OPS = FQ_IMG_MAX_OPS
+MAX_SIDE = FQ_IMG_MAX_SIDE  # largest size / crop / padding of an op, per side
 # op class name -> enum fq_op_kind
 OP_KINDS = {fq_img_op_name(k).decode(): k for k in range(1, FQ_OP_KIND_END)}
 # interpolation name -> enum fq_interp; border name -> enum fq_border

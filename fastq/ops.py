@@ -40,7 +40,7 @@ __all__ = [
 FQ_OP_DTYPE = _image.FQ_OP_DTYPE
 DEFAULT_MAX_PIXELS: int = _image.DEFAULT_MAX_PIXELS
 MAX_OPS: int = _image.MAX_OPS
-MAX_SIDE = 32768
+MAX_SIDE: int = _image.MAX_SIDE  # 32768
 
 Pair = Tuple[float, float]
 Range = Union[float, Tuple[float, float]]

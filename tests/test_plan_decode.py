@@ -111,7 +111,7 @@ def test_plan_decode_errors():
 
 def test_constants_come_from_the_c_core():
     assert O.FQ_OP_DTYPE is _image.FQ_OP_DTYPE and O.FQ_OP_DTYPE.itemsize == 136
-    assert O.DEFAULT_MAX_PIXELS == 1 << 26 and O.MAX_OPS == 16
+    assert O.DEFAULT_MAX_PIXELS == 1 << 26 and O.MAX_OPS == 16 and O.MAX_SIDE == 32768
     assert _image.OP_KINDS == {"RandomResizedCrop": 1, "Resize": 2, "CenterCrop": 3, "RandomCrop": 4,
                                "HorizontalFlip": 5, "VerticalFlip": 6, "ColorJitter": 7, "RandomAffine": 8,
                                "Grayscale": 9, "Normalize": 10}
