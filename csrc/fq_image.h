@@ -27,45 +27,93 @@ extern "C" {
 
 /* ---- ops ---------------------------------------------------------------- */
 
-/* One op of a chain: kind + up to 16 parameters (layout per kind below).
- * Layout is fixed (136 bytes: int kind, 4 bytes padding, 16 doubles) so that the
- * Python side can build an array of them with a numpy structured dtype
- * (fastq.ops.FQ_OP_DTYPE). */
-typedef struct fq_op {
-    int kind;
-    double f[16];
-} fq_op;
-
 enum fq_op_kind {
     FQ_OP_NONE = 0,
-    /* f0 out_h, f1 out_w, f2 scale_lo, f3 scale_hi, f4 ratio_lo, f5 ratio_hi, f6 interp */
     FQ_OP_RANDOM_RESIZED_CROP = 1,
-    /* exact: f0 out_h, f1 out_w (>0), f2 = 0; shorter side: f0 = f1 = 0, f2 = side.
-     * f3 interp */
     FQ_OP_RESIZE = 2,
-    /* f0 h, f1 w (zero padding when the image is smaller) */
     FQ_OP_CENTER_CROP = 3,
-    /* f0 h, f1 w, f2..f5 padding left, top, right, bottom, f6 pad_if_needed (0/1),
-     * f7 border (FQ_BORDER_*), f8..f10 fill per channel */
     FQ_OP_RANDOM_CROP = 4,
-    /* f0 p */
     FQ_OP_HFLIP = 5,
-    /* f0 p */
     FQ_OP_VFLIP = 6,
-    /* f0,f1 brightness range, f2,f3 contrast range, f4,f5 saturation range,
-     * f6,f7 hue range (fraction of a full turn, within [-0.5, 0.5]);
-     * f8..f11 enable flags (brightness, contrast, saturation, hue) */
     FQ_OP_COLOR_JITTER = 7,
-    /* f0,f1 degrees range (counter-clockwise positive), f2,f3 max translate fraction
-     * (x of width, y of height), f4,f5 scale range, f6,f7 shear-x range (degrees),
-     * f8,f9 shear-y range (degrees), f10 border (FQ_BORDER_*), f11..f13 fill per
-     * channel, f14 interp (nearest/bilinear/bicubic/lanczos) */
     FQ_OP_RANDOM_AFFINE = 8,
-    /* f0 p */
     FQ_OP_GRAYSCALE = 9,
-    /* f0..f2 mean, f3..f5 std; out = (x/255 - mean[c]) / std[c]; must be the last op */
-    FQ_OP_NORMALIZE = 10
+    FQ_OP_NORMALIZE = 10, /* must be the last op; fused into the output write */
+    FQ_OP_KIND_END        /* one past the last kind */
 };
+
+/* Parameters of each op, by name.  Every field is a double (integer-valued where the
+ * name says so: sizes, paddings, flags, enum values) so that the whole union is the
+ * flat array of 16 doubles that fastq._image.FQ_OP_DTYPE mirrors ("f"); the C core
+ * validates every field (integers, ranges) in fq_img_spec_create. */
+typedef struct fq_op_rrc {       /* FQ_OP_RANDOM_RESIZED_CROP */
+    double out_h, out_w;         /* output size */
+    double scale_lo, scale_hi;   /* area fraction range, 0 < lo <= hi <= 1 */
+    double ratio_lo, ratio_hi;   /* aspect (w/h) range, 0 < lo <= hi */
+    double interp;               /* FQ_INTERP_* */
+} fq_op_rrc;
+
+typedef struct fq_op_resize {    /* FQ_OP_RESIZE */
+    double out_h, out_w;         /* exact size (> 0) when shorter_side == 0, else 0, 0 */
+    double shorter_side;         /* > 0: the shorter side becomes this, aspect kept */
+    double interp;               /* FQ_INTERP_* */
+} fq_op_resize;
+
+typedef struct fq_op_center_crop { /* FQ_OP_CENTER_CROP: zero padding when the image is smaller */
+    double out_h, out_w;
+} fq_op_center_crop;
+
+typedef struct fq_op_random_crop { /* FQ_OP_RANDOM_CROP */
+    double out_h, out_w;
+    double pad_left, pad_top, pad_right, pad_bottom;
+    double pad_if_needed;        /* 0 or 1 */
+    double border;               /* FQ_BORDER_* */
+    double fill[3];              /* per channel, for FQ_BORDER_CONSTANT */
+} fq_op_random_crop;
+
+typedef struct fq_op_prob {      /* FQ_OP_HFLIP, FQ_OP_VFLIP, FQ_OP_GRAYSCALE */
+    double p;                    /* probability of applying the op */
+} fq_op_prob;
+
+enum fq_jitter { FQ_JITTER_BRIGHTNESS = 0, FQ_JITTER_CONTRAST = 1, FQ_JITTER_SATURATION = 2, FQ_JITTER_HUE = 3 };
+
+typedef struct fq_op_color_jitter { /* FQ_OP_COLOR_JITTER, indexed by FQ_JITTER_* */
+    double range[4][2];          /* factor ranges; hue: fraction of a full turn in [-0.5, 0.5] */
+    double enabled[4];           /* 0 / 1 */
+} fq_op_color_jitter;
+
+typedef struct fq_op_random_affine { /* FQ_OP_RANDOM_AFFINE */
+    double degrees[2];           /* range, counter-clockwise positive */
+    double translate[2];         /* max translation: fraction of width (x), of height (y) */
+    double scale[2];             /* range */
+    double shear_x[2], shear_y[2]; /* ranges, degrees */
+    double border;               /* FQ_BORDER_* */
+    double fill[3];              /* per channel */
+    double interp;               /* nearest / bilinear / bicubic / lanczos */
+} fq_op_random_affine;
+
+typedef struct fq_op_normalize { /* FQ_OP_NORMALIZE: out = (x/255 - mean[c]) / std[c] */
+    double mean[3], std[3];
+} fq_op_normalize;
+
+/* One op of a chain: kind (the tag) + the parameters of that kind.  Layout is fixed
+ * (136 bytes: int kind, 4 bytes padding, 16 doubles) so that the Python side can build
+ * an array of them with a numpy structured dtype (fastq._image.FQ_OP_DTYPE); raw is
+ * that flat view, for packing and fuzzing only, never for reading a parameter. */
+typedef struct fq_op {
+    int kind; /* FQ_OP_* */
+    union {
+        fq_op_rrc rrc;
+        fq_op_resize resize;
+        fq_op_center_crop center_crop;
+        fq_op_random_crop random_crop;
+        fq_op_prob hflip, vflip, grayscale;
+        fq_op_color_jitter color_jitter;
+        fq_op_random_affine random_affine;
+        fq_op_normalize normalize;
+        double raw[16];
+    };
+} fq_op;
 
 /* Same numbers as OpenCV's INTER_* flags. */
 enum fq_interp {
@@ -73,22 +121,27 @@ enum fq_interp {
     FQ_INTERP_BILINEAR = 1,
     FQ_INTERP_BICUBIC = 2,
     FQ_INTERP_AREA = 3,
-    FQ_INTERP_LANCZOS = 4
+    FQ_INTERP_LANCZOS = 4,
+    FQ_INTERP_END
 };
 
 enum fq_border {
     FQ_BORDER_CONSTANT = 0,  /* fill value */
     FQ_BORDER_REPLICATE = 1, /* aaa|abc|ccc  (torchvision "edge") */
     FQ_BORDER_REFLECT = 2,   /* cb|abc|ba    (torchvision "reflect", cv BORDER_REFLECT_101) */
-    FQ_BORDER_SYMMETRIC = 3  /* ba|abc|cb    (torchvision "symmetric", cv BORDER_REFLECT) */
+    FQ_BORDER_SYMMETRIC = 3, /* ba|abc|cb    (torchvision "symmetric", cv BORDER_REFLECT) */
+    FQ_BORDER_END
 };
 
 /* ---- output format ------------------------------------------------------ */
 
 /* FQ_DT_FLOAT16 is IEEE binary16; FQ_DT_BFLOAT16 is the top 16 bits of a float32 (rounded to
  * nearest even from the float32 value).  Both are written from a 256-entry table per channel. */
-enum fq_dtype { FQ_DT_UINT8 = 0, FQ_DT_FLOAT32 = 1, FQ_DT_FLOAT16 = 2, FQ_DT_BFLOAT16 = 3 };
+enum fq_dtype { FQ_DT_UINT8 = 0, FQ_DT_FLOAT32 = 1, FQ_DT_FLOAT16 = 2, FQ_DT_BFLOAT16 = 3, FQ_DT_END };
 enum fq_layout { FQ_LAYOUT_HWC = 0, FQ_LAYOUT_CHW = 1 };
+
+/* The largest size, crop or padding an op may ask for, per side. */
+#define FQ_IMG_MAX_SIDE 32768
 
 /* Default decompression-bomb guard: 2^26 = 67,108,864 pixels (e.g. 8192 x 8192). */
 #define FQ_IMG_DEFAULT_MAX_PIXELS ((int64_t)1 << 26)
@@ -134,7 +187,8 @@ enum fq_img_source_format {
     FQ_FMT_WEBP = 6,
     FQ_FMT_GIF = 7,
     FQ_FMT_PNM = 8,
-    FQ_FMT_OTHER = 9
+    FQ_FMT_OTHER = 9,
+    FQ_FMT_END
 };
 
 /* Per-op record.  Coordinates are those of the op's input image in the exact
@@ -190,6 +244,61 @@ int fq_img_process_encoded(const fq_img_spec *spec, fq_img_scratch *s, const uin
 int fq_img_process_array(const fq_img_spec *spec, fq_img_scratch *s, const uint8_t *pixels,
                          int h, int w, int c, size_t row_stride, uint64_t seed, uint64_t epoch,
                          uint64_t index, void *out_row, fq_img_explain *ex, fq_err *err);
+
+/* ---- chain rules, planning and names (also for bindings and tests) ------- */
+
+/* What a chain gives, from fq_img_chain_check. */
+typedef struct fq_img_chain_info {
+    int out_h, out_w; /* fixed output size (0, 0 when the chain does not give one) */
+    int keeps_size;   /* 1 if no op changes the image size (the output is the input size) */
+    int normalize;    /* 1 if the chain ends with Normalize */
+} fq_img_chain_info;
+
+/* The rules of an op chain, the one place they are written: every op's parameters are
+ * valid, at most FQ_IMG_MAX_OPS ops, Normalize at most once and last and only with a
+ * float dtype (dtype: FQ_DT_*), and the chain gives a fixed output size.  info (may be
+ * NULL) is filled as far as known even when a rule fails.  FQ_OK or FQ_E_INVALID with
+ * the reason.  fq_img_spec_create applies exactly these rules. */
+int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info *info, fq_err *err);
+
+/* What the JPEG decoder does of op 0 for one sample (see docs/ops.md "Decoding"). */
+typedef struct fq_img_decode_plan {
+    int first_kind;       /* FQ_OP_* of op 0, FQ_OP_NONE for an empty chain */
+    int box_op;           /* op 0 is a crop whose box lies inside the image */
+    int resize_after;     /* op 0 resizes its box (the whole image for Resize) to out_h x out_w */
+    int box[4];           /* x, y, w, h of that box in source pixels (whole image if no box) */
+    int out_h, out_w;     /* op 0's output size */
+    int interp;           /* op 0's interpolation (FQ_INTERP_*) when resize_after, else -1 */
+    int scale_num;        /* DCT scale scale_num / 8 (8: full size) */
+    int scaled_h, scaled_w; /* full image size at that scale: ceil(src * scale_num / 8) */
+    int sbox[4];          /* the box in scaled coordinates, rounded, clamped, >= 1 pixel */
+    int roi[4];           /* the region decoded, in scaled coordinates (sbox + 16 px margin) */
+    int roi_used;         /* 1 if roi is less than the whole scaled image */
+} fq_img_decode_plan;
+
+/* Plan sample (seed, epoch, index) of an src_h x src_w JPEG and report the decode
+ * plan of op 0 (no pixels are touched).  Errors as make_plan: FQ_E_TOO_LARGE, FQ_E_INVALID. */
+int fq_img_plan_decode(const fq_img_spec *spec, int src_h, int src_w, uint64_t seed, uint64_t epoch,
+                       uint64_t index, fq_img_decode_plan *out, fq_err *err);
+
+/* Which fields of fq_img_op_explain an op kind fills (besides kind, in/out size). */
+enum fq_img_explain_fields {
+    FQ_EXPLAIN_BOX = 1,     /* box */
+    FQ_EXPLAIN_PAD = 2,     /* pad */
+    FQ_EXPLAIN_APPLIED = 4, /* applied (drawn with probability p) */
+    FQ_EXPLAIN_JITTER = 8,  /* factor, order, contrast_mean */
+    FQ_EXPLAIN_AFFINE = 16  /* params, shear_y, matrix */
+};
+unsigned fq_img_op_explain_fields(int kind);
+
+/* Names (static strings; "?" when out of range): interpolations as fastq.ops spells
+ * them ("nearest", "bilinear", "bicubic", "area", "lanczos"), borders ("constant",
+ * "replicate", "reflect", "symmetric"), source formats ("JPEG", "PNG", ...; FQ_FMT_*)
+ * and output dtypes ("uint8", "float32", "float16", "bfloat16"). */
+const char *fq_img_interp_name(int interp);
+const char *fq_img_border_name(int border);
+const char *fq_img_format_name(int fmt);
+const char *fq_img_dtype_name(int dtype);
 
 /* Number of threads OpenCV itself may use inside one call (cv::setNumThreads; global to
  * the OpenCV library).  A worker pool should set 1 so its threads don't oversubscribe. */

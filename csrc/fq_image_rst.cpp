@@ -12,7 +12,7 @@
  * Decoding that "mini-JPEG" gives, away from its edges, exactly the pixels of a full
  * decode (same coefficients, same IDCT; upsampling context only reaches one chroma
  * sample over an edge).  The ROI handed to us already carries a 16-pixel margin around
- * the crop box (fq_image.cpp), and every mini edge is an MCU edge outside that ROI or
+ * the crop box (fq_image_plan.cpp), and every mini edge is an MCU edge outside that ROI or
  * an edge of the image, so the pixels the ops read are identical to the plain path's.
  *
  * Anything unusual declines (progressive, arithmetic, multi-scan, no DRI, interval not

@@ -1,5 +1,5 @@
 /* fq_image_write_simd.cpp - vectorised uint8 -> float32 normalize write (NHWC) for the
- * fused final write of fq_image.cpp.
+ * fused final write of fq_image_write.cpp.
  *
  * The reference values are the spec's table lut_f32[c][v] = (float)((v/255 - mean)/std)
  * computed in double.  Here each value is (float)fma((double)v, a[c], b[c]) with

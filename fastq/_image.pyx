@@ -15,10 +15,20 @@ from fastq.errors import error_for_code
 
 cnp.import_array()
 
-DEFAULT_MAX_PIXELS = 1 << 26
+# ---- constants of the C core (csrc/fq_image.h), exported for fastq.ops ---------------
+DEFAULT_MAX_PIXELS = FQ_IMG_DEFAULT_MAX_PIXELS
+MAX_OPS = FQ_IMG_MAX_OPS
+MAX_SIDE = FQ_IMG_MAX_SIDE  # largest size / crop / padding of an op, per side
+# op class name -> enum fq_op_kind
+OP_KINDS = {fq_img_op_name(k).decode(): k for k in range(1, FQ_OP_KIND_END)}
+# interpolation name -> enum fq_interp; border name -> enum fq_border
+INTERPOLATIONS = {fq_img_interp_name(i).decode(): i for i in range(FQ_INTERP_END)}
+BORDERS = {fq_img_border_name(i).decode(): i for i in range(FQ_BORDER_END)}
+# output dtype names, in enum fq_dtype order
+DTYPES = tuple(fq_img_dtype_name(i).decode() for i in range(FQ_DT_END))
 
-_DTYPES = {"uint8": (FQ_DT_UINT8, np.uint8), "float32": (FQ_DT_FLOAT32, np.float32),
-           "float16": (FQ_DT_FLOAT16, np.float16), "bfloat16": (FQ_DT_BFLOAT16, None)}
+_NP_DTYPES = {"uint8": np.uint8, "float32": np.float32, "float16": np.float16, "bfloat16": None}
+_DTYPES = {name: (code, _NP_DTYPES[name]) for code, name in enumerate(DTYPES)}
 
 
 def numpy_dtype(name):
@@ -33,11 +43,12 @@ def numpy_dtype(name):
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(_DTYPES[name][1])
 _LAYOUTS = {"NHWC": FQ_LAYOUT_HWC, "HWC": FQ_LAYOUT_HWC, "NCHW": FQ_LAYOUT_CHW, "CHW": FQ_LAYOUT_CHW}
-_FORMATS = {0: "unknown", 1: "array", 2: "jpeg", 3: "png", 4: "bmp", 5: "tiff", 6: "webp", 7: "gif",
-            8: "pnm", 9: "other"}
+# enum fq_img_source_format -> the name explain() reports
+FORMATS = {i: fq_img_format_name(i).decode().lower() for i in range(FQ_FMT_END)}
 _JITTER = ("brightness", "contrast", "saturation", "hue")
 
-# numpy mirror of struct fq_op (static_assert-ed in fq_image.cpp)
+# numpy mirror of struct fq_op (static_assert-ed in fq_image_spec.cpp): kind, padding, and
+# the union of parameter structs as its flat view of 16 doubles ("f")
 FQ_OP_DTYPE = np.dtype([("kind", "<i4"), ("_pad", "<i4"), ("f", "<f8", (16,))], align=True)
 assert FQ_OP_DTYPE.itemsize == sizeof(fq_op)
 
@@ -48,11 +59,64 @@ cdef raise_fq_error(fq_err *err):
     raise error_for_code(err.code, msg)
 
 
+cdef int _fill_op(fq_op *o, int kind, dict p) except -1:
+    """Set o to op `kind` with the parameters `p`, a dict keyed by the field names of
+    that kind's struct in fq_image.h (a missing or unknown name raises)."""
+    memset(o, 0, sizeof(fq_op))
+    o.kind = kind
+    cdef object back
+    try:
+        if kind == FQ_OP_RANDOM_RESIZED_CROP:
+            o.rrc = p; back = o.rrc
+        elif kind == FQ_OP_RESIZE:
+            o.resize = p; back = o.resize
+        elif kind == FQ_OP_CENTER_CROP:
+            o.center_crop = p; back = o.center_crop
+        elif kind == FQ_OP_RANDOM_CROP:
+            o.random_crop = p; back = o.random_crop
+        elif kind == FQ_OP_HFLIP:
+            o.hflip = p; back = o.hflip
+        elif kind == FQ_OP_VFLIP:
+            o.vflip = p; back = o.vflip
+        elif kind == FQ_OP_GRAYSCALE:
+            o.grayscale = p; back = o.grayscale
+        elif kind == FQ_OP_COLOR_JITTER:
+            o.color_jitter = p; back = o.color_jitter
+        elif kind == FQ_OP_RANDOM_AFFINE:
+            o.random_affine = p; back = o.random_affine
+        elif kind == FQ_OP_NORMALIZE:
+            o.normalize = p; back = o.normalize
+        else:
+            raise ValueError(f"unknown op kind {kind}")
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{fq_img_op_name(kind).decode()}: {e}") from None
+    extra = set(p) - set(back)
+    if extra:
+        raise ValueError(f"{fq_img_op_name(kind).decode()}: unknown parameters {sorted(extra)}")
+    return 0
+
+
+def pack_ops(ops):
+    """An ``FQ_OP_DTYPE`` array from ``(kind, params)`` pairs, ``params`` a dict keyed by
+    the field names of that kind's parameter struct in fq_image.h."""
+    rows = list(ops)
+    arr = np.zeros(len(rows), dtype=FQ_OP_DTYPE)
+    cdef cnp.ndarray a = arr
+    cdef fq_op *o = <fq_op *> a.data
+    for i, (kind, params) in enumerate(rows):
+        _fill_op(&o[i], kind, dict(params))
+    return arr
+
+
 def _as_op_array(packed_ops):
+    """packed_ops: an FQ_OP_DTYPE array, or (kind, params) pairs with params either a
+    dict of named fields (pack_ops) or the raw flat view (<= 16 floats, for tests)."""
     if isinstance(packed_ops, np.ndarray) and packed_ops.dtype == FQ_OP_DTYPE:
         arr = packed_ops
     else:
         rows = list(packed_ops)
+        if all(isinstance(p, dict) for _, p in rows):
+            return pack_ops(rows)
         arr = np.zeros(len(rows), dtype=FQ_OP_DTYPE)
         for i, (kind, params) in enumerate(rows):
             params = list(params)
@@ -63,22 +127,40 @@ def _as_op_array(packed_ops):
     return np.ascontiguousarray(arr)
 
 
+def check_chain(packed_ops, dtype="float32"):
+    """The chain rules of the C core (fq_img_chain_check, the one place they are
+    written) on packed ops.  Returns ``{"out_size": (h, w) or None, "keeps_size": bool,
+    "normalize": bool, "error": None or the reason}``: it does not raise, so that the
+    caller can say in its own words what to do (see fastq.ops.compile_ops)."""
+    arr = _as_op_array(packed_ops)
+    if dtype not in _DTYPES:
+        raise ValueError(f"dtype must be one of {list(DTYPES)}, got {dtype!r}")
+    cdef cnp.ndarray a = arr
+    cdef int n = len(arr)
+    cdef fq_img_chain_info info
+    cdef fq_err err
+    memset(&err, 0, sizeof(err))
+    rc = fq_img_chain_check(<const fq_op *> a.data if n > 0 else NULL, n, _DTYPES[dtype][0], &info, &err)
+    return {"out_size": (info.out_h, info.out_w) if info.out_h > 0 else None, "keeps_size": bool(info.keeps_size),
+            "normalize": bool(info.normalize), "error": err.msg.decode("utf-8", "replace") if rc != 0 else None}
+
+
 cdef dict _op_explain(const fq_img_op_explain *r):
     name = fq_img_op_name(r.kind).decode()
     d = {"op": name, "in_shape": (r.in_h, r.in_w), "out_shape": (r.out_h, r.out_w)}
-    k = r.kind
-    if k in (FQ_OP_RANDOM_RESIZED_CROP, FQ_OP_CENTER_CROP, FQ_OP_RANDOM_CROP):
+    cdef unsigned fields = fq_img_op_explain_fields(r.kind)  # from the op's record in C
+    if fields & FQ_EXPLAIN_BOX:
         d["box"] = (r.box[0], r.box[1], r.box[2], r.box[3])
-    if k == FQ_OP_RANDOM_CROP:
+    if fields & FQ_EXPLAIN_PAD:
         d["pad"] = (r.pad[0], r.pad[1], r.pad[2], r.pad[3])
-    if k in (FQ_OP_HFLIP, FQ_OP_VFLIP, FQ_OP_GRAYSCALE):
+    if fields & FQ_EXPLAIN_APPLIED:
         d["applied"] = bool(r.applied)
-    if k == FQ_OP_COLOR_JITTER:
+    if fields & FQ_EXPLAIN_JITTER:
         d["order"] = [_JITTER[r.order[i]] for i in range(4) if r.order[i] >= 0]
         for i in range(4):
             d[_JITTER[i]] = r.factor[i]
         d["contrast_mean"] = r.contrast_mean
-    if k == FQ_OP_RANDOM_AFFINE:
+    if fields & FQ_EXPLAIN_AFFINE:
         d["angle"] = r.params[0]
         d["translate"] = (r.params[1], r.params[2])
         d["scale"] = r.params[3]
@@ -90,7 +172,7 @@ cdef dict _op_explain(const fq_img_op_explain *r):
 cdef dict _explain(const fq_img_explain *ex):
     ops = [_op_explain(&ex.ops[i]) for i in range(ex.n_ops)]
     d = {
-        "format": _FORMATS.get(ex.src_format, "unknown"),
+        "format": FORMATS.get(ex.src_format, "unknown"),
         "src_shape": (ex.src_h, ex.src_w),
         "src_channels": ex.src_channels,
         "src_bits": ex.src_bits,
@@ -254,6 +336,22 @@ cdef class ImageSpec:
     @property
     def row_bytes(self):
         return fq_img_spec_row_bytes(self.spec)
+
+    def plan_decode(self, int src_h, int src_w, uint64_t seed=0, uint64_t epoch=0, uint64_t index=0):
+        """What the JPEG decoder does of op 0 for sample (seed, epoch, index) of an
+        src_h x src_w JPEG (fq_img_plan_decode; no pixels touched): boxes are (x, y, w, h)."""
+        cdef fq_img_decode_plan dp
+        cdef fq_err err
+        memset(&err, 0, sizeof(err))
+        if fq_img_plan_decode(self.spec, src_h, src_w, seed, epoch, index, &dp, &err) != 0:
+            raise_fq_error(&err)
+        return {"first_op": fq_img_op_name(dp.first_kind).decode() if dp.first_kind else None,
+                "box_op": bool(dp.box_op), "resize_after": bool(dp.resize_after),
+                "box": (dp.box[0], dp.box[1], dp.box[2], dp.box[3]), "out_shape": (dp.out_h, dp.out_w),
+                "interp": fq_img_interp_name(dp.interp).decode() if dp.interp >= 0 else None,
+                "scale": (dp.scale_num, 8), "scaled_shape": (dp.scaled_h, dp.scaled_w),
+                "scaled_box": (dp.sbox[0], dp.sbox[1], dp.sbox[2], dp.sbox[3]),
+                "roi": (dp.roi[0], dp.roi[1], dp.roi[2], dp.roi[3]), "roi_used": bool(dp.roi_used)}
 
     cdef fq_img_scratch *_take(self, bint *own):
         # the object's scratch when free, else a temporary one (calls from several threads)

@@ -2,8 +2,9 @@
 
 An op is a small immutable description, validated when it is constructed (a bad
 parameter raises ``ValueError`` naming the op, the parameter and the value).  A chain
-of ops is checked as a whole and packed for the C core by :func:`compile_ops`.
-Nothing here runs pixels: the chain is executed natively (``csrc/fq_image.cpp``) on
+of ops is packed for the C core and checked as a whole by :func:`compile_ops` (with the C
+core's chain rules, ``fq_img_chain_check``).
+Nothing here runs pixels: the chain is executed natively (``csrc/fq_image_ops.cpp``) on
 uint8 images with OpenCV, and the last step (``Normalize`` + dtype + layout) is fused
 into the write of the output row.
 
@@ -21,9 +22,11 @@ Conventions (torchvision's, unless stated; exact definitions in ``docs/ops.md``)
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from fastq import _image
 
 __all__ = [
     "Op", "RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "HorizontalFlip",
@@ -31,13 +34,13 @@ __all__ = [
     "CompiledOps", "FQ_OP_DTYPE", "IMAGENET_MEAN", "IMAGENET_STD", "DEFAULT_MAX_PIXELS",
 ]
 
-# numpy mirror of `struct fq_op` in csrc/fq_image.h: int kind, 4 bytes padding, double f[16]
-FQ_OP_DTYPE = np.dtype([("kind", "<i4"), ("_pad", "<i4"), ("f", "<f8", (16,))], align=True)
-assert FQ_OP_DTYPE.itemsize == 136
-
-DEFAULT_MAX_PIXELS = 1 << 26  # 67,108,864 pixels, e.g. 8192 x 8192
-MAX_OPS = 16
-MAX_SIDE = 32768
+# The C core's constants (csrc/fq_image.h), read from the extension rather than retyped:
+# FQ_OP_DTYPE is the numpy mirror of `struct fq_op` (kind, padding, the parameter union
+# as 16 doubles "f"); DEFAULT_MAX_PIXELS = 2**26 = 67,108,864 pixels (e.g. 8192 x 8192).
+FQ_OP_DTYPE = _image.FQ_OP_DTYPE
+DEFAULT_MAX_PIXELS: int = _image.DEFAULT_MAX_PIXELS
+MAX_OPS: int = _image.MAX_OPS
+MAX_SIDE: int = _image.MAX_SIDE  # 32768
 
 Pair = Tuple[float, float]
 Range = Union[float, Tuple[float, float]]
@@ -46,12 +49,15 @@ Fill = Union[float, Sequence[float]]
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
-# enum fq_op_kind
-K_RANDOM_RESIZED_CROP, K_RESIZE, K_CENTER_CROP, K_RANDOM_CROP = 1, 2, 3, 4
-K_HFLIP, K_VFLIP, K_COLOR_JITTER, K_RANDOM_AFFINE, K_GRAYSCALE, K_NORMALIZE = 5, 6, 7, 8, 9, 10
+# enum fq_op_kind, by op class name
+_K = _image.OP_KINDS
+K_RANDOM_RESIZED_CROP, K_RESIZE, K_CENTER_CROP, K_RANDOM_CROP = (
+    _K["RandomResizedCrop"], _K["Resize"], _K["CenterCrop"], _K["RandomCrop"])
+K_HFLIP, K_VFLIP, K_COLOR_JITTER, K_RANDOM_AFFINE, K_GRAYSCALE, K_NORMALIZE = (
+    _K["HorizontalFlip"], _K["VerticalFlip"], _K["ColorJitter"], _K["RandomAffine"], _K["Grayscale"], _K["Normalize"])
 
-INTERPOLATIONS = {"nearest": 0, "bilinear": 1, "bicubic": 2, "area": 3, "lanczos": 4}
-BORDERS = {"constant": 0, "replicate": 1, "edge": 1, "reflect": 2, "symmetric": 3}
+INTERPOLATIONS = dict(_image.INTERPOLATIONS)  # nearest, bilinear, bicubic, area, lanczos
+BORDERS = dict(_image.BORDERS, edge=_image.BORDERS["replicate"])  # torchvision calls replicate "edge"
 
 
 def _num(x):
@@ -112,24 +118,20 @@ def _fill(op, fill):
 
 
 class Op:
-    """Base class: ``kind`` (C enum value), ``params()`` (<= 16 floats), ``pack()``."""
+    """Base class: ``kind`` (C enum value), ``fields()`` (the op's C parameter struct by
+    field name, see ``csrc/fq_image.h``), ``pack()``.  What an op does to the image size
+    and the rules of a chain are the C core's (its op records)."""
 
     kind = 0
-    # geometry: "fixed" (gives a fixed HxW), "variable" (HxW depends on the input),
-    # or None (keeps the size)
-    geometry: Optional[str] = None
 
-    def params(self) -> Sequence[float]:  # pragma: no cover - abstract
+    def fields(self) -> Dict[str, Any]:  # pragma: no cover - abstract
+        """The C parameter struct of this op (``fq_op_<kind>`` in fq_image.h) as a dict
+        keyed by its field names; ``fastq._image.pack_ops`` fills the struct by name."""
         raise NotImplementedError
 
-    def pack(self) -> Tuple[int, Tuple[float, ...]]:
-        """``(kind, (f0, ..., f15))``: the C ``fq_op`` of this op."""
-        f = [float(v) for v in self.params()]
-        assert len(f) <= 16
-        return self.kind, tuple(f + [0.0] * (16 - len(f)))
-
-    def out_size(self) -> Optional[Tuple[int, int]]:
-        return None
+    def pack(self) -> Tuple[int, Tuple[Tuple[str, Any], ...]]:
+        """``(kind, ((field, value), ...))``: the C ``fq_op`` of this op, by field name."""
+        return self.kind, tuple(sorted(self.fields().items()))
 
     def __repr__(self):
         items = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items() if not k.startswith("_"))
@@ -152,7 +154,6 @@ class RandomResizedCrop(Op):
     """
 
     kind = K_RANDOM_RESIZED_CROP
-    geometry = "fixed"
 
     def __init__(self, size: Union[int, Tuple[int, int]], scale: Pair = (0.08, 1.0), ratio: Pair = (3 / 4, 4 / 3),
                  interpolation: str = "bilinear") -> None:
@@ -167,11 +168,9 @@ class RandomResizedCrop(Op):
         self.interpolation = interpolation
         self._interp = _interp(n, interpolation)
 
-    def params(self):
-        return (*self.size, *self.scale, *self.ratio, self._interp)
-
-    def out_size(self):
-        return self.size
+    def fields(self):
+        return {"out_h": self.size[0], "out_w": self.size[1], "scale_lo": self.scale[0], "scale_hi": self.scale[1],
+                "ratio_lo": self.ratio[0], "ratio_hi": self.ratio[1], "interp": self._interp}
 
 
 class Resize(Op):
@@ -188,23 +187,18 @@ class Resize(Op):
             _fail(n, "give exactly one of size and shorter_side", (size, shorter_side))
         if size is not None and not (isinstance(size, numbers.Integral) and not isinstance(size, bool)):
             self.size, self.shorter_side = _size(n, size), None
-            self.geometry = "fixed"
         else:
             side: Any = size if size is not None else shorter_side
             if not (isinstance(side, numbers.Integral) and not isinstance(side, bool) and 1 <= side <= MAX_SIDE):
                 _fail(n, f"shorter_side must be a positive integer <= {MAX_SIDE}", side)
             self.size, self.shorter_side = None, int(side)
-            self.geometry = "variable"
         self.interpolation = interpolation
         self._interp = _interp(n, interpolation)
 
-    def params(self):
+    def fields(self):
         if self.size is not None:
-            return (*self.size, 0, self._interp)
-        return (0, 0, self.shorter_side, self._interp)
-
-    def out_size(self):
-        return self.size
+            return {"out_h": self.size[0], "out_w": self.size[1], "shorter_side": 0, "interp": self._interp}
+        return {"out_h": 0, "out_w": 0, "shorter_side": self.shorter_side, "interp": self._interp}
 
 
 class CenterCrop(Op):
@@ -212,16 +206,12 @@ class CenterCrop(Op):
     torchvision); an image smaller than the crop is zero-padded around it."""
 
     kind = K_CENTER_CROP
-    geometry = "fixed"
 
     def __init__(self, size: Union[int, Tuple[int, int]]) -> None:
         self.size = _size("CenterCrop", size)
 
-    def params(self):
-        return self.size
-
-    def out_size(self):
-        return self.size
+    def fields(self):
+        return {"out_h": self.size[0], "out_w": self.size[1]}
 
 
 class RandomCrop(Op):
@@ -232,7 +222,6 @@ class RandomCrop(Op):
     than the padded image fails the sample (``InvalidArgumentError``)."""
 
     kind = K_RANDOM_CROP
-    geometry = "fixed"
 
     def __init__(self, size: Union[int, Tuple[int, int]], padding: Union[int, Sequence[int]] = 0, pad_if_needed: bool = False,
                  fill: Fill = 0, padding_mode: str = "constant") -> None:
@@ -256,11 +245,11 @@ class RandomCrop(Op):
             _fail(n, "padding_mode must be constant, edge, reflect or symmetric", padding_mode)
         self.padding_mode = padding_mode
 
-    def params(self):
-        return (*self.size, *self.padding, int(self.pad_if_needed), BORDERS[self.padding_mode], *self.fill)
-
-    def out_size(self):
-        return self.size
+    def fields(self):
+        left, top, right, bottom = self.padding
+        return {"out_h": self.size[0], "out_w": self.size[1], "pad_left": left, "pad_top": top,
+                "pad_right": right, "pad_bottom": bottom, "pad_if_needed": int(self.pad_if_needed),
+                "border": BORDERS[self.padding_mode], "fill": self.fill}
 
 
 class HorizontalFlip(Op):
@@ -271,8 +260,8 @@ class HorizontalFlip(Op):
     def __init__(self, p: float = 0.5) -> None:
         self.p = _prob("HorizontalFlip", p)
 
-    def params(self):
-        return (self.p,)
+    def fields(self):
+        return {"p": self.p}
 
 
 class VerticalFlip(Op):
@@ -283,8 +272,8 @@ class VerticalFlip(Op):
     def __init__(self, p: float = 0.5) -> None:
         self.p = _prob("VerticalFlip", p)
 
-    def params(self):
-        return (self.p,)
+    def fields(self):
+        return {"p": self.p}
 
 
 class Grayscale(Op):
@@ -296,8 +285,8 @@ class Grayscale(Op):
     def __init__(self, p: float = 1.0) -> None:
         self.p = _prob("Grayscale", p)
 
-    def params(self):
-        return (self.p,)
+    def fields(self):
+        return {"p": self.p}
 
 
 class ColorJitter(Op):
@@ -340,12 +329,11 @@ class ColorJitter(Op):
                 _fail(n, f"{name} range must satisfy 0 <= min <= max", v)
         return None if rng == (1.0, 1.0) else rng
 
-    def params(self):
-        f = []
-        for r, off in ((self.brightness, 1), (self.contrast, 1), (self.saturation, 1), (self.hue, 0)):
-            f += list(r) if r else [off, off]
-        f += [int(r is not None) for r in (self.brightness, self.contrast, self.saturation, self.hue)]
-        return f
+    def fields(self):
+        # indexed by enum fq_jitter: brightness, contrast, saturation, hue
+        parts = ((self.brightness, 1.0), (self.contrast, 1.0), (self.saturation, 1.0), (self.hue, 0.0))
+        return {"range": tuple(tuple(r) if r else (off, off) for r, off in parts),
+                "enabled": tuple(int(r is not None) for r, _ in parts)}
 
 
 class RandomAffine(Op):
@@ -416,11 +404,11 @@ class RandomAffine(Op):
         self.interpolation = interpolation
         self._interp = _interp(n, interpolation, allow_area=False)
 
-    def params(self):
-        t = self.translate or (0.0, 0.0)
-        s = self.scale or (1.0, 1.0)
+    def fields(self):
         sh = self.shear or (0.0, 0.0, 0.0, 0.0)
-        return (*self.degrees, *t, *s, *sh, BORDERS[self.border], *self.fill, self._interp)
+        return {"degrees": self.degrees, "translate": self.translate or (0.0, 0.0), "scale": self.scale or (1.0, 1.0),
+                "shear_x": sh[:2], "shear_y": sh[2:], "border": BORDERS[self.border], "fill": self.fill,
+                "interp": self._interp}
 
 
 class Normalize(Op):
@@ -473,13 +461,12 @@ class Normalize(Op):
             _fail(n, f"{name} must be a number or 3 numbers", v)
         return tuple(float(x) for x in vals)
 
-    def params(self):
+    def fields(self):
         m = self.max_pixel_value / 255.0
-        return (*(x * m for x in self.mean), *(x * m for x in self.std))
+        return {"mean": tuple(x * m for x in self.mean), "std": tuple(x * m for x in self.std)}
 
 
-DTYPES = ("uint8", "float32", "float16", "bfloat16")
-_DTYPES = DTYPES
+DTYPES = _image.DTYPES  # ("uint8", "float32", "float16", "bfloat16")
 _LAYOUTS = {"NHWC": "NHWC", "HWC": "NHWC", "NCHW": "NCHW", "CHW": "NCHW"}
 
 
@@ -563,37 +550,25 @@ def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32
         raise ValueError(f"compile_ops: channels must be 1 or 3, got {channels!r}")
     if not (isinstance(max_pixels, numbers.Integral) and max_pixels > 0):
         raise ValueError(f"compile_ops: max_pixels must be a positive int, got {max_pixels!r}")
-    size = None
-    for i, op in enumerate(ops):
-        if isinstance(op, Normalize):
-            if i != len(ops) - 1:
-                raise ValueError(f"compile_ops: Normalize must be the last op (it is op {i} of {len(ops)})")
-            if dtype == "uint8":
-                raise ValueError("compile_ops: Normalize needs dtype float32, float16 or bfloat16, not uint8")
-        if op.geometry == "fixed":
-            size = op.out_size()
-        elif op.geometry == "variable":
-            size = None
-    if size is None and input_size is not None and all(op.geometry is None for op in ops):
+    # the chain rules are the C core's (fq_img_chain_check); only the input_size case
+    # and the wording of the advice are decided here
+    packed = _image.pack_ops((op.kind, op.fields()) for op in ops)
+    chain = _image.check_chain(packed, dtype)
+    if chain["out_size"] is None and input_size is not None and chain["keeps_size"]:
         # every input is already input_size: an exact-size CenterCrop is the identity
         # and tells the C core the (fixed) output size
         if len(ops) >= MAX_OPS:
             raise ValueError(f"compile_ops: at most {MAX_OPS - 1} ops when the chain keeps the input size")
-        size = _size("compile_ops", input_size, "input_size")
-        ops = (CenterCrop(size),) + ops
-    if size is None:
+        ops = (CenterCrop(_size("compile_ops", input_size, "input_size")),) + ops
+        packed = _image.pack_ops((op.kind, op.fields()) for op in ops)
+        chain = _image.check_chain(packed, dtype)
+    if chain["error"] is not None:
         if not ops:
             raise ValueError(
                 "compile_ops: the op chain is empty and the images do not all have one size; it needs a "
                 "crop or Resize((h, w)) (an empty chain is valid for Arrays of equal-sized images)")
-        raise ValueError(
-            "compile_ops: the chain does not give a fixed output size; add RandomResizedCrop, "
-            "CenterCrop, RandomCrop or Resize((h, w)) after any Resize(shorter_side)")
-    packed = np.zeros(len(ops), dtype=FQ_OP_DTYPE)
-    for i, op in enumerate(ops):
-        kind, f = op.pack()
-        packed[i]["kind"] = kind
-        packed[i]["f"] = f
+        raise ValueError(f"compile_ops: {chain['error']}")
+    size = chain["out_size"]
     h, w = size
     out_shape = (h, w, channels) if layout == "NHWC" else (channels, h, w)
     return CompiledOps(ops, packed, channels, dtype, layout, int(max_pixels), bool(dct_scaling), out_shape)

@@ -22,17 +22,17 @@
  * Single-threaded: libFuzzer calls LLVMFuzzerTestOneInput from one thread; the
  * specs and scratch objects are created once and live for the whole process.
  *
- * The op parameters below use the positional layout of fq_op documented in
- * fq_image.h (f[0..15]); keep make_op() in step with that header.
+ * The op parameters below are filled by name (fq_test_ops.h): a renamed or moved
+ * parameter in fq_image.h is a compile error here.
  */
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 #include <vector>
 
 #include "fq_image.h"
+#include "fq_test_ops.h"
 
 namespace {
 
@@ -40,17 +40,6 @@ namespace {
 {
     std::fprintf(stderr, "fuzz_decode: %s (config %d, rc %d %s: %s)\n", what, cfg, rc, fq_code_name(rc), msg);
     std::abort();
-}
-
-fq_op make_op(int kind, std::initializer_list<double> f)
-{
-    fq_op o;
-    std::memset(&o, 0, sizeof o);
-    o.kind = kind;
-    int i = 0;
-    for (double v : f)
-        o.f[i++] = v;
-    return o;
 }
 
 struct Config {
@@ -88,28 +77,27 @@ void init()
 {
     const int64_t big = FQ_IMG_DEFAULT_MAX_PIXELS;
     /* 0: the ImageNet training chain: ROI + DCT-scaled decode */
-    make_config(0, {make_op(FQ_OP_RANDOM_RESIZED_CROP, {24, 24, 0.08, 1.0, 3.0 / 4, 4.0 / 3, FQ_INTERP_BILINEAR}),
-                    make_op(FQ_OP_HFLIP, {0.5}),
-                    make_op(FQ_OP_COLOR_JITTER, {0.6, 1.4, 0.6, 1.4, 0.6, 1.4, -0.1, 0.1, 1, 1, 1, 1}),
-                    make_op(FQ_OP_NORMALIZE, {0.485, 0.456, 0.406, 0.229, 0.224, 0.225})},
+    make_config(0, {op_rrc({.out_h = 24, .out_w = 24, .scale_lo = 0.08, .scale_hi = 1.0, .ratio_lo = 3.0 / 4, .ratio_hi = 4.0 / 3, .interp = FQ_INTERP_BILINEAR}),
+                    op_hflip(0.5),
+                    op_color_jitter({.range = {{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}, .enabled = {1, 1, 1, 1}}),
+                    op_normalize({.mean = {0.485, 0.456, 0.406}, .std = {0.229, 0.224, 0.225}})},
                 3, FQ_DT_FLOAT32, FQ_LAYOUT_HWC, big, 1);
     /* 1: evaluation chain: Resize(shorter side) + CenterCrop, DCT scaling on */
-    make_config(1, {make_op(FQ_OP_RESIZE, {0, 0, 20, FQ_INTERP_AREA}), make_op(FQ_OP_CENTER_CROP, {16, 16})},
+    make_config(1, {op_resize({.out_h = 0, .out_w = 0, .shorter_side = 20, .interp = FQ_INTERP_AREA}), op_center_crop(16, 16)},
                 3, FQ_DT_UINT8, FQ_LAYOUT_CHW, big, 1);
     /* 2: full decode (no DCT scaling), gray output, exact resize */
-    make_config(2, {make_op(FQ_OP_RESIZE, {12, 20, 0, FQ_INTERP_BICUBIC}), make_op(FQ_OP_VFLIP, {0.5}),
-                    make_op(FQ_OP_GRAYSCALE, {0.5})},
+    make_config(2, {op_resize({.out_h = 12, .out_w = 20, .shorter_side = 0, .interp = FQ_INTERP_BICUBIC}), op_vflip(0.5),
+                    op_grayscale(0.5)},
                 1, FQ_DT_UINT8, FQ_LAYOUT_HWC, big, 0);
     /* 3: CenterCrop first (zero padding for small images) + affine, float16 */
-    make_config(3, {make_op(FQ_OP_CENTER_CROP, {16, 16}),
-                    make_op(FQ_OP_RANDOM_AFFINE, {-30, 30, 0.1, 0.1, 0.8, 1.2, -10, 10, -5, 5,
-                                                  FQ_BORDER_REFLECT, 0, 0, 0, FQ_INTERP_BILINEAR})},
+    make_config(3, {op_center_crop(16, 16),
+                    op_random_affine({.degrees = {-30, 30}, .translate = {0.1, 0.1}, .scale = {0.8, 1.2}, .shear_x = {-10, 10}, .shear_y = {-5, 5}, .border = FQ_BORDER_REFLECT, .fill = {0, 0, 0}, .interp = FQ_INTERP_BILINEAR})},
                 3, FQ_DT_FLOAT16, FQ_LAYOUT_HWC, big, 1);
     /* 4: RandomCrop with padding and pad_if_needed */
-    make_config(4, {make_op(FQ_OP_RANDOM_CROP, {16, 16, 2, 2, 2, 2, 1, FQ_BORDER_SYMMETRIC, 0, 0, 0})},
+    make_config(4, {op_random_crop({.out_h = 16, .out_w = 16, .pad_left = 2, .pad_top = 2, .pad_right = 2, .pad_bottom = 2, .pad_if_needed = 1, .border = FQ_BORDER_SYMMETRIC, .fill = {0, 0, 0}})},
                 3, FQ_DT_UINT8, FQ_LAYOUT_HWC, big, 1);
     /* 5: a small decompression-bomb guard */
-    make_config(5, {make_op(FQ_OP_RANDOM_RESIZED_CROP, {8, 8, 0.5, 1.0, 3.0 / 4, 4.0 / 3, FQ_INTERP_NEAREST})},
+    make_config(5, {op_rrc({.out_h = 8, .out_w = 8, .scale_lo = 0.5, .scale_hi = 1.0, .ratio_lo = 3.0 / 4, .ratio_hi = 4.0 / 3, .interp = FQ_INTERP_NEAREST})},
                 3, FQ_DT_UINT8, FQ_LAYOUT_HWC, 4096, 1);
     g_scratch = fq_img_scratch_new();
     g_scratch2 = fq_img_scratch_new();

@@ -22,6 +22,7 @@
 
 #include "fq_image.h"
 #include "fq_rng.h"
+#include "fq_test_ops.h"
 
 static int g_checks = 0, g_failed = 0;
 #define CHECK(cond, ...)                                                     \
@@ -34,17 +35,6 @@ static int g_checks = 0, g_failed = 0;
             std::fprintf(stderr, "\n");                                      \
         }                                                                    \
     } while (0)
-
-static fq_op op(int kind, std::initializer_list<double> f)
-{
-    fq_op o;
-    std::memset(&o, 0, sizeof o);
-    o.kind = kind;
-    int i = 0;
-    for (double v : f)
-        o.f[i++] = v;
-    return o;
-}
 
 static fq_img_spec *make_spec(const std::vector<fq_op> &ops, int dtype, int channels = 3, int64_t max_px = 0,
                               int dct = 1)
@@ -112,13 +102,13 @@ static void test_spec_validation()
     fq_img_spec *sp = nullptr;
     fq_err err;
     std::vector<fq_op> bad[] = {
-        {op(FQ_OP_HFLIP, {0.5})},                                          /* no fixed size */
-        {op(FQ_OP_RANDOM_RESIZED_CROP, {224, 224, 0.9, 0.1, 0.75, 1.33, 1})}, /* scale */
-        {op(FQ_OP_NORMALIZE, {0, 0, 0, 1, 1, 1}), op(FQ_OP_CENTER_CROP, {8, 8})}, /* order */
-        {op(FQ_OP_CENTER_CROP, {0, 8})},
-        {op(FQ_OP_CENTER_CROP, {8, 8}), op(FQ_OP_HFLIP, {1.5})},
-        {op(99, {})},
-        {op(FQ_OP_CENTER_CROP, {8, 8}), op(FQ_OP_RESIZE, {0, 0, 32, 1})}, /* variable at the end */
+        {op_hflip(0.5)},                                          /* no fixed size */
+        {op_rrc({.out_h = 224, .out_w = 224, .scale_lo = 0.9, .scale_hi = 0.1, .ratio_lo = 0.75, .ratio_hi = 1.33, .interp = 1})}, /* scale */
+        {op_normalize({.mean = {0, 0, 0}, .std = {1, 1, 1}}), op_center_crop(8, 8)}, /* order */
+        {op_center_crop(0, 8)},
+        {op_center_crop(8, 8), op_hflip(1.5)},
+        {fq_op_new(99)},
+        {op_center_crop(8, 8), op_resize({.out_h = 0, .out_w = 0, .shorter_side = 32, .interp = 1})}, /* variable at the end */
     };
     for (auto &ops : bad) {
         fq_clear_err(&err);
@@ -126,19 +116,62 @@ static void test_spec_validation()
         CHECK(rc == FQ_E_INVALID && err.msg[0] && sp == nullptr, "expected FQ_E_INVALID, got %d (%s)", rc, err.msg);
     }
     fq_img_format bad_fmt = {2, FQ_DT_FLOAT32, FQ_LAYOUT_HWC, 0, 1};
-    std::vector<fq_op> ok = {op(FQ_OP_CENTER_CROP, {8, 8})};
+    std::vector<fq_op> ok = {op_center_crop(8, 8)};
     CHECK(fq_img_spec_create(ok.data(), 1, &bad_fmt, &sp, &err) == FQ_E_INVALID, "channels=2");
+}
+
+/* One record per op kind, in enum order; the chain rules and plan_decode through the C API. */
+static void test_op_records_and_plans()
+{
+    static const char *const names[] = {"RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "HorizontalFlip",
+                                        "VerticalFlip", "ColorJitter", "RandomAffine", "Grayscale", "Normalize"};
+    CHECK(FQ_OP_KIND_END - 1 == (int)(sizeof names / sizeof names[0]), "op kinds");
+    for (int k = 1; k < FQ_OP_KIND_END; k++)
+        CHECK(std::strcmp(fq_img_op_name(k), names[k - 1]) == 0, "kind %d: %s", k, fq_img_op_name(k));
+    CHECK(std::strcmp(fq_img_op_name(FQ_OP_KIND_END), "?") == 0 && std::strcmp(fq_img_op_name(0), "?") == 0, "?");
+    CHECK(fq_img_op_explain_fields(FQ_OP_RANDOM_CROP) == (FQ_EXPLAIN_BOX | FQ_EXPLAIN_PAD), "explain fields");
+    CHECK(std::strcmp(fq_img_interp_name(FQ_INTERP_LANCZOS), "lanczos") == 0, "interp name");
+    CHECK(std::strcmp(fq_img_border_name(FQ_BORDER_SYMMETRIC), "symmetric") == 0, "border name");
+
+    fq_err err;
+    fq_img_chain_info info;
+    std::vector<fq_op> chain = {op_resize({.out_h = 0, .out_w = 0, .shorter_side = 40, .interp = FQ_INTERP_AREA}),
+                                op_center_crop(32, 24), op_hflip(0.5)};
+    fq_clear_err(&err);
+    CHECK(fq_img_chain_check(chain.data(), 3, FQ_DT_UINT8, &info, &err) == FQ_OK, "%s", err.msg);
+    CHECK(info.out_h == 32 && info.out_w == 24 && !info.keeps_size && !info.normalize, "chain info");
+    CHECK(fq_img_chain_check(chain.data(), 1, FQ_DT_UINT8, &info, &err) == FQ_E_INVALID && info.out_h == 0 &&
+              !info.keeps_size, "variable size");
+    CHECK(fq_img_chain_check(chain.data() + 2, 1, FQ_DT_UINT8, &info, &err) == FQ_E_INVALID && info.keeps_size,
+          "keeps size");
+
+    /* CenterCrop(32 x 24) of a 100 x 80 JPEG: box (28, 34, 24, 32), ROI with a 16 px margin */
+    fq_img_spec *sp = make_spec({op_center_crop(32, 24)}, FQ_DT_UINT8);
+    fq_img_decode_plan dp;
+    CHECK(fq_img_plan_decode(sp, 100, 80, 1, 2, 3, &dp, &err) == FQ_OK, "%s", err.msg);
+    CHECK(dp.box_op && !dp.resize_after && dp.scale_num == 8 && dp.box[0] == 28 && dp.box[1] == 34 &&
+              dp.box[2] == 24 && dp.box[3] == 32, "center crop box");
+    CHECK(dp.roi_used && dp.roi[0] == 12 && dp.roi[1] == 18 && dp.roi[2] == 56 && dp.roi[3] == 64, "roi");
+    fq_img_spec_free(sp);
+    /* Resize((20, 10)) of 100 x 80: 1/8 fails (100 * 1 < 20 * 8), 2/8 holds (160 >= 80, 200 >= 160) */
+    sp = make_spec({op_resize({.out_h = 20, .out_w = 10, .shorter_side = 0, .interp = FQ_INTERP_BILINEAR})},
+                   FQ_DT_UINT8);
+    CHECK(fq_img_plan_decode(sp, 100, 80, 0, 0, 0, &dp, &err) == FQ_OK, "%s", err.msg);
+    CHECK(dp.resize_after && !dp.box_op && dp.scale_num == 2 && dp.scaled_h == 25 && dp.scaled_w == 20 &&
+              !dp.roi_used && dp.interp == FQ_INTERP_BILINEAR, "resize: scale %d", dp.scale_num);
+    CHECK(fq_img_plan_decode(sp, 0, 80, 0, 0, 0, &dp, &err) == FQ_E_INVALID, "bad size");
+    fq_img_spec_free(sp);
 }
 
 static void test_jpeg_paths()
 {
     cv::Mat bgr = photo(300, 420, 7);
     std::vector<uint8_t> jpg = encode(bgr, ".jpg", {cv::IMWRITE_JPEG_QUALITY, 90});
-    std::vector<fq_op> ops = {op(FQ_OP_RANDOM_RESIZED_CROP, {64, 48, 0.08, 1.0, 0.75, 4.0 / 3, 1}),
-                              op(FQ_OP_HFLIP, {0.5}), op(FQ_OP_COLOR_JITTER, {0.6, 1.4, 0.6, 1.4, 0.6, 1.4, -0.1, 0.1, 1, 1, 1, 1}),
-                              op(FQ_OP_RANDOM_AFFINE, {-10, 10, 0.1, 0.1, 0.9, 1.1, -5, 5, 0, 0, 0, 0, 0, 0, 1}),
-                              op(FQ_OP_GRAYSCALE, {0.2}),
-                              op(FQ_OP_NORMALIZE, {0.485, 0.456, 0.406, 0.229, 0.224, 0.225})};
+    std::vector<fq_op> ops = {op_rrc({.out_h = 64, .out_w = 48, .scale_lo = 0.08, .scale_hi = 1.0, .ratio_lo = 0.75, .ratio_hi = 4.0 / 3, .interp = 1}),
+                              op_hflip(0.5), op_color_jitter({.range = {{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}, .enabled = {1, 1, 1, 1}}),
+                              op_random_affine({.degrees = {-10, 10}, .translate = {0.1, 0.1}, .scale = {0.9, 1.1}, .shear_x = {-5, 5}, .shear_y = {0, 0}, .border = 0, .fill = {0, 0, 0}, .interp = 1}),
+                              op_grayscale(0.2),
+                              op_normalize({.mean = {0.485, 0.456, 0.406}, .std = {0.229, 0.224, 0.225}})};
     fq_img_spec *sp = make_spec(ops, FQ_DT_FLOAT32);
     if (!sp)
         return;
@@ -194,7 +227,7 @@ static void test_jpeg_paths()
     int rc = fq_img_process_encoded(sp, s1, bomb.data(), bomb.size(), 0, 0, 0, o1.data(), &ex, &err);
     CHECK(rc == FQ_E_TOO_LARGE && std::strstr(err.msg, "max_pixels"), "bomb: %d %s", rc, err.msg);
     /* small max_pixels */
-    fq_img_spec *tiny = make_spec({op(FQ_OP_CENTER_CROP, {8, 8})}, FQ_DT_UINT8, 3, 1000);
+    fq_img_spec *tiny = make_spec({op_center_crop(8, 8)}, FQ_DT_UINT8, 3, 1000);
     std::vector<uint8_t> o8(8 * 8 * 3);
     rc = fq_img_process_encoded(tiny, s1, jpg.data(), jpg.size(), 0, 0, 0, o8.data(), nullptr, &err);
     CHECK(rc == FQ_E_TOO_LARGE, "max_pixels: %d %s", rc, err.msg);
@@ -209,8 +242,8 @@ static void test_jpeg_paths()
 
 static void test_other_inputs()
 {
-    fq_img_spec *sp = make_spec({op(FQ_OP_RESIZE, {0, 0, 40, 2}), op(FQ_OP_CENTER_CROP, {32, 32}),
-                                 op(FQ_OP_VFLIP, {0.5})},
+    fq_img_spec *sp = make_spec({op_resize({.out_h = 0, .out_w = 0, .shorter_side = 40, .interp = 2}), op_center_crop(32, 32),
+                                 op_vflip(0.5)},
                                 FQ_DT_UINT8);
     fq_img_scratch *s = fq_img_scratch_new();
     std::vector<uint8_t> out(32 * 32 * 3);
@@ -263,7 +296,7 @@ static void test_other_inputs()
     rc = fq_img_process_array(sp, s, rgb.data, 10, 10, 2, 30, 0, 0, 0, out.data(), &ex, &err);
     CHECK(rc == FQ_E_UNSUPPORTED, "2-channel array: %d", rc);
     /* RandomCrop larger than the image without pad_if_needed: per-sample error */
-    fq_img_spec *rc_sp = make_spec({op(FQ_OP_RANDOM_CROP, {500, 500, 0, 0, 0, 0, 0, 0, 0, 0, 0})}, FQ_DT_UINT8);
+    fq_img_spec *rc_sp = make_spec({op_random_crop({.out_h = 500, .out_w = 500, .pad_left = 0, .pad_top = 0, .pad_right = 0, .pad_bottom = 0, .pad_if_needed = 0, .border = 0, .fill = {0, 0, 0}})}, FQ_DT_UINT8);
     std::vector<uint8_t> big_out(500 * 500 * 3);
     rc = fq_img_process_array(rc_sp, s, rgb.data, rgb.rows, rgb.cols, 3, rgb.step[0], 0, 0, 0, big_out.data(), &ex, &err);
     CHECK(rc == FQ_E_INVALID && std::strstr(err.msg, "RandomCrop"), "random crop too large: %d %s", rc, err.msg);
@@ -277,6 +310,7 @@ int main()
     fq_img_set_opencv_threads(1);
     test_rng();
     test_spec_validation();
+    test_op_records_and_plans();
     test_jpeg_paths();
     test_other_inputs();
     if (g_failed) {

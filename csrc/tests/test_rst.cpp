@@ -27,6 +27,7 @@
 
 #include "fq_image.h"
 #include "fq_image_prepare.h"
+#include "fq_test_ops.h"
 
 static int g_checks = 0, g_failed = 0;
 #define CHECK(cond, ...)                                                          \
@@ -49,16 +50,12 @@ static std::vector<uint8_t> encode(const cv::Mat &img, std::vector<int> params)
 
 static fq_img_spec *spec(int channels, int dct)
 {
-    fq_op ops[3];
-    std::memset(ops, 0, sizeof ops);
-    ops[0].kind = FQ_OP_RANDOM_RESIZED_CROP;
-    double f0[] = {56, 64, 0.02, 0.6, 0.75, 1.3333, 1};
-    std::memcpy(ops[0].f, f0, sizeof f0);
-    ops[1].kind = FQ_OP_HFLIP;
-    ops[1].f[0] = 0.5;
-    ops[2].kind = FQ_OP_NORMALIZE;
-    double f2[] = {0.485, 0.456, 0.406, 0.229, 0.224, 0.225};
-    std::memcpy(ops[2].f, f2, sizeof f2);
+    fq_op ops[3] = {
+        op_rrc({.out_h = 56, .out_w = 64, .scale_lo = 0.02, .scale_hi = 0.6, .ratio_lo = 0.75, .ratio_hi = 1.3333,
+                .interp = FQ_INTERP_BILINEAR}),
+        op_hflip(0.5),
+        op_normalize({.mean = {0.485, 0.456, 0.406}, .std = {0.229, 0.224, 0.225}}),
+    };
     fq_img_format fmt = {channels, FQ_DT_FLOAT32, FQ_LAYOUT_HWC, 0, dct};
     fq_img_spec *sp = nullptr;
     fq_err err;
