@@ -297,7 +297,7 @@ static int jpeg_start(fq_img_scratch *s, int scale_num, int want_cs, int x, int 
 }
 
 /* Is there an EOI marker (FF D9) in p[0, n)? */
-static bool has_eoi(const uint8_t *p, size_t n)
+bool has_eoi(const uint8_t *p, size_t n)
 {
     const uint8_t *end = p + n;
     while (p < end) {

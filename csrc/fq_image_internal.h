@@ -61,6 +61,8 @@ struct SrcInfo {
 
 /* Identify the container from its first bytes (FQ_FMT_UNKNOWN if none matches). */
 int sniff_format(const uint8_t *data, size_t len);
+/* An EOI marker (FF D9) somewhere in p[0, n). */
+bool has_eoi(const uint8_t *p, size_t n);
 
 /* Read a JPEG header into the scratch decoder; fills si.  Errors: FQ_E_DECODE. */
 int jpeg_header(fq_img_scratch *s, const uint8_t *data, size_t len, SrcInfo *si, fq_err *err);

@@ -125,15 +125,8 @@ bool find_segments(const uint8_t *d, size_t n, size_t start, size_t need, size_t
     /* an EOI must follow somewhere (usually the last two bytes) */
     if (n >= 2 && d[n - 2] == 0xFF && d[n - 1] == 0xD9)
         return true;
-    for (p = d + seg[2 * need - 1]; p < end;) {
-        const uint8_t *q = static_cast<const uint8_t *>(std::memchr(p, 0xFF, (size_t)(end - p)));
-        if (!q || q + 1 >= end)
-            return false;
-        if (q[1] == 0xD9)
-            return true;
-        p = q + 1;
-    }
-    return false;
+    p = d + seg[2 * need - 1];
+    return fqi::has_eoi(p, (size_t)(end - p));
 }
 
 inline int ceil_div(int64_t a, int64_t b) { return (int)((a + b - 1) / b); }
