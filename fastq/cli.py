@@ -527,13 +527,16 @@ def _prepare_args():
     return [arg(*names, **kw) for names, kw in prepare.ARGS]
 
 
-@command("prepare", help="copy an image folder, re-encoding JPEGs losslessly for faster crop decoding",
-         args=_prepare_args())
+@command("prepare", help="copy an image folder (or write TFRecord / tar shards), re-encoding JPEGs losslessly "
+                         "for faster crop decoding", args=_prepare_args())
 def cmd_prepare(a):
     """Copy SRC to DST (same tree), re-encoding every JPEG losslessly with restart
     markers that tile each MCU row, so that fastq decodes a crop from only the
     segments that cover it.  Other files are copied byte for byte; reruns skip
-    outputs that are up to date.  See docs/prepare.md."""
+    outputs that are up to date.  With --format tfrecord or tar, the images of a
+    class-per-subfolder SRC go into shards instead (tf.train.Example records, or
+    WebDataset <key>.jpg + <key>.cls); reruns skip complete shards.  See
+    docs/prepare.md."""
     from fastq import prepare
     try:
         return prepare.run(a)
