@@ -290,14 +290,17 @@ def _write_shard(fmt, out_path, samples, interval, on_error):
 
 
 def prepare_shards(src, dst, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, prefix="data",
-                   interval=DEFAULT_INTERVAL, jobs=None, force=False, progress=True, on_error="raise"):
+                   interval=DEFAULT_INTERVAL, jobs=None, force=False, progress=True, on_error="raise",
+                   shuffle=None):
     """Write the images of the class-per-subfolder tree ``src`` (the files, order and
     labels of :class:`fastq.sources.Folder`) into shards of ``shard_size`` samples under
     ``dst``: ``fmt="tfrecord"`` (tf.train.Example records) or ``"tar"`` (WebDataset:
     ``<key>.<ext>`` + ``<key>.cls``), with JPEGs re-encoded as :func:`prepare_file` does.
     Shards are written atomically, in parallel; ``dst/fastq-prepare.json`` records what
     went into each, so a rerun skips the shards that are complete and up to date
-    (resumable).  Returns a dict of counts and byte totals."""
+    (resumable).  ``shuffle``: a seed; the samples are then written in the order of
+    ``numpy.random.default_rng(seed).permutation`` of Folder's order (for streaming
+    readers with small shuffle buffers).  Returns a dict of counts and byte totals."""
     import json
     import threading
     from fastq.dataset_sources import Folder
@@ -316,21 +319,27 @@ def prepare_shards(src, dst, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, pref
     if dst == src or dst.startswith(src + os.sep):
         raise ValueError(f"destination {dst} must not lie inside the source {src}")
     folder = Folder(src)
-    samples = [(f"{i:08d}", p, os.path.relpath(p, src), int(lab), folder.class_names[int(lab)])
-               for i, (p, lab) in enumerate(zip(folder.paths, folder.labels))]
+    order = list(range(len(folder.paths)))
+    if shuffle is not None:
+        import numpy as np
+        order = [int(i) for i in np.random.default_rng(shuffle).permutation(len(order))]
+    samples = [(f"{k:08d}", folder.paths[i], os.path.relpath(folder.paths[i], src), int(folder.labels[i]),
+                folder.class_names[int(folder.labels[i])]) for k, i in enumerate(order)]
     n_shards = -(-len(samples) // shard_size)
     os.makedirs(dst, exist_ok=True)
     mpath = os.path.join(dst, MANIFEST)
     try:
         with open(mpath) as f:
             manifest = json.load(f)
-        if manifest.get("format") != fmt or manifest.get("shards_total") != n_shards:
+        if manifest.get("format") != fmt or manifest.get("shards_total") != n_shards or \
+                manifest.get("shuffle") != shuffle:
             manifest = {}
     except (OSError, ValueError):
         manifest = {}
     done = dict(manifest.get("shards", {})) if not force else {}
     manifest = {"format": fmt, "source": src, "class_names": folder.class_names, "samples": len(samples),
-                "shard_size": shard_size, "shards_total": n_shards, "interval": interval, "shards": done}
+                "shard_size": shard_size, "shards_total": n_shards, "interval": interval, "shuffle": shuffle,
+                "shards": done}
     stats = {"samples": len(samples), "shards": n_shards, "written": 0, "skipped": 0, "records": 0,
              "errors": [], "jpeg_in_bytes": 0, "jpeg_out_bytes": 0, "in_bytes": 0, "out_bytes": 0,
              "class_names": folder.class_names}
@@ -409,6 +418,8 @@ ARGS = [
                               "class-per-subfolder SRC (labels as fastq.sources.Folder gives them)")),
     (("--shard-size",), dict(type=int, default=DEFAULT_SHARD_SIZE,
                              help=f"images per shard (default {DEFAULT_SHARD_SIZE})")),
+    (("--shuffle",), dict(type=int, default=None, metavar="SEED",
+                          help="shards: write the samples in a seeded random order (default: Folder's order)")),
     (("--prefix",), dict(default="data", help="shard file name prefix (default: data -> "
                                               "data-00000-of-00004.tfrecord / .tar)")),
 ]
@@ -421,7 +432,8 @@ def run(a):
     ValueError for errors the user can fix; returns the exit status otherwise."""
     if a.format != "folder":
         s = prepare_shards(a.src, a.dst, a.format, a.shard_size, a.prefix, a.interval, a.jobs, a.force,
-                           progress=not a.quiet, on_error="skip" if a.skip_errors else "raise")
+                           progress=not a.quiet, on_error="skip" if a.skip_errors else "raise",
+                           shuffle=a.shuffle)
         growth = (s["out_bytes"] / s["in_bytes"] - 1) * 100 if s["in_bytes"] else 0.0
         print(f"fastq prepare: {s['samples']} images of {len(s['class_names'])} classes -> {s['records']} "
               f"records in {s['shards']} {a.format} shard(s) ({s['written']} written, {s['skipped']} up to "

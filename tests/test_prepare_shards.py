@@ -218,3 +218,27 @@ def test_writer_without_tensorflow_matches_tf(tree, tmp_path):
     with tf.io.TFRecordWriter(ref_file) as w:
         w.write(encode_example(feats))
     assert open(ref_file, "rb").read() == tfrecord_frame(encode_example(feats))
+
+
+def test_shuffled_order_keeps_folder_labels(tree, tmp_path):
+    out = str(tmp_path / "o")
+    _prepare(tree, out, "--format", "tfrecord", "--shard-size", "10", "--shuffle", "7")
+    folder = fastq.sources.Folder(tree)
+    order = np.random.default_rng(7).permutation(len(folder.paths))
+    assert sorted(order.tolist()) != order.tolist()
+    spec = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
+            "image/class/label": tf.io.FixedLenFeature([], tf.int64),
+            "image/filename": tf.io.FixedLenFeature([], tf.string)}
+    shards = sorted(os.path.join(out, s) for s in os.listdir(out) if s.endswith(".tfrecord"))
+    recs = [tf.io.parse_single_example(r, spec) for r in tf.data.TFRecordDataset(shards)]
+    assert len(recs) == len(order)
+    for ex, i in zip(recs, order):
+        path = folder.paths[i]
+        assert ex["image/filename"].numpy().decode() == os.path.relpath(path, tree)
+        assert int(ex["image/class/label"]) == int(folder.labels[i])
+        got = cv2.imdecode(np.frombuffer(ex["image/encoded"].numpy(), np.uint8), cv2.IMREAD_UNCHANGED)
+        np.testing.assert_array_equal(got, _original(path))
+    r = _prepare(tree, out, "--format", "tfrecord", "--shard-size", "10", "--shuffle", "7")
+    assert "(0 written, 3 up to date)" in r.stdout
+    r = _prepare(tree, out, "--format", "tfrecord", "--shard-size", "10")  # another order: all redone
+    assert "(3 written, 0 up to date)" in r.stdout
