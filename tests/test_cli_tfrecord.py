@@ -81,7 +81,8 @@ def test_bench_quick_on_tfrecord_shards(shards, tmp_path):
     folder, _ = shards
     out_json = tmp_path / "b.json"
     r = run_cli("bench", os.path.join(folder, "train-*-of-*"), "--quick", "--no-progress",
-                "--peers", "fastq,tfdata,tensorpack,pyloop,dali", "--json", str(out_json))
+                "--peers", "fastq,tfdata,tensorpack,pyloop,dali", "--json", str(out_json),
+                "--plot", str(tmp_path / "b.png"))
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(out_json.read_text())
     assert res["input"]["kind"] == "tfrecord" and res["input"]["records"] == 128
@@ -104,6 +105,9 @@ def test_bench_quick_on_tfrecord_shards(shards, tmp_path):
     else:
         assert "dali" in res["not_installed"]
     assert "first 128 of 150 records" in r.stdout
+    from PIL import Image
+    with Image.open(tmp_path / "b.png") as im:  # the chart of the measured peers
+        assert im.format == "PNG" and im.width > 300 and im.height > 200
 
 
 def test_bench_bad_tfrecord_is_one_line_exit_2(tmp_path):
