@@ -19,15 +19,17 @@ import glob
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-from fastq.bench_peers import PEERS, TASKS, base_peer, peer_label
+from fastq.bench_peers import PEERS, TASKS, TFRECORD_PEERS, base_peer, peer_label
 
-__all__ = ["BenchInputError", "DEFAULT_PEERS", "IMAGE_EXTENSIONS", "TASKS", "available", "find_images",
+__all__ = ["BenchInputError", "DEFAULT_PEERS", "IMAGE_EXTENSIONS", "TASKS", "TFRecordInput", "available",
+           "find_images", "find_tfrecords",
            "generated_dataset", "default_data_dir", "run", "print_report", "usable_cores"]
 
 DEFAULT_PEERS = ("fastq", "tfdata", "tensorpack", "pyloop", "dali")
@@ -186,6 +188,100 @@ def find_images(spec):
     return paths
 
 
+# TFRecord shard names: TF's ImageNet scripts write "train-00000-of-01024"; others
+# use a .tfrecord / .tfrecords / .tfrec extension.
+TFRECORD_EXTENSIONS = (".tfrecord", ".tfrecords", ".tfrec")
+_SHARD_NAME = re.compile(r"-\d+-of-\d+$")
+
+
+def _is_shard_name(p):
+    name = os.path.basename(p)
+    return name.lower().endswith(TFRECORD_EXTENSIONS) or bool(_SHARD_NAME.search(name))
+
+
+def find_tfrecords(spec):
+    """TFRecord shard paths (sorted) if `spec` names TFRecord shards: a glob whose
+    matches are all shard files, a shard file, or a folder (searched recursively)
+    holding shard files and no image files.  None otherwise."""
+    if any(c in spec for c in "*?["):
+        found = sorted(p for p in glob.glob(spec, recursive=True) if os.path.isfile(p))
+        return found if found and all(_is_shard_name(p) for p in found) else None
+    if os.path.isfile(spec):
+        return [spec] if _is_shard_name(spec) else None
+    if os.path.isdir(spec):
+        shards, images = [], False
+        for root, dirs, files in os.walk(spec):
+            dirs.sort()
+            shards += [os.path.join(root, f) for f in files if _is_shard_name(f)]
+            images = images or any(f.lower().endswith(IMAGE_EXTENSIONS) for f in files)
+        return sorted(shards) if shards and not images else None
+    return None
+
+
+class TFRecordInput:
+    """The records a benchmark reads from TFRecord shards: the first `images`
+    records in shard order (all by default), indexed once here with fastq's
+    framing scanner (lengths and CRCs of the framing only).
+
+    Attributes: shards (those that hold chosen records), offsets / framed (per
+    shard: record offsets and framed sizes), records, all_jpeg (whether every
+    image checked -- the first 256 records -- is a JPEG, which picks tf.data's
+    decode_and_crop_jpeg path)."""
+
+    def __init__(self, shards, images=None, image_key="image/encoded", label_key="image/class/label"):
+        from fastq import _image
+        from fastq.bench_peers import parse_example
+        self.image_key, self.label_key = image_key, label_key
+        self.all_shards = list(shards)
+        self.shards, self.offsets, self.framed = [], [], []
+        left = images if images else None
+        total = 0
+        for path in self.all_shards:
+            try:
+                offs, lens, tail = _image.tfrecord_scan(path)
+            except (OSError, ValueError, RuntimeError) as e:
+                raise BenchInputError(f"{path}: cannot read it as a TFRecord shard ({e})") from None
+            if tail is not None:
+                raise BenchInputError(f"{path}: not a valid TFRecord shard after record {len(offs)}: {tail[1]}")
+            total += len(offs)
+            if left is not None:
+                offs, lens = offs[:left], lens[:left]
+                left -= len(offs)
+            if len(offs):
+                self.shards.append(path)
+                self.offsets.append([int(o) for o in offs])
+                self.framed.append([int(n) + 16 for n in lens])
+        self.total = total
+        self.records = sum(len(o) for o in self.offsets)
+        if not self.records:
+            raise BenchInputError(f"the TFRecord shards hold no records: {', '.join(self.all_shards)}")
+        checked = 0
+        self.all_jpeg = True
+        with open(self.shards[0], "rb") as f:
+            for off, framed in zip(self.offsets[0][:256], self.framed[0][:256]):
+                f.seek(off + 12)
+                ex = parse_example(f.read(framed - 16), {image_key, label_key})
+                where = f"{self.shards[0]}: record {checked}"
+                if not ex.get(image_key) or not ex.get(label_key):
+                    raise BenchInputError(f"{where}: the tf.train.Example has no {image_key!r} bytes feature or "
+                                          f"no {label_key!r} int64 feature")
+                self.all_jpeg = self.all_jpeg and ex[image_key][0][:3] == b"\xff\xd8\xff"
+                checked += 1
+
+    def __len__(self):
+        return self.records
+
+    def write_index(self, folder):
+        """One DALI-style text index per shard ("offset framed_size" per line) -> paths."""
+        out = []
+        for k, (offs, framed) in enumerate(zip(self.offsets, self.framed)):
+            p = os.path.join(folder, f"shard{k:05d}.idx")
+            with open(p, "w") as f:
+                f.writelines(f"{o} {n}\n" for o, n in zip(offs, framed))
+            out.append(p)
+        return out
+
+
 # ---------------------------------------------------------------------------
 # running peers
 # ---------------------------------------------------------------------------
@@ -266,7 +362,8 @@ def check_peers(peers):
 
 def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3, scaling=(), profile=False,
         profile_images=300, retry_busy=1, timeout=900, progress=True, out=print, data_description=None):
-    """Measure the peers on `paths`; returns the result dict (what --json writes).
+    """Measure the peers on `paths` (image files, or a :class:`TFRecordInput`);
+    returns the result dict (what --json writes).
 
     peers: keys of fastq.bench_peers.PEERS, plus "fastq@N" (fastq with N workers;
     "fastq1" is "fastq@1").  scaling: worker counts, each measured as "fastq@N"
@@ -274,6 +371,7 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
     if task not in TASKS:
         raise BenchInputError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
     t = TASKS[task]
+    tfr = paths if isinstance(paths, TFRecordInput) else None
     if len(paths) < t.batch:
         raise BenchInputError(f"{len(paths)} image(s) found; a benchmark epoch needs at least one batch "
                               f"of {t.batch}")
@@ -302,8 +400,12 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
 
     not_installed = {p: f"{PEERS[base_peer(p)][0]}: not installed ({', '.join(PEERS[base_peer(p)][2])} "
                         f"does not import)" for p in keys if not available(p)}
-    todo = [p for p in keys if p not in not_installed]
-    for msg in not_installed.values():
+    not_available = {}
+    if tfr is not None:
+        not_available = {p: f"{peer_label(p, workers)}: not available for TFRecord input" for p in keys
+                         if p not in not_installed and base_peer(p) not in TFRECORD_PEERS}
+    todo = [p for p in keys if p not in not_installed and p not in not_available]
+    for msg in list(not_installed.values()) + list(not_available.values()):
         out(msg)
 
     def peer_workers(p):
@@ -314,9 +416,16 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
     prof = None
     with tempfile.TemporaryDirectory(prefix="fastq_bench_") as tmp:
         cfg_path = os.path.join(tmp, "cfg.json")
+        cfg = {"task": t.to_dict(), "epochs": 1, "profile_images": min(profile_images, len(paths)),
+               "profile_passes": 3}
+        if tfr is not None:
+            cfg["paths"] = []
+            cfg["tfrecord"] = {"shards": tfr.shards, "index_files": tfr.write_index(tmp), "records": len(tfr),
+                               "all_jpeg": tfr.all_jpeg, "image_key": tfr.image_key, "label_key": tfr.label_key}
+        else:
+            cfg["paths"] = list(paths)
         with open(cfg_path, "w") as f:
-            json.dump({"paths": list(paths), "task": t.to_dict(), "epochs": 1,
-                       "profile_images": min(profile_images, len(paths)), "profile_passes": 3}, f)
+            json.dump(cfg, f)
         for r in range(rounds):
             order = todo[r % len(todo):] + todo[:r % len(todo)] if todo else []
             with _progress_bar(len(order), f"round {r + 1}/{rounds}", progress) as bar:
@@ -345,7 +454,9 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
                             results[p].append(res)
                             break
                     bar.update(1)
-        if profile and task == "reference":
+        if profile and task == "reference" and tfr is not None:
+            out("the single-thread stage profile reads image files; not run for TFRecord input")
+        elif profile and task == "reference":
             out("profiling (one thread) ...")
             prof, err = run_child(["profile"], cfg_path, timeout)
             if prof is None:
@@ -374,7 +485,11 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
         "machine": {"description": machine_description(), "cpu": cpu_model(), "usable_cores": cores,
                     "cpu_count": os.cpu_count(), "fastq_workers": workers, "python": platform.python_version(),
                     "platform": platform.platform(), "loadavg_start": load0, "loadavg_end": load1},
-        "peers": summary, "order": [p for p in keys], "not_installed": not_installed, "failed": failed,
+        "input": ({"kind": "tfrecord", "shards": tfr.shards, "records": len(tfr), "records_in_shards": tfr.total,
+                   "readers": {p: TFRECORD_PEERS[base_peer(p)] for p in todo}}
+                  if tfr is not None else {"kind": "files", "files": len(paths)}),
+        "peers": summary, "order": [p for p in keys], "not_installed": not_installed,
+        "not_available": not_available, "failed": failed,
         "ratios": ratios, "scaling": scaling_out, "profile": prof,
         "dali_design_reference_not_measured": DALI_DESIGN_REFERENCE,
     }
@@ -401,8 +516,9 @@ def print_report(res, out=print, show_targets=False):
             out(f"{s['label']:40s} {s['images_per_s']:9.0f} {min(s['runs']):7.0f}-{max(s['runs']):<7.0f} "
                 f"{ratio} {s['peak_rss_mb']:7.0f}MB {s['cpu_us_per_image']:10.0f} "
                 f"{s['own_cores']:8.2f}/{oth:<7s}")
-        elif p in res["not_installed"] or p in res["failed"]:
-            why = "not installed" if p in res["not_installed"] else "FAILED"
+        elif p in res["not_installed"] or p in res["failed"] or p in res.get("not_available", {}):
+            why = "not installed" if p in res["not_installed"] else \
+                "FAILED" if p in res["failed"] else "n/a for TFRecord"
             out(f"{peer_label(p, workers):40s} {'-':>9s} {why:>15s}")
     if show_targets and "dali" in res["not_installed"]:
         out(f"{'  DALI CPU, DESIGN.md (other sitting)':40s} {DALI_DESIGN_REFERENCE:9.0f} "

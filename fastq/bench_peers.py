@@ -171,10 +171,21 @@ class Cv2Sample:
         self.gray_w = np.array([0.299, 0.587, 0.114], np.float32)
 
     def __call__(self, path):
-        cv2, np, t = self.cv2, self.np, self.task
-        img = cv2.imread(path, cv2.IMREAD_COLOR)
+        img = self.cv2.imread(path, self.cv2.IMREAD_COLOR)
         if img is None:
             raise RuntimeError(f"cv2.imread failed: {path}")
+        return self.augment(img)
+
+    def from_bytes(self, data, where):
+        """The same for an encoded image held in memory (a TFRecord record's image)."""
+        img = self.cv2.imdecode(self.np.frombuffer(data, self.np.uint8), self.cv2.IMREAD_COLOR)
+        if img is None:
+            raise RuntimeError(f"cv2.imdecode failed: {where}")
+        return self.augment(img)
+
+    def augment(self, img):
+        """BGR uint8 image (as cv2 decodes it) -> the task's float32 sample."""
+        cv2, np, t = self.cv2, self.np, self.task
         img = cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
         S = t.size
         if t.mode == "center":
@@ -205,17 +216,162 @@ class Cv2Sample:
         return x
 
 
+
+# ---------------------------------------------------------------------------
+# TFRecord input (``fastq bench SHARDS``)
+# ---------------------------------------------------------------------------
+
+class TFRecordData:
+    """The records one benchmark epoch reads from TFRecord shards: the first
+    ``records`` records in shard order, located by one DALI-style text index
+    per shard (``offset framed_size`` per line, written by the parent)."""
+
+    def __init__(self, shards, index_files, records, all_jpeg, image_key, label_key):
+        self.shards, self.index_files, self.records = list(shards), list(index_files), int(records)
+        self.all_jpeg, self.image_key, self.label_key = all_jpeg, image_key, label_key
+
+    def __len__(self):
+        return self.records
+
+    def locations(self):
+        """[(shard number, payload offset, payload length)] for every record, in order."""
+        out = []
+        for k, idx in enumerate(self.index_files):
+            with open(idx) as f:
+                for line in f:
+                    off, framed = (int(x) for x in line.split()[:2])
+                    out.append((k, off + 12, framed - 16))
+        return out
+
+
+def _varint(buf, i):
+    v = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        if b < 0x80:
+            return v, i
+        shift += 7
+
+
+def _fields(buf):
+    """(field number, wire type, value) of one protobuf message; value is a
+    memoryview for length-delimited fields, an int otherwise."""
+    i, n = 0, len(buf)
+    while i < n:
+        tag, i = _varint(buf, i)
+        wt = tag & 7
+        if wt == 0:
+            v, i = _varint(buf, i)
+        elif wt == 1:
+            v, i = int.from_bytes(buf[i:i + 8], "little"), i + 8
+        elif wt == 2:
+            ln, i = _varint(buf, i)
+            v, i = buf[i:i + ln], i + ln
+        elif wt == 5:
+            v, i = int.from_bytes(buf[i:i + 4], "little"), i + 4
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wt}")
+        if i > n:
+            raise ValueError("truncated protobuf message")
+        yield tag >> 3, wt, v
+
+
+def parse_example(data, keys):
+    """A minimal pure-Python tf.train.Example reader (no TensorFlow): {key: value}
+    for the requested keys; bytes features -> list of bytes, int64 -> list of int
+    (two's complement), float -> list of float."""
+    import struct
+    out = {}
+    for f, wt, features in _fields(memoryview(data)):
+        if f != 1 or wt != 2:
+            continue
+        for g, wt2, entry in _fields(features):
+            if g != 1 or wt2 != 2:
+                continue
+            key, feature = None, None
+            for h, _, v in _fields(entry):
+                if h == 1:
+                    key = bytes(v).decode()
+                elif h == 2:
+                    feature = v
+            if key not in keys or feature is None:
+                continue
+            vals = []
+            for kind, wt3, lst in _fields(feature):
+                for h, wt4, v in _fields(lst):
+                    if h != 1:
+                        continue
+                    if kind == 1:
+                        vals.append(bytes(v))
+                    elif kind == 3:
+                        if wt4 == 2:
+                            j = 0
+                            while j < len(v):
+                                x, j = _varint(v, j)
+                                vals.append(x - (1 << 64) if x >= 1 << 63 else x)
+                        else:
+                            vals.append(v - (1 << 64) if v >= 1 << 63 else v)
+                    elif kind == 2:
+                        if wt4 == 2:
+                            vals += list(struct.unpack(f"<{len(v) // 4}f", v))
+                        else:
+                            vals.append(struct.unpack("<f", v.to_bytes(4, "little"))[0])
+            out[key] = vals
+    return out
+
+
+class PyRecords:
+    """Records read with plain Python (os.pread on the shards, thread-safe), the
+    Example parsed by :func:`parse_example`: how the cv2 peers read TFRecord."""
+
+    def __init__(self, data):
+        self.data = data
+        self.fds = [os.open(p, os.O_RDONLY) for p in data.shards]
+        self.locs = data.locations()
+        self.keys = {data.image_key, data.label_key}
+
+    def __len__(self):
+        return len(self.locs)
+
+    def read(self, i):
+        """(encoded image bytes, label) of record i."""
+        k, off, ln = self.locs[i]
+        buf = os.pread(self.fds[k], ln, off)
+        if len(buf) != ln:
+            raise RuntimeError(f"{self.data.shards[k]}: short read of the record at offset {off}")
+        ex = parse_example(buf, self.keys)
+        img, lab = ex.get(self.data.image_key), ex.get(self.data.label_key)
+        if not img or not lab:
+            raise RuntimeError(f"{self.data.shards[k]}: the record at offset {off} has no "
+                               f"{self.data.image_key!r} / {self.data.label_key!r}")
+        return img[0], lab[0]
+
+    def where(self, i):
+        k, off, _ = self.locs[i]
+        return f"{self.data.shards[k]} (record at offset {off - 12})"
+
+    def close(self):
+        for fd in self.fds:
+            os.close(fd)
+
 # ---------------------------------------------------------------------------
 # peers: each returns (run_epoch() -> images delivered, close or None, info() -> dict)
 # ---------------------------------------------------------------------------
 
 def peer_fastq(paths, workers, task):
-    """fastq.Pipeline(sources.Files), queue_size 4, shuffle, pin_memory=False."""
+    """fastq.Pipeline(sources.Files, or sources.TFRecord for shards), queue_size 4,
+    shuffle, pin_memory=False."""
     import fastq
-    labels = list(range(len(paths)))
+    if isinstance(paths, TFRecordData):  # native TFRecord reader, the parent's record index
+        src = fastq.sources.TFRecord(paths.shards, image_key=paths.image_key, label_key=paths.label_key,
+                                     index=paths.index_files)
+    else:
+        src = fastq.sources.Files(paths, list(range(len(paths))))
     # pin_memory=False: a CPU benchmark; "auto" would load a CUDA runtime if one is
     # installed and put it into the peak RSS.
-    p = fastq.Pipeline(fastq.sources.Files(paths, labels), batch_size=task.batch, queue_size=4,
+    p = fastq.Pipeline(src, batch_size=task.batch, queue_size=4,
                        workers=workers, ops=task.fastq_ops(), dtype="float32", seed=0, shuffle=True,
                        pin_memory=False)
 
@@ -247,7 +403,9 @@ def peer_tfdata(paths, workers, task, parallel=None):
     decode_and_crop_jpeg (decode_image + slice for non-JPEG files) -> resize
     bilinear -> random_flip_left_right; center: decode -> resize shorter side ->
     slice; jitter: x*U(b) , random_contrast, random_saturation, clip; normalize;
-    map(AUTOTUNE) -> batch(drop_remainder) -> prefetch(AUTOTUNE)."""
+    map(AUTOTUNE) -> batch(drop_remainder) -> prefetch(AUTOTUNE).
+    TFRecord shards: TFRecordDataset(shards).take(records) -> shuffle(buffer
+    min(records, 1024)) -> map(parse_single_example + the same ops)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
     tf.random.set_seed(0)
@@ -255,15 +413,15 @@ def peer_tfdata(paths, workers, task, parallel=None):
     mean = tf.constant([m * 255 for m in MEAN], tf.float32)
     inv_std = tf.constant([1 / (s * 255) for s in STD], tf.float32)
     no_boxes = tf.zeros([1, 0, 4], tf.float32)
-    all_jpeg = all(p.lower().endswith((".jpg", ".jpeg")) for p in paths)
+    tfr = paths if isinstance(paths, TFRecordData) else None
+    all_jpeg = tfr.all_jpeg if tfr else all(p.lower().endswith((".jpg", ".jpeg")) for p in paths)
 
     def decode_full(data):
         if all_jpeg:
             return tf.io.decode_jpeg(data, channels=3)
         return tf.io.decode_image(data, channels=3, expand_animations=False)
 
-    def load(path, label):
-        data = tf.io.read_file(path)
+    def load(data, label):
         if task.mode == "center":
             img = decode_full(data)
             sh = tf.shape(img)
@@ -300,9 +458,21 @@ def peer_tfdata(paths, workers, task, parallel=None):
             img = tf.clip_by_value(img, 0.0, 255.0)
         return (img - mean) * inv_std, label
 
-    ds = tf.data.Dataset.from_tensor_slices((paths, list(range(len(paths)))))
-    ds = ds.shuffle(len(paths), seed=0, reshuffle_each_iteration=True)
-    ds = ds.map(load, num_parallel_calls=parallel or tf.data.AUTOTUNE)
+    if tfr is not None:
+        spec = {tfr.image_key: tf.io.FixedLenFeature([], tf.string),
+                tfr.label_key: tf.io.FixedLenFeature([], tf.int64)}
+
+        def parse_load(record):
+            ex = tf.io.parse_single_example(record, spec)
+            return load(ex[tfr.image_key], ex[tfr.label_key])
+        ds = tf.data.TFRecordDataset(tfr.shards).take(tfr.records)
+        ds = ds.shuffle(min(tfr.records, 1024), seed=0, reshuffle_each_iteration=True)
+        ds = ds.map(parse_load, num_parallel_calls=parallel or tf.data.AUTOTUNE)
+    else:
+        ds = tf.data.Dataset.from_tensor_slices((paths, list(range(len(paths)))))
+        ds = ds.shuffle(len(paths), seed=0, reshuffle_each_iteration=True)
+        ds = ds.map(lambda path, label: load(tf.io.read_file(path), label),
+                    num_parallel_calls=parallel or tf.data.AUTOTUNE)
     ds = ds.batch(task.batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
 
     def run_epoch():
@@ -315,13 +485,24 @@ def peer_tfdata(paths, workers, task, parallel=None):
 
 
 def peer_tensorpack(paths, workers, task):
-    """DataFromList(shuffle) -> MultiThreadMapData(2 threads, the cv2 code) -> BatchData."""
+    """DataFromList(shuffle) -> MultiThreadMapData(2 threads, the cv2 code) -> BatchData.
+    TFRecord shards: the records are read with :class:`PyRecords` (os.pread +
+    a pure-Python Example parser) inside the mapped function."""
     import numpy as np
     from tensorpack.dataflow import BatchData, DataFromList, MultiThreadMapData
     sample = Cv2Sample(task, 0)
-    ds = DataFromList([[p, i] for i, p in enumerate(paths)], shuffle=True)
-    ds = MultiThreadMapData(ds, num_thread=2, map_func=lambda dp: [sample(dp[0]), dp[1]],
-                            buffer_size=200, strict=True)
+    if isinstance(paths, TFRecordData):
+        recs = PyRecords(paths)
+
+        def map_func(dp):
+            data, label = recs.read(dp[0])
+            return [sample.from_bytes(data, recs.where(dp[0])), label]
+        ds = DataFromList([[i] for i in range(len(recs))], shuffle=True)
+    else:
+        def map_func(dp):
+            return [sample(dp[0]), dp[1]]
+        ds = DataFromList([[p, i] for i, p in enumerate(paths)], shuffle=True)
+    ds = MultiThreadMapData(ds, num_thread=2, map_func=map_func, buffer_size=200, strict=True)
     ds = BatchData(ds, task.batch, remainder=False, use_list=False)
     ds.reset_state()
 
@@ -336,12 +517,21 @@ def peer_tensorpack(paths, workers, task):
 
 
 def peer_pyloop(paths, workers, task):
-    """The cv2 code in one Python thread, np.stack per batch."""
+    """The cv2 code in one Python thread, np.stack per batch (TFRecord shards:
+    records read with :class:`PyRecords`)."""
     import numpy as np
     sample = Cv2Sample(task, 0)
     order = random.Random(1)
-    labels = np.arange(len(paths))
     B = task.batch
+    if isinstance(paths, TFRecordData):
+        recs = PyRecords(paths)
+
+        def one(i):
+            data, label = recs.read(i)
+            return sample.from_bytes(data, recs.where(i)), label
+    else:
+        def one(i):
+            return sample(paths[i]), i
 
     def run_epoch():
         idx = list(range(len(paths)))
@@ -349,8 +539,9 @@ def peer_pyloop(paths, workers, task):
         n = 0
         for b in range(len(idx) // B):
             rows = idx[b * B:(b + 1) * B]
-            images = np.stack([sample(paths[i]) for i in rows])
-            lab = labels[rows]
+            got = [one(i) for i in rows]
+            images = np.stack([g[0] for g in got])
+            lab = np.array([g[1] for g in got], np.int64)
             n += images.shape[0]
             del images, lab
         return n
@@ -421,6 +612,15 @@ PEERS = {
 }
 
 
+# peers that read TFRecord shards (natively, or for the cv2 peers with PyRecords);
+# the others are reported as "not available for TFRecord input".
+TFRECORD_PEERS = {"fastq": "fastq.sources.TFRecord (native reader)",
+                  "tfdata": "tf.data.TFRecordDataset + parse_single_example",
+                  "tfdata_n": "tf.data.TFRecordDataset + parse_single_example",
+                  "tensorpack": "Python reader (os.pread + pure-Python Example parser)",
+                  "pyloop": "Python reader (os.pread + pure-Python Example parser)"}
+
+
 def base_peer(key):
     """'fastq@2' -> 'fastq'."""
     return key.split("@")[0]
@@ -442,7 +642,7 @@ def child_main(peer, workers, cfg_path):
     """One peer in this (fresh) process: warm-up epoch + timed epochs -> RESULT line."""
     with open(cfg_path) as f:
         cfg = json.load(f)
-    paths = cfg["paths"]
+    paths = TFRecordData(**cfg["tfrecord"]) if cfg.get("tfrecord") else cfg["paths"]
     task = task_from_dict(cfg["task"])
     base = base_peer(peer)
     _, fn, _, imports = PEERS[base]

@@ -11,6 +11,10 @@ source), so an interrupted run resumes.  Work runs in threads; the native re-enc
 releases the GIL.
 
     python -m fastq.prepare SRC DST [--interval 4] [--jobs N] [--force] [--quiet]
+                            [--format folder|tfrecord|tar] [--shard-size N] [--prefix P]
+
+``--format tfrecord|tar`` writes the images of a class-per-subfolder SRC (the order
+and labels of fastq.sources.Folder) into shards instead (:func:`prepare_shards`).
 """
 import os
 import shutil
@@ -18,7 +22,8 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["main", "run", "ARGS", "prepare_tree", "prepare_file", "DEFAULT_INTERVAL"]
+__all__ = ["main", "run", "ARGS", "prepare_tree", "prepare_file", "prepare_shards", "encode_example",
+           "tfrecord_frame", "DEFAULT_INTERVAL", "DEFAULT_SHARD_SIZE"]
 
 # Target restart interval in MCUs (the chosen one divides the MCUs per row); measured
 # in docs/prepare.md.
@@ -142,6 +147,259 @@ def prepare_tree(src, dst, interval=DEFAULT_INTERVAL, jobs=None, force=False, pr
     return stats
 
 
+# ---------------------------------------------------------------------------
+# shard outputs: --format tfrecord | tar
+# ---------------------------------------------------------------------------
+
+MANIFEST = "fastq-prepare.json"
+FORMATS = ("folder", "tfrecord", "tar")
+DEFAULT_SHARD_SIZE = 1024
+_IMAGE_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".bmp": "BMP", ".webp": "WEBP",
+                  ".tif": "TIFF", ".tiff": "TIFF", ".ppm": "PPM", ".pgm": "PGM", ".pnm": "PNM"}
+
+
+def _varint(v):
+    """Protobuf base-128 varint of a non-negative int (int64 values: two's complement)."""
+    v &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _ld(field, payload):
+    """A length-delimited protobuf field."""
+    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
+
+
+def encode_example(features):
+    """Serialize a tf.train.Example from {key: bytes | int | [bytes] | [int]} (keys in
+    sorted order, int64 lists packed: what TF's own serializer writes for them)."""
+    entries = []
+    for key in sorted(features):
+        v = features[key]
+        vals = v if isinstance(v, (list, tuple)) else [v]
+        if all(isinstance(x, bytes) for x in vals):
+            feature = _ld(1, b"".join(_ld(1, x) for x in vals))  # Feature.bytes_list
+        elif all(isinstance(x, int) for x in vals):
+            feature = _ld(3, _ld(1, b"".join(_varint(x) for x in vals)) if vals else b"")  # int64_list
+        else:
+            raise TypeError(f"feature {key!r}: bytes or int values expected, got {v!r}")
+        entries.append(_ld(1, _ld(1, key.encode()) + _ld(2, feature)))
+    return _ld(1, b"".join(entries))  # Example.features
+
+
+def tfrecord_frame(record):
+    """One TFRecord record: length (uint64 LE), masked CRC-32C of the length, the data,
+    masked CRC-32C of the data (the framing tf.io.TFRecordWriter writes)."""
+    import struct
+    from fastq import _image
+    n = struct.pack("<Q", len(record))
+    return n + struct.pack("<I", _image.masked_crc32c(n)) + record + struct.pack("<I", _image.masked_crc32c(record))
+
+
+def _image_size(data, path):
+    """(height, width) of a non-JPEG image, from fastq's decoder (explain of a 1-pixel crop)."""
+    from fastq import _image, ops as O
+    spec = _image.ImageSpec(O.compile_ops([O.CenterCrop(1)], dtype="uint8"))
+    _, ex = spec.process_encoded(data, 0, 0, 0)
+    return int(ex["src_shape"][0]), int(ex["src_shape"][1])
+
+
+def _prepared_image(path, interval):
+    """(bytes to store, format name, height, width) of one image: a JPEG re-encoded
+    with restart markers (or kept when that cannot help), other formats as they are.
+    Raises fastq.errors.DecodeError for an image that does not decode."""
+    from fastq import _image
+    with open(path, "rb") as f:
+        data = f.read()
+    if _is_jpeg(data):
+        new, info = _image.prepare_jpeg(data, interval)
+        if info["width"] and info["height"]:
+            return (new if new is not None else data), "JPEG", int(info["height"]), int(info["width"])
+        h, w = _image_size(data, path)
+        return (new if new is not None else data), "JPEG", h, w
+    h, w = _image_size(data, path)
+    return data, _IMAGE_FORMATS.get(os.path.splitext(path)[1].lower(), "UNKNOWN"), h, w
+
+
+def _shard_name(fmt, prefix, k, n):
+    return f"{prefix}-{k:05d}-of-{n:05d}" + (".tfrecord" if fmt == "tfrecord" else ".tar")
+
+
+def _shard_plan(samples, interval, fmt):
+    """A digest of everything that goes into one shard: rerun skips a shard whose file
+    exists with the digest recorded in the manifest."""
+    import hashlib
+    h = hashlib.sha256(f"{fmt} interval={interval} v1\n".encode())
+    for key, path, rel, label, cls in samples:
+        st = os.stat(path)
+        h.update(f"{key}\t{rel}\t{label}\t{cls}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _write_shard(fmt, out_path, samples, interval, on_error):
+    """Write one shard atomically.  Returns (records, in_bytes, out_bytes, errors)."""
+    import io
+    import tarfile
+    from fastq import errors as E
+    tmp = out_path + _TMP_SUFFIX
+    n = nin = nout = 0
+    errors = []
+    try:
+        with open(tmp, "wb") as f:
+            tar = tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) if fmt == "tar" else None
+            for key, path, rel, label, cls in samples:
+                try:
+                    data, kind, h, w = _prepared_image(path, interval)
+                except E.DecodeError as e:
+                    if on_error != "skip":
+                        raise E.DecodeError(f"{path}: {e}") from e
+                    errors.append((rel, str(e)))
+                    continue
+                nin += os.path.getsize(path)
+                nout += len(data)
+                n += 1
+                if tar is None:
+                    f.write(tfrecord_frame(encode_example({
+                        "image/encoded": data, "image/format": kind.encode(),
+                        "image/class/label": int(label), "image/class/text": cls.encode(),
+                        "image/height": h, "image/width": w, "image/filename": rel.encode()})))
+                    continue
+                ext = "jpg" if kind == "JPEG" else os.path.splitext(path)[1].lower().lstrip(".")
+                for name, payload in ((f"{key}.{ext}", data), (f"{key}.cls", str(int(label)).encode())):
+                    ti = tarfile.TarInfo(name)  # fixed metadata: the same bytes on every run
+                    ti.size, ti.mtime, ti.mode, ti.uid, ti.gid, ti.uname, ti.gname = \
+                        len(payload), 0, 0o644, 0, 0, "", ""
+                    tar.addfile(ti, io.BytesIO(payload))
+            if tar is not None:
+                tar.close()
+        os.replace(tmp, out_path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return n, nin, nout, errors
+
+
+def prepare_shards(src, dst, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, prefix="data",
+                   interval=DEFAULT_INTERVAL, jobs=None, force=False, progress=True, on_error="raise",
+                   shuffle=None):
+    """Write the images of the class-per-subfolder tree ``src`` (the files, order and
+    labels of :class:`fastq.sources.Folder`) into shards of ``shard_size`` samples under
+    ``dst``: ``fmt="tfrecord"`` (tf.train.Example records) or ``"tar"`` (WebDataset:
+    ``<key>.<ext>`` + ``<key>.cls``), with JPEGs re-encoded as :func:`prepare_file` does.
+    Shards are written atomically, in parallel; ``dst/fastq-prepare.json`` records what
+    went into each, so a rerun skips the shards that are complete and up to date
+    (resumable).  ``shuffle``: a seed; the samples are then written in the order of
+    ``numpy.random.default_rng(seed).permutation`` of Folder's order (for streaming
+    readers with small shuffle buffers).  Returns a dict of counts and byte totals."""
+    import json
+    import threading
+    from fastq.dataset_sources import Folder
+    if fmt not in ("tfrecord", "tar"):
+        raise ValueError(f"format must be 'tfrecord' or 'tar', got {fmt!r}")
+    if shard_size < 1:
+        raise ValueError(f"shard size must be >= 1, got {shard_size}")
+    if interval < 1:
+        raise ValueError(f"interval must be >= 1 MCU, got {interval}")
+    if not prefix or os.sep in prefix or "." in prefix:
+        raise ValueError(f"prefix must be a plain name without '/' or '.', got {prefix!r}")
+    src = os.path.abspath(src)
+    dst = os.path.abspath(dst)
+    if not os.path.isdir(src):
+        raise NotADirectoryError(f"source folder not found: {src}")
+    if dst == src or dst.startswith(src + os.sep):
+        raise ValueError(f"destination {dst} must not lie inside the source {src}")
+    folder = Folder(src)
+    order = list(range(len(folder.paths)))
+    if shuffle is not None:
+        import numpy as np
+        order = [int(i) for i in np.random.default_rng(shuffle).permutation(len(order))]
+    samples = [(f"{k:08d}", folder.paths[i], os.path.relpath(folder.paths[i], src), int(folder.labels[i]),
+                folder.class_names[int(folder.labels[i])]) for k, i in enumerate(order)]
+    n_shards = -(-len(samples) // shard_size)
+    os.makedirs(dst, exist_ok=True)
+    mpath = os.path.join(dst, MANIFEST)
+    try:
+        with open(mpath) as f:
+            manifest = json.load(f)
+        if manifest.get("format") != fmt or manifest.get("shards_total") != n_shards or \
+                manifest.get("shuffle") != shuffle:
+            manifest = {}
+    except (OSError, ValueError):
+        manifest = {}
+    done = dict(manifest.get("shards", {})) if not force else {}
+    manifest = {"format": fmt, "source": src, "class_names": folder.class_names, "samples": len(samples),
+                "shard_size": shard_size, "shards_total": n_shards, "interval": interval, "shuffle": shuffle,
+                "shards": done}
+    stats = {"samples": len(samples), "shards": n_shards, "written": 0, "skipped": 0, "records": 0,
+             "errors": [], "jpeg_in_bytes": 0, "jpeg_out_bytes": 0, "in_bytes": 0, "out_bytes": 0,
+             "class_names": folder.class_names}
+    lock = threading.Lock()
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm
+            bar = tqdm(total=n_shards, unit="shard", desc=f"fastq prepare ({fmt})", dynamic_ncols=True)
+        except ImportError:  # pragma: no cover - tqdm comes with TensorFlow
+            bar = None
+
+    def save_manifest():
+        tmp = mpath + _TMP_SUFFIX
+        with open(tmp, "w") as f:
+            json.dump(manifest, f, indent=1, sort_keys=True)
+        os.replace(tmp, mpath)
+
+    def one(k):
+        part = samples[k * shard_size:(k + 1) * shard_size]
+        name = _shard_name(fmt, prefix, k, n_shards)
+        out = os.path.join(dst, name)
+        digest = _shard_plan(part, interval, fmt)
+        rec = done.get(name)
+        if rec and rec.get("digest") == digest and os.path.isfile(out) and os.path.getsize(out) == rec.get("bytes"):
+            with lock:
+                stats["skipped"] += 1
+                stats["records"] += rec["records"]
+                stats["in_bytes"] += rec["in_bytes"]
+                stats["out_bytes"] += rec["out_bytes"]
+                stats["errors"] += [tuple(e) for e in rec.get("errors", [])]
+                if bar is not None:
+                    bar.update(1)
+            return
+        n, nin, nout, errors = _write_shard(fmt, out, part, interval, on_error)
+        with lock:
+            done[name] = {"digest": digest, "bytes": os.path.getsize(out), "records": n, "in_bytes": nin,
+                          "out_bytes": nout, "errors": errors, "first": part[0][0]}
+            save_manifest()
+            stats["written"] += 1
+            stats["records"] += n
+            stats["in_bytes"] += nin
+            stats["out_bytes"] += nout
+            stats["errors"] += errors
+            if bar is not None:
+                bar.update(1)
+
+    try:
+        with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as ex:
+            for fut in [ex.submit(one, k) for k in range(n_shards)]:
+                fut.result()
+    finally:
+        if bar is not None:
+            bar.close()
+    with lock:
+        save_manifest()
+    stats["jpeg_in_bytes"], stats["jpeg_out_bytes"] = stats["in_bytes"], stats["out_bytes"]
+    return stats
+
+
 # The command's arguments, as (names, add_argument kwargs): used by main() here and by
 # `fastq prepare` (fastq/cli.py), so both take the same options.
 ARGS = [
@@ -154,6 +412,16 @@ ARGS = [
     (("--force",), dict(action="store_true", help="redo outputs that look up to date")),
     (("--skip-errors",), dict(action="store_true", help="copy corrupt JPEGs unchanged instead of stopping")),
     (("--quiet", "-q"), dict(action="store_true", help="no progress bar")),
+    (("--format",), dict(choices=FORMATS, default="folder",
+                         help="folder: the same tree (default); tfrecord: TFRecord shards of tf.train.Example; "
+                              "tar: WebDataset tar shards (<key>.jpg + <key>.cls).  Shards need a "
+                              "class-per-subfolder SRC (labels as fastq.sources.Folder gives them)")),
+    (("--shard-size",), dict(type=int, default=DEFAULT_SHARD_SIZE,
+                             help=f"images per shard (default {DEFAULT_SHARD_SIZE})")),
+    (("--shuffle",), dict(type=int, default=None, metavar="SEED",
+                          help="shards: write the samples in a seeded random order (default: Folder's order)")),
+    (("--prefix",), dict(default="data", help="shard file name prefix (default: data -> "
+                                              "data-00000-of-00004.tfrecord / .tar)")),
 ]
 DESCRIPTION = ("Copy an image folder, re-encoding JPEGs losslessly with restart markers so that fastq "
                "decodes crops faster (docs/prepare.md).")
@@ -162,6 +430,17 @@ DESCRIPTION = ("Copy an image folder, re-encoding JPEGs losslessly with restart 
 def run(a):
     """Run the command for parsed arguments `a` (see ARGS).  Raises OSError or
     ValueError for errors the user can fix; returns the exit status otherwise."""
+    if a.format != "folder":
+        s = prepare_shards(a.src, a.dst, a.format, a.shard_size, a.prefix, a.interval, a.jobs, a.force,
+                           progress=not a.quiet, on_error="skip" if a.skip_errors else "raise",
+                           shuffle=a.shuffle)
+        growth = (s["out_bytes"] / s["in_bytes"] - 1) * 100 if s["in_bytes"] else 0.0
+        print(f"fastq prepare: {s['samples']} images of {len(s['class_names'])} classes -> {s['records']} "
+              f"records in {s['shards']} {a.format} shard(s) ({s['written']} written, {s['skipped']} up to "
+              f"date); image bytes {s['in_bytes']} -> {s['out_bytes']} ({growth:+.2f} %)")
+        for rel, msg in s["errors"]:
+            print(f"fastq prepare: left out (corrupt): {rel}: {msg}", file=sys.stderr)
+        return 0
     s = prepare_tree(a.src, a.dst, a.interval, a.jobs, a.force, progress=not a.quiet,
                      on_error="skip" if a.skip_errors else "raise")
     growth = (s["jpeg_out_bytes"] / s["jpeg_in_bytes"] - 1) * 100 if s["jpeg_in_bytes"] else 0.0
