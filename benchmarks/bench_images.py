@@ -58,14 +58,7 @@ def main():
     except bench.BenchInputError as e:
         ap.error(str(e))
     bench.print_report(res, show_targets=True)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=1)
-        print(f"wrote {a.json}")
-    if a.plot:
-        from fastq.bench_plot import plot
-        plot(res, a.plot)
-        print(f"wrote {a.plot}")
+    bench.write_outputs(res, a.json, a.plot)
 
 
 if __name__ == "__main__":

@@ -502,6 +502,19 @@ def _verdict(value, target):
             f"({(1 - value / target) * 100:.0f} %)")
 
 
+def write_outputs(res, json_path=None, plot_path=None, out=print):
+    """Write a run's result as JSON and/or as the PNG chart (fastq.bench_plot)."""
+    if json_path:
+        import json
+        with open(json_path, "w") as f:
+            json.dump(res, f, indent=1)
+        out(f"wrote {json_path}")
+    if plot_path:
+        from fastq.bench_plot import plot
+        plot(res, plot_path)
+        out(f"wrote {plot_path}")
+
+
 def print_report(res, out=print, show_targets=False):
     """The table (one row per peer), ratios, scaling, profile."""
     summary, workers = res["peers"], res["machine"]["fastq_workers"]

@@ -132,14 +132,7 @@ def cmd_bench(a):
     except bench.BenchInputError as e:
         raise CliError(str(e)) from None
     bench.print_report(res)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=1)
-        print(f"wrote {a.json}")
-    if a.plot:
-        from fastq.bench_plot import plot
-        plot(res, a.plot)
-        print(f"wrote {a.plot}")
+    bench.write_outputs(res, a.json, a.plot)
     return 1 if not res["peers"] else 0
 
 
