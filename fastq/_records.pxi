@@ -743,8 +743,7 @@ cdef class TFRecordStreamReader:
         cdef fq_err err
         cdef int rc
         memset(&err, 0, sizeof(err))
-        with nogil:
-            rc = self.sr.set_order(self.sr.reader, &ov[0] if n else &dummy, n, &err)
+        rc = self.sr.set_order(self.sr.reader, &ov[0] if n else &dummy, n, &err)  # O(n), no I/O
         if rc != 0:
             raise_fq_error(&err)
 
