@@ -300,6 +300,13 @@ class TFRecord(ImageSource):
 
     ``io_threads`` > 0: that many threads read records up to ``read_ahead``
     samples ahead of the decoding workers (for slow storage).
+
+    ``index=False``: data too large to index.  No record index: each shard's
+    records are counted once (a framing walk that keeps no offsets) and read by
+    a sequential cursor per shard; with ``shuffle=True`` the epoch order is the
+    shards permuted by (seed, epoch) and a shuffle buffer of ``shuffle_buffer``
+    records (default 10000), see :meth:`stream_order` and docs/sources.md
+    (memory: the buffered records and 2 bits per record in the reader).
     """
 
     kind = "reader"

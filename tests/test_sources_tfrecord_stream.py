@@ -239,3 +239,24 @@ def test_options_are_checked(data):
         fastq.sources.TFRecord(data["paths"], index=False, shuffle_buffer=0)
     with pytest.raises(ValueError, match="only with index=False"):
         fastq.sources.TFRecord(data["paths"]).stream_order(0, 0)
+
+
+def test_hold_cap_fallback_reads_the_same_records(data):
+    """With the hold table capped at 2 records the cursor cannot keep the
+    shuffle buffer's records: they are read by walking their shard from its
+    start.  Same order and contents as TF's reader, fewer records held."""
+    ref = tf_reference(data["paths"])
+    src = fastq.sources.TFRecord(data["paths"], index=False, shuffle_buffer=BUF, features=FEATS)
+    src._stream_args = src._stream_args[:-1] + (2,)  # hold_cap
+    with fastq.Pipeline(src, ops=CHAIN, batch_size=4, drop_remainder=False, seed=6, shuffle=True, workers=2,
+                        return_index=True) as p:
+        out = [tuple(np.array(a) for a in b) for b in p]
+        st = src.stream_stats()
+    idx = cat(out, 3)
+    assert idx.tolist() == model_order([PER] * SHARDS, 6, 0, BUF)
+    np.testing.assert_array_equal(cat(out, 1), [ref[i]["image/class/label"] for i in idx])
+    np.testing.assert_array_equal(cat(out, 2), np.stack([ref[i]["image/object/bbox/xmin"] for i in idx]))
+    assert st["max_held"] <= 2 and st["random"] > 0 and st["streamed"] + st["random"] == N, st
+    full = run(fastq.sources.TFRecord(data["paths"], index=False, shuffle_buffer=BUF), seed=6, shuffle=True,
+               workers=1)
+    assert cat(out, 0).tobytes() == cat(full, 0).tobytes()
