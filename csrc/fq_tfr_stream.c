@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "fq_crc32c.h"
 
 static uint64_t le64(const uint8_t *p)
@@ -53,16 +55,26 @@ static int pread_full(int fd, uint8_t *dst, size_t n, uint64_t off, size_t *got)
     return 0;
 }
 
-/* One shard opened for framing walks: a file (fd, size) or a buffer. */
+/* One shard opened for framing walks: a file (fd, size), a buffer, or a
+ * compressed file inflated incrementally (gz: zlib window bits, 31 for GZIP,
+ * 15 for ZLIB; only forward reads: pos >= upos). */
+#define GZ_IN 65536
 typedef struct shard_src {
     const char *path;
     const uint8_t *mem;
     int fd;
-    uint64_t size;
+    uint64_t size; /* UINT64_MAX for a compressed shard (unknown) */
+    int gz;
+    z_stream zs;
+    int zinit, in_eof, ended;
+    uint64_t in_off, upos;
+    uint8_t *in;
+    char zerr[96]; /* "" or why the compressed stream stopped early */
 } shard_src;
 
-static int src_open(shard_src *s, const char *path, const uint8_t *mem, size_t mem_len, fq_err *err)
+static int src_open(shard_src *s, const char *path, const uint8_t *mem, size_t mem_len, int gz, fq_err *err)
 {
+    memset(s, 0, sizeof *s);
     s->path = path;
     s->mem = mem;
     s->fd = -1;
@@ -83,29 +95,150 @@ static int src_open(shard_src *s, const char *path, const uint8_t *mem, size_t m
 #ifdef POSIX_FADV_SEQUENTIAL
     (void)posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL); /* advisory only */
 #endif
+    if (gz) {
+        s->gz = gz;
+        s->size = UINT64_MAX;
+        s->in = malloc(GZ_IN);
+        if (!s->in || inflateInit2(&s->zs, gz) != Z_OK) {
+            free(s->in);
+            s->in = NULL;
+            (void)close(s->fd);
+            s->fd = -1;
+            return fq_set_err(err, FQ_E_NOMEM, "cannot start inflating '%s'", path);
+        }
+        s->zinit = 1;
+    }
     return FQ_OK;
 }
 
 static int src_close(shard_src *s, fq_err *err)
 {
     int rc = FQ_OK;
+    if (s->zinit)
+        (void)inflateEnd(&s->zs);
+    s->zinit = 0;
+    free(s->in);
+    s->in = NULL;
     if (s->fd >= 0 && close(s->fd) != 0)
         rc = errno_msg(err, errno, "close failed on", s->path);
     s->fd = -1;
     return rc;
 }
 
+/* Inflate the next n bytes into out (NULL: discard).  *got < n at the end of
+ * the data: s->ended for a clean end, s->zerr set for a truncated or corrupt
+ * compressed stream.  Errors: I/O only. */
+static int gz_next(shard_src *s, uint8_t *out, size_t n, size_t *got, fq_err *err)
+{
+    uint8_t scratch[16384];
+    size_t done = 0;
+    while (done < n && !s->ended && !s->zerr[0]) {
+        if (s->zs.avail_in == 0 && !s->in_eof) {
+            ssize_t r;
+            do {
+                r = pread(s->fd, s->in, GZ_IN, (off_t)s->in_off);
+            } while (r < 0 && errno == EINTR);
+            if (r < 0)
+                return errno_msg(err, errno, "read failed in TFRecord shard", s->path);
+            s->in_off += (uint64_t)r;
+            s->in_eof = r == 0;
+            s->zs.next_in = s->in;
+            s->zs.avail_in = (uInt)r;
+        }
+        if (s->zs.avail_in == 0 && s->in_eof) {
+            snprintf(s->zerr, sizeof s->zerr, "truncated %s stream", s->gz == 31 ? "GZIP" : "ZLIB");
+            break;
+        }
+        size_t want = n - done;
+        uint8_t *dst = out ? out + done : scratch;
+        if (!out && want > sizeof scratch)
+            want = sizeof scratch;
+        if (want > (1u << 30))
+            want = 1u << 30;
+        s->zs.next_out = dst;
+        s->zs.avail_out = (uInt)want;
+        int zr = inflate(&s->zs, Z_NO_FLUSH);
+        size_t made = want - s->zs.avail_out;
+        done += made;
+        s->upos += made;
+        if (zr == Z_STREAM_END) {
+            if (s->gz != 31) {
+                s->ended = 1;
+                break;
+            }
+            /* GZIP: another member may follow (as TF's reader accepts) */
+            if (s->zs.avail_in == 0 && !s->in_eof) {
+                ssize_t r;
+                do {
+                    r = pread(s->fd, s->in, GZ_IN, (off_t)s->in_off);
+                } while (r < 0 && errno == EINTR);
+                if (r < 0)
+                    return errno_msg(err, errno, "read failed in TFRecord shard", s->path);
+                s->in_off += (uint64_t)r;
+                s->in_eof = r == 0;
+                s->zs.next_in = s->in;
+                s->zs.avail_in = (uInt)r;
+            }
+            if (s->zs.avail_in == 0) {
+                s->ended = 1;
+                break;
+            }
+            if (inflateReset(&s->zs) != Z_OK) {
+                snprintf(s->zerr, sizeof s->zerr, "corrupt GZIP stream (reset failed)");
+                break;
+            }
+        } else if (zr != Z_OK && !(zr == Z_BUF_ERROR && s->zs.avail_in == 0)) {
+            snprintf(s->zerr, sizeof s->zerr, "corrupt %s stream: %s", s->gz == 31 ? "GZIP" : "ZLIB",
+                     s->zs.msg ? s->zs.msg : "inflate failed");
+            break;
+        }
+    }
+    *got = done;
+    return FQ_OK;
+}
+
+/* n bytes at uncompressed offset pos (>= upos) of a compressed shard. */
+static int gz_at(shard_src *s, uint64_t pos, uint8_t *out, size_t n, size_t *got, fq_err *err)
+{
+    *got = 0;
+    if (pos < s->upos)
+        return fq_set_err(err, FQ_E_INVALID, "compressed shard '%s' read backwards", s->path);
+    while (s->upos < pos) {
+        uint64_t skip = pos - s->upos;
+        size_t g;
+        int rc = gz_next(s, NULL, skip > (1u << 30) ? (1u << 30) : (size_t)skip, &g, err);
+        if (rc != FQ_OK)
+            return rc;
+        if (g == 0)
+            return FQ_OK;
+    }
+    return gz_next(s, out, n, got, err);
+}
+
 /* The header of the record at pos: FQ_OK with *len (length CRC verified and
  * the record within the shard); FQ_E_IO for a framing error (message names the
- * offset); an I/O error otherwise. */
+ * offset); an I/O error otherwise.  *framing: the error is a framing error. */
 static int src_header(shard_src *s, uint64_t pos, uint64_t *len, int *framing, fq_err *err)
 {
     uint8_t h[12];
     *framing = 1;
-    if (pos > s->size || s->size - pos < 12)
+    if (s->gz) {
+        size_t got;
+        *framing = 0;
+        int rc = gz_at(s, pos, h, 12, &got, err);
+        if (rc != FQ_OK)
+            return rc;
+        *framing = 1;
+        if (got < 12) {
+            if (s->zerr[0])
+                return fq_set_err(err, FQ_E_IO, "%s (at uncompressed offset %llu)", s->zerr, (unsigned long long)pos);
+            return fq_set_err(err, FQ_E_IO, "truncated shard: a %zu-byte partial record header at offset %llu", got,
+                              (unsigned long long)pos);
+        }
+    } else if (pos > s->size || s->size - pos < 12) {
         return fq_set_err(err, FQ_E_IO, "truncated shard: a %llu-byte partial record header at offset %llu",
                           (unsigned long long)(pos > s->size ? 0 : s->size - pos), (unsigned long long)pos);
-    if (s->mem) {
+    } else if (s->mem) {
         memcpy(h, s->mem + pos, 12);
     } else {
         size_t got;
@@ -133,6 +266,30 @@ static int src_header(shard_src *s, uint64_t pos, uint64_t *len, int *framing, f
     return FQ_OK;
 }
 
+/* Compressed shard: skip the record's data + CRC (count walk). */
+static int gz_skip_data(shard_src *s, uint64_t pos, uint64_t len, fq_err *tail, fq_err *err)
+{
+    uint64_t end = pos + 12 + len + 4;
+    while (s->upos < end) {
+        uint64_t left = end - s->upos;
+        size_t g;
+        int rc = gz_next(s, NULL, left > (1u << 30) ? (1u << 30) : (size_t)left, &g, err);
+        if (rc != FQ_OK)
+            return rc;
+        if (g == 0) {
+            if (s->zerr[0])
+                fq_set_err(tail, FQ_E_IO, "%s (inside the record at uncompressed offset %llu)", s->zerr,
+                           (unsigned long long)pos);
+            else
+                fq_set_err(tail, FQ_E_IO,
+                           "truncated shard: the record at offset %llu has %llu data bytes but the shard ends first",
+                           (unsigned long long)pos, (unsigned long long)len);
+            return FQ_E_IO;
+        }
+    }
+    return FQ_OK;
+}
+
 /* Data + data CRC (len + 4 bytes) of the record whose header is at pos into
  * *buf (grown as needed). */
 static int src_data(shard_src *s, uint64_t pos, uint64_t len, uint8_t **buf, size_t *cap, uint64_t *nread,
@@ -152,6 +309,16 @@ static int src_data(shard_src *s, uint64_t pos, uint64_t len, uint8_t **buf, siz
         return FQ_OK;
     }
     size_t got;
+    if (s->gz) {
+        int rc = gz_at(s, pos + 12, *buf, need, &got, err);
+        if (rc != FQ_OK)
+            return rc;
+        *nread += got + 12;
+        if (got < need)
+            return fq_set_err(err, FQ_E_IO, "%s in the record at uncompressed offset %llu",
+                              s->zerr[0] ? s->zerr : "the shard ends", (unsigned long long)pos);
+        return FQ_OK;
+    }
     if (pread_full(s->fd, *buf, need, pos + 12, &got) != 0)
         return errno_msg(err, errno, "read failed in TFRecord shard", s->path);
     *nread += got + 12;
@@ -161,12 +328,13 @@ static int src_data(shard_src *s, uint64_t pos, uint64_t len, uint8_t **buf, siz
     return FQ_OK;
 }
 
-int fq_tfr_count(const char *path, const uint8_t *mem, size_t mem_len, int64_t *n, fq_err *tail, fq_err *err)
+int fq_tfr_count(const char *path, const uint8_t *mem, size_t mem_len, int gz, int64_t *n, fq_err *tail,
+                 fq_err *err)
 {
     *n = 0;
     fq_clear_err(tail);
     shard_src s;
-    int rc = src_open(&s, path, mem, mem_len, err);
+    int rc = src_open(&s, path, mem, mem_len, gz, err);
     if (rc != FQ_OK)
         return rc;
     uint64_t pos = 0;
@@ -178,12 +346,19 @@ int fq_tfr_count(const char *path, const uint8_t *mem, size_t mem_len, int64_t *
         fq_clear_err(&e);
         int hr = src_header(&s, pos, &len, &framing, &e);
         if (hr != FQ_OK && framing) {
+            if (s.gz && s.ended && !s.zerr[0] && s.upos == pos)
+                break; /* clean end of the compressed data exactly at a record boundary */
             *tail = e;
             break;
         }
         if (hr != FQ_OK) {
             *err = e;
             rc = hr;
+            break;
+        }
+        if (s.gz && gz_skip_data(&s, pos, len, tail, err) != FQ_OK) {
+            if (tail->code == FQ_OK)
+                rc = err->code;
             break;
         }
         cnt++;
@@ -367,7 +542,7 @@ static int cursor_take(fq_tfs *t, int s, int64_t r, uint8_t **buf, size_t *cap, 
         return 0;
     if (!c->open) {
         int o = src_open(&c->src, t->c.paths[s], t->c.mem ? t->c.mem[s] : NULL, t->c.mem_len ? t->c.mem_len[s] : 0,
-                         err);
+                         t->c.gz, err);
         if (o != FQ_OK) {
             c->dead = 1;
             *rc = o;
@@ -423,7 +598,8 @@ static int random_read(fq_tfs *t, int s, int64_t r, uint8_t **buf, size_t *cap, 
                        fq_err *err)
 {
     shard_src src;
-    int rc = src_open(&src, t->c.paths[s], t->c.mem ? t->c.mem[s] : NULL, t->c.mem_len ? t->c.mem_len[s] : 0, err);
+    int rc = src_open(&src, t->c.paths[s], t->c.mem ? t->c.mem[s] : NULL, t->c.mem_len ? t->c.mem_len[s] : 0,
+                      t->c.gz, err);
     if (rc != FQ_OK)
         return rc;
     uint64_t pos = 0, len = 0;
@@ -511,6 +687,8 @@ int fq_tfs_create(const fq_tfs_config *cfg, fq_tfs **out, const fq_sample_reader
     *reader = NULL;
     if (cfg->n_shards < 1 || !cfg->paths || !cfg->tail_msg || !cfg->count || cfg->hold_cap < 1)
         return fq_set_err(err, FQ_E_INVALID, "TFRecord stream reader without shards");
+    if (cfg->gz != 0 && cfg->gz != 15 && cfg->gz != 31)
+        return fq_set_err(err, FQ_E_INVALID, "bad compression (zlib window bits %d)", cfg->gz);
     if (cfg->n_extra < 0 || cfg->n_extra > FQ_IMGTASK_MAX_EXTRA)
         return fq_set_err(err, FQ_E_INVALID, "bad TFRecord extra outputs");
     if (cfg->n_feats < 1 || cfg->n_feats > FQ_TFR_MAX_FEATURES || cfg->image < 0 || cfg->image >= cfg->n_feats ||

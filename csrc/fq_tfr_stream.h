@@ -40,11 +40,13 @@
 extern "C" {
 #endif
 
-/* Records in one shard (a file, or a buffer when mem != NULL), framing walked
+/* Records in one shard (a file, or a buffer when mem != NULL, or with gz = 31
+ * (GZIP) / 15 (ZLIB) a compressed file inflated as a stream), framing walked
  * and length CRCs verified, nothing kept.  Like fq_tfr_scan: a framing error
  * ends the walk (tail->code != FQ_OK, *n = records before it); an I/O failure
  * is an error. */
-int fq_tfr_count(const char *path, const uint8_t *mem, size_t mem_len, int64_t *n, fq_err *tail, fq_err *err);
+int fq_tfr_count(const char *path, const uint8_t *mem, size_t mem_len, int gz, int64_t *n, fq_err *tail,
+                 fq_err *err);
 
 typedef struct fq_tfs_config {
     int n_shards;
@@ -58,6 +60,7 @@ typedef struct fq_tfs_config {
     int image;
     const size_t *extra_offset;
     int64_t hold_cap;            /* most records held read-ahead (>= 1) */
+    int gz;                      /* 0, or zlib window bits: 31 GZIP / 15 ZLIB shards, inflated as a stream */
     int n_extra;                 /* the sample reader's outputs after the image */
     size_t extra_sizes[FQ_IMGTASK_MAX_EXTRA];
 } fq_tfs_config;

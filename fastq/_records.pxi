@@ -556,6 +556,7 @@ cdef extern from "fq_tfr_stream.h" nogil:
         int image
         const size_t *extra_offset
         int64_t hold_cap
+        int gz
         int n_extra
         size_t extra_sizes[16]
     ctypedef struct fq_tfs:
@@ -564,15 +565,17 @@ cdef extern from "fq_tfr_stream.h" nogil:
         int64_t streamed
         int64_t random
         int64_t max_held
-    int fq_tfr_count(const char *path, const uint8_t *mem, size_t mem_len, int64_t *n, fq_err *tail, fq_err *err)
+    int fq_tfr_count(const char *path, const uint8_t *mem, size_t mem_len, int gz, int64_t *n, fq_err *tail,
+                     fq_err *err)
     int fq_tfs_create(const fq_tfs_config *cfg, fq_tfs **out, const fq_sample_reader **reader, fq_err *err)
     void fq_tfs_free(fq_tfs *t)
     void fq_tfs_get_stats(fq_tfs *t, fq_tfs_stats *st)
 
 
-def tfrecord_count(path, data=None):
-    """Records in one TFRecord shard (a file, or its contents in `data`): the
-    framing is walked (length CRCs verified), no offsets are kept.  Returns
+def tfrecord_count(path, data=None, int gz=0):
+    """Records in one TFRecord shard (a file, or its contents in `data`; gz:
+    31 / 15 for a GZIP / ZLIB file, inflated as a stream): the framing is
+    walked (length CRCs verified), no offsets are kept.  Returns
     (count, tail) with tail None or the (code, message) of the framing error
     that ended the walk early."""
     cdef bytes bpath = os.fsencode(path)
@@ -590,7 +593,7 @@ def tfrecord_count(path, data=None):
         mem_len = mv.shape[0]
         mem = &mv[0] if mem_len else <const uint8_t *>cpath
     with nogil:
-        rc = fq_tfr_count(cpath, mem, mem_len, &n, &tail, &err)
+        rc = fq_tfr_count(cpath, mem, mem_len, gz, &n, &tail, &err)
     if rc != 0:
         raise_fq_error(&err)
     return n, (None if tail.code == 0 else (tail.code, tail.msg.decode("utf-8", "replace")))
@@ -658,11 +661,13 @@ cdef class TFRecordStreamReader:
         self._mem = NULL
         self._mem_len = NULL
 
-    def __init__(self, list paths, list mems, list tails, counts, list features, int image, int64_t hold_cap):
+    def __init__(self, list paths, list mems, list tails, counts, list features, int image, int64_t hold_cap,
+                 int gz=0):
         """paths (bytes), mems (None or in-memory contents), tails (b"" or the
         framing error) per shard; counts: samples per shard (records, + 1 when
         the shard has a framing error); features: [(key, kind, count)] with
-        features[image] the encoded image; hold_cap: most records held."""
+        features[image] the encoded image; hold_cap: most records held; gz:
+        0, or 31 / 15 for GZIP / ZLIB shards inflated as a stream."""
         cdef fq_tfs_config cfg
         cdef fq_err err
         cdef int s, ns = len(paths)
@@ -711,6 +716,7 @@ cdef class TFRecordStreamReader:
         cfg.image = image
         cfg.extra_offset = self.extra_offset
         cfg.hold_cap = hold_cap
+        cfg.gz = gz
         self._keep = keep
         with nogil:
             rc = fq_tfs_create(&cfg, &self.t, &self.sr, &err)

@@ -294,9 +294,10 @@ class TFRecord(ImageSource):
     ``cache_index=False`` disables it).
 
     ``compression``: None / ``"GZIP"`` / ``"ZLIB"`` (TF's ``compression_type``).
-    Compressed shards cannot be read at random offsets: each one is
-    decompressed into memory when the source is built (memory cost: the
-    uncompressed size of all shards) and read from there.
+    Compressed shards cannot be read at random offsets: with an index each one
+    is decompressed into memory when the source is built (memory cost: the
+    uncompressed size of all shards) and read from there; with
+    ``index=False`` they are inflated as a stream by the reader.
 
     ``io_threads`` > 0: that many threads read records up to ``read_ahead``
     samples ahead of the decoding workers (for slow storage).
@@ -400,16 +401,13 @@ class TFRecord(ImageSource):
         """index=False: per shard only its record count (a framing walk that
         keeps no offsets); the records are read by sequential cursors."""
         from fastq import _image
+        gz = {None: 0, "GZIP": 31, "ZLIB": 15}[self.compression]  # compressed shards: inflated as a stream
         counts, mems, tails = [], [], []
         for path in self.paths:
-            mem, tail = None, ""
-            if self.compression:
-                mem, tail = _decompress(path, self.compression)
-            n, t = _image.tfrecord_count(path, mem)
-            if t is not None:
-                tail = t[1] + (f" ({tail})" if tail else "")
+            n, t = _image.tfrecord_count(path, None, gz)
+            tail = t[1] if t is not None else ""
             counts.append(n + (1 if tail else 0))  # the break is one failing sample
-            mems.append(mem)
+            mems.append(None)
             tails.append(tail.encode())
         self.record_counts = np.asarray(counts, np.int64)
         self._base = np.concatenate([[0], np.cumsum(self.record_counts)]).astype(np.int64)
@@ -417,7 +415,8 @@ class TFRecord(ImageSource):
             raise ValueError(f"TFRecord: the shards hold no records: {self.paths}")
         # held records: the shuffle buffer + what the workers and the read-ahead claim out of order
         hold_cap = self.shuffle_buffer + int(self.read_ahead) + 1024
-        self._stream_args = ([os.fsencode(p) for p in self.paths], mems, tails, self.record_counts, feats, 0, hold_cap)
+        self._stream_args = ([os.fsencode(p) for p in self.paths], mems, tails, self.record_counts, feats, 0, hold_cap,
+                             gz)
         ImageSource.__init__(self, _image.TFRecordStreamReader(*self._stream_args), None)
 
     def stream_order(self, seed, epoch, shuffle=True):

@@ -247,7 +247,7 @@ def test_hold_cap_fallback_reads_the_same_records(data):
     start.  Same order and contents as TF's reader, fewer records held."""
     ref = tf_reference(data["paths"])
     src = fastq.sources.TFRecord(data["paths"], index=False, shuffle_buffer=BUF, features=FEATS)
-    src._stream_args = src._stream_args[:-1] + (2,)  # hold_cap
+    src._stream_args = src._stream_args[:-2] + (2, 0)  # hold_cap, uncompressed
     with fastq.Pipeline(src, ops=CHAIN, batch_size=4, drop_remainder=False, seed=6, shuffle=True, workers=2,
                         return_index=True) as p:
         out = [tuple(np.array(a) for a in b) for b in p]
@@ -260,3 +260,55 @@ def test_hold_cap_fallback_reads_the_same_records(data):
     full = run(fastq.sources.TFRecord(data["paths"], index=False, shuffle_buffer=BUF), seed=6, shuffle=True,
                workers=1)
     assert cat(out, 0).tobytes() == cat(full, 0).tobytes()
+
+
+def test_gzip_and_zlib_shards_are_inflated_as_a_stream(data, tmp_path):
+    """index=False reads GZIP / ZLIB shards by inflating them incrementally
+    (nothing is decompressed up front): same records as TF's reader; a
+    multi-member GZIP file (as `cat a.gz b.gz` makes) reads as one shard; a
+    truncated or corrupt compressed stream keeps the records before it and is
+    one failing sample naming the shard."""
+    zl = [_write(str(tmp_path), f"z{s}", [r.numpy() for r in tf.data.TFRecordDataset([p])], "ZLIB")
+          for s, p in enumerate(data["paths"])]
+    for comp, paths in (("GZIP", data["gz"]), ("ZLIB", zl)):
+        ref = tf_reference(paths, comp)
+        src = fastq.sources.TFRecord(paths, index=False, shuffle_buffer=BUF, compression=comp, features=FEATS)
+        assert src._stream_args[1] == [None] * SHARDS  # no shard held in memory
+        assert src.record_counts.tolist() == [PER] * SHARDS
+        out = run(src, seed=8, shuffle=True, workers=2, return_index=True)
+        idx = cat(out, 3)
+        assert idx.tolist() == model_order([PER] * SHARDS, 8, 0, BUF)
+        np.testing.assert_array_equal(cat(out, 1), [ref[i]["image/class/label"] for i in idx])
+        np.testing.assert_array_equal(cat(out, 2), np.stack([ref[i]["image/object/bbox/xmin"] for i in idx]))
+    multi = str(tmp_path / "multi.gz")
+    with open(multi, "wb") as f:
+        for p in data["gz"][:2]:
+            with open(p, "rb") as g:
+                f.write(g.read())
+    ref = tf_reference([multi], "GZIP")
+    src = fastq.sources.TFRecord([multi], index=False, compression="GZIP", shuffle_buffer=3)
+    assert len(src) == len(ref) == 2 * PER
+    out = run(src, seed=1, shuffle=True, workers=2, return_index=True)
+    np.testing.assert_array_equal(cat(out, 1), [ref[i]["image/class/label"] for i in cat(out, 2)])
+    cut = str(tmp_path / "cut.gz")
+    with open(data["gz"][0], "rb") as g:
+        raw = g.read()
+    with open(cut, "wb") as f:
+        f.write(raw[:len(raw) * 2 // 3])
+    with pytest.raises(tf.errors.DataLossError):
+        list(tf.data.TFRecordDataset([cut], compression_type="GZIP"))
+    src = fastq.sources.TFRecord([cut], index=False, compression="GZIP", shuffle_buffer=3)
+    k = len(src) - 1
+    assert 0 < k < PER
+    with pytest.raises(errors.ReadError) as ei:
+        run(src.shard(len(src), k), workers=1, batch_size=1)
+    assert f"shard '{cut}', record {k}" in str(ei.value) and "truncated GZIP stream" in str(ei.value)
+    with fastq.Pipeline(src, ops=CHAIN, batch_size=2, on_error="skip", drop_remainder=False) as p:
+        assert sum(len(b[0]) for b in p) == len(src) and p.stats()["skipped"] == 1
+    bad = str(tmp_path / "bad.gz")
+    with open(bad, "wb") as f:
+        f.write(raw[:len(raw) // 2] + bytes(b ^ 0x55 for b in raw[len(raw) // 2:len(raw) // 2 + 64])
+                + raw[len(raw) // 2 + 64:])
+    src = fastq.sources.TFRecord([bad], index=False, compression="GZIP", shuffle_buffer=3)
+    with fastq.Pipeline(src, ops=CHAIN, batch_size=2, on_error="skip", drop_remainder=False) as p:
+        assert sum(len(b[0]) for b in p) == len(src) and p.stats()["skipped"] >= 1
