@@ -539,3 +539,224 @@ cdef class ReadAhead:
         cdef fq_ra_stats st
         fq_ra_get_stats(self.ra, &st)
         return {"read_ahead": st.ahead, "read_direct": st.direct}
+
+
+# ------------------------------------------------- TFRecord as a stream (no index)
+
+cdef extern from "fq_tfr_stream.h" nogil:
+    ctypedef struct fq_tfs_config:
+        int n_shards
+        const char *const *paths
+        const uint8_t *const *mem
+        const size_t *mem_len
+        const char *const *tail_msg
+        const int64_t *count
+        const fq_tfr_feature *feats
+        int n_feats
+        int image
+        const size_t *extra_offset
+        int64_t hold_cap
+        int gz
+        int n_extra
+        size_t extra_sizes[16]
+    ctypedef struct fq_tfs:
+        pass
+    ctypedef struct fq_tfs_stats:
+        int64_t streamed
+        int64_t random
+        int64_t max_held
+    int fq_tfr_count(const char *path, const uint8_t *mem, size_t mem_len, int gz, int64_t *n, fq_err *tail,
+                     fq_err *err)
+    int fq_tfs_create(const fq_tfs_config *cfg, fq_tfs **out, const fq_sample_reader **reader, fq_err *err)
+    void fq_tfs_free(fq_tfs *t)
+    void fq_tfs_get_stats(fq_tfs *t, fq_tfs_stats *st)
+
+
+def tfrecord_count(path, data=None, int gz=0):
+    """Records in one TFRecord shard (a file, or its contents in `data`; gz:
+    31 / 15 for a GZIP / ZLIB file, inflated as a stream): the framing is
+    walked (length CRCs verified), no offsets are kept.  Returns
+    (count, tail) with tail None or the (code, message) of the framing error
+    that ended the walk early."""
+    cdef bytes bpath = os.fsencode(path)
+    cdef const char *cpath = bpath
+    cdef const uint8_t[::1] mv
+    cdef const uint8_t *mem = NULL
+    cdef size_t mem_len = 0
+    cdef int64_t n = 0
+    cdef fq_err tail, err
+    cdef int rc
+    memset(&err, 0, sizeof(err))
+    memset(&tail, 0, sizeof(tail))
+    if data is not None:
+        mv = memoryview(data).cast("B")
+        mem_len = mv.shape[0]
+        mem = &mv[0] if mem_len else <const uint8_t *>cpath
+    with nogil:
+        rc = fq_tfr_count(cpath, mem, mem_len, gz, &n, &tail, &err)
+    if rc != 0:
+        raise_fq_error(&err)
+    return n, (None if tail.code == 0 else (tail.code, tail.msg.decode("utf-8", "replace")))
+
+
+def shuffle_buffer_apply(stream, fill_draws, drain_draws):
+    """The shuffle-buffer walk over `stream` (int64) with a buffer of
+    B = len(drain_draws) records: fill it with the first B; then for each later
+    record t emit buf[fill_draws[t]] and put the record in its place; then
+    drain: emit buf[drain_draws[k]] and move the last record into its place.
+    Returns the emitted order (int64)."""
+    cdef const int64_t[::1] st = np.ascontiguousarray(stream, np.int64)
+    cdef const int64_t[::1] fd = np.ascontiguousarray(fill_draws, np.int64)
+    cdef const int64_t[::1] dd = np.ascontiguousarray(drain_draws, np.int64)
+    cdef int64_t n = st.shape[0], b = dd.shape[0], i, j, m, o = 0
+    if b > n or fd.shape[0] != n - b or (n > 0 and b < 1):
+        raise ValueError("shuffle_buffer_apply: inconsistent sizes")
+    out = np.empty(n, np.int64)
+    buf = np.empty(max(b, 1), np.int64)
+    cdef int64_t[::1] ov = out
+    cdef int64_t[::1] bv = buf
+    with nogil:
+        for i in range(b):
+            bv[i] = st[i]
+        for i in range(n - b):
+            j = fd[i]
+            if j < 0 or j >= b:
+                o = -1
+                break
+            ov[i] = bv[j]
+            bv[j] = st[b + i]
+        if o == 0:
+            for i in range(b):
+                m = b - i
+                j = dd[i]
+                if j < 0 or j >= m:
+                    o = -1
+                    break
+                ov[n - b + i] = bv[j]
+                bv[j] = bv[m - 1]
+    if o != 0:
+        raise ValueError("shuffle_buffer_apply: a draw is out of range")
+    return out
+
+
+cdef class TFRecordStreamReader:
+    """The native stream reader over TFRecord shards without a record index
+    (csrc/fq_tfr_stream.h; see fastq.dataset_sources.TFRecord(index=False))."""
+    cdef fq_tfs *t
+    cdef const fq_sample_reader *sr
+    cdef fq_tfr_feature feats[16]
+    cdef size_t extra_offset[16]
+    cdef const char **_paths
+    cdef const char **_tails
+    cdef const uint8_t **_mem
+    cdef size_t *_mem_len
+    cdef object _keep
+    cdef object __weakref__
+    cdef readonly int64_t n
+
+    def __cinit__(self):
+        self.t = NULL
+        self._paths = NULL
+        self._tails = NULL
+        self._mem = NULL
+        self._mem_len = NULL
+
+    def __init__(self, list paths, list mems, list tails, counts, list features, int image, int64_t hold_cap,
+                 int gz=0):
+        """paths (bytes), mems (None or in-memory contents), tails (b"" or the
+        framing error) per shard; counts: samples per shard (records, + 1 when
+        the shard has a framing error); features: [(key, kind, count)] with
+        features[image] the encoded image; hold_cap: most records held; gz:
+        0, or 31 / 15 for GZIP / ZLIB shards inflated as a stream."""
+        cdef fq_tfs_config cfg
+        cdef fq_err err
+        cdef int s, ns = len(paths)
+        cdef const uint8_t[::1] mv
+        cdef size_t off = 0
+        cdef int rc
+        memset(&cfg, 0, sizeof(cfg))
+        memset(&err, 0, sizeof(err))
+        if len(mems) != ns or len(tails) != ns or len(counts) != ns:
+            raise ValueError("TFRecordStreamReader: one mem, tail and count per shard")
+        keep = []
+        self._paths = <const char **>calloc(max(ns, 1), sizeof(char *))
+        self._tails = <const char **>calloc(max(ns, 1), sizeof(char *))
+        self._mem = <const uint8_t **>calloc(max(ns, 1), sizeof(uint8_t *))
+        self._mem_len = <size_t *>calloc(max(ns, 1), sizeof(size_t))
+        if self._paths == NULL or self._tails == NULL or self._mem == NULL or self._mem_len == NULL:
+            raise MemoryError()
+        for s in range(ns):
+            keep.append(paths[s])
+            self._paths[s] = <const char *>paths[s]
+            keep.append(tails[s])
+            self._tails[s] = <const char *>tails[s]
+            if mems[s] is not None:
+                mv = memoryview(mems[s]).cast("B")
+                keep.append(mv)
+                self._mem_len[s] = mv.shape[0]
+                self._mem[s] = &mv[0] if mv.shape[0] else <const uint8_t *>self._paths[s]
+        carr = np.ascontiguousarray(counts, np.int64)
+        keep.append(carr)
+        _fill_features(features, self.feats, keep)
+        for k, (_, kind, count) in enumerate(features):
+            self.extra_offset[k] = off
+            if k != image:
+                size = count * (4 if kind == "float32" else 8)
+                cfg.extra_sizes[cfg.n_extra] = size
+                cfg.n_extra += 1
+                off += size
+        cfg.n_shards = ns
+        cfg.paths = self._paths
+        cfg.mem = self._mem
+        cfg.mem_len = self._mem_len
+        cfg.tail_msg = self._tails
+        cfg.count = <const int64_t *>(<cnp.ndarray>carr).data
+        cfg.feats = self.feats
+        cfg.n_feats = len(features)
+        cfg.image = image
+        cfg.extra_offset = self.extra_offset
+        cfg.hold_cap = hold_cap
+        cfg.gz = gz
+        self._keep = keep
+        with nogil:
+            rc = fq_tfs_create(&cfg, &self.t, &self.sr, &err)
+        if rc != 0:
+            raise_fq_error(&err)
+        self.n = int(carr.sum())
+
+    def __dealloc__(self):
+        if self.t != NULL:
+            with nogil:
+                fq_tfs_free(self.t)
+        free(self._paths)
+        free(self._tails)
+        free(self._mem)
+        free(self._mem_len)
+
+    def __len__(self):
+        return self.n
+
+    def sample_reader_address(self):
+        return <size_t>self.sr
+
+    def set_order(self, order):
+        """Start a run over `order` (what fq_imgtask_set_epoch does for a reader
+        it holds directly; needed when a ReadAhead wraps this reader).  Never
+        while reads of this reader's pipeline run."""
+        cdef const int64_t[::1] ov = np.ascontiguousarray(order, np.int64)
+        cdef int64_t n = ov.shape[0]
+        cdef int64_t dummy = 0
+        cdef fq_err err
+        cdef int rc
+        memset(&err, 0, sizeof(err))
+        rc = self.sr.set_order(self.sr.reader, &ov[0] if n else &dummy, n, &err)  # O(n), no I/O
+        if rc != 0:
+            raise_fq_error(&err)
+
+    def stats(self):
+        """{"streamed": records served by the sequential cursors / hold table,
+        "random": records read by walking a shard from its start,
+        "max_held": most records held at once}."""
+        cdef fq_tfs_stats st
+        fq_tfs_get_stats(self.t, &st)
+        return {"streamed": st.streamed, "random": st.random, "max_held": st.max_held}

@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from fastq.image_sources import Files, ImageSource
+from fastq.image_sources import Files, ImageSource, _ImageBackend
 
 __all__ = ["Folder", "TFRecord", "WebDataset", "IMAGE_EXTENSIONS"]
 
@@ -294,20 +294,38 @@ class TFRecord(ImageSource):
     ``cache_index=False`` disables it).
 
     ``compression``: None / ``"GZIP"`` / ``"ZLIB"`` (TF's ``compression_type``).
-    Compressed shards cannot be read at random offsets: each one is
-    decompressed into memory when the source is built (memory cost: the
-    uncompressed size of all shards) and read from there.
+    Compressed shards cannot be read at random offsets: with an index each one
+    is decompressed into memory when the source is built (memory cost: the
+    uncompressed size of all shards) and read from there; with
+    ``index=False`` they are inflated as a stream by the reader.
 
     ``io_threads`` > 0: that many threads read records up to ``read_ahead``
     samples ahead of the decoding workers (for slow storage).
+
+    ``index=False``: data too large to index.  No record index: each shard's
+    records are counted once (a framing walk that keeps no offsets) and read by
+    a sequential cursor per shard; with ``shuffle=True`` the epoch order is the
+    shards permuted by (seed, epoch) and a shuffle buffer of ``shuffle_buffer``
+    records (default 10000), see :meth:`stream_order` and docs/sources.md
+    (memory: the buffered records and 2 bits per record in the reader).
     """
 
     kind = "reader"
 
     def __init__(self, paths, image_key="image/encoded", label_key="image/class/label", index=None,
-                 compression=None, features=None, index_dir=None, cache_index=True, io_threads=0, read_ahead=64):
+                 compression=None, features=None, index_dir=None, cache_index=True, io_threads=0, read_ahead=64,
+                 shuffle_buffer=None):
         from fastq import _image
         _check_io(io_threads, read_ahead, "TFRecord")
+        self._stream = index is False
+        if shuffle_buffer is not None and not self._stream:
+            raise ValueError("TFRecord: shuffle_buffer= applies to the streaming mode (index=False) only")
+        if self._stream:
+            sb = 10000 if shuffle_buffer is None else shuffle_buffer
+            if not isinstance(sb, int) or isinstance(sb, bool) or not 1 <= sb <= 1 << 24:
+                raise ValueError(f"TFRecord: shuffle_buffer must be an int in [1, 2**24], got {shuffle_buffer!r}")
+            self.shuffle_buffer = sb
+            index = None
         self.io_threads, self.read_ahead = io_threads, read_ahead
         self.paths = _expand_paths(paths, "TFRecord")
         comp = (compression or "").upper()
@@ -336,6 +354,9 @@ class TFRecord(ImageSource):
         self.image_key, self.label_key = image_key, label_key
         self.features = dict(features or {})
 
+        if self._stream:
+            self._init_stream(feats)
+            return
         shard_ids, offsets, lengths, numbers, mems, tails = [], [], [], [], [], []
         for k, path in enumerate(self.paths):
             mem, tail = None, ""
@@ -376,16 +397,105 @@ class TFRecord(ImageSource):
                                        feats, 0)
         super().__init__(reader, None)
 
+    def _init_stream(self, feats):
+        """index=False: per shard only its record count (a framing walk that
+        keeps no offsets); the records are read by sequential cursors."""
+        from fastq import _image
+        gz = {None: 0, "GZIP": 31, "ZLIB": 15}[self.compression]  # compressed shards: inflated as a stream
+        counts, mems, tails = [], [], []
+        for path in self.paths:
+            n, t = _image.tfrecord_count(path, None, gz)
+            tail = t[1] if t is not None else ""
+            counts.append(n + (1 if tail else 0))  # the break is one failing sample
+            mems.append(None)
+            tails.append(tail.encode())
+        self.record_counts = np.asarray(counts, np.int64)
+        self._base = np.concatenate([[0], np.cumsum(self.record_counts)]).astype(np.int64)
+        if self._base[-1] == 0:
+            raise ValueError(f"TFRecord: the shards hold no records: {self.paths}")
+        # held records: the shuffle buffer + what the workers and the read-ahead claim out of order
+        hold_cap = self.shuffle_buffer + int(self.read_ahead) + 1024
+        self._stream_args = ([os.fsencode(p) for p in self.paths], mems, tails, self.record_counts, feats, 0, hold_cap,
+                             gz)
+        ImageSource.__init__(self, _image.TFRecordStreamReader(*self._stream_args), None)
+
+    def stream_order(self, seed, epoch, shuffle=True):
+        """index=False: the epoch order over all records (before shard()): with
+        shuffle, the shards permuted and a shuffle buffer of
+        ``shuffle_buffer`` records, both drawn from (seed, epoch); without,
+        the records in shard order.  See docs/sources.md for the exact rule."""
+        if not self._stream:
+            raise ValueError("TFRecord.stream_order: only with index=False")
+        from fastq import _image
+        counts, base = self.record_counts, self._base
+        if not shuffle:
+            return np.arange(base[-1], dtype=np.int64)
+        rng = np.random.default_rng([int(seed), int(epoch), 0x54465253])  # "TFRS"
+        perm = rng.permutation(len(counts))
+        stream = np.concatenate([np.arange(base[s], base[s + 1], dtype=np.int64) for s in perm])
+        b = min(self.shuffle_buffer, len(stream))
+        fill = rng.integers(0, b, size=len(stream) - b, dtype=np.int64)
+        drain = rng.integers(0, np.arange(b, 0, -1, dtype=np.int64), dtype=np.int64)
+        return _image.shuffle_buffer_apply(stream, fill, drain)
+
+    def _make_backend(self, pipeline, **options):
+        if not self._stream:
+            return super()._make_backend(pipeline, **options)
+        return _StreamBackend(self, pipeline, **options)
+
+    def stream_stats(self):
+        """index=False: {"streamed", "random", "max_held"} of the stream reader
+        of the last pipeline built on this source, while that pipeline exists."""
+        ref = getattr(self, "_last_stream", None)
+        reader = ref() if ref is not None else None
+        return reader.stats() if reader is not None else {}
+
     def path(self, index):
         """The shard that holds sample `index`."""
+        if self._stream:
+            return self.paths[int(np.searchsorted(self._base, index, side="right")) - 1]
         return self.paths[self._shard_of[index]]
 
     def _task_items(self):
-        return _with_read_ahead(self, self._items)
+        if not self._stream:
+            return _with_read_ahead(self, self._items)
+        # the stream reader follows one pipeline's order: a fresh one per pipeline
+        import weakref
+        from fastq import _image
+        reader = _image.TFRecordStreamReader(*self._stream_args)
+        self._last_stream = weakref.ref(reader)
+        return _with_read_ahead(self, reader)
 
     def location(self, index):
         """(shard path, record number inside the shard) of sample `index`."""
+        if self._stream:
+            s = int(np.searchsorted(self._base, index, side="right")) - 1
+            return self.paths[s], int(index - self._base[s])
         return self.path(index), int(self.record_numbers[index])
+
+
+class _StreamBackend(_ImageBackend):
+    """TFRecord(index=False): the epoch order is the stream order (shard
+    permutation + shuffle buffer), restricted to this source's samples."""
+
+    def __init__(self, source, pipeline, **options):
+        super().__init__(source, pipeline, **options)
+        self._stream_reader = source._last_stream()  # made by source._task_items() for this task
+
+    def start(self, ring, run_id, epoch, position=0):
+        # a ReadAhead does not pass the order on to the reader it wraps: tell it here
+        # (before the task's set_epoch, which starts the read-ahead threads on it)
+        self._stream_reader.set_order(self.order(epoch)[position * self.batch_size:])
+        return super().start(ring, run_id, epoch, position)
+
+    def order(self, epoch):
+        src = self.source
+        full = src.stream_order(self.seed, epoch, self.shuffle)
+        if len(src.indices) == src.num_samples:
+            return full
+        mask = np.zeros(src.num_samples, bool)
+        mask[src.indices] = True
+        return full[mask[full]]
 
 
 # --------------------------------------------------------------- WebDataset
