@@ -40,7 +40,7 @@ from setuptools.command.build_ext import build_ext
 
 APT_HINT = (
     "apt-get install -y libopencv-core-dev libopencv-imgproc-dev "
-    "libopencv-imgcodecs-dev libjpeg62-turbo-dev pkg-config"
+    "libopencv-imgcodecs-dev libjpeg62-turbo-dev zlib1g-dev pkg-config"
 )
 VENDORED_HINT = ("or build the static libraries with `bash scripts/build_deps.sh` and set "
                  "FASTQ_VENDORED_PREFIX to the prefix it prints")
@@ -114,12 +114,15 @@ def _find_system():
                              "/usr/include/aarch64-linux-gnu"]
     if not any(os.path.exists(os.path.join(d, "jpeglib.h")) for d in search):
         missing.append("jpeglib.h")
+    # zlib: the TFRecord stream reader inflates GZIP/ZLIB shards (csrc/fq_tfr_stream.c).
+    if not any(os.path.exists(os.path.join(d, "zlib.h")) for d in search):
+        missing.append("zlib.h")
     if missing:
         _fail(["missing native build dependencies: " + ", ".join(missing),
                "On Debian/Ubuntu install them with:\n    " + APT_HINT,
                "(or point FASTQ_INCLUDE_DIRS / FASTQ_OPENCV_INCLUDE / FASTQ_LIBRARY_DIRS at them,",
                " " + VENDORED_HINT + ")"])
-    return include_dirs, library_dirs, ["opencv_imgcodecs", "opencv_imgproc", "opencv_core", "jpeg"]
+    return include_dirs, library_dirs, ["opencv_imgcodecs", "opencv_imgproc", "opencv_core", "jpeg", "z"]
 
 
 def _native():

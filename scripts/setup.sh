@@ -9,7 +9,7 @@ PY=${PYTHON:-python3}
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 # development build: compiler + the system libraries' headers
-APT_PKGS="g++ make pkg-config libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libjpeg62-turbo-dev"
+APT_PKGS="g++ make pkg-config libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libjpeg62-turbo-dev zlib1g-dev"
 # wheel build (scripts/build_deps.sh, build_wheel.sh): libjpeg-turbo's SIMD needs nasm;
 # sources come from the Debian archive through apt-get source; strip/readelf/nm come with binutils
 APT_PKGS="$APT_PKGS nasm xz-utils bzip2 patch binutils util-linux"
