@@ -186,7 +186,7 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
-RECORD_SOURCES = ["csrc/fq_crc32c.c", "csrc/fq_tfrecord.c", "csrc/fq_tfr_stream.c", "csrc/fq_tar.c", "csrc/fq_readahead.c"]
+RECORD_SOURCES = ["csrc/fq_io.c", "csrc/fq_crc32c.c", "csrc/fq_tfrecord.c", "csrc/fq_tfr_stream.c", "csrc/fq_tar.c", "csrc/fq_readahead.c"]
 
 
 def _csrc(prefix, ext):

@@ -245,7 +245,10 @@ static int ra_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uin
         ra_slot *s = &ra->slots[p % ra->depth];
         while (s->state == SLOT_LOADING && s->pos == p)
             (void)pthread_cond_wait(&ra->cv, &ra->mu);
-        if (s->state == SLOT_DONE && s->pos == p) {
+        /* Another worker asking for the same sample (a skip replacement) may have
+         * taken the slot while this one waited: then the slot's buffer is already
+         * theirs, and this worker reads the sample itself. */
+        if (!ra->taken[p] && s->state == SLOT_DONE && s->pos == p) {
             ra->taken[p] = 1;
             int rc = s->rc;
             if (rc == FQ_OK) { /* hand the slot's buffer to the worker, take the worker's in exchange */
@@ -267,8 +270,10 @@ static int ra_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uin
             (void)pthread_mutex_unlock(&ra->mu);
             return rc;
         }
-        ra->taken[p] = 1; /* not loaded yet: read it here; the I/O threads skip it */
-        (void)pthread_cond_broadcast(&ra->cv);
+        if (!ra->taken[p]) {
+            ra->taken[p] = 1; /* not loaded yet: read it here; the I/O threads skip it */
+            (void)pthread_cond_broadcast(&ra->cv);
+        }
     }
     ra->direct++;
     (void)pthread_mutex_unlock(&ra->mu);

@@ -1,6 +1,7 @@
 /* fq_tar.c - see fq_tar.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "fq_tar.h"
+#include "fq_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,33 +13,6 @@
 
 #define BLOCK 512
 #define MAX_META (1u << 20) /* pax / GNU long-name payloads larger than this are refused */
-
-static int errno_msg(fq_err *err, int e, const char *what, const char *path)
-{
-    char eb[128];
-    if (strerror_r(e, eb, sizeof eb) != 0)
-        snprintf(eb, sizeof eb, "errno %d", e);
-    return fq_set_err(err, FQ_E_IO, "%s '%s': %s", what, path, eb);
-}
-
-static int pread_full(int fd, uint8_t *dst, size_t n, uint64_t off, size_t *got)
-{
-    size_t g = 0;
-    while (g < n) {
-        ssize_t r = pread(fd, dst + g, n - g, (off_t)(off + g));
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            *got = g;
-            return -1;
-        }
-        if (r == 0)
-            break;
-        g += (size_t)r;
-    }
-    *got = g;
-    return 0;
-}
 
 /* Numeric header field: octal (NUL/space padded) or GNU base-256. -1 if malformed. */
 static int parse_num(const uint8_t *f, int len, uint64_t *out)
@@ -216,12 +190,12 @@ int fq_tar_scan(const char *path, uint64_t **offsets, uint64_t **sizes, uint8_t 
     fq_clear_err(tail);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return errno_msg(err, errno, "cannot open tar shard", path);
+        return fq_io_errno(err, errno, "cannot open tar shard", path);
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         (void)close(fd);
-        return errno_msg(err, e, "cannot stat tar shard", path);
+        return fq_io_errno(err, e, "cannot stat tar shard", path);
     }
     if (!S_ISREG(st.st_mode)) {
         (void)close(fd);
@@ -244,8 +218,8 @@ int fq_tar_scan(const char *path, uint64_t **offsets, uint64_t **sizes, uint8_t 
                        (unsigned long long)(fsize - pos), (unsigned long long)pos);
             break;
         }
-        if (pread_full(fd, h, BLOCK, pos, &got) != 0) {
-            rc = errno_msg(err, errno, "read failed in tar shard", path);
+        if (fq_pread_full(fd, h, BLOCK, pos, &got) != 0) {
+            rc = fq_io_errno(err, errno, "read failed in tar shard", path);
             break;
         }
         if (got != BLOCK) {
@@ -285,8 +259,8 @@ int fq_tar_scan(const char *path, uint64_t **offsets, uint64_t **sizes, uint8_t 
                 rc = fq_set_err(err, FQ_E_NOMEM, "out of memory reading '%s'", path);
                 break;
             }
-            if (pread_full(fd, (uint8_t *)meta, (size_t)sz, data, &got) != 0) {
-                rc = errno_msg(err, errno, "read failed in tar shard", path);
+            if (fq_pread_full(fd, (uint8_t *)meta, (size_t)sz, data, &got) != 0) {
+                rc = fq_io_errno(err, errno, "read failed in tar shard", path);
                 break;
             }
             if (got != sz) {
@@ -344,7 +318,7 @@ int fq_tar_scan(const char *path, uint64_t **offsets, uint64_t **sizes, uint8_t 
     free(pending_name);
     free(meta);
     if (close(fd) != 0 && rc == FQ_OK)
-        rc = errno_msg(err, errno, "close failed on", path);
+        rc = fq_io_errno(err, errno, "close failed on", path);
     if (rc != FQ_OK) {
         free(m.off);
         free(m.size);
@@ -402,8 +376,8 @@ void fq_tar_describe(void *ctx, int64_t idx, char *out, size_t len)
 static int read_member(int fd, const char *path, uint8_t *dst, uint64_t off, uint64_t size, fq_err *err)
 {
     size_t got;
-    if (pread_full(fd, dst, (size_t)size, off, &got) != 0)
-        return errno_msg(err, errno, "read failed in", path);
+    if (fq_pread_full(fd, dst, (size_t)size, off, &got) != 0)
+        return fq_io_errno(err, errno, "read failed in", path);
     if (got != size)
         return fq_set_err(err, FQ_E_IO, "truncated member at offset %llu: %zu of %llu bytes (shard changed?)",
                           (unsigned long long)off, got, (unsigned long long)size);
@@ -457,7 +431,7 @@ int fq_tar_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return errno_msg(err, errno, "cannot open", path);
+        return fq_io_errno(err, errno, "cannot open", path);
     int rc = read_member(fd, path, *buf, s->c.img_off[idx], isz, err);
     if (rc == FQ_OK && s->c.with_label) {
         uint8_t lab[64];
@@ -472,7 +446,7 @@ int fq_tar_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_
             memcpy(extra, &v, sizeof v);
     }
     if (close(fd) != 0 && rc == FQ_OK)
-        rc = errno_msg(err, errno, "close failed on", path);
+        rc = fq_io_errno(err, errno, "close failed on", path);
     if (rc != FQ_OK)
         return rc;
     *nread = isz + (s->c.with_label ? s->c.lab_size[idx] : 0);

@@ -1,6 +1,7 @@
 /* fq_tfr_stream.c - see fq_tfr_stream.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "fq_tfr_stream.h"
+#include "fq_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,33 +27,6 @@ static uint64_t le64(const uint8_t *p)
 static uint32_t le32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static int errno_msg(fq_err *err, int e, const char *what, const char *path)
-{
-    char eb[128];
-    if (strerror_r(e, eb, sizeof eb) != 0)
-        snprintf(eb, sizeof eb, "errno %d", e);
-    return fq_set_err(err, FQ_E_IO, "%s '%s': %s", what, path, eb);
-}
-
-static int pread_full(int fd, uint8_t *dst, size_t n, uint64_t off, size_t *got)
-{
-    size_t g = 0;
-    while (g < n) {
-        ssize_t r = pread(fd, dst + g, n - g, (off_t)(off + g));
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            *got = g;
-            return -1;
-        }
-        if (r == 0)
-            break;
-        g += (size_t)r;
-    }
-    *got = g;
-    return 0;
 }
 
 /* One shard opened for framing walks: a file (fd, size), a buffer, or a
@@ -83,13 +57,13 @@ static int src_open(shard_src *s, const char *path, const uint8_t *mem, size_t m
         return FQ_OK;
     s->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (s->fd < 0)
-        return errno_msg(err, errno, "cannot open TFRecord shard", path);
+        return fq_io_errno(err, errno, "cannot open TFRecord shard", path);
     struct stat st;
     if (fstat(s->fd, &st) != 0) {
         int e = errno;
         (void)close(s->fd);
         s->fd = -1;
-        return errno_msg(err, e, "cannot stat TFRecord shard", path);
+        return fq_io_errno(err, e, "cannot stat TFRecord shard", path);
     }
     s->size = (uint64_t)st.st_size;
 #ifdef POSIX_FADV_SEQUENTIAL
@@ -120,7 +94,7 @@ static int src_close(shard_src *s, fq_err *err)
     free(s->in);
     s->in = NULL;
     if (s->fd >= 0 && close(s->fd) != 0)
-        rc = errno_msg(err, errno, "close failed on", s->path);
+        rc = fq_io_errno(err, errno, "close failed on", s->path);
     s->fd = -1;
     return rc;
 }
@@ -139,7 +113,7 @@ static int gz_next(shard_src *s, uint8_t *out, size_t n, size_t *got, fq_err *er
                 r = pread(s->fd, s->in, GZ_IN, (off_t)s->in_off);
             } while (r < 0 && errno == EINTR);
             if (r < 0)
-                return errno_msg(err, errno, "read failed in TFRecord shard", s->path);
+                return fq_io_errno(err, errno, "read failed in TFRecord shard", s->path);
             s->in_off += (uint64_t)r;
             s->in_eof = r == 0;
             s->zs.next_in = s->in;
@@ -173,7 +147,7 @@ static int gz_next(shard_src *s, uint8_t *out, size_t n, size_t *got, fq_err *er
                     r = pread(s->fd, s->in, GZ_IN, (off_t)s->in_off);
                 } while (r < 0 && errno == EINTR);
                 if (r < 0)
-                    return errno_msg(err, errno, "read failed in TFRecord shard", s->path);
+                    return fq_io_errno(err, errno, "read failed in TFRecord shard", s->path);
                 s->in_off += (uint64_t)r;
                 s->in_eof = r == 0;
                 s->zs.next_in = s->in;
@@ -242,9 +216,9 @@ static int src_header(shard_src *s, uint64_t pos, uint64_t *len, int *framing, f
         memcpy(h, s->mem + pos, 12);
     } else {
         size_t got;
-        if (pread_full(s->fd, h, 12, pos, &got) != 0) {
+        if (fq_pread_full(s->fd, h, 12, pos, &got) != 0) {
             *framing = 0;
-            return errno_msg(err, errno, "read failed in TFRecord shard", s->path);
+            return fq_io_errno(err, errno, "read failed in TFRecord shard", s->path);
         }
         if (got < 12)
             return fq_set_err(err, FQ_E_IO, "truncated shard: the shard shrank (offset %llu)",
@@ -319,8 +293,8 @@ static int src_data(shard_src *s, uint64_t pos, uint64_t len, uint8_t **buf, siz
                               s->zerr[0] ? s->zerr : "the shard ends", (unsigned long long)pos);
         return FQ_OK;
     }
-    if (pread_full(s->fd, *buf, need, pos + 12, &got) != 0)
-        return errno_msg(err, errno, "read failed in TFRecord shard", s->path);
+    if (fq_pread_full(s->fd, *buf, need, pos + 12, &got) != 0)
+        return fq_io_errno(err, errno, "read failed in TFRecord shard", s->path);
     *nread += got + 12;
     if (got < need)
         return fq_set_err(err, FQ_E_IO, "truncated shard: the shard shrank (record at offset %llu)",

@@ -1,6 +1,7 @@
 /* fq_tfrecord.c - see fq_tfrecord.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "fq_tfrecord.h"
+#include "fq_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -249,34 +250,6 @@ static uint32_t le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static int errno_msg(fq_err *err, int e, const char *what, const char *path)
-{
-    char eb[128];
-    if (strerror_r(e, eb, sizeof eb) != 0)
-        snprintf(eb, sizeof eb, "errno %d", e);
-    return fq_set_err(err, FQ_E_IO, "%s '%s': %s", what, path, eb);
-}
-
-/* pread exactly n bytes or report how many were there. */
-static int pread_full(int fd, uint8_t *dst, size_t n, uint64_t off, size_t *got)
-{
-    size_t g = 0;
-    while (g < n) {
-        ssize_t r = pread(fd, dst + g, n - g, (off_t)(off + g));
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            *got = g;
-            return -1;
-        }
-        if (r == 0)
-            break;
-        g += (size_t)r;
-    }
-    *got = g;
-    return 0;
-}
-
 static int grow(uint64_t **a, uint64_t **b, int64_t *cap)
 {
     int64_t nc = *cap ? *cap * 2 : 1024;
@@ -304,12 +277,12 @@ int fq_tfr_scan(const char *path, const uint8_t *mem, size_t mem_len, uint64_t *
     if (!mem) {
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-            return errno_msg(err, errno, "cannot open TFRecord shard", path);
+            return fq_io_errno(err, errno, "cannot open TFRecord shard", path);
         struct stat st;
         if (fstat(fd, &st) != 0) {
             int e = errno;
             (void)close(fd);
-            return errno_msg(err, e, "cannot stat TFRecord shard", path);
+            return fq_io_errno(err, e, "cannot stat TFRecord shard", path);
         }
         if (!S_ISREG(st.st_mode)) {
             (void)close(fd);
@@ -335,8 +308,8 @@ int fq_tfr_scan(const char *path, const uint8_t *mem, size_t mem_len, uint64_t *
             memcpy(h, mem + pos, 12);
         } else {
             size_t got;
-            if (pread_full(fd, h, 12, pos, &got) != 0) {
-                rc = errno_msg(err, errno, "read failed in TFRecord shard", path);
+            if (fq_pread_full(fd, h, 12, pos, &got) != 0) {
+                rc = fq_io_errno(err, errno, "read failed in TFRecord shard", path);
                 break;
             }
             if (got < 12) {
@@ -369,7 +342,7 @@ int fq_tfr_scan(const char *path, const uint8_t *mem, size_t mem_len, uint64_t *
         pos += 12 + len + 4;
     }
     if (fd >= 0 && close(fd) != 0 && rc == FQ_OK)
-        rc = errno_msg(err, errno, "close failed on", path);
+        rc = fq_io_errno(err, errno, "close failed on", path);
     if (rc != FQ_OK) {
         free(offs);
         free(lens);
@@ -458,14 +431,14 @@ int fq_tfr_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_
         }
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-            return errno_msg(err, errno, "cannot open", path);
+            return fq_io_errno(err, errno, "cannot open", path);
         size_t got;
-        int rr = pread_full(fd, *buf, need, off, &got);
+        int rr = fq_pread_full(fd, *buf, need, off, &got);
         int e = errno;
         if (close(fd) != 0 && rr == 0)
-            return errno_msg(err, errno, "close failed on", path);
+            return fq_io_errno(err, errno, "close failed on", path);
         if (rr != 0)
-            return errno_msg(err, e, "read failed in", path);
+            return fq_io_errno(err, e, "read failed in", path);
         *nread = got;
         if (got < need)
             return fq_set_err(err, FQ_E_IO, "truncated shard: record at offset %llu needs %zu bytes, only %zu there",

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fq_readahead.h"
@@ -61,6 +62,26 @@ static void *consumer(void *arg)
     return NULL;
 }
 
+/* Two workers asking for the same sample while its slot is still loading (a skip
+ * replacement can do that): each must get the bytes in its own buffer.  The slow
+ * inner reader keeps position 0 loading while both wait on it. */
+static void *same_sample(void *arg)
+{
+    uint8_t **bufp = arg, *buf = NULL;
+    size_t cap = 0, len;
+    const uint8_t *data;
+    uint64_t nread;
+    uint8_t extra[1];
+    fq_err err;
+    int64_t idx = order[0];
+    CHECK(reader->read(reader->reader, idx, &buf, &cap, &data, &len, extra, &nread, &err) == FQ_OK);
+    CHECK(len == size_of(idx) && data >= buf && data + len <= buf + cap);
+    for (size_t k = 0; k < len; k++)
+        CHECK(data[k] == (uint8_t)(idx + k));
+    *bufp = buf;
+    return NULL;
+}
+
 int main(void)
 {
     char dir[] = "/tmp/fq_ra_XXXXXX";
@@ -106,6 +127,23 @@ int main(void)
     fq_ra_get_stats(ra, &st);
     printf("read-ahead: %lld served by I/O threads, %lld direct\n", (long long)st.ahead, (long long)st.direct);
     CHECK(st.ahead > 0);
+    fq_ra_free(ra);
+    fq_filereader_free(fr);
+
+    CHECK(fq_filereader_create(paths, N, 200000, &fr, &inner, &err) == FQ_OK); /* 200 ms per read */
+    CHECK(fq_ra_create(inner, N, 1, 2, &ra, &reader, &err) == FQ_OK);
+    order = orders[0];
+    CHECK(reader->set_order(reader->reader, order, 4, &err) == FQ_OK);
+    nanosleep(&(struct timespec){0, 20000000}, NULL); /* the I/O thread is now loading position 0 */
+    uint8_t *bufs[2] = {NULL, NULL};
+    pthread_t tw[2];
+    for (int c = 0; c < 2; c++)
+        CHECK(pthread_create(&tw[c], NULL, same_sample, &bufs[c]) == 0);
+    for (int c = 0; c < 2; c++)
+        CHECK(pthread_join(tw[c], NULL) == 0);
+    CHECK(bufs[0] != bufs[1]);
+    free(bufs[0]);
+    free(bufs[1]);
     fq_ra_free(ra);
     fq_filereader_free(fr);
     for (int i = 0; i < N; i++)
