@@ -11,7 +11,8 @@ cimport numpy as cnp
 from libc.stdint cimport uint8_t, int64_t, uint64_t
 from libc.string cimport memset
 
-from fastq.errors import error_for_code
+from fastq.errors import error_for_code  # noqa: F401 - _records.pxi
+from fastq._core cimport raise_fq_error
 
 cnp.import_array()
 
@@ -51,12 +52,6 @@ _JITTER = ("brightness", "contrast", "saturation", "hue")
 # the union of parameter structs as its flat view of 16 doubles ("f")
 FQ_OP_DTYPE = np.dtype([("kind", "<i4"), ("_pad", "<i4"), ("f", "<f8", (16,))], align=True)
 assert FQ_OP_DTYPE.itemsize == sizeof(fq_op)
-
-
-cdef raise_fq_error(fq_err *err):
-    """The one place a C error of this module becomes a Python exception."""
-    msg = err.msg.decode("utf-8", "replace")
-    raise error_for_code(err.code, msg)
 
 
 cdef int _fill_op(fq_op *o, int kind, dict p) except -1:

@@ -318,20 +318,12 @@ class _ImageBackend:
         ring.set_end(len(order))
         return _NativeProducers(ring, _core.NativeRun(ring, _core.ExternalTask(self.task), self.workers, len(order)))
 
-    def translate(self, failure, producers):
-        idx = None
-        msg = failure.message
-        exc = _core.make_error(failure.code, msg)
-        # the C message starts with "sample N" (the dataset index)
-        if msg.startswith("sample "):
-            try:
-                idx = int(msg[7:].split(",")[0].split(":")[0])
-            except ValueError:
-                idx = None
-        exc.index = idx
-        if idx is not None and hasattr(self.source, "path"):  # Files: the file; TFRecord/WebDataset: the shard
-            exc.path = self.source.path(idx)
-        return exc
+    def sample_error(self, failure, producers):
+        """A failed sample's error (``failure.index``: its dataset index, carried
+        by the slot's error record), with the file that holds it."""
+        if hasattr(self.source, "path"):  # Files: the file; TFRecord/WebDataset: the shard
+            failure.path = self.source.path(failure.index)
+        return failure
 
     def explain(self, epoch, index):
         if not 0 <= index < self.source.num_samples:

@@ -490,8 +490,6 @@ class _EpochIterator:
             raise PipelineClosedError("the Pipeline was closed")
         try:
             res = self._ring.next_batch(stall)
-        except _core.BatchFailed as f:
-            failure = f
         except SupersededIterationError:
             if p is not None and p.closed:
                 self._done = True
@@ -501,12 +499,16 @@ class _EpochIterator:
         except PipelineClosedError:
             self._done = True
             raise
+        except Exception as e:  # noqa: BLE001 - re-raised unless it is a sample's error
+            if getattr(e, "index", None) is None:  # not about one sample (e.g. StalledError)
+                raise
+            failure = e
         if failure is not None:
-            # Raised outside the except block so the user's exception is not
-            # chained to fastq's internal BatchFailed.
+            # A failed sample: its backend may name its file or hand back the
+            # user's own exception.  Raised outside the except block so that
+            # exception is not chained to the record it was carried by.
             backend = p._backend if p is not None else None
-            exc = backend.translate(failure, self._producers) if backend is not None else \
-                _core.make_error(failure.code, failure.message, index=failure.item)
+            exc = backend.sample_error(failure, self._producers) if backend is not None else failure
             self._finish()
             raise exc
         if res is None:

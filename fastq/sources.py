@@ -148,11 +148,11 @@ class _PythonBackend:
             it, first = self.source._open(), _NOTHING
         return _PyProducers(ring, run_id, it, first, self.specs, self.workers)
 
-    def translate(self, failure, producers):
-        exc = producers.errors.pop(failure.item, None) if producers is not None else None
-        if exc is not None:
-            return exc
-        return _core.make_error(failure.code, failure.message, index=failure.item)
+    def sample_error(self, failure, producers):
+        """The exception to raise for a failed sample: the user's own exception
+        (``failure.index`` is the item's position in the iteration)."""
+        exc = producers.errors.pop(failure.index, None) if producers is not None else None
+        return failure if exc is None else exc
 
     def stats(self):
         return {}
@@ -219,7 +219,7 @@ class _PyProducers:
                     return
                 slot, row = got
                 ring.commit(run_id, slot, row, _core.CODES["SOURCE"],
-                            f"sample {k}: {type(failure).__name__}: {failure}")
+                            f"sample {k}: {type(failure).__name__}: {failure}", k)
                 ring.set_end(k + 1, keep_partial=True)
                 return
             if self.done and not claimed:

@@ -128,11 +128,11 @@ class _StreamBackend:
             it, prefix = iter(self.source.obj), []
         return _StreamProducers(self, ring, run_id, it, prefix, epoch)
 
-    def translate(self, failure, producers):
-        exc = producers.errors.pop(failure.item, None) if producers is not None else None
-        if exc is not None:
-            return exc
-        return _core.make_error(failure.code, failure.message, index=failure.item)
+    def sample_error(self, failure, producers):
+        """The exception to raise for a failed item: the one the stream raised
+        (``failure.index`` is the item's position in the stream)."""
+        exc = producers.errors.pop(failure.index, None) if producers is not None else None
+        return failure if exc is None else exc
 
     def _count_skip(self, exc):
         with self._stats_lock:
@@ -249,7 +249,7 @@ class _StreamProducers:
                     if acq is None:
                         return
                     code = _core.CODES.get(str(err_j.code)[5:], 0) if isinstance(err_j, FastqError) else 0
-                    ring.commit(run_id, acq[0], acq[1], code or _core.CODES["SOURCE"], str(err_j))
+                    ring.commit(run_id, acq[0], acq[1], code or _core.CODES["SOURCE"], str(err_j), first + j1)
                     j1 += 1
                 j0 = j1
             if not ok:
@@ -261,7 +261,7 @@ class _StreamProducers:
                 if acq is None:
                     return
                 ring.commit(run_id, acq[0], acq[1], _core.CODES["SOURCE"],
-                            f"stream item {k}: {type(failure).__name__}: {failure}")
+                            f"stream item {k}: {type(failure).__name__}: {failure}", k)
                 ring.set_end(k + 1, keep_partial=True)
                 return
 

@@ -176,17 +176,6 @@ class _Claims:
 _CLAIMS = _Claims()
 
 
-def _named(exc):
-    """The same error, with the file in the message if fastq knows it (TF only
-    keeps the message when it turns the exception into an OpError)."""
-    path = getattr(exc, "path", None)
-    if path and path not in str(exc):
-        new = type(exc)(f"{exc} (file: {path})", getattr(exc, "code", None),
-                        index=getattr(exc, "index", None), path=path)
-        return new
-    return exc
-
-
 class _Feed:
     """The callable given to from_generator: each call starts one epoch.
 
@@ -234,9 +223,6 @@ class _FeedIterator:
         except StopIteration:
             self._close()
             raise
-        except FastqError as e:
-            self._close()
-            raise _named(e) from None
         except BaseException:
             self._close()
             raise

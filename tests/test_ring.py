@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from fastq import _core
+from fastq import _core, errors
 from fastq.errors import StalledError
 
 
@@ -169,11 +169,12 @@ def test_failed_sample_reaches_consumer_at_its_batch_in_order():
     run = _core.NativeRun(ring, task, 3, 20)
     assert ring.next_batch() is not None
     assert ring.next_batch() is not None
-    with pytest.raises(_core.BatchFailed) as ei:
+    with pytest.raises(errors.DecodeError) as ei:  # batch 2, row 1
         ring.next_batch()
-    assert ei.value.batch == 2 and ei.value.row == 1 and ei.value.item == 9
-    assert "sample 9" in ei.value.message
-    assert ei.value.code == _core.CODES["DECODE"]
+    assert ei.value.index == 9  # carried as a field of the slot's error record
+    assert "sample 9" in str(ei.value)
+    assert ei.value.code == "FQ_E_DECODE"
+    assert ring.stats()["batches_delivered"] == 3 and ring.stats()["slots_leased"] == 0
     ring.cancel()
     run.join()
 
