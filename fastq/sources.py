@@ -14,6 +14,7 @@ import numpy as np
 
 from fastq import _core
 from fastq._source_base import Source
+from fastq.backend import Backend
 
 __all__ = ["Source", "Iterable", "Files", "Bytes", "Arrays", "Folder", "TFRecord", "WebDataset", "Stream"]
 
@@ -50,11 +51,11 @@ class Iterable(Source):
             self._reset_done = True
         return iter(self.obj)
 
-    def _make_backend(self, pipeline, **options):
+    def _make_backend(self, config, **options):
         if options:
             raise TypeError(f"options {sorted(options)} apply to native image sources (Files, Bytes, Arrays), "
                             f"not to a Python iterable")
-        return _PythonBackend(self, pipeline)
+        return _PythonBackend(self, config)
 
 
 class FieldSpec:
@@ -107,15 +108,12 @@ def _convert(sample, specs, index):
     return out
 
 
-class _PythonBackend:
+class _PythonBackend(Backend):
     """Feeds a ring from a Python iterable with `workers` Python threads."""
 
-    kind = "python"
-
-    def __init__(self, source, pipeline):
+    def __init__(self, source, config):
         self.source = source
-        self.batch_size = pipeline.batch_size
-        self.workers = pipeline.workers or 2
+        self.workers = config.workers or 2
         self.specs = None
         self._pending = None  # (iterator, first_sample) opened by spec discovery
 
@@ -153,9 +151,6 @@ class _PythonBackend:
         (``failure.index`` is the item's position in the iteration)."""
         exc = producers.errors.pop(failure.index, None) if producers is not None else None
         return failure if exc is None else exc
-
-    def stats(self):
-        return {}
 
 
 _NOTHING = object()

@@ -12,6 +12,7 @@ import numpy as np
 
 from fastq import _core
 from fastq._source_base import Source
+from fastq.backend import Backend
 from fastq.errors import FastqError
 
 __all__ = ["Stream"]
@@ -42,8 +43,8 @@ class Stream(Source):
             raise TypeError(f"Stream needs an iterable, got {type(iterable).__name__}")
         self.obj = iterable
 
-    def _make_backend(self, pipeline, **options):
-        return _StreamBackend(self, pipeline, **options)
+    def _make_backend(self, config, **options):
+        return _StreamBackend(self, config, **options)
 
 
 def _split(item, k):
@@ -54,10 +55,8 @@ def _split(item, k):
     raise TypeError(f"stream item {k}: expected (encoded_bytes, label) or encoded bytes, got {type(item).__name__}")
 
 
-class _StreamBackend:
-    kind = "stream"
-
-    def __init__(self, source, pipeline, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
+class _StreamBackend(Backend):
+    def __init__(self, source, config, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
                  shuffle=False, on_error="raise", max_pixels=None, dct_scaling=True, return_index=False,
                  max_attempts=16):
         from fastq import _image, ops as ops_mod
@@ -74,8 +73,8 @@ class _StreamBackend:
         self.spec = _image.ImageSpec(self.compiled)
         self.np_dtype = np.dtype(self.compiled.dtype)
         self.source = source
-        self.batch_size = pipeline.batch_size
-        self.workers = pipeline.workers or 2
+        self.batch_size = config.batch_size
+        self.workers = config.workers or 2
         self.seed = int(seed)
         self.skip = on_error == "skip"
         self.return_index = bool(return_index)

@@ -510,7 +510,7 @@ def _epoch_sync_class():
             super().__init__()
             if not isinstance(pipeline, Pipeline):
                 raise TypeError(f"EpochSync needs a fastq.Pipeline, got {type(pipeline).__name__}")
-            if not hasattr(pipeline._backend, "batches_per_epoch"):
+            if pipeline._backend.batches_per_epoch() is None:
                 raise TypeError("EpochSync needs a native source (Files, Bytes, Arrays): an iterable source "
                                 "cannot be rewound to an epoch")
             self.pipeline = pipeline
