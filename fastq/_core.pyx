@@ -9,7 +9,7 @@ Rules kept here:
     the Lease returns the slot to the ring when its last reference dies.
 """
 from libc.stdint cimport int64_t, uint64_t, uint8_t
-from libc.stdlib cimport malloc, free, calloc
+from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 from cpython.ref cimport Py_INCREF
 from cpython.exc cimport PyErr_CheckSignals

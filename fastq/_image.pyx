@@ -205,7 +205,13 @@ def native_versions():
 
 
 def set_opencv_threads(int n):
-    """cv::setNumThreads(n) of the OpenCV library fastq links (not pip's cv2)."""
+    """cv::setNumThreads(n) of the OpenCV library fastq links (not pip's cv2).
+
+    A process-global setting that stays until changed: it applies to every
+    pipeline and every thread of the process.  Building a Pipeline over an
+    image source calls set_opencv_threads(1) (fastq's workers are the
+    parallelism; OpenCV's own thread pool inside them would oversubscribe the
+    cores)."""
     fq_img_set_opencv_threads(n)
 
 

@@ -3,7 +3,7 @@
 # C pointers (task function, context).  Everything the context points into is
 # kept alive by the ImageTask object, which NativeRun references until joined.
 from libc.stdint cimport int32_t
-from libc.stdlib cimport malloc, free, calloc
+from libc.stdlib cimport free, calloc
 
 cdef extern from "fq_imgtask.h" nogil:
     enum:

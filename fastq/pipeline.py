@@ -434,7 +434,7 @@ class _EpochIterator:
         self._t0 = time.monotonic()
 
     def _stop_clock(self):
-        if self._p is not None and not self._done and self._t0 is not None:
+        if not self._done and self._t0 is not None:
             self._p._active_s += time.monotonic() - self._t0
             self._t0 = None
 
@@ -458,7 +458,7 @@ class _EpochIterator:
         self._stop_clock()
         self._done = True
         p = self._p
-        if p is not None and p._active is self:
+        if p._active is self:
             p._active = None
             with p._state.lock:
                 if p._state.producers is self._producers:
@@ -473,7 +473,7 @@ class _EpochIterator:
                     f"started; a Pipeline runs one epoch at a time (create two Pipelines to read twice)")
             raise StopIteration
         p = self._p
-        stall = p.stall_timeout if p is not None else 60.0
+        stall = p.stall_timeout
         failure = None
         if self._ring is None:  # the pipeline was closed
             self._done = True
@@ -481,7 +481,7 @@ class _EpochIterator:
         try:
             res = self._ring.next_batch(stall)
         except SupersededIterationError:
-            if p is not None and p.closed:
+            if p.closed:
                 self._done = True
                 raise PipelineClosedError("the Pipeline was closed while waiting for a batch") from None
             self._finish()
@@ -497,8 +497,7 @@ class _EpochIterator:
             # A failed sample: its backend may name its file or hand back the
             # user's own exception.  Raised outside the except block so that
             # exception is not chained to the record it was carried by.
-            backend = p._backend if p is not None else None
-            exc = backend.sample_error(failure, self._producers) if backend is not None else failure
+            exc = p._backend.sample_error(failure, self._producers)
             self._finish()
             raise exc
         if res is None:

@@ -228,10 +228,6 @@ class _PyProducers:
         # A thread still alive is stuck inside the user's iterator; the run id
         # it carries is stale, so it can no longer write into the ring.
 
-    def join(self, timeout=None):
-        for t in self.threads:
-            t.join(timeout)
-
 
 
 # Native image sources live in fastq.image_sources; they are re-exported here so

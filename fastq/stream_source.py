@@ -268,7 +268,3 @@ class _StreamProducers:
         self.done = True
         for t in self.threads:
             t.join(timeout)
-
-    def join(self, timeout=None):
-        for t in self.threads:
-            t.join(timeout)
