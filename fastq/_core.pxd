@@ -103,3 +103,11 @@ cdef extern from "fq_testtask.h" nogil:
 # cimport it.  sample=True: the record is a failed sample's (err.index is the
 # sample's index in its source); otherwise err.index is not read.
 cdef int raise_fq_error(fq_err *err, bint sample=*) except -1
+
+
+# A native per-sample task for NativeRun: a C function plus the context it
+# reads.  Subclasses (here PatternTask, in fastq._image ImageTask) set fn and
+# ctx and keep alive whatever ctx points into.
+cdef class TaskBase:
+    cdef fq_task_fn fn
+    cdef void *ctx

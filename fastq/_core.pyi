@@ -53,10 +53,6 @@ class PatternTask(TaskBase):
     def expected(self, item: int, block: int) -> np.ndarray: ...
     def drain(self, ring: Ring, verify: bool = ...) -> Dict[str, Any]: ...
 
-class ExternalTask(TaskBase):
-    owner: object
-    def __init__(self, owner: object) -> None: ...
-
 class NativeRun:
     ring: Ring
     task: TaskBase

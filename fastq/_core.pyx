@@ -449,10 +449,9 @@ cdef class Lease:
 
 
 cdef class TaskBase:
-    """A native per-sample task: a C function plus the context it reads.
-    Subclasses fill `fn` and `ctx` and keep alive whatever ctx points into."""
-    cdef fq_task_fn fn
-    cdef void *ctx
+    """A native per-sample task: a C function plus the context it reads
+    (declared in _core.pxd, so other extensions subclass it).  Subclasses
+    fill `fn` and `ctx` and keep alive whatever ctx points into."""
 
 
 cdef class PatternTask(TaskBase):
@@ -496,21 +495,6 @@ cdef class PatternTask(TaskBase):
         return nb, nr, bad, (t1 - t0) / 1e9
 
 
-cdef class ExternalTask(TaskBase):
-    """A task implemented in another extension module (e.g. fastq._image's
-    ImageTask): `owner.task_pointers()` gives the C function and context
-    addresses; the owner is kept alive as long as this object."""
-    cdef readonly object owner
-
-    def __cinit__(self, owner):
-        fn, ctx = owner.task_pointers()
-        if not fn or not ctx:
-            raise ValueError("task_pointers() returned a NULL pointer")
-        self.fn = <fq_task_fn><size_t>fn
-        self.ctx = <void *><size_t>ctx
-        self.owner = owner
-
-
 cdef class NativeRun:
     """N native worker threads producing items [0, n_items) of the ring's
     current run with a TaskBase.  join() waits for them; dropping the object
@@ -526,6 +510,8 @@ cdef class NativeRun:
         cdef int rc
         cdef fq_ring *r = ring.handle()
         self.pool = NULL
+        if task.fn == NULL or task.ctx == NULL:
+            raise ValueError(f"{type(task).__name__} is not initialized (no C task function or context)")
         self.ring = ring
         self.task = task
         self.workers = workers

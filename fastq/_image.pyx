@@ -12,7 +12,7 @@ from libc.stdint cimport uint8_t, int64_t, uint64_t
 from libc.string cimport memset
 
 from fastq.errors import error_for_code  # noqa: F401 - _records.pxi
-from fastq._core cimport raise_fq_error
+from fastq._core cimport fq_task_fn, raise_fq_error, TaskBase
 
 cnp.import_array()
 

@@ -310,7 +310,7 @@ class _ImageBackend(Backend):
         order = self.order(epoch)[position * self.batch_size:]
         self.task.set_epoch(order, self.seed, epoch)
         ring.set_end(len(order))
-        return _NativeProducers(ring, _core.NativeRun(ring, _core.ExternalTask(self.task), self.workers, len(order)))
+        return _NativeProducers(ring, _core.NativeRun(ring, self.task, self.workers, len(order)))
 
     def sample_error(self, failure, producers):
         """A failed sample's error (``failure.index``: its dataset index, carried

@@ -363,3 +363,15 @@ def test_native_workers_run_without_the_gil():
     gaps = np.diff(ticks)
     assert len(ticks) > secs * 100
     assert gaps.max() < 0.1
+
+
+def test_native_run_takes_typed_tasks_and_refuses_an_uninitialized_one():
+    from fastq import _image
+    assert issubclass(_image.ImageTask, _core.TaskBase)  # a typed handle, not C addresses
+    ring = make_ring(2, 2)
+    ring.begin_run(True)
+    with pytest.raises(ValueError, match="not initialized"):
+        _core.NativeRun(ring, _image.ImageTask.__new__(_image.ImageTask), 1, 4)
+    with pytest.raises(TypeError):
+        _core.NativeRun(ring, object(), 1, 4)
+    ring.close()
