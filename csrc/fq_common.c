@@ -11,6 +11,7 @@ int fq_set_err(fq_err *err, int code, const char *fmt, ...)
     if (err) {
         va_list ap;
         err->code = code;
+        err->index = -1;
         va_start(ap, fmt);
         int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
@@ -25,6 +26,7 @@ void fq_clear_err(fq_err *err)
     if (err) {
         err->code = FQ_OK;
         err->msg[0] = '\0';
+        err->index = -1;
     }
 }
 

@@ -3,7 +3,8 @@
  * Every fallible fastq C function returns an int status (FQ_OK == 0 on success)
  * and, on failure, fills the caller-supplied fq_err with the same code and a
  * human-readable message.  The Cython layer turns (code, message) into a Python
- * exception in exactly one place (fastq/_core.pyx: raise_fq_error).
+ * exception in exactly one place (fastq/_core.pyx: raise_fq_error, cimported by
+ * the other extensions); a failed sample's index travels as err.index.
  *
  * No Python.h here or anywhere under csrc/.
  */
@@ -40,16 +41,18 @@ enum fq_code {
 typedef struct fq_err {
     int code;
     char msg[FQ_ERR_MSG_LEN];
+    int64_t index; /* the sample (index in its source) the error is about; -1: none */
 } fq_err;
 
-/* Fill err (if not NULL) with code and a printf-style message; returns code. */
+/* Fill err (if not NULL) with code and a printf-style message, index -1;
+ * returns code.  A caller that knows the sample sets err->index after. */
 int fq_set_err(fq_err *err, int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
 
-/* Reset err to FQ_OK / empty message. */
+/* Reset err to FQ_OK / empty message / index -1. */
 void fq_clear_err(fq_err *err);
 
 /* Short constant name of a code ("FQ_E_DECODE"...). */

@@ -221,7 +221,9 @@ static int produce_read(fq_imgtask *t, fq_worker_buf *w, int64_t idx, uint64_t s
     if (rc != FQ_OK) {
         char where[FQ_ERR_MSG_LEN / 2];
         r->describe(r->reader, idx, where, sizeof where);
-        return fq_set_err(err, rc, "sample %lld, %s: %s", (long long)idx, where, e.msg);
+        fq_set_err(err, rc, "sample %lld, %s: %s", (long long)idx, where, e.msg);
+        err->index = idx;
+        return rc;
     }
     return FQ_OK;
 }
@@ -244,8 +246,11 @@ static int produce(fq_imgtask *t, int worker, int64_t idx, uint64_t seed, uint64
         w->processed = rc == FQ_OK;
         if (rc == FQ_OK)
             rc = fq_img_process_encoded(t->spec, w->scratch, w->buf, len, seed, epoch, (uint64_t)idx, out, ex, &e);
-        if (rc != FQ_OK)
-            return fq_set_err(err, rc, "sample %lld, file '%s': %s", (long long)idx, t->src.paths[idx], e.msg);
+        if (rc != FQ_OK) {
+            fq_set_err(err, rc, "sample %lld, file '%s': %s", (long long)idx, t->src.paths[idx], e.msg);
+            err->index = idx;
+            return rc;
+        }
         return FQ_OK;
     }
     case FQ_SRC_READER:
@@ -264,8 +269,11 @@ static int produce(fq_imgtask *t, int worker, int64_t idx, uint64_t seed, uint64
         break;
     }
     }
-    if (rc != FQ_OK)
-        return fq_set_err(err, rc, "sample %lld: %s", (long long)idx, e.msg);
+    if (rc != FQ_OK) {
+        fq_set_err(err, rc, "sample %lld: %s", (long long)idx, e.msg);
+        err->index = idx;
+        return rc;
+    }
     return FQ_OK;
 }
 

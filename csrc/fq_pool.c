@@ -74,10 +74,11 @@ static void *worker_main(void *arg)
             atomic_fetch_add(&p->items_failed, 1);
             if (err.code == FQ_OK)
                 fq_set_err(&err, rc, "sample failed (%s)", fq_code_name(rc));
+            err.code = rc;
         }
         atomic_fetch_add(&p->items_done, 1);
         fq_clear_err(&cerr);
-        int crc = fq_ring_commit(r, p->run_id, slot, row, rc, rc == FQ_OK ? NULL : err.msg, &cerr);
+        int crc = fq_ring_commit(r, p->run_id, slot, row, rc == FQ_OK ? NULL : &err, &cerr);
         if (crc == FQ_E_CANCELLED || crc == FQ_E_CLOSED)
             break;
         if (crc != FQ_OK) {

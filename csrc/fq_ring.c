@@ -16,8 +16,7 @@ typedef struct fq_slot {
     int rows_expected;
     int rows_done;
     int err_row;        /* lowest failed row, -1 if none */
-    int err_code;
-    char err_msg[FQ_ERR_MSG_LEN];
+    fq_err failure;     /* that row's error (code, message, sample index) */
 } fq_slot;
 
 struct fq_ring {
@@ -415,8 +414,7 @@ int fq_ring_acquire(fq_ring *r, int64_t run_id, int64_t item, int64_t timeout_ns
             s->rows_done = 0;
             s->rows_expected = rows_expected_locked(r, seq);
             s->err_row = -1;
-            s->err_code = FQ_OK;
-            s->err_msg[0] = '\0';
+            fq_clear_err(&s->failure);
             r->pending[seq % r->capacity] = k;
             if (seq + 1 > r->seq_hwm)
                 r->seq_hwm = seq + 1;
@@ -446,7 +444,7 @@ int fq_ring_acquire(fq_ring *r, int64_t run_id, int64_t item, int64_t timeout_ns
     return rc;
 }
 
-int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, int code, const char *msg, fq_err *err)
+int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, const fq_err *failure, fq_err *err)
 {
     if (slot < 0 || slot >= r->capacity || row < 0 || row >= r->batch_size)
         return fq_set_err(err, FQ_E_INVALID, "commit: slot %d row %d out of range", slot, row);
@@ -463,19 +461,12 @@ int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, int code, cons
     }
     s->rows_done++;
     r->rows_committed++;
-    if (code != FQ_OK) {
+    if (failure && failure->code != FQ_OK) {
         r->rows_failed++;
         if (s->err_row < 0 || row < s->err_row) {
             s->err_row = row;
-            s->err_code = code;
-            size_t n = 0;
-            if (msg) {
-                n = strlen(msg);
-                if (n >= sizeof s->err_msg)
-                    n = sizeof s->err_msg - 1;
-                memcpy(s->err_msg, msg, n);
-            }
-            s->err_msg[n] = '\0';
+            s->failure = *failure;
+            s->failure.msg[sizeof s->failure.msg - 1] = '\0';
         }
     }
     mark_ready_if_done_locked(r, s);
@@ -544,7 +535,7 @@ int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err 
     return rc;
 }
 
-int fq_ring_slot_error(fq_ring *r, int slot, int *row, int *code, char *msg, size_t msg_len, fq_err *err)
+int fq_ring_slot_error(fq_ring *r, int slot, int *row, fq_err *failure, fq_err *err)
 {
     if (slot < 0 || slot >= r->capacity)
         return fq_set_err(err, FQ_E_INVALID, "slot_error: slot %d out of range", slot);
@@ -553,15 +544,8 @@ int fq_ring_slot_error(fq_ring *r, int slot, int *row, int *code, char *msg, siz
     fq_slot *s = &r->slots[slot];
     if (row)
         *row = s->err_row;
-    if (code)
-        *code = s->err_code;
-    if (msg && msg_len) {
-        size_t n = strlen(s->err_msg);
-        if (n >= msg_len)
-            n = msg_len - 1;
-        memcpy(msg, s->err_msg, n);
-        msg[n] = '\0';
-    }
+    if (failure)
+        *failure = s->failure;
     unlock(r);
     return FQ_OK;
 }

@@ -119,9 +119,11 @@ int fq_ring_is_closed(fq_ring *r);
 /* Producer side.  Waits until the slot of `item`'s batch can take it.
  * On FQ_OK, *slot and *row say where to write. */
 int fq_ring_acquire(fq_ring *r, int64_t run_id, int64_t item, int64_t timeout_ns, int *slot, int *row, fq_err *err);
-/* Row written (code == FQ_OK) or failed (code != FQ_OK, msg says why; the
- * lowest failed row of a batch is what the consumer sees). */
-int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, int code, const char *msg, fq_err *err);
+/* Row written (failure NULL or failure->code == FQ_OK) or failed (failure
+ * says why: code, message, sample index; copied, so the caller's record may
+ * be reused at once; the lowest failed row of a batch is what the consumer
+ * sees). */
+int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, const fq_err *failure, fq_err *err);
 
 /* Consumer side.  Waits for the next batch in seq order and leases it.
  * Returns FQ_OK (slot leased, *n_rows rows valid), FQ_E_EOF (run finished),
@@ -130,9 +132,10 @@ int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, int code, cons
  * FQ_E_CLOSED. */
 int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err *err);
 /* Error recorded on a leased slot: *row = lowest failed row (-1 if none),
- * *code and msg (msg_len bytes) describe it.  Returns FQ_OK, or an error
+ * *failure (if not NULL) = that row's record as committed (code, message,
+ * sample index; code FQ_OK when *row is -1).  Returns FQ_OK, or an error
  * (bad slot, lock failure) - never mistake a failure for "no error". */
-int fq_ring_slot_error(fq_ring *r, int slot, int *row, int *code, char *msg, size_t msg_len, fq_err *err);
+int fq_ring_slot_error(fq_ring *r, int slot, int *row, fq_err *failure, fq_err *err);
 /* Batch held by a leased slot, counted from the start of the current run. */
 int fq_ring_slot_seq(fq_ring *r, int slot, int64_t *seq, fq_err *err);
 /* Give a leased slot back to the producers. */

@@ -37,8 +37,11 @@ int fq_pattern_task(void *ctx, int worker, int64_t item, uint8_t *const *rows, f
 {
     (void)worker;
     const fq_pattern_ctx *c = ctx;
-    if (item == c->fail_item)
-        return fq_set_err(err, FQ_E_DECODE, "sample %lld: injected failure", (long long)item);
+    if (item == c->fail_item) {
+        fq_set_err(err, FQ_E_DECODE, "sample %lld: injected failure", (long long)item);
+        err->index = item;
+        return FQ_E_DECODE;
+    }
     if (c->work_ns) {
         uint64_t end = fq_now_ns() + c->work_ns;
         while (fq_now_ns() < end) {

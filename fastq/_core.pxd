@@ -22,6 +22,7 @@ cdef extern from "fq_common.h" nogil:
     ctypedef struct fq_err:
         int code
         char msg[512]
+        int64_t index
     int fq_set_err(fq_err *err, int code, const char *fmt, ...)
     void fq_clear_err(fq_err *err)
     const char *fq_code_name(int code)
@@ -62,9 +63,9 @@ cdef extern from "fq_ring.h" nogil:
     void fq_ring_close(fq_ring *r)
     int fq_ring_is_closed(fq_ring *r)
     int fq_ring_acquire(fq_ring *r, int64_t run_id, int64_t item, int64_t timeout_ns, int *slot, int *row, fq_err *err)
-    int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, int code, const char *msg, fq_err *err)
+    int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, const fq_err *failure, fq_err *err)
     int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err *err)
-    int fq_ring_slot_error(fq_ring *r, int slot, int *row, int *code, char *msg, size_t msg_len, fq_err *err)
+    int fq_ring_slot_error(fq_ring *r, int slot, int *row, fq_err *failure, fq_err *err)
     int fq_ring_slot_seq(fq_ring *r, int slot, int64_t *seq, fq_err *err)
     int fq_ring_release(fq_ring *r, int slot, fq_err *err)
     int fq_ring_get_stats(fq_ring *r, fq_ring_stats *st, fq_err *err)
@@ -96,3 +97,17 @@ cdef extern from "fq_testtask.h" nogil:
     int fq_pattern_check(const fq_pattern_ctx *c, int64_t item, int block, const uint8_t *row)
     int fq_pattern_drain(fq_ring *r, const fq_pattern_ctx *c, int verify, int64_t *batches, int64_t *rows,
                          int64_t *bad_rows, fq_err *err)
+
+
+# The one path from a C error record to a Python exception; _image and _cuda
+# cimport it.  sample=True: the record is a failed sample's (err.index is the
+# sample's index in its source); otherwise err.index is not read.
+cdef int raise_fq_error(fq_err *err, bint sample=*) except -1
+
+
+# A native per-sample task for NativeRun: a C function plus the context it
+# reads.  Subclasses (here PatternTask, in fastq._image ImageTask) set fn and
+# ctx and keep alive whatever ctx points into.
+cdef class TaskBase:
+    cdef fq_task_fn fn
+    cdef void *ctx

@@ -3,12 +3,13 @@
 
 Rules kept here:
   * every call that can block runs under ``with nogil``;
-  * C errors become Python exceptions in exactly one place, raise_fq_error();
+  * C errors become Python exceptions in exactly one place, raise_fq_error()
+    (declared in _core.pxd, cimported by _image and _cuda);
   * a batch handed to Python is a set of numpy arrays whose base is a Lease;
     the Lease returns the slot to the ring when its last reference dies.
 """
 from libc.stdint cimport int64_t, uint64_t, uint8_t
-from libc.stdlib cimport malloc, free, calloc
+from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 from cpython.ref cimport Py_INCREF
 from cpython.exc cimport PyErr_CheckSignals
@@ -50,10 +51,12 @@ cdef enum:
     _DIMS_BUF = 32
 
 
-cdef int raise_fq_error(fq_err *err) except -1:
-    """The single path from a C error record to a Python exception."""
+cdef int raise_fq_error(fq_err *err, bint sample=False) except -1:
+    """The single path from a C error record to a Python exception (declared in
+    _core.pxd; _image and _cuda cimport it).  For a failed sample's record
+    (sample=True) the exception's ``index`` is the record's sample index."""
     msg = err.msg.decode("utf-8", "replace")
-    raise make_error(err.code, msg)
+    raise make_error(err.code, msg, index=err.index if sample and err.index >= 0 else None)
 
 
 cdef class Ring:
@@ -270,7 +273,7 @@ cdef class Ring:
                     for b in range(nb):
                         dst = fq_ring_block_ptr(r, slot, b) + <size_t>row * nbytes[b]
                         memcpy(dst, src[i * nb + b], nbytes[b])
-                    rc = fq_ring_commit(r, run_id, slot, row, FQ_OK, NULL, &err)
+                    rc = fq_ring_commit(r, run_id, slot, row, NULL, &err)
                     if rc != FQ_OK:
                         break
         finally:
@@ -281,14 +284,19 @@ cdef class Ring:
             return False
         raise_fq_error(&err)
 
-    def commit(self, int64_t run_id, int slot, int row, int code=FQ_OK, message=None):
-        """Producer: row written (code 0) or failed.  Returns False when the
-        run was cancelled meanwhile (nothing recorded)."""
-        cdef fq_err err
+    def commit(self, int64_t run_id, int slot, int row, int code=FQ_OK, message=None, int64_t index=-1):
+        """Producer: row written (code 0) or failed (code, message, and the
+        sample's index in its source, -1 if none).  Returns False when the run
+        was cancelled meanwhile (nothing recorded)."""
+        cdef fq_err err, failure
         cdef bytes m = (message or "").encode("utf-8", "replace")[:FQ_ERR_MSG_LEN - 1]
-        cdef const char *mp = m
         self._check()
-        cdef int rc = fq_ring_commit(self.r, run_id, slot, row, code, mp, &err)
+        fq_clear_err(&failure)
+        failure.code = code
+        memcpy(failure.msg, <const char *>m, len(m))
+        failure.msg[len(m)] = 0
+        failure.index = index
+        cdef int rc = fq_ring_commit(self.r, run_id, slot, row, &failure, &err)
         if rc == FQ_OK:
             return True
         if rc == FQ_E_CANCELLED or rc == FQ_E_CLOSED:
@@ -300,16 +308,16 @@ cdef class Ring:
 
         Returns (lease, arrays) where arrays is a tuple of numpy arrays (views
         of the slot, leading dimension = rows in the batch) whose base is the
-        lease; returns None at the end of the run.  Raises BatchFailed when
-        the batch carries a sample error (the lease is released first),
+        lease; returns None at the end of the run.  Raises the sample's error
+        (a FastqError whose ``index`` is the failed sample's index in its
+        source) when the batch carries one (the lease is released first),
         StalledError when every slot stays leased by the consumer for
         `stall_timeout` seconds, TimeoutError after `timeout` seconds, and
         KeyboardInterrupt promptly on Ctrl-C.
         """
-        cdef int slot = 0, n = 0, rc, code = 0, erow = -1
+        cdef int slot = 0, n = 0, rc, erow = -1
         cdef int64_t seq = 0
-        cdef fq_err err
-        cdef char emsg[512]
+        cdef fq_err err, failure
         cdef uint64_t t_start = fq_now_ns(), t_stall = 0, now
         cdef int64_t slice_ns = 50000000  # wake every 50 ms to check for signals
         self._check()
@@ -349,12 +357,12 @@ cdef class Ring:
             (<Lease>lease)._release()
             raise_fq_error(&err)
         (<Lease>lease).seq = seq
-        if fq_ring_slot_error(self.r, slot, &erow, &code, emsg, sizeof(emsg), &err) != FQ_OK:
+        if fq_ring_slot_error(self.r, slot, &erow, &failure, &err) != FQ_OK:
             (<Lease>lease)._release()
             raise_fq_error(&err)
         if erow >= 0:
             (<Lease>lease)._release()
-            raise BatchFailed(seq, erow, seq * self.batch_size + erow, code, emsg.decode("utf-8", "replace"))
+            raise_fq_error(&failure, True)
         return lease, self._arrays(<Lease>lease, slot, n)
 
     cdef tuple _arrays(self, Lease lease, int slot, int n):
@@ -405,18 +413,6 @@ cdef class Ring:
         }
 
 
-class BatchFailed(Exception):
-    """Internal: the batch about to be delivered has a failed sample."""
-
-    def __init__(self, batch, row, item, code, message):
-        super().__init__(message)
-        self.batch = batch
-        self.row = row
-        self.item = item
-        self.code = code
-        self.message = message
-
-
 cdef class Lease:
     """Keeps one batch slot out of the ring while referenced.
 
@@ -453,10 +449,9 @@ cdef class Lease:
 
 
 cdef class TaskBase:
-    """A native per-sample task: a C function plus the context it reads.
-    Subclasses fill `fn` and `ctx` and keep alive whatever ctx points into."""
-    cdef fq_task_fn fn
-    cdef void *ctx
+    """A native per-sample task: a C function plus the context it reads
+    (declared in _core.pxd, so other extensions subclass it).  Subclasses
+    fill `fn` and `ctx` and keep alive whatever ctx points into."""
 
 
 cdef class PatternTask(TaskBase):
@@ -500,21 +495,6 @@ cdef class PatternTask(TaskBase):
         return nb, nr, bad, (t1 - t0) / 1e9
 
 
-cdef class ExternalTask(TaskBase):
-    """A task implemented in another extension module (e.g. fastq._image's
-    ImageTask): `owner.task_pointers()` gives the C function and context
-    addresses; the owner is kept alive as long as this object."""
-    cdef readonly object owner
-
-    def __cinit__(self, owner):
-        fn, ctx = owner.task_pointers()
-        if not fn or not ctx:
-            raise ValueError("task_pointers() returned a NULL pointer")
-        self.fn = <fq_task_fn><size_t>fn
-        self.ctx = <void *><size_t>ctx
-        self.owner = owner
-
-
 cdef class NativeRun:
     """N native worker threads producing items [0, n_items) of the ring's
     current run with a TaskBase.  join() waits for them; dropping the object
@@ -530,6 +510,8 @@ cdef class NativeRun:
         cdef int rc
         cdef fq_ring *r = ring.handle()
         self.pool = NULL
+        if task.fn == NULL or task.ctx == NULL:
+            raise ValueError(f"{type(task).__name__} is not initialized (no C task function or context)")
         self.ring = ring
         self.task = task
         self.workers = workers

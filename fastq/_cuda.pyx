@@ -4,12 +4,7 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
-from fastq.errors import error_for_code
-
-cdef extern from "fq_common.h" nogil:
-    ctypedef struct fq_err:
-        int code
-        char msg[512]
+from fastq._core cimport fq_err, raise_fq_error
 
 cdef extern from "fq_cuda.h" nogil:
     int fq_cuda_load(const char *const *candidates, int n, fq_err *err)
@@ -17,10 +12,6 @@ cdef extern from "fq_cuda.h" nogil:
     int fq_cuda_register(void *ptr, size_t nbytes, fq_err *err)
     void fq_cuda_unregister_hook(void *ctx, void *arena, size_t nbytes)
     void fq_cuda_counts(int64_t *registered, int64_t *unregistered)
-
-
-cdef raise_err(fq_err *err):
-    raise error_for_code(err.code, err.msg.decode("utf-8", "replace"))
 
 
 def load(candidates):
@@ -36,7 +27,7 @@ def load(candidates):
         for i in range(n):
             arr[i] = <const char *>enc[i]
         if fq_cuda_load(arr, n, &err) != 0:
-            raise_err(&err)
+            raise_fq_error(&err)
     finally:
         free(arr)
 
@@ -46,7 +37,7 @@ def device_count():
     memset(&err, 0, sizeof(err))
     cdef int n = fq_cuda_device_count(&err)
     if n < 0:
-        raise_err(&err)
+        raise_fq_error(&err)
     return n
 
 
@@ -54,7 +45,7 @@ def register(size_t address, size_t nbytes):
     cdef fq_err err
     memset(&err, 0, sizeof(err))
     if fq_cuda_register(<void *>address, nbytes, &err) != 0:
-        raise_err(&err)
+        raise_fq_error(&err)
 
 
 def unregister_hook_address():

@@ -2,11 +2,7 @@
 from libc.stdint cimport uint8_t, uint16_t, int64_t, uint64_t
 
 
-cdef extern from "fq_common.h" nogil:
-    ctypedef struct fq_err:
-        int code
-        char msg[512]
-    const char *fq_code_name(int code)
+from fastq._core cimport fq_err, fq_code_name
 
 
 cdef extern from "fq_image.h" nogil:

@@ -4,6 +4,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from fastq._core import TaskBase
+
 DEFAULT_MAX_PIXELS: int
 MAX_OPS: int
 MAX_SIDE: int
@@ -38,14 +40,13 @@ class ImageSpec:
     def process_array(self, pixels: np.ndarray, seed: int = ..., epoch: int = ..., index: int = ...
                       ) -> Tuple[np.ndarray, Dict[str, Any]]: ...
 
-class ImageTask:
+class ImageTask(TaskBase):
     spec: ImageSpec
     workers: int
     n: int
     def __init__(self, spec: ImageSpec, kind: str, items: Sequence[Any], labels: Optional[np.ndarray] = ...,
                  workers: int = ..., on_error: str = ..., max_attempts: int = ..., with_index: bool = ...) -> None: ...
     def set_epoch(self, order: np.ndarray, seed: int, epoch: int) -> None: ...
-    def task_pointers(self) -> Tuple[int, int]: ...
     def sample(self, index: int, seed: int, epoch: int) -> Tuple[np.ndarray, Dict[str, Any]]: ...
     def stats(self) -> Dict[str, Any]: ...
 

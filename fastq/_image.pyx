@@ -11,7 +11,8 @@ cimport numpy as cnp
 from libc.stdint cimport uint8_t, int64_t, uint64_t
 from libc.string cimport memset
 
-from fastq.errors import error_for_code
+from fastq.errors import error_for_code  # noqa: F401 - _records.pxi
+from fastq._core cimport fq_task_fn, raise_fq_error, TaskBase
 
 cnp.import_array()
 
@@ -51,12 +52,6 @@ _JITTER = ("brightness", "contrast", "saturation", "hue")
 # the union of parameter structs as its flat view of 16 doubles ("f")
 FQ_OP_DTYPE = np.dtype([("kind", "<i4"), ("_pad", "<i4"), ("f", "<f8", (16,))], align=True)
 assert FQ_OP_DTYPE.itemsize == sizeof(fq_op)
-
-
-cdef raise_fq_error(fq_err *err):
-    """The one place a C error of this module becomes a Python exception."""
-    msg = err.msg.decode("utf-8", "replace")
-    raise error_for_code(err.code, msg)
 
 
 cdef int _fill_op(fq_op *o, int kind, dict p) except -1:
@@ -210,7 +205,13 @@ def native_versions():
 
 
 def set_opencv_threads(int n):
-    """cv::setNumThreads(n) of the OpenCV library fastq links (not pip's cv2)."""
+    """cv::setNumThreads(n) of the OpenCV library fastq links (not pip's cv2).
+
+    A process-global setting that stays until changed: it applies to every
+    pipeline and every thread of the process.  Building a Pipeline over an
+    image source calls set_opencv_threads(1) (fastq's workers are the
+    parallelism; OpenCV's own thread pool inside them would oversubscribe the
+    cores)."""
     fq_img_set_opencv_threads(n)
 
 

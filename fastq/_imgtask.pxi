@@ -3,7 +3,7 @@
 # C pointers (task function, context).  Everything the context points into is
 # kept alive by the ImageTask object, which NativeRun references until joined.
 from libc.stdint cimport int32_t
-from libc.stdlib cimport malloc, free, calloc
+from libc.stdlib cimport free, calloc
 
 cdef extern from "fq_imgtask.h" nogil:
     enum:
@@ -70,7 +70,7 @@ def permutation(uint64_t seed, uint64_t epoch, int64_t n):
     return out
 
 
-cdef class ImageTask:
+cdef class ImageTask(TaskBase):
     """Native per-sample task over a source (files / encoded buffers / arrays).
 
     Created with ``workers`` worker scratch slots plus one private slot used by
@@ -180,6 +180,8 @@ cdef class ImageTask:
         if fq_imgtask_create(spec.spec, &src, workers + 1, FQ_ON_ERROR_SKIP if on_error == "skip" else FQ_ON_ERROR_RAISE,
                              max_attempts, with_index, &self.t, &err) != 0:
             raise_fq_error(&err)
+        self.fn = <fq_task_fn>fq_imgtask_run  # TaskBase: what _core.NativeRun runs
+        self.ctx = self.t
 
     def __dealloc__(self):
         if self.t != NULL:
@@ -200,11 +202,6 @@ cdef class ImageTask:
         if fq_imgtask_set_epoch(self.t, &v[0] if len(order) else NULL, len(order), seed, epoch, &err) != 0:
             raise_fq_error(&err)
         self._order = order
-
-    def task_pointers(self):
-        """(address of the C task function, address of its context) for
-        fastq._core.NativeRun."""
-        return <size_t>&fq_imgtask_run, <size_t>self.t
 
     def sample(self, int64_t index, uint64_t seed, uint64_t epoch):
         """Produce one sample on this thread -> (ndarray, explain dict)."""

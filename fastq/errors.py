@@ -7,8 +7,6 @@ Image-content problems are ``ImageError``s, which are also ``ValueError``s, so
 ``except ValueError`` keeps working for code written against cv2/PIL-style
 loaders; read problems are also ``OSError``s.  Errors about one sample carry
 ``.index`` (sample index in the source) and ``.path`` (file, when there is one).
-
-(Shared file: the image core and the pipeline both raise these; add, don't rename.)
 """
 
 __all__ = [
@@ -21,13 +19,21 @@ __all__ = [
 
 class FastqError(RuntimeError):
     """Base class of every fastq error.  ``code``: C code name or None;
-    ``index``/``path``: the sample concerned, when known."""
+    ``index``/``path``: the sample concerned, when known.  ``str()`` names the
+    file when ``path`` is set and the message does not already name it (TF
+    keeps only the message when it turns the exception into an OpError)."""
 
     def __init__(self, message="", code=None, index=None, path=None):
         super().__init__(message)
         self.code = code
         self.index = index
         self.path = path
+
+    def __str__(self):
+        msg = super().__str__()
+        if self.path and self.path not in msg:
+            return f"{msg} (file: {self.path})"
+        return msg
 
 
 class ImageError(FastqError, ValueError):
@@ -106,6 +112,9 @@ _NAMES = {
 def error_for_code(code, message, index=None, path=None):
     """Build (not raise) the exception for a C error ``code`` with ``message``."""
     cls = _BY_CODE.get(code, FastqError)
-    if not issubclass(cls, FastqError):
-        return cls(message)
-    return cls(message, _NAMES.get(code, f"FQ_E_{code}"), index=index, path=path)
+    name = _NAMES.get(code, f"FQ_E_{code}")
+    if not issubclass(cls, FastqError):  # MemoryError, TimeoutError, OSError: same fields
+        exc = cls(message)
+        exc.code, exc.index, exc.path = name, index, path
+        return exc
+    return cls(message, name, index=index, path=path)

@@ -10,6 +10,7 @@ import numpy as np
 
 from fastq import _core
 from fastq._source_base import Source
+from fastq.backend import Backend
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
@@ -160,12 +161,8 @@ class ImageSource(Source):
             return self.labels
         return _labels_array(self._labels_given, len(self._items), label_dtype)
 
-    def _raw(self, index):
-        """Sample `index` as the Python side sees it (for error messages)."""
-        return self._items[index]
-
-    def _make_backend(self, pipeline, **options):
-        return _ImageBackend(self, pipeline, **options)
+    def _make_backend(self, config, **options):
+        return _ImageBackend(self, config, **options)
 
 
 class Files(ImageSource):
@@ -253,11 +250,9 @@ class Arrays(ImageSource):
         return self._size
 
 
-class _ImageBackend:
-    kind = "native"
-
+class _ImageBackend(Backend):
     # keep in step with IMAGE_OPTIONS (tests/test_api.py checks it)
-    def __init__(self, source, pipeline, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
+    def __init__(self, source, config, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
                  shuffle=False, on_error="raise", max_attempts=16, max_pixels=None, dct_scaling=True,
                  return_index=False, label_dtype=None):
         from fastq import _image, ops as ops_mod
@@ -278,16 +273,15 @@ class _ImageBackend:
         self.labels = source._labels_as(label_dtype)
         self.spec = _image.ImageSpec(self.compiled)
         self.source = source
-        self.batch_size = pipeline.batch_size
-        self.drop_remainder = pipeline.drop_remainder
-        self.workers = pipeline.workers or _default_workers()
+        self.batch_size = config.batch_size
+        self.drop_remainder = config.drop_remainder
+        self.workers = config.workers or _default_workers()
         self.seed = int(seed)
         self.shuffle = bool(shuffle)
         self.return_index = bool(return_index)
         self.task = _image.ImageTask(self.spec, source.kind, source._task_items(), self.labels,
                                      workers=self.workers, on_error=on_error, max_attempts=int(max_attempts),
                                      with_index=self.return_index)
-        self._resume = None  # (epoch, position) set by load_state_dict
         _image.set_opencv_threads(1)  # our workers are the parallelism
 
     def output_spec(self):
@@ -316,22 +310,14 @@ class _ImageBackend:
         order = self.order(epoch)[position * self.batch_size:]
         self.task.set_epoch(order, self.seed, epoch)
         ring.set_end(len(order))
-        return _NativeProducers(ring, _core.NativeRun(ring, _core.ExternalTask(self.task), self.workers, len(order)))
+        return _NativeProducers(ring, _core.NativeRun(ring, self.task, self.workers, len(order)))
 
-    def translate(self, failure, producers):
-        idx = None
-        msg = failure.message
-        exc = _core.make_error(failure.code, msg)
-        # the C message starts with "sample N" (the dataset index)
-        if msg.startswith("sample "):
-            try:
-                idx = int(msg[7:].split(",")[0].split(":")[0])
-            except ValueError:
-                idx = None
-        exc.index = idx
-        if idx is not None and hasattr(self.source, "path"):  # Files: the file; TFRecord/WebDataset: the shard
-            exc.path = self.source.path(idx)
-        return exc
+    def sample_error(self, failure, producers):
+        """A failed sample's error (``failure.index``: its dataset index, carried
+        by the slot's error record), with the file that holds it."""
+        if hasattr(self.source, "path"):  # Files: the file; TFRecord/WebDataset: the shard
+            failure.path = self.source.path(failure.index)
+        return failure
 
     def explain(self, epoch, index):
         if not 0 <= index < self.source.num_samples:
@@ -341,9 +327,6 @@ class _ImageBackend:
         ex["epoch"] = epoch
         ex["seed"] = self.seed
         return ex
-
-    def sample(self, epoch, index):
-        return self.task.sample(index, self.seed, epoch)[0]
 
     def stats(self):
         return self.task.stats()

@@ -47,6 +47,7 @@ import numpy as np
 from fastq import _core
 from fastq.errors import ForkedPipelineError, PipelineClosedError, SupersededIterationError
 from fastq._source_base import Source
+from fastq.backend import BackendConfig
 from fastq.image_sources import IMAGE_OPTIONS, ImageSource, image_options_doc
 from fastq.sources import Iterable
 
@@ -73,13 +74,6 @@ def _unknown_option(name, known):
     options = f"; image source options: {', '.join(known)}" if known else ""
     return TypeError(f"Pipeline() got an unexpected keyword argument {name!r}{hint} "
                      f"(Pipeline arguments: {', '.join(_PIPELINE_ARGS[1:])}{options})")
-
-
-def _default_workers():
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 class _State:
@@ -194,7 +188,9 @@ class Pipeline:
         self._pin_status = {"pinned": False, "pin_reason": "the ring is not allocated yet"}
         self.source = source
         try:
-            self._backend = source._make_backend(self, **source_options)
+            self._backend = source._make_backend(
+                BackendConfig(batch_size=batch_size, drop_remainder=self.drop_remainder, workers=workers),
+                **source_options)
         except TypeError as e:
             # another source's backend: name the Pipeline argument, not a private class
             m = re.search(r"unexpected keyword argument '(\w+)'", str(e))
@@ -227,9 +223,9 @@ class Pipeline:
         return n if isinstance(n, numbers.Integral) and n >= 0 else None
 
     def _batches_per_epoch(self):
-        fn = getattr(self._backend, "batches_per_epoch", None)
-        if fn is not None:
-            return int(fn())
+        n = self._backend.batches_per_epoch()
+        if n is not None:
+            return int(n)
         n = self._num_samples()
         if n is None:
             return None
@@ -317,24 +313,21 @@ class Pipeline:
             epoch, position = self._epoch, self._resume_position
         sd = {"epoch": int(epoch), "position": int(position), "batch_size": self.batch_size,
               "drop_remainder": self.drop_remainder}
-        sd.update(getattr(self._backend, "state_extra", lambda: {})())
         return sd
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume at state["epoch"], skipping its first state["position"] batches
         (applies to the next ``iter()``)."""
-        if not hasattr(self._backend, "batches_per_epoch"):
+        n_batches = self._backend.batches_per_epoch()
+        if n_batches is None:
             raise TypeError("state_dict()/load_state_dict() need a native source (Files, Bytes, Arrays); "
                             "a Python iterable cannot be rewound to a position")
         for key in ("batch_size", "drop_remainder"):
             if key in state and state[key] != getattr(self, key):
                 raise ValueError(f"state was saved with {key}={state[key]!r}, this pipeline has "
                                  f"{getattr(self, key)!r}")
-        check = getattr(self._backend, "check_state", None)
-        if check is not None:
-            check(state)
         epoch, position = int(state["epoch"]), int(state["position"])
-        if epoch < 0 or position < 0 or position > self._backend.batches_per_epoch():
+        if epoch < 0 or position < 0 or position > n_batches:
             raise ValueError(f"bad state: epoch {epoch}, position {position}")
         with self._state.lock:
             if self._active is not None:
@@ -348,13 +341,10 @@ class Pipeline:
         """What was sampled for dataset sample `index` in `epoch` (crop box,
         flips, jitter factors, affine matrix, decode scale...), so the
         augmentation can be replayed with another library."""
-        fn = getattr(self._backend, "explain", None)
-        if fn is None:
-            raise TypeError("explain() needs a native image source")
-        return fn(int(epoch), int(index))
+        return self._backend.explain(int(epoch), int(index))
 
     def _effective_workers(self):
-        return getattr(self._backend, "workers", self.workers)
+        return self._backend.workers
 
     # -- lifecycle --------------------------------------------------------
     def close(self) -> None:
@@ -414,7 +404,7 @@ class Pipeline:
             st.stop_producers()
             epoch = self._epoch
             self._epoch += 1
-            if hasattr(self._backend, "discover") and not self._backend.discover():
+            if not self._backend.discover():
                 it = _EpochIterator(self, None, epoch, None)  # empty source: empty epoch
                 it._done = True
                 return it
@@ -444,7 +434,7 @@ class _EpochIterator:
         self._t0 = time.monotonic()
 
     def _stop_clock(self):
-        if self._p is not None and not self._done and self._t0 is not None:
+        if not self._done and self._t0 is not None:
             self._p._active_s += time.monotonic() - self._t0
             self._t0 = None
 
@@ -468,7 +458,7 @@ class _EpochIterator:
         self._stop_clock()
         self._done = True
         p = self._p
-        if p is not None and p._active is self:
+        if p._active is self:
             p._active = None
             with p._state.lock:
                 if p._state.producers is self._producers:
@@ -483,17 +473,15 @@ class _EpochIterator:
                     f"started; a Pipeline runs one epoch at a time (create two Pipelines to read twice)")
             raise StopIteration
         p = self._p
-        stall = p.stall_timeout if p is not None else 60.0
+        stall = p.stall_timeout
         failure = None
         if self._ring is None:  # the pipeline was closed
             self._done = True
             raise PipelineClosedError("the Pipeline was closed")
         try:
             res = self._ring.next_batch(stall)
-        except _core.BatchFailed as f:
-            failure = f
         except SupersededIterationError:
-            if p is not None and p.closed:
+            if p.closed:
                 self._done = True
                 raise PipelineClosedError("the Pipeline was closed while waiting for a batch") from None
             self._finish()
@@ -501,12 +489,15 @@ class _EpochIterator:
         except PipelineClosedError:
             self._done = True
             raise
+        except Exception as e:  # noqa: BLE001 - re-raised unless it is a sample's error
+            if getattr(e, "index", None) is None:  # not about one sample (e.g. StalledError)
+                raise
+            failure = e
         if failure is not None:
-            # Raised outside the except block so the user's exception is not
-            # chained to fastq's internal BatchFailed.
-            backend = p._backend if p is not None else None
-            exc = backend.translate(failure, self._producers) if backend is not None else \
-                _core.make_error(failure.code, failure.message, index=failure.item)
+            # A failed sample: its backend may name its file or hand back the
+            # user's own exception.  Raised outside the except block so that
+            # exception is not chained to the record it was carried by.
+            exc = p._backend.sample_error(failure, self._producers)
             self._finish()
             raise exc
         if res is None:

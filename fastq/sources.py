@@ -14,6 +14,7 @@ import numpy as np
 
 from fastq import _core
 from fastq._source_base import Source
+from fastq.backend import Backend
 
 __all__ = ["Source", "Iterable", "Files", "Bytes", "Arrays", "Folder", "TFRecord", "WebDataset", "Stream"]
 
@@ -50,11 +51,11 @@ class Iterable(Source):
             self._reset_done = True
         return iter(self.obj)
 
-    def _make_backend(self, pipeline, **options):
+    def _make_backend(self, config, **options):
         if options:
             raise TypeError(f"options {sorted(options)} apply to native image sources (Files, Bytes, Arrays), "
                             f"not to a Python iterable")
-        return _PythonBackend(self, pipeline)
+        return _PythonBackend(self, config)
 
 
 class FieldSpec:
@@ -107,15 +108,12 @@ def _convert(sample, specs, index):
     return out
 
 
-class _PythonBackend:
+class _PythonBackend(Backend):
     """Feeds a ring from a Python iterable with `workers` Python threads."""
 
-    kind = "python"
-
-    def __init__(self, source, pipeline):
+    def __init__(self, source, config):
         self.source = source
-        self.batch_size = pipeline.batch_size
-        self.workers = pipeline.workers or 2
+        self.workers = config.workers or 2
         self.specs = None
         self._pending = None  # (iterator, first_sample) opened by spec discovery
 
@@ -148,14 +146,11 @@ class _PythonBackend:
             it, first = self.source._open(), _NOTHING
         return _PyProducers(ring, run_id, it, first, self.specs, self.workers)
 
-    def translate(self, failure, producers):
-        exc = producers.errors.pop(failure.item, None) if producers is not None else None
-        if exc is not None:
-            return exc
-        return _core.make_error(failure.code, failure.message, index=failure.item)
-
-    def stats(self):
-        return {}
+    def sample_error(self, failure, producers):
+        """The exception to raise for a failed sample: the user's own exception
+        (``failure.index`` is the item's position in the iteration)."""
+        exc = producers.errors.pop(failure.index, None) if producers is not None else None
+        return failure if exc is None else exc
 
 
 _NOTHING = object()
@@ -219,7 +214,7 @@ class _PyProducers:
                     return
                 slot, row = got
                 ring.commit(run_id, slot, row, _core.CODES["SOURCE"],
-                            f"sample {k}: {type(failure).__name__}: {failure}")
+                            f"sample {k}: {type(failure).__name__}: {failure}", k)
                 ring.set_end(k + 1, keep_partial=True)
                 return
             if self.done and not claimed:
@@ -232,10 +227,6 @@ class _PyProducers:
             t.join(timeout)
         # A thread still alive is stuck inside the user's iterator; the run id
         # it carries is stale, so it can no longer write into the ring.
-
-    def join(self, timeout=None):
-        for t in self.threads:
-            t.join(timeout)
 
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from fastq import _core
 from fastq._source_base import Source
+from fastq.backend import Backend
 from fastq.errors import FastqError
 
 __all__ = ["Stream"]
@@ -42,8 +43,8 @@ class Stream(Source):
             raise TypeError(f"Stream needs an iterable, got {type(iterable).__name__}")
         self.obj = iterable
 
-    def _make_backend(self, pipeline, **options):
-        return _StreamBackend(self, pipeline, **options)
+    def _make_backend(self, config, **options):
+        return _StreamBackend(self, config, **options)
 
 
 def _split(item, k):
@@ -54,10 +55,8 @@ def _split(item, k):
     raise TypeError(f"stream item {k}: expected (encoded_bytes, label) or encoded bytes, got {type(item).__name__}")
 
 
-class _StreamBackend:
-    kind = "stream"
-
-    def __init__(self, source, pipeline, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
+class _StreamBackend(Backend):
+    def __init__(self, source, config, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
                  shuffle=False, on_error="raise", max_pixels=None, dct_scaling=True, return_index=False,
                  max_attempts=16):
         from fastq import _image, ops as ops_mod
@@ -74,8 +73,8 @@ class _StreamBackend:
         self.spec = _image.ImageSpec(self.compiled)
         self.np_dtype = np.dtype(self.compiled.dtype)
         self.source = source
-        self.batch_size = pipeline.batch_size
-        self.workers = pipeline.workers or 2
+        self.batch_size = config.batch_size
+        self.workers = config.workers or 2
         self.seed = int(seed)
         self.skip = on_error == "skip"
         self.return_index = bool(return_index)
@@ -128,11 +127,11 @@ class _StreamBackend:
             it, prefix = iter(self.source.obj), []
         return _StreamProducers(self, ring, run_id, it, prefix, epoch)
 
-    def translate(self, failure, producers):
-        exc = producers.errors.pop(failure.item, None) if producers is not None else None
-        if exc is not None:
-            return exc
-        return _core.make_error(failure.code, failure.message, index=failure.item)
+    def sample_error(self, failure, producers):
+        """The exception to raise for a failed item: the one the stream raised
+        (``failure.index`` is the item's position in the stream)."""
+        exc = producers.errors.pop(failure.index, None) if producers is not None else None
+        return failure if exc is None else exc
 
     def _count_skip(self, exc):
         with self._stats_lock:
@@ -249,7 +248,7 @@ class _StreamProducers:
                     if acq is None:
                         return
                     code = _core.CODES.get(str(err_j.code)[5:], 0) if isinstance(err_j, FastqError) else 0
-                    ring.commit(run_id, acq[0], acq[1], code or _core.CODES["SOURCE"], str(err_j))
+                    ring.commit(run_id, acq[0], acq[1], code or _core.CODES["SOURCE"], str(err_j), first + j1)
                     j1 += 1
                 j0 = j1
             if not ok:
@@ -261,15 +260,11 @@ class _StreamProducers:
                 if acq is None:
                     return
                 ring.commit(run_id, acq[0], acq[1], _core.CODES["SOURCE"],
-                            f"stream item {k}: {type(failure).__name__}: {failure}")
+                            f"stream item {k}: {type(failure).__name__}: {failure}", k)
                 ring.set_end(k + 1, keep_partial=True)
                 return
 
     def stop(self, timeout=5.0):
         self.done = True
-        for t in self.threads:
-            t.join(timeout)
-
-    def join(self, timeout=None):
         for t in self.threads:
             t.join(timeout)

@@ -176,17 +176,6 @@ class _Claims:
 _CLAIMS = _Claims()
 
 
-def _named(exc):
-    """The same error, with the file in the message if fastq knows it (TF only
-    keeps the message when it turns the exception into an OpError)."""
-    path = getattr(exc, "path", None)
-    if path and path not in str(exc):
-        new = type(exc)(f"{exc} (file: {path})", getattr(exc, "code", None),
-                        index=getattr(exc, "index", None), path=path)
-        return new
-    return exc
-
-
 class _Feed:
     """The callable given to from_generator: each call starts one epoch.
 
@@ -234,9 +223,6 @@ class _FeedIterator:
         except StopIteration:
             self._close()
             raise
-        except FastqError as e:
-            self._close()
-            raise _named(e) from None
         except BaseException:
             self._close()
             raise
@@ -524,7 +510,7 @@ def _epoch_sync_class():
             super().__init__()
             if not isinstance(pipeline, Pipeline):
                 raise TypeError(f"EpochSync needs a fastq.Pipeline, got {type(pipeline).__name__}")
-            if not hasattr(pipeline._backend, "batches_per_epoch"):
+            if pipeline._backend.batches_per_epoch() is None:
                 raise TypeError("EpochSync needs a native source (Files, Bytes, Arrays): an iterable source "
                                 "cannot be rewound to an epoch")
             self.pipeline = pipeline

@@ -275,12 +275,12 @@ def test_shuffle_is_off_by_default_and_on_when_asked():
 
 def test_typo_with_another_sources_backend_names_the_pipeline_argument():
     class Backend:
-        def __init__(self, source, pipeline, *, window=3):
+        def __init__(self, source, config, *, window=3):
             pass
 
     class Custom(fastq.sources.Source):
-        def _make_backend(self, pipeline, **options):
-            return Backend(self, pipeline, **options)
+        def _make_backend(self, config, **options):
+            return Backend(self, config, **options)
 
     with pytest.raises(TypeError) as e:
         fastq.Pipeline(Custom(), batch_size=2, widnow=4)

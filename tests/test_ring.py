@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from fastq import _core
+from fastq import _core, errors
 from fastq.errors import StalledError
 
 
@@ -169,11 +169,12 @@ def test_failed_sample_reaches_consumer_at_its_batch_in_order():
     run = _core.NativeRun(ring, task, 3, 20)
     assert ring.next_batch() is not None
     assert ring.next_batch() is not None
-    with pytest.raises(_core.BatchFailed) as ei:
+    with pytest.raises(errors.DecodeError) as ei:  # batch 2, row 1
         ring.next_batch()
-    assert ei.value.batch == 2 and ei.value.row == 1 and ei.value.item == 9
-    assert "sample 9" in ei.value.message
-    assert ei.value.code == _core.CODES["DECODE"]
+    assert ei.value.index == 9  # carried as a field of the slot's error record
+    assert "sample 9" in str(ei.value)
+    assert ei.value.code == "FQ_E_DECODE"
+    assert ring.stats()["batches_delivered"] == 3 and ring.stats()["slots_leased"] == 0
     ring.cancel()
     run.join()
 
@@ -362,3 +363,15 @@ def test_native_workers_run_without_the_gil():
     gaps = np.diff(ticks)
     assert len(ticks) > secs * 100
     assert gaps.max() < 0.1
+
+
+def test_native_run_takes_typed_tasks_and_refuses_an_uninitialized_one():
+    from fastq import _image
+    assert issubclass(_image.ImageTask, _core.TaskBase)  # a typed handle, not C addresses
+    ring = make_ring(2, 2)
+    ring.begin_run(True)
+    with pytest.raises(ValueError, match="not initialized"):
+        _core.NativeRun(ring, _image.ImageTask.__new__(_image.ImageTask), 1, 4)
+    with pytest.raises(TypeError):
+        _core.NativeRun(ring, object(), 1, 4)
+    ring.close()

@@ -34,13 +34,12 @@ static fq_img_spec *make_spec(void)
     fq_op ops[3];
     memset(ops, 0, sizeof ops);
     ops[0].kind = FQ_OP_RANDOM_RESIZED_CROP;
-    double rrc[7] = {48, 48, 0.08, 1.0, 0.75, 4.0 / 3.0, FQ_INTERP_BILINEAR};
-    memcpy(ops[0].f, rrc, sizeof rrc);
+    ops[0].rrc = (fq_op_rrc){.out_h = 48, .out_w = 48, .scale_lo = 0.08, .scale_hi = 1.0, .ratio_lo = 0.75,
+                             .ratio_hi = 4.0 / 3.0, .interp = FQ_INTERP_BILINEAR};
     ops[1].kind = FQ_OP_HFLIP;
-    ops[1].f[0] = 0.5;
+    ops[1].hflip.p = 0.5;
     ops[2].kind = FQ_OP_NORMALIZE;
-    double norm[6] = {0.485, 0.456, 0.406, 0.229, 0.224, 0.225};
-    memcpy(ops[2].f, norm, sizeof norm);
+    ops[2].normalize = (fq_op_normalize){.mean = {0.485, 0.456, 0.406}, .std = {0.229, 0.224, 0.225}};
     fq_img_format fmt = {3, FQ_DT_FLOAT32, FQ_LAYOUT_HWC, 0, 1};
     fq_img_spec *spec = NULL;
     fq_err e;
@@ -84,15 +83,14 @@ static int run(char **paths, int n, int bad_at)
             if (rc == FQ_E_EOF)
                 break;
             CHECK(rc == FQ_OK, "next: %s", e.msg);
-            int code;
-            char msg[512];
+            fq_err f;
             int erow = -1;
-            CHECK(fq_ring_slot_error(ring, slot, &erow, &code, msg, sizeof msg, &e) == FQ_OK, "%s", e.msg);
+            CHECK(fq_ring_slot_error(ring, slot, &erow, &f, &e) == FQ_OK, "%s", e.msg);
             for (int r = 0; r < nr; r++, item++) {
                 int64_t idx = order[item];
                 if (idx == bad_at) {
-                    CHECK(erow == r && code == FQ_E_IO && strstr(msg, paths[idx]), "bad row %d: %d %s", erow, code,
-                          msg);
+                    CHECK(erow == r && f.code == FQ_E_IO && f.index == idx && strstr(f.msg, paths[idx]),
+                          "bad row %d: %d %lld %s", erow, f.code, (long long)f.index, f.msg);
                     continue;
                 }
                 const uint8_t *img = fq_ring_block_ptr(ring, slot, 0) + (size_t)r * rb;

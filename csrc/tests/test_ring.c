@@ -99,16 +99,17 @@ static int failing_item(void)
     CHECK(fq_pool_start(r, 3, 80, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
     int errors = 0;
     for (int64_t b = 0;; b++) {
-        int slot, n, code;
-        char msg[256];
+        int slot, n;
+        fq_err f;
         int rc = fq_ring_next(r, 5000000000LL, &slot, &n, &e);
         if (rc == FQ_E_EOF)
             break;
         CHECK(rc == FQ_OK, "%s", e.msg);
         int row = -2;
-        CHECK(fq_ring_slot_error(r, slot, &row, &code, msg, sizeof msg, &e) == FQ_OK, "%s", e.msg);
+        CHECK(fq_ring_slot_error(r, slot, &row, &f, &e) == FQ_OK, "%s", e.msg);
         if (b == 4) {
-            CHECK(row == 5 && code == FQ_E_DECODE && strstr(msg, "sample 37"), "row %d code %d msg %s", row, code, msg);
+            CHECK(row == 5 && f.code == FQ_E_DECODE && f.index == 37 && strstr(f.msg, "sample 37"),
+                  "row %d code %d index %lld msg %s", row, f.code, (long long)f.index, f.msg);
             errors++;
         } else {
             CHECK(row == -1, "unexpected error in batch %lld", (long long)b);
@@ -211,18 +212,18 @@ static int timeouts_and_args(void)
     CHECK(fq_ring_run_id(r, &id, &e) == FQ_OK && id >= 1, "run id %lld", (long long)id);
     CHECK(fq_ring_acquire(r, id, 0, 0, &slot, &row, &e) == FQ_OK, "%s", e.msg);
     CHECK(fq_ring_acquire(r, id, 2, 10000000, &slot, &row, &e) == FQ_E_TIMEOUT, "expected producer timeout");
-    CHECK(fq_ring_commit(r, id, 0, 5, FQ_OK, NULL, &e) == FQ_E_INVALID, "bad row accepted");
+    CHECK(fq_ring_commit(r, id, 0, 5, NULL, &e) == FQ_E_INVALID, "bad row accepted");
     CHECK(fq_ring_release(r, 0, &e) == FQ_E_INVALID, "release of unleased slot accepted");
     int64_t sq;
-    int erow, code;
+    int erow;
     CHECK(fq_ring_slot_seq(r, 0, &sq, &e) == FQ_E_INVALID, "seq of an unleased slot");
     CHECK(fq_ring_slot_seq(r, 7, &sq, &e) == FQ_E_INVALID, "seq of slot 7");
-    CHECK(fq_ring_slot_error(r, -1, &erow, &code, NULL, 0, &e) == FQ_E_INVALID, "error of slot -1");
+    CHECK(fq_ring_slot_error(r, -1, &erow, NULL, &e) == FQ_E_INVALID, "error of slot -1");
     /* a stale run id is refused and touches nothing */
     int64_t old = id;
     CHECK(fq_ring_begin_run(r, 1, NULL, &e) == FQ_OK, "%s", e.msg);
     CHECK(fq_ring_acquire(r, old, 0, 0, &slot, &row, &e) == FQ_E_CANCELLED, "stale acquire accepted");
-    CHECK(fq_ring_commit(r, old, 0, 0, FQ_OK, NULL, &e) == FQ_E_CANCELLED, "stale commit accepted");
+    CHECK(fq_ring_commit(r, old, 0, 0, NULL, &e) == FQ_E_CANCELLED, "stale commit accepted");
     fq_ring_destroy(r);
     fq_ring *bad = NULL;
     size_t zero = 0;
