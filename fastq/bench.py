@@ -35,9 +35,6 @@ __all__ = ["BenchInputError", "DEFAULT_PEERS", "IMAGE_EXTENSIONS", "TASKS", "TFR
 DEFAULT_PEERS = ("fastq", "tfdata", "tensorpack", "pyloop", "dali")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff", ".ppm", ".pgm", ".pnm")
 BUSY_LIMIT = 0.25  # cores used by others (other processes + steal) that make a run "contended"
-# From shared/DESIGN.md (another sitting on a 2-core machine of this kind): shown
-# only as a labelled reference when DALI cannot be measured here.  Never a result.
-DALI_DESIGN_REFERENCE = 1024.0
 TARGETS = (  # (name, numerator, denominator, target) -- issue 3's targets, reference task
     ("fastq / tf.data native", "fastq", "tfdata", 2.5),
     ("fastq / tf.data native, parallel = cores", "fastq", "tfdata_n", 2.5),
@@ -491,7 +488,6 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
         "peers": summary, "order": [p for p in keys], "not_installed": not_installed,
         "not_available": not_available, "failed": failed,
         "ratios": ratios, "scaling": scaling_out, "profile": prof,
-        "dali_design_reference_not_measured": DALI_DESIGN_REFERENCE,
     }
 
 
@@ -533,9 +529,6 @@ def print_report(res, out=print, show_targets=False):
             why = "not installed" if p in res["not_installed"] else \
                 "FAILED" if p in res["failed"] else "n/a for TFRecord"
             out(f"{peer_label(p, workers):40s} {'-':>9s} {why:>15s}")
-    if show_targets and "dali" in res["not_installed"]:
-        out(f"{'  DALI CPU, DESIGN.md (other sitting)':40s} {DALI_DESIGN_REFERENCE:9.0f} "
-            f"{'REFERENCE ONLY':>15s}  not measured here")
     out("fastq/peer = fastq(workers=%d) images/s / peer images/s, same run; images/s = median of the rounds;\n"
         "CPU us/img = the peer process's CPU time per image (all threads); cores own/others = cores busy\n"
         "with this peer / with other processes + hypervisor steal during its timed epochs." % workers)

@@ -10,7 +10,7 @@ Tasks (``--task``):
 
   reference  JPEG -> RGB -> RandomResizedCrop 224 (area 0.08-1, aspect 3/4-4/3,
              bilinear) -> random h-flip -> normalize (ImageNet mean/std) ->
-             float32 NHWC batches of 64 (shared/DESIGN.md "Reference task")
+             float32 NHWC batches of 64 (the reference task of docs/cli.md)
   train      reference + ColorJitter(brightness, contrast, saturation = 0.4)
              before normalizing
   eval       resize the shorter side to 256 (bilinear) -> center crop 224 ->

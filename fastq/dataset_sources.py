@@ -438,10 +438,10 @@ class TFRecord(ImageSource):
         drain = rng.integers(0, np.arange(b, 0, -1, dtype=np.int64), dtype=np.int64)
         return _image.shuffle_buffer_apply(stream, fill, drain)
 
-    def _make_backend(self, pipeline, **options):
+    def _make_backend(self, config, **options):
         if not self._stream:
-            return super()._make_backend(pipeline, **options)
-        return _StreamBackend(self, pipeline, **options)
+            return super()._make_backend(config, **options)
+        return _StreamBackend(self, config, **options)
 
     def stream_stats(self):
         """index=False: {"streamed", "random", "max_held"} of the stream reader
@@ -478,8 +478,8 @@ class _StreamBackend(_ImageBackend):
     """TFRecord(index=False): the epoch order is the stream order (shard
     permutation + shuffle buffer), restricted to this source's samples."""
 
-    def __init__(self, source, pipeline, **options):
-        super().__init__(source, pipeline, **options)
+    def __init__(self, source, config, **options):
+        super().__init__(source, config, **options)
         self._stream_reader = source._last_stream()  # made by source._task_items() for this task
 
     def start(self, ring, run_id, epoch, position=0):
