@@ -20,6 +20,17 @@ int fq_io_errno(fq_err *err, int e, const char *what, const char *path);
  * number of bytes read (< n at end of file).  Returns 0, or -1 with errno set. */
 int fq_pread_full(int fd, uint8_t *dst, size_t n, uint64_t off, size_t *got);
 
+/* Little-endian loads (the TFRecord framing). */
+static inline uint32_t fq_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t fq_le64(const uint8_t *p)
+{
+    return (uint64_t)fq_le32(p) | (uint64_t)fq_le32(p + 4) << 32;
+}
+
 #ifdef __cplusplus
 }
 #endif

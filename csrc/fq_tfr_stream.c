@@ -16,18 +16,6 @@
 
 #include "fq_crc32c.h"
 
-static uint64_t le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 /* One shard opened for framing walks: a file (fd, size), a buffer, or a
  * compressed file inflated incrementally (gz: zlib window bits, 31 for GZIP,
@@ -99,6 +87,25 @@ static int src_close(shard_src *s, fq_err *err)
     return rc;
 }
 
+/* When the compressed input is used up (and the file is not at its end), read the
+ * next GZ_IN bytes of it.  Errors: I/O only. */
+static int gz_refill(shard_src *s, fq_err *err)
+{
+    if (s->zs.avail_in != 0 || s->in_eof)
+        return FQ_OK;
+    ssize_t r;
+    do {
+        r = pread(s->fd, s->in, GZ_IN, (off_t)s->in_off);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return fq_io_errno(err, errno, "read failed in TFRecord shard", s->path);
+    s->in_off += (uint64_t)r;
+    s->in_eof = r == 0;
+    s->zs.next_in = s->in;
+    s->zs.avail_in = (uInt)r;
+    return FQ_OK;
+}
+
 /* Inflate the next n bytes into out (NULL: discard).  *got < n at the end of
  * the data: s->ended for a clean end, s->zerr set for a truncated or corrupt
  * compressed stream.  Errors: I/O only. */
@@ -107,18 +114,8 @@ static int gz_next(shard_src *s, uint8_t *out, size_t n, size_t *got, fq_err *er
     uint8_t scratch[16384];
     size_t done = 0;
     while (done < n && !s->ended && !s->zerr[0]) {
-        if (s->zs.avail_in == 0 && !s->in_eof) {
-            ssize_t r;
-            do {
-                r = pread(s->fd, s->in, GZ_IN, (off_t)s->in_off);
-            } while (r < 0 && errno == EINTR);
-            if (r < 0)
-                return fq_io_errno(err, errno, "read failed in TFRecord shard", s->path);
-            s->in_off += (uint64_t)r;
-            s->in_eof = r == 0;
-            s->zs.next_in = s->in;
-            s->zs.avail_in = (uInt)r;
-        }
+        if (gz_refill(s, err) != FQ_OK)
+            return err->code;
         if (s->zs.avail_in == 0 && s->in_eof) {
             snprintf(s->zerr, sizeof s->zerr, "truncated %s stream", s->gz == 31 ? "GZIP" : "ZLIB");
             break;
@@ -141,18 +138,8 @@ static int gz_next(shard_src *s, uint8_t *out, size_t n, size_t *got, fq_err *er
                 break;
             }
             /* GZIP: another member may follow (as TF's reader accepts) */
-            if (s->zs.avail_in == 0 && !s->in_eof) {
-                ssize_t r;
-                do {
-                    r = pread(s->fd, s->in, GZ_IN, (off_t)s->in_off);
-                } while (r < 0 && errno == EINTR);
-                if (r < 0)
-                    return fq_io_errno(err, errno, "read failed in TFRecord shard", s->path);
-                s->in_off += (uint64_t)r;
-                s->in_eof = r == 0;
-                s->zs.next_in = s->in;
-                s->zs.avail_in = (uInt)r;
-            }
+            if (gz_refill(s, err) != FQ_OK)
+                return err->code;
             if (s->zs.avail_in == 0) {
                 s->ended = 1;
                 break;
@@ -224,8 +211,8 @@ static int src_header(shard_src *s, uint64_t pos, uint64_t *len, int *framing, f
             return fq_set_err(err, FQ_E_IO, "truncated shard: the shard shrank (offset %llu)",
                               (unsigned long long)pos);
     }
-    uint64_t l = le64(h);
-    if (fq_crc32c_mask(fq_crc32c(h, 8)) != le32(h + 8))
+    uint64_t l = fq_le64(h);
+    if (fq_crc32c_mask(fq_crc32c(h, 8)) != fq_le32(h + 8))
         return fq_set_err(err, FQ_E_IO, "length CRC mismatch at offset %llu (corrupt length field)",
                           (unsigned long long)pos);
     if (l > s->size - pos - 12 || s->size - pos - 12 - l < 4)
@@ -641,7 +628,7 @@ static int tfs_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const ui
             return rc;
     }
     const uint8_t *rec = *buf;
-    if (fq_crc32c_mask(fq_crc32c(rec, (size_t)dlen)) != le32(rec + dlen))
+    if (fq_crc32c_mask(fq_crc32c(rec, (size_t)dlen)) != fq_le32(rec + dlen))
         return fq_set_err(err, FQ_E_IO, "data CRC mismatch (corrupt record)");
     fq_tfr_value vals[FQ_TFR_MAX_FEATURES];
     void *dst[FQ_TFR_MAX_FEATURES];

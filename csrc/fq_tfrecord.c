@@ -237,18 +237,6 @@ int fq_tfr_parse_example(const uint8_t *data, size_t len, const fq_tfr_feature *
 
 /* ------------------------------------------------------------------ framing */
 
-static uint64_t le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 static int grow(uint64_t **a, uint64_t **b, int64_t *cap)
 {
@@ -318,8 +306,8 @@ int fq_tfr_scan(const char *path, const uint8_t *mem, size_t mem_len, uint64_t *
                 break;
             }
         }
-        uint64_t len = le64(h);
-        if (fq_crc32c_mask(fq_crc32c(h, 8)) != le32(h + 8)) {
+        uint64_t len = fq_le64(h);
+        if (fq_crc32c_mask(fq_crc32c(h, 8)) != fq_le32(h + 8)) {
             fq_set_err(tail, FQ_E_IO, "length CRC mismatch at offset %llu (corrupt length field)",
                        (unsigned long long)pos);
             break;
@@ -445,12 +433,12 @@ int fq_tfr_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_
                               (unsigned long long)off, need, got);
         rec = *buf;
     }
-    if (le64(rec) != dlen)
+    if (fq_le64(rec) != dlen)
         return fq_set_err(err, FQ_E_IO, "length field %llu at offset %llu does not match the index (%llu)",
-                          (unsigned long long)le64(rec), (unsigned long long)off, (unsigned long long)dlen);
-    if (fq_crc32c_mask(fq_crc32c(rec, 8)) != le32(rec + 8))
+                          (unsigned long long)fq_le64(rec), (unsigned long long)off, (unsigned long long)dlen);
+    if (fq_crc32c_mask(fq_crc32c(rec, 8)) != fq_le32(rec + 8))
         return fq_set_err(err, FQ_E_IO, "length CRC mismatch at offset %llu", (unsigned long long)off);
-    if (fq_crc32c_mask(fq_crc32c(rec + 12, (size_t)dlen)) != le32(rec + 12 + dlen))
+    if (fq_crc32c_mask(fq_crc32c(rec + 12, (size_t)dlen)) != fq_le32(rec + 12 + dlen))
         return fq_set_err(err, FQ_E_IO, "data CRC mismatch (corrupt record at offset %llu)", (unsigned long long)off);
     fq_tfr_value vals[FQ_TFR_MAX_FEATURES];
     void *dst[FQ_TFR_MAX_FEATURES];
