@@ -652,12 +652,8 @@ int fq_tfs_create(const fq_tfs_config *cfg, fq_tfs **out, const fq_sample_reader
         return fq_set_err(err, FQ_E_INVALID, "bad compression (zlib window bits %d)", cfg->gz);
     if (cfg->n_extra < 0 || cfg->n_extra > FQ_IMGTASK_MAX_EXTRA)
         return fq_set_err(err, FQ_E_INVALID, "bad TFRecord extra outputs");
-    if (cfg->n_feats < 1 || cfg->n_feats > FQ_TFR_MAX_FEATURES || cfg->image < 0 || cfg->image >= cfg->n_feats ||
-        cfg->feats[cfg->image].kind != FQ_TFR_BYTES || cfg->feats[cfg->image].count != 1 || !cfg->extra_offset)
-        return fq_set_err(err, FQ_E_INVALID, "bad TFRecord feature list");
-    for (int k = 0; k < cfg->n_feats; k++)
-        if (cfg->feats[k].count < 0 || (k != cfg->image && cfg->feats[k].kind == FQ_TFR_BYTES))
-            return fq_set_err(err, FQ_E_INVALID, "feature %d: only the image may be a bytes feature", k);
+    if (fq_tfr_check_features(cfg->feats, cfg->n_feats, cfg->image, cfg->extra_offset, err) != FQ_OK)
+        return err->code;
     fq_tfs *t = calloc(1, sizeof *t);
     if (!t)
         return fq_set_err(err, FQ_E_NOMEM, "out of memory");

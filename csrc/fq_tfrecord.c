@@ -235,6 +235,18 @@ int fq_tfr_parse_example(const uint8_t *data, size_t len, const fq_tfr_feature *
     return FQ_OK;
 }
 
+int fq_tfr_check_features(const fq_tfr_feature *feats, int n_feats, int image, const size_t *extra_offset,
+                          fq_err *err)
+{
+    if (!feats || n_feats < 1 || n_feats > FQ_TFR_MAX_FEATURES || image < 0 || image >= n_feats ||
+        feats[image].kind != FQ_TFR_BYTES || feats[image].count != 1 || !extra_offset)
+        return fq_set_err(err, FQ_E_INVALID, "bad TFRecord feature list");
+    for (int k = 0; k < n_feats; k++)
+        if (feats[k].count < 0 || (k != image && feats[k].kind == FQ_TFR_BYTES))
+            return fq_set_err(err, FQ_E_INVALID, "feature %d: only the image may be a bytes feature", k);
+    return FQ_OK;
+}
+
 /* ------------------------------------------------------------------ framing */
 
 
@@ -355,12 +367,8 @@ int fq_tfr_create(const fq_tfr_config *cfg, fq_tfr **out, fq_err *err)
         return fq_set_err(err, FQ_E_INVALID, "TFRecord reader without shards");
     if (cfg->n < 0 || (cfg->n > 0 && (!cfg->shard || !cfg->offset || !cfg->length || !cfg->number)))
         return fq_set_err(err, FQ_E_INVALID, "TFRecord reader without an index");
-    if (cfg->n_feats < 1 || cfg->n_feats > FQ_TFR_MAX_FEATURES || cfg->image < 0 || cfg->image >= cfg->n_feats ||
-        cfg->feats[cfg->image].kind != FQ_TFR_BYTES || cfg->feats[cfg->image].count != 1 || !cfg->extra_offset)
-        return fq_set_err(err, FQ_E_INVALID, "bad TFRecord feature list");
-    for (int k = 0; k < cfg->n_feats; k++)
-        if (cfg->feats[k].count < 0 || (k != cfg->image && cfg->feats[k].kind == FQ_TFR_BYTES))
-            return fq_set_err(err, FQ_E_INVALID, "feature %d: only the image may be a bytes feature", k);
+    if (fq_tfr_check_features(cfg->feats, cfg->n_feats, cfg->image, cfg->extra_offset, err) != FQ_OK)
+        return err->code;
     for (int64_t i = 0; i < cfg->n; i++)
         if (cfg->shard[i] < 0 || cfg->shard[i] >= cfg->n_shards)
             return fq_set_err(err, FQ_E_INVALID, "index entry %lld names shard %d", (long long)i, cfg->shard[i]);

@@ -50,6 +50,12 @@ typedef struct fq_tfr_value {
     size_t len;
 } fq_tfr_value;
 
+/* The feature list of a reader (both the indexed and the stream reader): at most
+ * FQ_TFR_MAX_FEATURES, feats[image] is the one bytes feature (count 1), counts >= 0,
+ * extra_offset given.  FQ_OK or FQ_E_INVALID. */
+int fq_tfr_check_features(const fq_tfr_feature *feats, int n_feats, int image, const size_t *extra_offset,
+                          fq_err *err);
+
 /* Parse one serialized Example.  dst[k] (for FLOAT: float[count], INT64:
  * int64_t[count]; NULL for BYTES) receives the values of feature k.  Errors
  * (FQ_E_DECODE): malformed protobuf, a key missing, a wrong list type, a wrong
