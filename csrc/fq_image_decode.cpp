@@ -458,10 +458,17 @@ int cv_decode(fq_img_scratch *s, const uint8_t *data, size_t len, int fmt, int o
     }
     if (fmt == FQ_FMT_GIF)
         return fq_set_err(err, FQ_E_UNSUPPORTED, "GIF is not supported by this OpenCV build");
+    /* JPEG 2000, OpenEXR, Radiance HDR, Sun raster: refused in every build.  OpenCV
+     * decodes some of them through a temporary file, and its JPEG 2000 decoder leaks
+     * that file's descriptor on malformed input (found by csrc/tests/run_fuzz.sh: the
+     * process ran out of descriptors). */
+    if (fmt == FQ_FMT_OTHER)
+        return fq_set_err(err, FQ_E_UNSUPPORTED, "this image format (JPEG 2000, OpenEXR, Radiance HDR or Sun "
+                          "raster) is not supported; fastq reads JPEG, PNG, WebP, BMP, PNM and TIFF");
 #ifdef FQ_OPENCV_MINIMAL /* the wheel's OpenCV decodes PNG, WebP, BMP and PNM only */
-    if (fmt == FQ_FMT_TIFF || fmt == FQ_FMT_OTHER)
-        return fq_set_err(err, FQ_E_UNSUPPORTED, "%s is not supported by this build of fastq (its OpenCV "
-                          "decodes PNG, WebP, BMP and PNM)", fmt == FQ_FMT_TIFF ? "TIFF" : "this image format");
+    if (fmt == FQ_FMT_TIFF)
+        return fq_set_err(err, FQ_E_UNSUPPORTED, "TIFF is not supported by this build of fastq (its OpenCV "
+                          "decodes PNG, WebP, BMP and PNM)");
 #endif
     if (len > (size_t)INT32_MAX)
         return fq_set_err(err, FQ_E_TOO_LARGE, "encoded image of %zu bytes is too large", len);
