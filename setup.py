@@ -206,7 +206,7 @@ def _config():
     # (libfastq_c.a, C11), the per-sample glue (libfastq_imgtask.a) and the C++ image core
     # (libfastq_image.a, C++17).  A header change rebuilds them (obj_deps).
     headers = sorted(glob.glob("csrc/*.h"))
-    c_sources = ["csrc/fq_common.c", "csrc/fq_ring.c", "csrc/fq_pool.c", "csrc/fq_testtask.c"]
+    c_sources = ["csrc/fq_common.c", "csrc/fq_ring.c", "csrc/fq_pool.c"]
     if want("_cuda"):
         c_sources += _csrc("fq_cuda", ".c")
     clibs = [("fastq_c", {"sources": c_sources, "include_dirs": ["csrc"], "cflags": C_FLAGS,
@@ -240,7 +240,18 @@ def _config():
     if want("_cuda") and os.path.exists("fastq/_cuda.pyx"):
         # CUDA is loaded at run time with dlopen: no CUDA headers or libraries at build time.
         exts.append(Extension("fastq._cuda", ["fastq/_cuda.pyx"], libraries=["fastq_c", "dl"], **common))
-    ext_modules = cythonize(exts, language_level=3,
+    if os.environ.get("FASTQ_TESTING") == "1" and want("_testing"):
+        # fastq._testing: native helpers for fastq's own tests (tests/native/_testing.pyx),
+        # built into the package only for development; the wheel never contains it.
+        if not os.path.exists("tests/native/_testing.pyx"):
+            sys.exit("setup.py: FASTQ_TESTING=1 needs tests/native/_testing.pyx (a git checkout; "
+                     "the sdist has no tests)")
+        clibs.append(("fastq_testing", {"sources": ["csrc/tests/fq_testtask.c"], "include_dirs": ["csrc", "csrc/tests"],
+                                        "cflags": C_FLAGS, "obj_deps": {"": headers}}))
+        exts.append(Extension("fastq._testing", ["tests/native/_testing.pyx"],
+                              libraries=["fastq_testing", "fastq_c"],
+                              **{**common, "include_dirs": common["include_dirs"] + ["csrc/tests"]}))
+    ext_modules = cythonize(exts, language_level=3, include_path=["."],
                             compiler_directives={"boundscheck": False, "wraparound": False})
     return dict(ext_modules=ext_modules, libraries=clibs)
 

@@ -16,6 +16,9 @@ Three measurements, side by side in one run, each repeated --repeats times
    slot handoffs per second.
 
 Usage:  python benchmarks/bench_core.py [--repeats 5] [--batches 2000]
+
+Needs a development build with the test-only module fastq._testing (the native
+pattern producers): FASTQ_TESTING=1 python3 setup.py build_ext --inplace.
 """
 import argparse
 import json
@@ -29,10 +32,15 @@ import numpy as np
 import fastq
 from fastq import _core
 
+try:
+    from fastq import _testing
+except ImportError:
+    raise SystemExit("bench_core.py needs fastq._testing: run FASTQ_TESTING=1 python3 setup.py build_ext --inplace")
+
 
 def fastq_consumer_cost(n_batches, batch, row_shape, workers=2, queue_size=8):
     ring = _core.Ring(queue_size, batch, [np.uint8, np.int64], [row_shape, ()])
-    task = _core.PatternTask(ring)
+    task = _testing.PatternTask(ring)
     ring.begin_run(True)
     ring.set_end(n_batches * batch)
     run = _core.NativeRun(ring, task, workers, n_batches * batch)
@@ -136,7 +144,7 @@ def queue_python_source(n_batches, batch, row_shape, workers=2):
 
 def native_ring_throughput(n_batches, batch=1, row_bytes=64, workers=2, queue_size=8):
     ring = _core.Ring(queue_size, batch, [np.uint8], [(row_bytes,)])
-    task = _core.PatternTask(ring)
+    task = _testing.PatternTask(ring)
     ring.begin_run(True)
     ring.set_end(n_batches * batch)
     run = _core.NativeRun(ring, task, workers, n_batches * batch)

@@ -1,5 +1,7 @@
-# Declarations of the C core (csrc/).  Only `cdef extern` blocks live here.
+# Declarations of the C core (csrc/) and of the cdef classes other extensions
+# (fastq._image, fastq._cuda, the test-only fastq._testing) cimport.
 from libc.stdint cimport int64_t, uint64_t, uint8_t
+cimport numpy as cnp
 
 cdef extern from "fq_common.h" nogil:
     enum:
@@ -85,20 +87,6 @@ cdef extern from "fq_pool.h" nogil:
     int fq_pool_join(fq_pool *p, fq_err *err)
     void fq_pool_get_stats(fq_pool *p, fq_pool_stats *st)
 
-cdef extern from "fq_testtask.h" nogil:
-    ctypedef struct fq_pattern_ctx:
-        int n_blocks
-        size_t row_bytes[16]
-        int64_t fail_item
-        uint64_t work_ns
-        uint64_t seed
-    int fq_pattern_task(void *ctx, int worker, int64_t item, uint8_t **rows, fq_err *err)
-    uint8_t fq_pattern_byte(uint64_t seed, int64_t item, int block, size_t off)
-    int fq_pattern_check(const fq_pattern_ctx *c, int64_t item, int block, const uint8_t *row)
-    int fq_pattern_drain(fq_ring *r, const fq_pattern_ctx *c, int verify, int64_t *batches, int64_t *rows,
-                         int64_t *bad_rows, fq_err *err)
-
-
 # The one path from a C error record to a Python exception; _image and _cuda
 # cimport it.  sample=True: the record is a failed sample's (err.index is the
 # sample's index in its source); otherwise err.index is not read.
@@ -106,8 +94,47 @@ cdef int raise_fq_error(fq_err *err, bint sample=*) except -1
 
 
 # A native per-sample task for NativeRun: a C function plus the context it
-# reads.  Subclasses (here PatternTask, in fastq._image ImageTask) set fn and
+# reads.  Subclasses (fastq._image's ImageTask; the test-only PatternTask) set fn and
 # ctx and keep alive whatever ctx points into.
 cdef class TaskBase:
     cdef fq_task_fn fn
     cdef void *ctx
+
+
+cdef class Lease
+
+
+# The ring of batch slots.  Other extensions reach the C ring only through these
+# typed methods (never through integer addresses), so the ring code lives in
+# fastq._core alone.
+cdef class Ring:
+    cdef fq_ring *r
+    cdef readonly int pid
+    cdef readonly int capacity
+    cdef readonly int batch_size
+    cdef readonly int n_blocks
+    cdef readonly tuple dtypes       # numpy dtype of each block
+    cdef readonly tuple row_shapes   # per-row shape of each block
+    cdef cnp.npy_intp _row_bytes[16]
+    cdef object _hook_owner
+    cdef object __weakref__          # lets tests see when the arena is freed
+
+    # Raises ForkedPipelineError in a forked child.
+    cdef int _check(self) except -1
+    # The C ring (after the fork check); valid while this object lives.
+    cdef fq_ring *handle(self) except NULL
+    # The slot arena and its size in bytes (after the fork check).
+    cdef uint8_t *arena(self, size_t *nbytes) except NULL
+    # Install the function fq_ring_destroy calls just before the arena is freed (one
+    # per ring); `owner` is kept alive as long as the ring.
+    cdef int install_free_hook(self, fq_ring_free_hook hook, void *ctx, object owner) except -1
+    cdef tuple _arrays(self, Lease lease, int slot, int n)
+
+
+cdef class Lease:
+    cdef readonly Ring ring
+    cdef readonly int slot
+    cdef readonly bint released
+    cdef readonly int64_t seq
+    cdef readonly int n_rows
+    cdef int _release(self) except -1

@@ -65,19 +65,8 @@ cdef class Ring:
     Thread safety: all methods may be called from any thread; blocking ones
     release the GIL.  The C ring is destroyed only when this object dies, and
     every Lease holds a reference to it, so no handed-out batch can outlive
-    the memory it points to.
+    the memory it points to.  (Attributes and cdef methods: _core.pxd.)
     """
-    cdef fq_ring *r
-    cdef readonly int pid
-    cdef readonly int capacity
-    cdef readonly int batch_size
-    cdef readonly int n_blocks
-    cdef readonly tuple dtypes       # numpy dtype of each block
-    cdef readonly tuple row_shapes   # per-row shape of each block
-    cdef cnp.npy_intp _row_bytes[16]
-    cdef object _hook_owner
-    cdef object __weakref__          # lets tests see when the arena is freed
-
     def __cinit__(self, int capacity, int batch_size, dtypes, row_shapes, size_t arena_align=4096):
         cdef size_t rb[16]
         cdef fq_err err
@@ -120,7 +109,7 @@ cdef class Ring:
             # no longer exists: leak the ring rather than touch it.
             self.r = NULL
 
-    cdef inline int _check(self) except -1:
+    cdef int _check(self) except -1:
         if getpid() != self.pid:
             raise _errors.ForkedPipelineError(
                 f"this fastq pipeline was created in process {self.pid} and cannot be used in a forked "
@@ -144,27 +133,26 @@ cdef class Ring:
         fq_ring_arena(self.r, &n)
         return n
 
-    def set_free_hook(self, size_t hook_address, size_t ctx_address, owner=None):
-        """Install a C function `void hook(void *ctx, void *arena, size_t bytes)`
-        (given by address, e.g. from another extension) that fq_ring_destroy
-        calls just before the arena is freed - used to unregister pinned
-        memory.  `owner` is kept alive as long as the ring."""
+    cdef uint8_t *arena(self, size_t *nbytes) except NULL:
+        cdef uint8_t *p
+        self._check()
+        p = fq_ring_arena(self.r, nbytes)
+        if p == NULL:
+            raise ValueError("this ring has no slot arena")
+        return p
+
+    cdef int install_free_hook(self, fq_ring_free_hook hook, void *ctx, object owner) except -1:
         self._check()
         if self._hook_owner is not None:
             raise ValueError("a free hook is already installed on this ring")
         self._hook_owner = owner if owner is not None else True
-        fq_ring_set_free_hook(self.r, <fq_ring_free_hook>hook_address, <void *>ctx_address)
+        fq_ring_set_free_hook(self.r, hook, ctx)
+        return 0
 
     def row_bytes(self, int block):
         if not 0 <= block < self.n_blocks:
             raise IndexError("block out of range")
         return self._row_bytes[block]
-
-    def block_address(self, int slot, int block):
-        self._check()
-        if not 0 <= slot < self.capacity or not 0 <= block < self.n_blocks:
-            raise IndexError("slot or block out of range")
-        return <size_t>fq_ring_block_ptr(self.r, slot, block)
 
     def begin_run(self, bint drop_remainder):
         """Start a new run (epoch); returns its id, which producers pass on."""
@@ -211,30 +199,6 @@ cdef class Ring:
         if rc in (FQ_E_CANCELLED, FQ_E_CLOSED, FQ_E_EOF):
             return None
         raise_fq_error(&err)
-
-    def write_row(self, int slot, int row, arrays):
-        """Copy one sample (a sequence of C-contiguous arrays matching the
-        blocks' row sizes) into (slot, row); the copy runs without the GIL."""
-        cdef uint8_t *src[16]
-        cdef uint8_t *dst[16]
-        cdef size_t nbytes[16]
-        cdef int b, nb = self.n_blocks
-        cdef cnp.ndarray a
-        if len(arrays) != nb:
-            raise ValueError(f"sample has {len(arrays)} fields, expected {nb}")
-        self._check()
-        if not 0 <= slot < self.capacity or not 0 <= row < self.batch_size:
-            raise IndexError("slot or row out of range")
-        for b in range(nb):
-            a = arrays[b]
-            if not cnp.PyArray_IS_C_CONTIGUOUS(a) or <cnp.npy_intp>cnp.PyArray_NBYTES(a) != self._row_bytes[b]:
-                raise ValueError(f"field {b}: expected {self._row_bytes[b]} contiguous bytes")
-            src[b] = <uint8_t *>cnp.PyArray_DATA(a)
-            nbytes[b] = <size_t>self._row_bytes[b]
-            dst[b] = fq_ring_block_ptr(self.r, slot, b) + <size_t>row * nbytes[b]
-        with nogil:
-            for b in range(nb):
-                memcpy(dst[b], src[b], nbytes[b])
 
     def put_many(self, int64_t run_id, int64_t first_item, list samples):
         """Producer fast path for the Python-source threads: for each sample
@@ -420,12 +384,6 @@ cdef class Lease:
     the array (and so the Lease) alive for as long as a tensor aliases it.
     When the last reference dies the slot goes back to the producers.
     """
-    cdef readonly Ring ring
-    cdef readonly int slot
-    cdef readonly bint released
-    cdef readonly int64_t seq
-    cdef readonly int n_rows
-
     cdef int _release(self) except -1:
         """Give the slot back (once).  In a forked child nothing is touched."""
         cdef fq_err err
@@ -452,47 +410,6 @@ cdef class TaskBase:
     """A native per-sample task: a C function plus the context it reads
     (declared in _core.pxd, so other extensions subclass it).  Subclasses
     fill `fn` and `ctx` and keep alive whatever ctx points into."""
-
-
-cdef class PatternTask(TaskBase):
-    """Native test task: fills rows with a pattern of (item, output, offset)."""
-    cdef fq_pattern_ctx c
-
-    def __cinit__(self, Ring ring, int64_t fail_item=-1, double work_us=0.0, uint64_t seed=0):
-        cdef int b
-        memset(&self.c, 0, sizeof(self.c))
-        self.c.n_blocks = ring.n_blocks
-        for b in range(ring.n_blocks):
-            self.c.row_bytes[b] = <size_t>ring.row_bytes(b)
-        self.c.fail_item = fail_item
-        self.c.work_ns = <uint64_t>(work_us * 1000.0)
-        self.c.seed = seed
-        self.fn = <fq_task_fn>fq_pattern_task
-        self.ctx = &self.c
-
-    def expected(self, int64_t item, int block):
-        """The bytes item's row of `block` must hold (numpy uint8 array)."""
-        cdef size_t n = self.c.row_bytes[block], off
-        out = np.empty(n, np.uint8)
-        cdef uint8_t[::1] v = out
-        for off in range(n):
-            v[off] = fq_pattern_byte(self.c.seed, item, block, off)
-        return out
-
-    def drain(self, Ring ring, bint verify=True):
-        """Consume the whole run in C (no Python per batch).  Returns
-        (batches, rows, bad_rows, seconds)."""
-        cdef int64_t nb = 0, nr = 0, bad = 0
-        cdef fq_err err
-        cdef int rc
-        cdef fq_ring *r = ring.handle()
-        cdef uint64_t t0 = fq_now_ns()
-        with nogil:
-            rc = fq_pattern_drain(r, &self.c, verify, &nb, &nr, &bad, &err)
-        cdef uint64_t t1 = fq_now_ns()
-        if rc != FQ_OK:
-            raise_fq_error(&err)
-        return nb, nr, bad, (t1 - t0) / 1e9
 
 
 cdef class NativeRun:

@@ -4,7 +4,7 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
-from fastq._core cimport fq_err, raise_fq_error
+from fastq._core cimport fq_err, raise_fq_error, Ring
 
 cdef extern from "fq_cuda.h" nogil:
     int fq_cuda_load(const char *const *candidates, int n, fq_err *err)
@@ -41,16 +41,18 @@ def device_count():
     return n
 
 
-def register(size_t address, size_t nbytes):
+def pin(Ring ring):
+    """Register `ring`'s slot arena with cudaHostRegister and make the ring
+    unregister it just before the arena is freed.  Returns the bytes pinned."""
     cdef fq_err err
+    cdef size_t n = 0
+    cdef void *p = ring.arena(&n)
     memset(&err, 0, sizeof(err))
-    if fq_cuda_register(<void *>address, nbytes, &err) != 0:
+    if fq_cuda_register(p, n, &err) != 0:
         raise_fq_error(&err)
-
-
-def unregister_hook_address():
-    """Address of the fq_ring_free_hook that unregisters an arena."""
-    return <size_t>&fq_cuda_unregister_hook
+    # The hook is a function of this extension, which Python never unloads.
+    ring.install_free_hook(fq_cuda_unregister_hook, NULL, None)
+    return n
 
 
 def counts():

@@ -64,11 +64,10 @@ def pin_ring(ring, required=False):
     that Pipeline.stats() reports."""
     try:
         cu = _load()
-        cu.register(ring.arena_address, ring.arena_bytes)
+        nbytes = cu.pin(ring)
     except (FastqError, ImportError, OSError) as e:
         reason = f"not pinned: {e}"
         if required:
             raise PinMemoryError(f"pin_memory=True but the slot memory cannot be pinned: {e}") from None
         return {"pinned": False, "pin_reason": reason}
-    ring.set_free_hook(cu.unregister_hook_address(), 0, owner=cu)
-    return {"pinned": True, "pin_reason": f"registered {ring.arena_bytes} bytes with cudaHostRegister"}
+    return {"pinned": True, "pin_reason": f"registered {nbytes} bytes with cudaHostRegister"}

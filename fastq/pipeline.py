@@ -46,9 +46,9 @@ import numpy as np
 
 from fastq import _core
 from fastq.errors import ForkedPipelineError, PipelineClosedError, SupersededIterationError
-from fastq._source_base import Source
+from fastq.sources.base import Source
 from fastq.backend import BackendConfig
-from fastq.image_sources import IMAGE_OPTIONS, ImageSource, image_options_doc
+from fastq.sources.images import IMAGE_OPTIONS, ImageSource, image_options_doc
 from fastq.sources import Iterable
 
 __all__ = ["Pipeline", "Batch"]

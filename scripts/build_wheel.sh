@@ -16,6 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+unset FASTQ_TESTING   # the test-only module fastq._testing never goes into the wheel
 OUT=${FASTQ_WHEEL_DIR:-dist}
 T0=$SECONDS
 

@@ -26,6 +26,6 @@ if [ -n "$missing" ]; then
 fi
 echo "== installing Python packages (requirements-dev.txt)"
 $PY -m pip install -q --disable-pip-version-check -r requirements-dev.txt
-echo "== building fastq (in place, system libraries)"
-$PY -m pip install -q --disable-pip-version-check --no-build-isolation -e .
-$PY -c "import fastq, fastq._core, fastq._image; print('fastq', fastq.__version__, 'built OK')"
+echo "== building fastq (in place, system libraries; with the test-only module fastq._testing)"
+FASTQ_TESTING=1 $PY -m pip install -q --disable-pip-version-check --no-build-isolation -e .
+$PY -c "import fastq, fastq._core, fastq._image, fastq._testing; print('fastq', fastq.__version__, 'built OK')"

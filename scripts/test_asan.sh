@@ -63,9 +63,9 @@ else
     rm -f "$src"/fastq/_*.cpp "$src"/fastq/_*.c
     rm -rf "$src/csrc/tests/bin"
     echo "test_asan.sh: building the extensions with ASan+UBSan in $src"
-    (cd "$src" && FASTQ_SANITIZE=address,undefined FASTQ_DEBUG=1 nice -n 10 "$PY" setup.py -q build_ext --inplace \
+    (cd "$src" && FASTQ_TESTING=1 FASTQ_SANITIZE=address,undefined FASTQ_DEBUG=1 nice -n 10 "$PY" setup.py -q build_ext --inplace \
         -j "$JOBS" > "$ASAN_WORK/build.log" 2>&1) || { tail -50 "$ASAN_WORK/build.log" >&2; exit 1; }
-    for m in _core _image; do
+    for m in _core _image _testing; do
         so=$(ls "$src"/fastq/$m.*.so)
         deps=$(ldd "$so")
         grep -q libasan <<<"$deps" || { echo "test_asan.sh: $so is not linked against libasan" >&2; exit 1; }

@@ -16,6 +16,7 @@ import torch
 
 import fastq
 import fastq.ops
+from native_helpers import slot_addresses  # noqa: E402
 
 IMGS = np.random.RandomState(0).randint(0, 256, (24, 8, 8, 3), np.uint8)
 
@@ -28,9 +29,6 @@ def pipe(**kw):
     return fastq.Pipeline(fastq.sources.Arrays(IMGS, np.arange(24)), **kw)
 
 
-def slot_addresses(p, block):
-    ring = p._state.ring
-    return {ring.block_address(s, block) for s in range(ring.capacity)}
 
 
 def leased(p):

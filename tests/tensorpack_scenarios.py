@@ -15,6 +15,7 @@ from tensorpack.dataflow import BatchData, DataFromList  # noqa: E402
 import fastq  # noqa: E402
 import fastq.ops  # noqa: E402
 from fastq.tensorpack import QueueInput  # noqa: E402
+from native_helpers import slot_addresses  # noqa: E402
 
 tfv1 = tf.compat.v1
 ADDRS = []
@@ -56,9 +57,6 @@ class Model(ModelDesc):
         return tfv1.train.GradientDescentOptimizer(0.01)
 
 
-def slot_addresses(p, block=0):
-    ring = p._state.ring
-    return {ring.block_address(s, block) for s in range(ring.capacity)}
 
 
 def train(model, data, epochs=2, steps=None):

@@ -11,7 +11,7 @@ import pytest
 
 import fastq
 from fastq import ops
-from fastq.image_sources import IMAGE_OPTIONS, _ImageBackend
+from fastq.sources.images import IMAGE_OPTIONS, _ImageBackend
 from image_ref import finish
 
 RNG = np.random.RandomState(7)
@@ -290,7 +290,7 @@ def test_typo_with_another_sources_backend_names_the_pipeline_argument():
 
 def test_docs_options_table_is_generated_from_the_same_table():
     import os
-    from fastq.image_sources import image_options_markdown
+    from fastq.sources.images import image_options_markdown
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, "docs", "ops.md")) as f:
         assert image_options_markdown() in f.read()

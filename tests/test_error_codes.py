@@ -125,14 +125,14 @@ def test_pxd_declares_every_code_and_the_message_length():
 
 
 def test_python_code_only_names_existing_codes():
-    # e.g. _core.CODES["SOURCE"] in sources.py; a typo would be a KeyError at the
-    # worst moment (while reporting another error).
+    # e.g. _core.CODES["SOURCE"] in fastq/sources/iterable.py; a typo would be a
+    # KeyError at the worst moment (while reporting another error).
     used = set()
-    for d in ("fastq",):
-        for f in os.listdir(os.path.join(ROOT, d)):
+    for d, _, files in os.walk(os.path.join(ROOT, "fastq")):
+        for f in files:
             if f.endswith((".py", ".pyx", ".pxi")):
-                used |= set(re.findall(r'CODES\[["\'](\w+)["\']\]', _read(d, f)))
-    assert used, "expected at least one CODES[...] use (sources.py)"
+                used |= set(re.findall(r'CODES\[["\'](\w+)["\']\]', _read(os.path.relpath(d, ROOT), f)))
+    assert used, "expected at least one CODES[...] use (fastq/sources/)"
     assert used <= set(_core.CODES), sorted(used - set(_core.CODES))
 
 

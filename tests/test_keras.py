@@ -15,6 +15,7 @@ import keras  # noqa: E402
 
 import fastq  # noqa: E402
 import fastq.tf as fqtf  # noqa: E402
+from native_helpers import slot_addresses  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RNG = np.random.RandomState(0)
@@ -130,8 +131,7 @@ def test_tf_dtypes_and_bfloat16_through_tf_data():
         ring_addrs = None
         for (x, y), (xr, yr) in zip(ds, ref):
             if ring_addrs is None:
-                ring = p._state.ring
-                ring_addrs = {ring.block_address(s, 0) for s in range(ring.capacity)}
+                ring_addrs = slot_addresses(p, 0)
             a = np.asarray(x)
             assert a.ctypes.data in ring_addrs     # zero copy for bfloat16 too
             assert a.view(np.uint16).tobytes() == xr.astype(ml_dtypes.bfloat16).view(np.uint16).tobytes()

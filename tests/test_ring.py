@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from fastq import _core, errors
+from native_helpers import _testing
 from fastq.errors import StalledError
 
 
@@ -40,7 +41,7 @@ def check_batch(task, ring, seq, arrays):
 ])
 def test_native_producers_python_consumer_every_sample_once_in_order(workers, cap, bs, n_items, drop):
     ring = make_ring(cap, bs)
-    task = _core.PatternTask(ring, seed=workers * 31 + cap)
+    task = _testing.PatternTask(ring, seed=workers * 31 + cap)
     rnd = random.Random(7)
     run_id = ring.begin_run(drop)
     ring.set_end(n_items)
@@ -89,7 +90,7 @@ def test_python_producer_threads_write_rows_in_place():
             slot, row = ring.acquire(run_id, k)
             if rnd.random() < 0.2:
                 time.sleep(rnd.random() * 0.001)
-            ring.write_row(slot, row, [np.arange(33, dtype=np.float64) + k * 1000])
+            _testing.write_row(ring, slot, row, [np.arange(33, dtype=np.float64) + k * 1000])
             assert ring.commit(run_id, slot, row)
 
     threads = [threading.Thread(target=producer, args=(i,)) for i in range(4)]
@@ -113,7 +114,7 @@ def test_python_producer_threads_write_rows_in_place():
 
 def test_slots_are_64_byte_aligned_views_of_the_arena_no_copy():
     ring = make_ring(3, 5)
-    task = _core.PatternTask(ring)
+    task = _testing.PatternTask(ring)
     ring.begin_run(True)
     ring.set_end(15)
     run = _core.NativeRun(ring, task, 2, 15)
@@ -123,7 +124,7 @@ def test_slots_are_64_byte_aligned_views_of_the_arena_no_copy():
     for _ in range(3):
         lease, arrays = ring.next_batch()
         for b, a in enumerate(arrays):
-            assert a.ctypes.data == ring.block_address(lease.slot, b)
+            assert a.ctypes.data == _testing.block_address(ring, lease.slot, b)
             assert a.ctypes.data % 64 == 0
             assert base <= a.ctypes.data < base + size
             assert a.base is lease
@@ -134,7 +135,7 @@ def test_slots_are_64_byte_aligned_views_of_the_arena_no_copy():
 
 def test_lease_returns_slot_on_garbage_collection_and_stats_track_states():
     ring = make_ring(2, 2)
-    task = _core.PatternTask(ring)
+    task = _testing.PatternTask(ring)
     ring.begin_run(True)
     ring.set_end(8)
     run = _core.NativeRun(ring, task, 1, 8)
@@ -163,7 +164,7 @@ def test_lease_returns_slot_on_garbage_collection_and_stats_track_states():
 
 def test_failed_sample_reaches_consumer_at_its_batch_in_order():
     ring = make_ring(2, 4)
-    task = _core.PatternTask(ring, fail_item=9)
+    task = _testing.PatternTask(ring, fail_item=9)
     ring.begin_run(True)
     ring.set_end(20)
     run = _core.NativeRun(ring, task, 3, 20)
@@ -181,7 +182,7 @@ def test_failed_sample_reaches_consumer_at_its_batch_in_order():
 
 def test_close_wakes_blocked_producers_and_consumer(no_leaked_threads):
     ring = make_ring(2, 2)
-    task = _core.PatternTask(ring)
+    task = _testing.PatternTask(ring)
     ring.begin_run(True)
     run = _core.NativeRun(ring, task, 4, 10**9)  # endless; ring fills, producers block
     held = [ring.next_batch(), ring.next_batch()]  # consumer holds both slots
@@ -222,7 +223,7 @@ def test_timeouts():
 
 def test_consumer_holding_every_slot_gets_a_clear_stall_error():
     ring = make_ring(2, 1)
-    task = _core.PatternTask(ring)
+    task = _testing.PatternTask(ring)
     ring.begin_run(True)
     ring.set_end(100)
     run = _core.NativeRun(ring, task, 2, 100)
@@ -243,7 +244,7 @@ def test_consumer_holding_every_slot_gets_a_clear_stall_error():
 
 def test_slot_leased_across_runs_only_reduces_the_depth_by_one():
     ring = make_ring(3, 2)
-    task = _core.PatternTask(ring, seed=3)
+    task = _testing.PatternTask(ring, seed=3)
     ring.begin_run(True)
     ring.set_end(1000)
     run = _core.NativeRun(ring, task, 2, 1000)
@@ -277,7 +278,7 @@ def test_holding_k_batches_below_capacity_never_stalls(cap):
     for k in range(1, cap):
         for pattern in ("first", "spread", "sliding"):
             ring = make_ring(cap, 3)
-            task = _core.PatternTask(ring, seed=cap * 10 + k)
+            task = _testing.PatternTask(ring, seed=cap * 10 + k)
             ring.begin_run(False)
             n_items = 3 * 40 + 2
             ring.set_end(n_items)
@@ -310,7 +311,7 @@ def test_sample_with_too_many_dimensions_is_a_value_error():
     ring = _core.Ring(2, 2, [np.uint8], [(1,) * 31])  # the most a numpy batch can have
     ring.begin_run(False)
     ring.set_end(2)
-    run = _core.NativeRun(ring, _core.PatternTask(ring), 1, 2)
+    run = _core.NativeRun(ring, _testing.PatternTask(ring), 1, 2)
     lease, (a,) = ring.next_batch()
     assert a.shape == (2,) + (1,) * 31
     run.join()
@@ -339,7 +340,7 @@ def test_native_workers_run_without_the_gil():
     """While 2 native workers busy-wait 200 x 5 ms of 'work' and a C consumer
     drains the ring (GIL released), a Python thread keeps running."""
     ring = make_ring(4, 4)
-    task = _core.PatternTask(ring, work_us=5000)
+    task = _testing.PatternTask(ring, work_us=5000)
     ring.begin_run(True)
     ring.set_end(200)
     run = _core.NativeRun(ring, task, 2, 200)

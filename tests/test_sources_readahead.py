@@ -10,7 +10,7 @@ import pytest
 
 import fastq
 from fastq import errors, ops, testdata
-from fastq.dataset_sources import read_ahead_stats
+from fastq.sources import read_ahead_stats
 
 N = 24
 CHAIN = [ops.RandomResizedCrop(32), ops.HorizontalFlip(), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]

@@ -20,6 +20,7 @@ import fastq  # noqa: E402
 import fastq.ops  # noqa: E402
 import fastq.tf as fqtf  # noqa: E402
 from fastq import testdata  # noqa: E402
+from native_helpers import slot_addresses  # noqa: E402
 
 N = 24       # images
 B = 4        # batch size
@@ -40,9 +41,6 @@ def make(paths, *, queue_size=4, batch_size=B, **kw):
                           return_index=True, **kw)
 
 
-def slot_addresses(p, block):
-    ring = p._state.ring
-    return {ring.block_address(s, block) for s in range(ring.capacity)}
 
 
 _GetPtr = ctypes.pythonapi.PyCapsule_GetPointer

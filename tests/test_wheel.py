@@ -16,6 +16,7 @@ venv that holds numpy and nothing else, and checked there:
 import os
 import pickle
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -84,6 +85,38 @@ def extensions(site):
     return sos
 
 
+def test_test_only_module_builds_against_the_installed_wheel(venv, tmp_path):
+    """The wheel has no fastq._testing; scripts/build_testing_module.sh (the
+    cibuildwheel before-test step) builds it next to the installed package, and
+    its native pattern task runs through the wheel's ring and pool: the
+    test-only module and the shipped one agree on the Ring layout."""
+    py, site = venv
+    code = "from fastq import _testing"
+    res = subprocess.run([py, "-c", code], capture_output=True, text=True, env=clean_env(), cwd=str(tmp_path))
+    assert res.returncode != 0 and "_testing" in res.stderr, res.stderr
+    # a private copy of the install, so that the other tests keep seeing the wheel alone
+    site2 = tmp_path / "site"
+    shutil.copytree(os.path.join(site, "fastq"), site2 / "fastq")
+    run(["bash", "scripts/build_testing_module.sh", str(site2)], cwd=ROOT)
+    script = textwrap.dedent("""
+        import sys; sys.path.insert(0, sys.argv[1])
+        import numpy as np
+        from fastq import _core, _testing
+        assert _core.__file__.startswith(sys.argv[1]), _core.__file__
+        ring = _core.Ring(3, 4, [np.uint8, np.int64], [(40,), ()])
+        task = _testing.PatternTask(ring, seed=5)
+        ring.begin_run(False)
+        ring.set_end(37)
+        run = _core.NativeRun(ring, task, 2, 37)
+        batches, rows, bad, _ = task.drain(ring)
+        run.join()
+        assert (batches, rows, bad) == (10, 37, 0), (batches, rows, bad)
+        assert _testing.block_address(ring, 0, 0) == ring.arena_address
+        print("OK")
+    """)
+    assert run([py, "-c", script, str(site2)], cwd=str(tmp_path)).strip() == "OK"
+
+
 def test_wheel_name_tag_and_auditwheel(wheel):
     m = WHEEL_RE.match(os.path.basename(wheel))
     assert m, os.path.basename(wheel)
@@ -97,6 +130,7 @@ def test_wheel_contents_are_clean(wheel):
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
         assert not [n for n in names if n.endswith((".cpp", ".c", ".o", ".a"))], names
+        assert not [n for n in names if "_testing" in n or "testtask" in n], "test-only code in the wheel"
         lic = {n.split("/licenses/", 1)[1] for n in names if "/licenses/" in n}
         assert {"LICENSE", "THIRD_PARTY_NOTICES.md"} <= lic, lic
         for lib in ("opencv", "libjpeg-turbo", "libpng", "libwebp", "zlib"):

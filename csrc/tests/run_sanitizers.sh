@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=csrc/tests/bin
 mkdir -p "$out"
-SRC="csrc/fq_common.c csrc/fq_ring.c csrc/fq_pool.c csrc/fq_testtask.c csrc/tests/test_ring.c"
+SRC="csrc/fq_common.c csrc/fq_ring.c csrc/fq_pool.c csrc/tests/fq_testtask.c csrc/tests/test_ring.c"
 CC=${CC:-gcc}
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fsanitize=address,undefined \
     -fno-sanitize-recover=all -Icsrc $SRC -o "$out/test_ring_asan" -pthread

@@ -2,7 +2,7 @@
  *
  * Built and run by .ci/run under AddressSanitizer+UBSan and ThreadSanitizer:
  *   gcc -std=c11 -O1 -g -fsanitize=address,undefined -Icsrc csrc/fq_common.c csrc/fq_ring.c \
- *       csrc/fq_pool.c csrc/fq_testtask.c csrc/tests/test_ring.c -o test_ring -pthread && ./test_ring
+ *       csrc/fq_pool.c csrc/tests/fq_testtask.c csrc/tests/test_ring.c -o test_ring -pthread && ./test_ring
  * Exit status 0 and a final "N passed, 0 failed" line mean success.
  */
 #define _POSIX_C_SOURCE 200809L

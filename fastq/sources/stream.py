@@ -11,7 +11,7 @@ import threading
 import numpy as np
 
 from fastq import _core
-from fastq._source_base import Source
+from fastq.sources.base import Source
 from fastq.backend import Backend
 from fastq.errors import FastqError
 

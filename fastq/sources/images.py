@@ -9,7 +9,8 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from fastq import _core
-from fastq._source_base import Source
+from fastq.sources.base import Source
+from fastq.sources.readahead import _file_task_items, _init_file_read_ahead
 from fastq.backend import Backend
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
@@ -187,11 +188,9 @@ class Files(ImageSource):
         if not paths:
             raise ValueError("Files: no paths given")
         super().__init__(paths, labels)
-        from fastq.dataset_sources import _init_file_read_ahead  # io_threads: docs/sources.md
-        _init_file_read_ahead(self, io_threads, read_ahead)
+        _init_file_read_ahead(self, io_threads, read_ahead)  # io_threads: docs/sources.md
 
     def _task_items(self):
-        from fastq.dataset_sources import _file_task_items
         return _file_task_items(self)
 
     def path(self, index: int) -> str:

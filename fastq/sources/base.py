@@ -1,4 +1,5 @@
-"""The base class every fastq source derives from (kept apart to avoid import cycles)."""
+"""fastq.sources.Source: the base class of every source (the other modules of
+this package derive from it)."""
 
 
 class Source:

@@ -1,11 +1,6 @@
-"""Where samples come from.
-
-* :class:`Iterable` - any Python iterable of samples (tuples/lists of arrays or
-  scalars), including a tensorpack DataFlow.  Python threads pull from it and
-  copy each sample into its slot row with the GIL released during the copy.
-
-The native image sources (``Files``, ``Bytes``, ``Arrays``) are defined in
-:mod:`fastq.image_sources` and re-exported here.
+"""fastq.sources.Iterable: any Python iterable of samples (tuples/lists of
+arrays or scalars), including a tensorpack DataFlow.  Python threads pull from
+it and copy each sample into its slot row with the GIL released during the copy.
 """
 import threading
 from typing import Any
@@ -13,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from fastq import _core
-from fastq._source_base import Source
+from fastq.sources.base import Source
 from fastq.backend import Backend
 
-__all__ = ["Source", "Iterable", "Files", "Bytes", "Arrays", "Folder", "TFRecord", "WebDataset", "Stream"]
+__all__ = ["Iterable"]
 
 
 class Iterable(Source):
@@ -227,11 +222,3 @@ class _PyProducers:
             t.join(timeout)
         # A thread still alive is stuck inside the user's iterator; the run id
         # it carries is stale, so it can no longer write into the ring.
-
-
-
-# Native image sources live in fastq.image_sources; they are re-exported here so
-# that every source is reachable as fastq.sources.X.
-from fastq.image_sources import Arrays, Bytes, Files, ImageSource  # noqa: E402,F401
-from fastq.dataset_sources import Folder, TFRecord, WebDataset  # noqa: E402,F401
-from fastq.stream_source import Stream  # noqa: E402,F401

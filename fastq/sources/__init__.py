@@ -1,0 +1,24 @@
+"""Where samples come from: every fastq source, one module each.
+
+=====================  ================================================================
+``base``               :class:`Source`, the base class (a source makes a Pipeline backend)
+``iterable``           :class:`Iterable`: any Python iterable or tensorpack DataFlow
+``images``             :class:`Files`, :class:`Bytes`, :class:`Arrays`: native image
+                       sources (read, decode, augment without the GIL)
+``datasets``           :class:`Folder`, :class:`TFRecord`, :class:`WebDataset`: the
+                       on-disk layouts users already have
+``stream``             :class:`Stream`: encoded images from a Python iterable
+``readahead``          ``io_threads=`` read-ahead and :func:`read_ahead_stats`
+=====================  ================================================================
+
+Every source is reachable as ``fastq.sources.X``; see docs/sources.md.
+"""
+from fastq.sources.base import Source
+from fastq.sources.iterable import Iterable
+from fastq.sources.images import Arrays, Bytes, Files, ImageSource
+from fastq.sources.datasets import Folder, TFRecord, WebDataset
+from fastq.sources.stream import Stream
+from fastq.sources.readahead import read_ahead_stats
+
+__all__ = ["Source", "Iterable", "ImageSource", "Files", "Bytes", "Arrays", "Folder", "TFRecord", "WebDataset",
+           "Stream", "read_ahead_stats"]
