@@ -422,7 +422,7 @@ cdef class NativeRun:
     cdef readonly int workers
     cdef readonly int64_t n_items
 
-    def __cinit__(self, Ring ring, TaskBase task, int workers, int64_t n_items):
+    def __cinit__(self, Ring ring not None, TaskBase task not None, int workers, int64_t n_items):
         cdef fq_err err
         cdef int rc
         cdef fq_ring *r = ring.handle()

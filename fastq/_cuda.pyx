@@ -41,12 +41,14 @@ def device_count():
     return n
 
 
-def pin(Ring ring):
+def pin(Ring ring not None):
     """Register `ring`'s slot arena with cudaHostRegister and make the ring
     unregister it just before the arena is freed.  Returns the bytes pinned."""
     cdef fq_err err
     cdef size_t n = 0
     cdef void *p = ring.arena(&n)
+    if ring._hook_owner is not None:
+        raise ValueError("this ring's arena is already pinned (or has another free hook)")
     memset(&err, 0, sizeof(err))
     if fq_cuda_register(p, n, &err) != 0:
         raise_fq_error(&err)

@@ -97,7 +97,7 @@ cdef class ImageTask(TaskBase):
         self._shape = NULL
         self._strides = NULL
 
-    def __init__(self, ImageSpec spec, str kind, items, labels=None, int workers=1, str on_error="raise",
+    def __init__(self, ImageSpec spec not None, str kind, items, labels=None, int workers=1, str on_error="raise",
                  int max_attempts=16, bint with_index=False):
         cdef fq_imgtask_source src
         cdef fq_err err

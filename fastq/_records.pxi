@@ -409,7 +409,7 @@ cdef class Decoder:
     def __cinit__(self):
         self.scratch = NULL
 
-    def __init__(self, ImageSpec spec):
+    def __init__(self, ImageSpec spec not None):
         self.spec = spec
         self.scratch = fq_img_scratch_new()
         if self.scratch == NULL:

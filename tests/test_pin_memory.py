@@ -81,6 +81,38 @@ def test_arena_is_registered_once_and_unregistered_before_it_is_freed(fake_cudar
     assert len(lines) == 2
 
 
+def test_pin_takes_a_ring_object_and_pins_it_once(fake_cudart, tmp_path):
+    """_cuda.pin takes a typed Ring (no integer addresses); a second pin of the same
+    ring is refused before anything is registered again."""
+    log = tmp_path / "log.txt"
+    res = run_py("""
+        import numpy as np
+        from fastq import _core, cuda
+        cu = cuda._load()
+        for bad in (12345, None, "ring"):
+            try:
+                cu.pin(bad)
+            except TypeError as e:
+                print("TYPEERROR", type(bad).__name__)
+        ring = _core.Ring(2, 2, [np.uint8], [(8,)])
+        print("PINNED", cu.pin(ring) == ring.arena_bytes)
+        try:
+            cu.pin(ring)
+        except ValueError as e:
+            print("TWICE", e)
+        del ring
+        print("COUNTS", *cu.counts())
+    """, {"FASTQ_CUDART": str(fake_cudart), "FAKE_CUDART_LOG": str(log)})
+    assert res.returncode == 0, res.stderr
+    out = res.stdout.splitlines()
+    assert out[:3] == ["TYPEERROR int", "TYPEERROR NoneType", "TYPEERROR str"], out
+    assert out[3] == "PINNED True"
+    assert out[4].startswith("TWICE this ring's arena is already pinned"), out
+    assert out[5] == "COUNTS 1 1", out
+    lines = log.read_text().splitlines()
+    assert [ln.split()[0] for ln in lines] == ["register", "unregister"], lines
+
+
 def test_auto_without_a_usable_runtime_runs_unpinned_and_says_why(tmp_path):
     res = run_py("""
         import numpy as np, fastq

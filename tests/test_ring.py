@@ -376,3 +376,17 @@ def test_native_run_takes_typed_tasks_and_refuses_an_uninitialized_one():
     with pytest.raises(TypeError):
         _core.NativeRun(ring, object(), 1, 4)
     ring.close()
+
+
+def test_typed_native_arguments_refuse_none():
+    """The Cython entry points that take a typed native object (a Ring, a task, an
+    ImageSpec) refuse None with a TypeError instead of dereferencing it."""
+    from fastq import _cuda, _image
+    ring = make_ring(2, 2)
+    task = _testing.PatternTask(ring)
+    for call in (lambda: _core.NativeRun(None, task, 1, 1), lambda: _core.NativeRun(ring, None, 1, 1),
+                 lambda: _testing.PatternTask(None), lambda: task.drain(None),
+                 lambda: _testing.block_address(None, 0, 0), lambda: _cuda.pin(None),
+                 lambda: _image.ImageTask(None, "files", [b"x"]), lambda: _image.Decoder(None)):
+        with pytest.raises(TypeError):
+            call()

@@ -48,7 +48,7 @@ cdef class PatternTask(TaskBase):
     `fail_item` fails with a decode error; each item takes `work_us` of work."""
     cdef fq_pattern_ctx c
 
-    def __cinit__(self, Ring ring, int64_t fail_item=-1, double work_us=0.0, uint64_t seed=0):
+    def __cinit__(self, Ring ring not None, int64_t fail_item=-1, double work_us=0.0, uint64_t seed=0):
         cdef int b
         memset(&self.c, 0, sizeof(self.c))
         self.c.n_blocks = ring.n_blocks
@@ -71,7 +71,7 @@ cdef class PatternTask(TaskBase):
             v[off] = fq_pattern_byte(self.c.seed, item, block, off)
         return out
 
-    def drain(self, Ring ring, bint verify=True):
+    def drain(self, Ring ring not None, bint verify=True):
         """Consume the whole run in C (no Python per batch).  Returns
         (batches, rows, bad_rows, seconds)."""
         cdef int64_t nb = 0, nr = 0, bad = 0
@@ -87,7 +87,7 @@ cdef class PatternTask(TaskBase):
         return nb, nr, bad, (t1 - t0) / 1e9
 
 
-def block_address(Ring ring, int slot, int block):
+def block_address(Ring ring not None, int slot, int block):
     """Address of the first byte of `block` in `slot`."""
     cdef fq_ring *r = ring.handle()
     if not 0 <= slot < ring.capacity or not 0 <= block < ring.n_blocks:
@@ -95,12 +95,12 @@ def block_address(Ring ring, int slot, int block):
     return <size_t>fq_ring_block_ptr(r, slot, block)
 
 
-def slot_addresses(Ring ring, int block):
+def slot_addresses(Ring ring not None, int block):
     """The start of `block` in every slot (a set of addresses)."""
     return {block_address(ring, s, block) for s in range(ring.capacity)}
 
 
-def write_row(Ring ring, int slot, int row, arrays):
+def write_row(Ring ring not None, int slot, int row, arrays):
     """Copy one sample (C-contiguous arrays of the blocks' row sizes) into
     (slot, row); the copy runs without the GIL."""
     cdef uint8_t *src[FQ_RING_MAX_BLOCKS]
