@@ -70,6 +70,19 @@ def permutation(uint64_t seed, uint64_t epoch, int64_t n):
     return out
 
 
+cdef class SampleReader:
+    """Base of the native readers (_records.pxi: TFRecordReader, TarReader,
+    FileReader, ReadAhead, TFRecordStreamReader): the C fq_sample_reader an
+    ImageTask or a ReadAhead reads samples through.  A subclass points `sr` at
+    its reader once that is complete; `sr` stays valid while the object lives,
+    and whoever uses it keeps a reference to the object."""
+    cdef const fq_sample_reader *sr
+    cdef readonly int64_t n
+
+    def __len__(self):
+        return self.n
+
+
 cdef class ImageTask(TaskBase):
     """Native per-sample task over a source (files / encoded buffers / arrays).
 
@@ -156,9 +169,11 @@ cdef class ImageTask(TaskBase):
             src.data = self._data
             src.shape = self._shape
             src.strides = self._strides
-        elif kind == "reader":  # a native record reader (_records.pxi); items is its owner object
+        elif kind == "reader":  # a native record reader (_records.pxi)
+            if not isinstance(items, SampleReader) or (<SampleReader>items).sr == NULL:
+                raise TypeError(f"kind 'reader' needs an initialized native reader, got {type(items).__name__}")
             src.kind = FQ_SRC_READER
-            src.reader = <const fq_sample_reader *><size_t>items.sample_reader_address()
+            src.reader = (<SampleReader>items).sr
             keep.append(items)
         else:
             raise ValueError(f"unknown source kind {kind!r}")

@@ -150,11 +150,11 @@ def parse_example(data, features):
     return outs
 
 
-cdef class TFRecordReader:
+cdef class TFRecordReader(SampleReader):
     """The native reader over an indexed set of TFRecord shards (see
     fastq.dataset_sources.TFRecord, which builds the index)."""
     cdef fq_tfr *r
-    cdef fq_sample_reader sr
+    cdef fq_sample_reader _sr   # self.sr points here
     cdef fq_tfr_feature feats[16]
     cdef size_t extra_offset[16]
     cdef const char **_paths
@@ -162,7 +162,6 @@ cdef class TFRecordReader:
     cdef const uint8_t **_mem
     cdef size_t *_mem_len
     cdef object _keep
-    cdef readonly int64_t n
 
     def __cinit__(self):
         self.r = NULL
@@ -205,13 +204,13 @@ cdef class TFRecordReader:
                 np.ascontiguousarray(length, np.uint64), np.ascontiguousarray(number, np.int64)]
         keep += arrs
         _fill_features(features, self.feats, keep)
-        self.sr.n_extra = 0
+        self._sr.n_extra = 0
         for k, (_, kind, count) in enumerate(features):
             self.extra_offset[k] = off
             if k != image:
                 size = count * (4 if kind == "float32" else 8)
-                self.sr.extra_sizes[self.sr.n_extra] = size
-                self.sr.n_extra += 1
+                self._sr.extra_sizes[self._sr.n_extra] = size
+                self._sr.n_extra += 1
                 off += size
         cfg.n_shards = ns
         cfg.paths = self._paths
@@ -231,9 +230,10 @@ cdef class TFRecordReader:
         if fq_tfr_create(&cfg, &self.r, &err) != 0:
             raise_fq_error(&err)
         self.n = cfg.n
-        self.sr.read = fq_tfr_read
-        self.sr.describe = fq_tfr_describe
-        self.sr.reader = self.r
+        self._sr.read = fq_tfr_read
+        self._sr.describe = fq_tfr_describe
+        self._sr.reader = self.r
+        self.sr = &self._sr
 
     def __dealloc__(self):
         if self.r != NULL:
@@ -243,11 +243,7 @@ cdef class TFRecordReader:
         free(self._mem)
         free(self._mem_len)
 
-    def __len__(self):
-        return self.n
 
-    def sample_reader_address(self):
-        return <size_t>&self.sr
 
 
 # ------------------------------------------------------------------ tar shards
@@ -319,16 +315,15 @@ def tar_scan(path):
     return lst, o, s, u, t
 
 
-cdef class TarReader:
+cdef class TarReader(SampleReader):
     """The native reader over an index of tar samples (see
     fastq.dataset_sources.WebDataset, which builds the index)."""
     cdef fq_tarset *s
-    cdef fq_sample_reader sr
+    cdef fq_sample_reader _sr   # self.sr points here
     cdef const char **_paths
     cdef const char **_keys
     cdef const char **_errors
     cdef object _keep
-    cdef readonly int64_t n
 
     def __cinit__(self):
         self.s = NULL
@@ -378,11 +373,12 @@ cdef class TarReader:
         if fq_tarset_create(&cfg, &self.s, &err) != 0:
             raise_fq_error(&err)
         self.n = n
-        self.sr.read = fq_tar_read
-        self.sr.describe = fq_tar_describe
-        self.sr.reader = self.s
-        self.sr.n_extra = 1 if with_label else 0
-        self.sr.extra_sizes[0] = 8
+        self._sr.read = fq_tar_read
+        self._sr.describe = fq_tar_describe
+        self._sr.reader = self.s
+        self._sr.n_extra = 1 if with_label else 0
+        self._sr.extra_sizes[0] = 8
+        self.sr = &self._sr
 
     def __dealloc__(self):
         if self.s != NULL:
@@ -391,11 +387,7 @@ cdef class TarReader:
         free(self._keys)
         free(self._errors)
 
-    def __len__(self):
-        return self.n
 
-    def sample_reader_address(self):
-        return <size_t>&self.sr
 
 
 # --------------------------------------------------- stream (encoded buffers)
@@ -458,14 +450,12 @@ cdef extern from "fq_readahead.h" nogil:
     void fq_filereader_free(fq_filereader *r)
 
 
-cdef class FileReader:
+cdef class FileReader(SampleReader):
     """Whole files as samples (the Files read path) as a native reader, so that
     a ReadAhead can wrap it.  delay_us: sleep before each read (benchmarks)."""
     cdef fq_filereader *r
-    cdef const fq_sample_reader *sr
     cdef const char **_paths
     cdef object _keep
-    cdef readonly int64_t n
 
     def __cinit__(self):
         self.r = NULL
@@ -492,34 +482,28 @@ cdef class FileReader:
             fq_filereader_free(self.r)
         free(self._paths)
 
-    def __len__(self):
-        return self.n
-
-    def sample_reader_address(self):
-        return <size_t>self.sr
 
 
-cdef class ReadAhead:
+
+cdef class ReadAhead(SampleReader):
     """`io_threads` threads reading up to `depth` samples of the epoch order
     ahead of the decoding workers (csrc/fq_readahead.h).  One per ImageTask:
     it follows that task's epoch order."""
     cdef fq_ra *ra
-    cdef const fq_sample_reader *sr
     cdef object inner
     cdef object __weakref__
-    cdef readonly int64_t n
 
     def __cinit__(self):
         self.ra = NULL
 
-    def __init__(self, inner, int io_threads, int depth):
+    def __init__(self, SampleReader inner not None, int io_threads, int depth):
         cdef fq_err err
-        cdef size_t addr = inner.sample_reader_address()
-        cdef int64_t n = len(inner)
+        cdef const fq_sample_reader *inner_sr = inner.sr
+        cdef int64_t n = inner.n
         memset(&err, 0, sizeof(err))
         self.inner = inner
         with nogil:
-            rc = fq_ra_create(<const fq_sample_reader *>addr, n, io_threads, depth, &self.ra, &self.sr, &err)
+            rc = fq_ra_create(inner_sr, n, io_threads, depth, &self.ra, &self.sr, &err)
         if rc != 0:
             raise_fq_error(&err)
         self.n = n
@@ -529,11 +513,7 @@ cdef class ReadAhead:
             with nogil:
                 fq_ra_free(self.ra)
 
-    def __len__(self):
-        return self.n
 
-    def sample_reader_address(self):
-        return <size_t>self.sr
 
     def stats(self):
         cdef fq_ra_stats st
@@ -639,11 +619,10 @@ def shuffle_buffer_apply(stream, fill_draws, drain_draws):
     return out
 
 
-cdef class TFRecordStreamReader:
+cdef class TFRecordStreamReader(SampleReader):
     """The native stream reader over TFRecord shards without a record index
     (csrc/fq_tfr_stream.h; see fastq.dataset_sources.TFRecord(index=False))."""
     cdef fq_tfs *t
-    cdef const fq_sample_reader *sr
     cdef fq_tfr_feature feats[16]
     cdef size_t extra_offset[16]
     cdef const char **_paths
@@ -652,7 +631,6 @@ cdef class TFRecordStreamReader:
     cdef size_t *_mem_len
     cdef object _keep
     cdef object __weakref__
-    cdef readonly int64_t n
 
     def __cinit__(self):
         self.t = NULL
@@ -733,11 +711,7 @@ cdef class TFRecordStreamReader:
         free(self._mem)
         free(self._mem_len)
 
-    def __len__(self):
-        return self.n
 
-    def sample_reader_address(self):
-        return <size_t>self.sr
 
     def set_order(self, order):
         """Start a run over `order` (what fq_imgtask_set_epoch does for a reader

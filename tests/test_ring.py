@@ -387,6 +387,13 @@ def test_typed_native_arguments_refuse_none():
     for call in (lambda: _core.NativeRun(None, task, 1, 1), lambda: _core.NativeRun(ring, None, 1, 1),
                  lambda: _testing.PatternTask(None), lambda: task.drain(None),
                  lambda: _testing.block_address(None, 0, 0), lambda: _cuda.pin(None),
-                 lambda: _image.ImageTask(None, "files", [b"x"]), lambda: _image.Decoder(None)):
+                 lambda: _image.ImageTask(None, "files", [b"x"]), lambda: _image.Decoder(None),
+                 lambda: _image.ReadAhead(None, 1, 4), lambda: _image.ReadAhead(object(), 1, 4)):
         with pytest.raises(TypeError):
             call()
+    # a reader is a typed native object, not an address or any object with a length
+    from fastq import ops
+    spec = _image.ImageSpec(ops.compile_ops([ops.CenterCrop(8)]))
+    for bad in ([b"x"], (b"x", b"y")):
+        with pytest.raises(TypeError, match="native reader"):
+            _image.ImageTask(spec, "reader", bad)
