@@ -33,6 +33,7 @@ struct fq_imgtask {
     int max_attempts;
     int with_index;
     size_t row_bytes;
+    size_t extra_out[FQ_IMGTASK_MAX_EXTRA]; /* READER: bytes of extra output k in the row */
     const int64_t *order;
     int64_t n_items;
     uint64_t seed, epoch;
@@ -49,6 +50,66 @@ static int reader_ok(const fq_imgtask_source *src)
 {
     const fq_sample_reader *r = src->reader;
     return r && r->read && r->describe && r->n_extra >= 0 && r->n_extra <= FQ_IMGTASK_MAX_EXTRA;
+}
+
+size_t fq_num_size(int type)
+{
+    static const size_t size[FQ_NUM_COUNT] = {0, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
+    return type > 0 && type < FQ_NUM_COUNT ? size[type] : 0;
+}
+
+const char *fq_num_name(int type)
+{
+    static const char *const name[FQ_NUM_COUNT] = {"",       "int8",   "int16",  "int32",   "int64",  "uint8",
+                                                   "uint16", "uint32", "uint64", "float32", "float64"};
+    return type > 0 && type < FQ_NUM_COUNT ? name[type] : "";
+}
+
+/* Extra output k's value v as `type` at dst; FQ_E_DECODE when an integer type cannot
+ * hold it.  dst may overlap the value's own 8 bytes (v is already loaded). */
+static int store_num(int type, int64_t v, uint8_t *dst, fq_err *err)
+{
+    static const int64_t lo[FQ_NUM_COUNT] = {0, INT8_MIN, INT16_MIN, INT32_MIN, INT64_MIN, 0, 0, 0, 0, 0, 0};
+    static const int64_t hi[FQ_NUM_COUNT] = {0,         INT8_MAX,   INT16_MAX, INT32_MAX, INT64_MAX, UINT8_MAX,
+                                             UINT16_MAX, UINT32_MAX, INT64_MAX, 0,         0};
+    if (type != FQ_NUM_F32 && type != FQ_NUM_F64 && (v < lo[type] || v > hi[type]))
+        return fq_set_err(err, FQ_E_DECODE, "label %lld does not fit in label_dtype %s", (long long)v,
+                          fq_num_name(type));
+    switch (type) {
+    case FQ_NUM_I8: { int8_t x = (int8_t)v; memcpy(dst, &x, sizeof x); break; }
+    case FQ_NUM_I16: { int16_t x = (int16_t)v; memcpy(dst, &x, sizeof x); break; }
+    case FQ_NUM_I32: { int32_t x = (int32_t)v; memcpy(dst, &x, sizeof x); break; }
+    case FQ_NUM_I64: memcpy(dst, &v, sizeof v); break;
+    case FQ_NUM_U8: { uint8_t x = (uint8_t)v; memcpy(dst, &x, sizeof x); break; }
+    case FQ_NUM_U16: { uint16_t x = (uint16_t)v; memcpy(dst, &x, sizeof x); break; }
+    case FQ_NUM_U32: { uint32_t x = (uint32_t)v; memcpy(dst, &x, sizeof x); break; }
+    case FQ_NUM_U64: { uint64_t x = (uint64_t)v; memcpy(dst, &x, sizeof x); break; }
+    case FQ_NUM_F32: { float x = (float)v; memcpy(dst, &x, sizeof x); break; }
+    default: { double x = (double)v; memcpy(dst, &x, sizeof x); break; }
+    }
+    return FQ_OK;
+}
+
+/* READER: convert the extras the worker just read to their output types, in place:
+ * value i of output k moves from off_k + 8 i to off_k + size i (never forwards). */
+static int convert_extras(const fq_imgtask *t, uint8_t *extra, fq_err *err)
+{
+    const fq_sample_reader *r = t->src.reader;
+    size_t off = 0;
+    for (int k = 0; k < r->n_extra; off += r->extra_sizes[k], k++) {
+        int type = t->src.extra_type[k];
+        if (type == FQ_NUM_AS_READ)
+            continue;
+        size_t size = fq_num_size(type);
+        for (size_t i = 0; i < r->extra_sizes[k] / 8; i++) {
+            int64_t v;
+            memcpy(&v, extra + off + 8 * i, sizeof v);
+            int rc = store_num(type, v, extra + off + size * i, err);
+            if (rc != FQ_OK)
+                return rc;
+        }
+    }
+    return FQ_OK;
 }
 
 static size_t extra_bytes(const fq_imgtask_source *src)
@@ -77,6 +138,14 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
         return fq_set_err(err, FQ_E_INVALID, "source without data");
     if (src->kind == FQ_SRC_READER && !reader_ok(src))
         return fq_set_err(err, FQ_E_INVALID, "bad native reader");
+    for (int k = 0; src->kind == FQ_SRC_READER && k < src->reader->n_extra; k++) {
+        int type = src->extra_type[k];
+        if (type < FQ_NUM_AS_READ || type >= FQ_NUM_COUNT)
+            return fq_set_err(err, FQ_E_INVALID, "extra output %d: unknown type %d", k, type);
+        if (type != FQ_NUM_AS_READ && src->reader->extra_sizes[k] % 8 != 0)
+            return fq_set_err(err, FQ_E_INVALID, "extra output %d: converting needs int64 values (%zu bytes)", k,
+                              src->reader->extra_sizes[k]);
+    }
     if (src->kind < FQ_SRC_FILES || src->kind > FQ_SRC_READER)
         return fq_set_err(err, FQ_E_INVALID, "unknown source kind %d", src->kind);
     if (on_error != FQ_ON_ERROR_RAISE && on_error != FQ_ON_ERROR_SKIP)
@@ -101,6 +170,10 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
     }
     t->spec = spec;
     t->src = *src;
+    for (int k = 0; src->kind == FQ_SRC_READER && k < src->reader->n_extra; k++)
+        t->extra_out[k] = src->extra_type[k] == FQ_NUM_AS_READ
+                              ? src->reader->extra_sizes[k]
+                              : src->reader->extra_sizes[k] / 8 * fq_num_size(src->extra_type[k]);
     t->n_workers = n_workers;
     t->on_error = on_error;
     t->max_attempts = max_attempts < 1 ? 1 : max_attempts;
@@ -217,6 +290,8 @@ static int produce_read(fq_imgtask *t, fq_worker_buf *w, int64_t idx, uint64_t s
     if (rc == FQ_OK && len == 0)
         rc = fq_set_err(&e, FQ_E_EMPTY, "empty image (0 bytes)");
     if (rc == FQ_OK)
+        rc = convert_extras(t, w->extra, &e);
+    if (rc == FQ_OK)
         rc = fq_img_process_encoded(t->spec, w->scratch, data, len, seed, epoch, (uint64_t)idx, out, ex, &e);
     if (rc != FQ_OK) {
         char where[FQ_ERR_MSG_LEN / 2];
@@ -287,7 +362,7 @@ static void write_extras(fq_imgtask *t, int worker, int64_t idx, uint8_t *const 
     if (t->src.kind == FQ_SRC_READER) { /* after the labels, as in the output spec */
         size_t off = 0;
         for (int k = 0; k < t->src.reader->n_extra; k++, b++) {
-            memcpy(rows[b], t->w[worker].extra + off, t->src.reader->extra_sizes[k]);
+            memcpy(rows[b], t->w[worker].extra + off, t->extra_out[k]); /* converted in place */
             off += t->src.reader->extra_sizes[k];
         }
     }

@@ -53,6 +53,25 @@ typedef struct fq_sample_reader {
     size_t extra_sizes[FQ_IMGTASK_MAX_EXTRA];
 } fq_sample_reader;
 
+/* READER: the type an extra output is delivered as (fq_imgtask_source.extra_type).
+ * FQ_NUM_AS_READ copies the reader's bytes; any other type needs an output of int64
+ * values (extra_sizes[k] a multiple of 8), which each worker converts to that type
+ * after reading the sample.  Integers must fit exactly; floats take the nearest
+ * value.  A value that does not fit fails the sample (FQ_E_DECODE, naming the
+ * record), which the on_error policy then handles like any bad sample. */
+enum fq_num_type {
+    FQ_NUM_AS_READ = 0,
+    FQ_NUM_I8, FQ_NUM_I16, FQ_NUM_I32, FQ_NUM_I64,
+    FQ_NUM_U8, FQ_NUM_U16, FQ_NUM_U32, FQ_NUM_U64,
+    FQ_NUM_F32, FQ_NUM_F64,
+    FQ_NUM_COUNT
+};
+
+/* Bytes per value of an fq_num_type (0 for FQ_NUM_AS_READ or an unknown type) and
+ * its numpy name ("int8", ...; "" likewise). */
+size_t fq_num_size(int type);
+const char *fq_num_name(int type);
+
 typedef struct fq_imgtask_source {
     int kind;                   /* FQ_SRC_* */
     int64_t n;                  /* samples in the source */
@@ -64,6 +83,7 @@ typedef struct fq_imgtask_source {
     const uint8_t *labels;      /* n x label_bytes, or NULL */
     size_t label_bytes;
     const fq_sample_reader *reader; /* READER (borrowed); its outputs follow `labels` (if any) */
+    int extra_type[FQ_IMGTASK_MAX_EXTRA]; /* READER: enum fq_num_type of each extra output (0: as read) */
 } fq_imgtask_source;
 
 typedef struct fq_imgtask fq_imgtask;

@@ -384,6 +384,8 @@ static int read_member(int fd, const char *path, uint8_t *dst, uint64_t off, uin
     return FQ_OK;
 }
 
+/* A label member: optional ASCII whitespace, an optional sign, decimal digits (any
+ * number of leading zeros), as Python's int() reads it; the whole int64 range. */
 static int parse_label(const uint8_t *p, size_t n, int64_t *out, fq_err *err)
 {
     size_t i = 0, e = n;
@@ -392,19 +394,24 @@ static int parse_label(const uint8_t *p, size_t n, int64_t *out, fq_err *err)
     while (e > i && (p[e - 1] == ' ' || p[e - 1] == '\t' || p[e - 1] == '\n' || p[e - 1] == '\r'))
         e--;
     int neg = 0;
-    if (i < e && p[i] == '-') {
-        neg = 1;
+    if (i < e && (p[i] == '-' || p[i] == '+')) {
+        neg = p[i] == '-';
         i++;
     }
-    if (i == e || e - i > 18)
+    if (i == e)
         return fq_set_err(err, FQ_E_DECODE, "label member is not a decimal integer");
-    int64_t v = 0;
+    const uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    uint64_t v = 0;
     for (; i < e; i++) {
         if (p[i] < '0' || p[i] > '9')
             return fq_set_err(err, FQ_E_DECODE, "label member is not a decimal integer");
-        v = v * 10 + (p[i] - '0');
+        unsigned d = (unsigned)(p[i] - '0');
+        if (v > (limit - d) / 10)
+            return fq_set_err(err, FQ_E_DECODE, "label member is outside the int64 range");
+        v = v * 10 + d;
     }
-    *out = neg ? -v : v;
+    /* -2^63 has no positive int64 counterpart: negate in unsigned arithmetic */
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
     return FQ_OK;
 }
 

@@ -14,6 +14,11 @@ cdef extern from "fq_imgtask.h" nogil:
         FQ_ON_ERROR_RAISE
         FQ_ON_ERROR_SKIP
         FQ_IMGTASK_MAX_CODES
+        FQ_IMGTASK_MAX_EXTRA
+        FQ_NUM_AS_READ
+        FQ_NUM_COUNT
+    size_t fq_num_size(int type)
+    const char *fq_num_name(int type)
     ctypedef int (*fq_read_fn)(void *reader, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data,
                                size_t *len, uint8_t *extra, uint64_t *nread, fq_err *err)
     ctypedef void (*fq_describe_fn)(void *reader, int64_t idx, char *out, size_t len)
@@ -35,6 +40,7 @@ cdef extern from "fq_imgtask.h" nogil:
         const uint8_t *labels
         size_t label_bytes
         const fq_sample_reader *reader
+        int extra_type[16]
     ctypedef struct fq_imgtask:
         pass
     ctypedef struct fq_imgtask_stats:
@@ -58,6 +64,11 @@ cdef extern from "fq_stage_times.h" nogil:
     ctypedef struct fq_stage_times:
         uint64_t read_ns, decode_ns, ops_ns, write_ns, samples
     void fq_imgtask_get_stage_times(fq_imgtask *t, fq_stage_times *out)
+
+
+# The types a native reader's int64 outputs can be delivered as (label_dtype of
+# TFRecord / WebDataset labels): numpy name -> enum fq_num_type, read from the C table.
+NUM_TYPES = {fq_num_name(k).decode(): k for k in range(FQ_NUM_AS_READ + 1, FQ_NUM_COUNT)}
 
 
 def permutation(uint64_t seed, uint64_t epoch, int64_t n):
@@ -111,7 +122,7 @@ cdef class ImageTask(TaskBase):
         self._strides = NULL
 
     def __init__(self, ImageSpec spec not None, str kind, items, labels=None, int workers=1, str on_error="raise",
-                 int max_attempts=16, bint with_index=False):
+                 int max_attempts=16, bint with_index=False, extra_types=None):
         cdef fq_imgtask_source src
         cdef fq_err err
         cdef int64_t i, n = len(items)
@@ -175,8 +186,16 @@ cdef class ImageTask(TaskBase):
             src.kind = FQ_SRC_READER
             src.reader = (<SampleReader>items).sr
             keep.append(items)
+            # extra_types: one NUM_TYPES code (0: as read) per reader output
+            types = list(extra_types or [])
+            if len(types) > src.reader.n_extra or len(types) > FQ_IMGTASK_MAX_EXTRA:
+                raise ValueError(f"extra_types: {len(types)} given for {src.reader.n_extra} reader outputs")
+            for i in range(len(types)):
+                src.extra_type[i] = types[i]
         else:
             raise ValueError(f"unknown source kind {kind!r}")
+        if extra_types and kind != "reader":
+            raise ValueError("extra_types applies to a native reader's outputs only")
         src.n = n
         if labels is not None:
             a = labels

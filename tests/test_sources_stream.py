@@ -99,3 +99,22 @@ class _Reiter:
 
     def __iter__(self):
         return self.fn()
+
+
+def test_label_dtype_matches_numpy_cast_and_refuses_values_that_do_not_fit(jpegs):
+    _, blobs = jpegs
+    labels = [int(v) for v in (np.arange(N) * 1500 - 9000)]  # int16 holds them, int8 does not
+    items = list(zip(blobs, labels))
+    for dt, lab in (("int16", labels), ("float32", labels), ("float64", [v / 3 for v in labels])):
+        eps = run(fastq.sources.Stream(list(zip(blobs, lab))), epochs=1, label_dtype=dt, return_index=True,
+                  ops=[ops.Resize((8, 8))])
+        ys = np.concatenate([b[1] for b in eps[0]])
+        idx = np.concatenate([b[2] for b in eps[0]])
+        assert ys.dtype == np.dtype(dt)
+        np.testing.assert_array_equal(ys, np.asarray(lab)[idx].astype(dt))
+    with pytest.raises(ValueError, match=r"stream item 0: label -9000 does not fit in label_dtype int8"):
+        run(fastq.sources.Stream(items), epochs=1, label_dtype="int8", ops=[ops.Resize((8, 8))])
+    with pytest.raises(ValueError, match="first item has no label"):
+        run(fastq.sources.Stream(blobs), epochs=1, label_dtype="int32", ops=[ops.Resize((8, 8))])
+    with pytest.raises(TypeError, match="label_dtype"):
+        run(fastq.sources.Stream(items), epochs=1, label_dtype="U4", ops=[ops.Resize((8, 8))])

@@ -184,6 +184,41 @@ def test_bad_samples_fail_by_policy(data, tmp_path):
         assert n == 2 and st["skipped"] == 1
 
 
+LABEL_TEXTS = [b"7", b" +7\n", b"-0", b"007", b"\t-42\r\n", b"9223372036854775807", b"-9223372036854775808",
+               b"0009223372036854775807", b"9223372036854775808", b"-9223372036854775809", b"99999999999999999999",
+               b"1.5", b"", b" ", b"- 5", b"+-1", b"0x10", b"1e3", b"--1", b"12a"]
+
+
+def test_label_text_is_read_as_python_int_reads_it(data, tmp_path):
+    """Every label text Python's int() reads as an int64 gives that value; every
+    other one (not a decimal integer, or outside int64) fails its sample."""
+    with open(data["jpegs"][0], "rb") as f:
+        jpg = f.read()
+    entries = []
+    for k, text in enumerate(LABEL_TEXTS):
+        entries += [(f"k{k:03d}.jpg", jpg), (f"k{k:03d}.cls", text)]
+    src = fastq.sources.WebDataset([_tar(tmp_path / "labels.tar", entries)])
+    with fastq.Pipeline(src, ops=CHAIN, batch_size=1, on_error="skip", return_index=True) as p:
+        got = {int(b[2][0]): int(b[1][0]) for b in p}
+        st = p.stats()
+    want = {}
+    for k, text in enumerate(LABEL_TEXTS):
+        try:
+            v = int(text.decode())
+        except ValueError:
+            continue
+        if -2**63 <= v < 2**63:
+            want[k] = v
+    # a failing sample is replaced by another one: check the value of every good key
+    assert set(want) <= set(got) and all(got[k] == want[k] for k in want), (got, want)
+    assert st["skipped"] == len(LABEL_TEXTS) - len(want)
+    msgs = " ".join(st["last_skip_message"].values())
+    assert "not a decimal integer" in msgs or "outside the int64 range" in msgs
+    for k in (8, 9, 10):  # out of range: its own message
+        e = _err(fastq.sources.WebDataset([_tar(tmp_path / f"r{k}.tar", entries[2 * k:2 * k + 2] + entries[:2])]))
+        assert "label member is outside the int64 range" in str(e), e
+
+
 def test_bad_checksum_and_truncated_member(data, tmp_path):
     with open(data["jpegs"][0], "rb") as f:
         jpg = f.read()

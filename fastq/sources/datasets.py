@@ -295,8 +295,10 @@ class TFRecord(ImageSource):
             raise ValueError("TFRecord: index= applies to uncompressed shards only")
         feats = [(image_key, "bytes", 1)]
         self._extra_outputs = []
+        self._label_output = None  # index of the label in _extra_outputs (label_dtype converts it)
         if label_key is not None:
             feats.append((label_key, "int64", 1))
+            self._label_output = 0
             self._extra_outputs.append(((), np.dtype(np.int64)))
         for key, spec in (features or {}).items():
             dtype, count = spec
@@ -504,6 +506,7 @@ class WebDataset(ImageSource):
             raise ValueError("WebDataset: image_ext is empty")
         self.label_ext = label_ext.lower().lstrip(".") if label_ext is not None else None
         self._extra_outputs = [((), np.dtype(np.int64))] if self.label_ext is not None else []
+        self._label_output = 0 if self.label_ext is not None else None
         cols = {k: [] for k in ("shard", "img_off", "img_size", "lab_off", "lab_size", "number")}
         keys, errs = [], []
 

@@ -50,7 +50,9 @@ IMAGE_OPTIONS: Tuple[Tuple[str, Any, str], ...] = (
     ("label_dtype", None, "numpy dtype of the labels output (e.g. 'int32' for models that declare "
                           "int32 labels, for tensorpack, or for JAX without x64); default: int64 "
                           "for integer labels, else the labels' own dtype.  Values that do not "
-                          "fit are refused."),
+                          "fit are refused: given labels when the pipeline is built; TFRecord and "
+                          "WebDataset labels, converted natively, fail their sample with a "
+                          "DecodeError naming the record (on_error applies)."),
 )
 
 
@@ -90,13 +92,19 @@ def _labels_array(labels, n, label_dtype=None):
     return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
 
 
-def _cast_labels(arr, label_dtype):
+def _label_dtype(label_dtype):
+    """label_dtype (a numpy or TF dtype, or a name) as a numeric numpy dtype."""
     try:
         want = np.dtype(getattr(label_dtype, "as_numpy_dtype", label_dtype))
     except TypeError:
         raise TypeError(f"label_dtype must be a numeric numpy dtype (e.g. 'int32'), got {label_dtype!r}") from None
     if want.hasobject or want.fields is not None or want.kind not in "iufb":
         raise TypeError(f"label_dtype must be a numeric numpy dtype (e.g. 'int32'), got {want}")
+    return want
+
+
+def _cast_labels(arr, label_dtype):
+    want = _label_dtype(label_dtype)
     if arr.dtype == want:
         return arr
     with np.errstate(over="ignore", invalid="ignore"):
@@ -264,11 +272,20 @@ class _ImageBackend(Backend):
         kw = {} if max_pixels is None else {"max_pixels": max_pixels}
         self.compiled = ops_mod.compile_ops(ops, dtype=dtype, layout=layout, channels=channels,
                                             dct_scaling=dct_scaling, input_size=source._fixed_size(), **kw)
+        # outputs a native reader writes after the image (TFRecord / WebDataset labels, features)
+        self.extra_outputs = list(getattr(source, "_extra_outputs", []))
+        extra_types = None
         if label_dtype is not None and source.labels is None:
-            if getattr(source, "_extra_outputs", None):
-                raise ValueError(f"label_dtype={label_dtype!r}: {type(source).__name__} writes its labels natively "
-                                 f"as int64; label_dtype is not supported for it yet (cast in the model)")
-            raise ValueError(f"label_dtype={label_dtype!r} but the source has no labels")
+            k = getattr(source, "_label_output", None)  # which reader output is the label (int64)
+            if k is None:
+                raise ValueError(f"label_dtype={label_dtype!r} but the source has no labels")
+            want = _label_dtype(label_dtype)
+            if want.name not in _image.NUM_TYPES:
+                raise ValueError(f"label_dtype={want}: {type(source).__name__} converts its labels natively to one "
+                                 f"of {sorted(_image.NUM_TYPES)}")
+            extra_types = [0] * len(self.extra_outputs)
+            extra_types[k] = _image.NUM_TYPES[want.name]
+            self.extra_outputs[k] = (self.extra_outputs[k][0], want)
         self.labels = source._labels_as(label_dtype)
         self.spec = _image.ImageSpec(self.compiled)
         self.source = source
@@ -280,7 +297,7 @@ class _ImageBackend(Backend):
         self.return_index = bool(return_index)
         self.task = _image.ImageTask(self.spec, source.kind, source._task_items(), self.labels,
                                      workers=self.workers, on_error=on_error, max_attempts=int(max_attempts),
-                                     with_index=self.return_index)
+                                     with_index=self.return_index, extra_types=extra_types)
         _image.set_opencv_threads(1)  # our workers are the parallelism
 
     def output_spec(self):
@@ -289,7 +306,7 @@ class _ImageBackend(Backend):
         out = [(tuple(self.spec.out_shape), np_dtype)]
         if self.labels is not None:
             out.append((self.labels.shape[1:], self.labels.dtype))
-        out += getattr(self.source, "_extra_outputs", [])  # outputs a native reader writes (TFRecord labels...)
+        out += self.extra_outputs  # outputs a native reader writes (TFRecord labels...)
         if self.return_index:
             out.append(((), np.dtype(np.int64)))
         return out

@@ -12,6 +12,7 @@ import numpy as np
 
 from fastq import _core
 from fastq.sources.base import Source
+from fastq.sources.images import _cast_labels, _label_dtype
 from fastq.backend import Backend
 from fastq.errors import FastqError
 
@@ -58,7 +59,7 @@ def _split(item, k):
 class _StreamBackend(Backend):
     def __init__(self, source, config, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
                  shuffle=False, on_error="raise", max_pixels=None, dct_scaling=True, return_index=False,
-                 max_attempts=16):
+                 max_attempts=16, label_dtype=None):
         from fastq import _image, ops as ops_mod
         if shuffle:
             raise ValueError("a Stream source is read in the iterable's order: shuffle in the iterable")
@@ -79,6 +80,7 @@ class _StreamBackend(Backend):
         self.skip = on_error == "skip"
         self.return_index = bool(return_index)
         self.label_spec = None  # (shape, dtype) or () when unlabeled
+        self.label_dtype = None if label_dtype is None else _label_dtype(label_dtype)
         self._pending = None
         self._stats_lock = threading.Lock()
         self._skipped = {}
@@ -95,6 +97,8 @@ class _StreamBackend(Backend):
             return False
         _, label = _split(first, 0)
         if label is None:
+            if self.label_dtype is not None:
+                raise ValueError(f"label_dtype={self.label_dtype} but the stream's first item has no label")
             self.label_spec = ()
         else:
             a = np.asarray(label)
@@ -102,7 +106,7 @@ class _StreamBackend(Backend):
                 a = a.astype(np.int64)
             if a.dtype.kind not in "iufb":
                 raise TypeError(f"stream item 0: label must be numeric, got dtype {a.dtype}")
-            self.label_spec = (a.shape, a.dtype.newbyteorder("="))
+            self.label_spec = (a.shape, self.label_dtype or a.dtype.newbyteorder("="))
         self._pending = (it, first)
         return True
 
@@ -193,7 +197,15 @@ class _StreamProducers:
             if label is None:
                 raise TypeError(f"stream item {k} has no label but the first item had one")
             lab = np.asarray(label)
-            if lab.shape != shape or not np.can_cast(lab.dtype, dtype, "same_kind"):
+            if b.label_dtype is not None:  # the user's dtype: any numeric label whose values fit
+                if lab.shape != shape:
+                    raise ValueError(f"stream item {k}: label of shape {lab.shape} does not match the first "
+                                     f"item's {shape}")
+                try:
+                    lab = _cast_labels(lab.reshape((1,) + lab.shape), dtype)[0]
+                except ValueError as e:
+                    raise ValueError(f"stream item {k}: label {label!r} does not fit in label_dtype {dtype}") from e
+            elif lab.shape != shape or not np.can_cast(lab.dtype, dtype, "same_kind"):
                 raise ValueError(f"stream item {k}: label of shape {lab.shape} / dtype {lab.dtype} does not match "
                                  f"the first item's {shape} / {dtype}")
             row.append(np.ascontiguousarray(lab, dtype=dtype))
