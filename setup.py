@@ -46,7 +46,7 @@ VENDORED_HINT = ("or build the static libraries with `bash scripts/build_deps.sh
                  "FASTQ_VENDORED_PREFIX to the prefix it prints")
 
 # Static archives of a vendored prefix, in link order (a library before those it uses).
-VENDORED_LIBS = ["opencv_imgcodecs", "opencv_imgproc", "opencv_core", "webp", "png16", "z", "jpeg"]
+VENDORED_LIBS = ["opencv_imgcodecs", "opencv_imgproc", "opencv_core", "webp", "png16", "tiff", "jpeg", "z"]
 
 
 def _fail(lines):
@@ -217,7 +217,6 @@ def _config():
             ("fastq_imgtask", {"sources": ["csrc/fq_imgtask.c"] + RECORD_SOURCES, "include_dirs": ["csrc"], "cflags": C_FLAGS,
                                "obj_deps": {"": headers}}),
             ("fastq_image", {"sources": _csrc("fq_image", ".cpp"), "include_dirs": ["csrc"] + inc,
-                             "macros": [("FQ_OPENCV_MINIMAL", "1")] if os.environ.get("FASTQ_VENDORED_PREFIX") else [],
                              "cflags": CXX_FLAGS, "obj_deps": {"": headers}}),
         ]
 

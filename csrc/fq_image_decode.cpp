@@ -465,11 +465,6 @@ int cv_decode(fq_img_scratch *s, const uint8_t *data, size_t len, int fmt, int o
     if (fmt == FQ_FMT_OTHER)
         return fq_set_err(err, FQ_E_UNSUPPORTED, "this image format (JPEG 2000, OpenEXR, Radiance HDR or Sun "
                           "raster) is not supported; fastq reads JPEG, PNG, WebP, BMP, PNM and TIFF");
-#ifdef FQ_OPENCV_MINIMAL /* the wheel's OpenCV decodes PNG, WebP, BMP and PNM only */
-    if (fmt == FQ_FMT_TIFF)
-        return fq_set_err(err, FQ_E_UNSUPPORTED, "TIFF is not supported by this build of fastq (its OpenCV "
-                          "decodes PNG, WebP, BMP and PNM)");
-#endif
     if (len > (size_t)INT32_MAX)
         return fq_set_err(err, FQ_E_TOO_LARGE, "encoded image of %zu bytes is too large", len);
     try {

@@ -3,10 +3,11 @@
 # ("bookworm") source packages pinned by version and checked by SHA-256:
 #
 #   zlib 1.2.13, libpng 1.6.39, libwebp 1.2.4, libjpeg-turbo 2.1.5 (with its SIMD,
-#   needs nasm), OpenCV 4.6.0 (core, imgproc, imgcodecs only).
+#   needs nasm), libtiff 4.5.0 (zlib/deflate, JPEG, LZW, PackBits; no tools), OpenCV
+#   4.6.0 (core, imgproc, imgcodecs only).
 #
-# Debian's own patches (debian/patches/series: the security fixes of libpng and
-# libwebp, libjpeg-turbo's SIMD initialisation fix) are applied, so the code is what
+# Debian's own patches (debian/patches/series: the security fixes of libpng, libwebp
+# and libtiff, libjpeg-turbo's SIMD initialisation fix) are applied, so the code is what
 # Debian 12 ships.  Everything is built as static archives with -fPIC and
 # -fvisibility=hidden; fastq's setup.py links them (FASTQ_VENDORED_PREFIX) and
 # exports only PyInit_* from its extensions.
@@ -46,6 +47,8 @@ libwebp 1.2.4-0.2+deb12u1 libwebp libwebp_1.2.4.orig.tar.gz 7bf5a8a28cc69bcfa8cb
 libwebp 1.2.4-0.2+deb12u1 libwebp libwebp_1.2.4-0.2+deb12u1.debian.tar.xz 69cdba4dfe2e1b34d55fa80c1b29c31cacd40dd183812d6bcca7e508a2f7afcd
 libjpeg-turbo 1:2.1.5-2 libjpeg-turbo libjpeg-turbo_2.1.5.orig.tar.gz 254f3642b04e309fee775123133c6464181addc150499561020312ec61c1bf7c
 libjpeg-turbo 1:2.1.5-2 libjpeg-turbo libjpeg-turbo_2.1.5-2.debian.tar.xz cdb2433c2f7101345c1ffa14efb943787c675b86354691a32490845fe4bc9237
+tiff 4.5.0-6+deb12u4 tiff tiff_4.5.0.orig.tar.bz2 638f43d7dea33948d5dee7f39572fc0194d9cc3c74195de9dd26a4388a1f880a
+tiff 4.5.0-6+deb12u4 tiff tiff_4.5.0-6+deb12u4.debian.tar.xz 4ee50a8cdf74a184d94e65a04f3c9de466cb0b74ef5393fb5ca65666fccb864b
 opencv 4.6.0+dfsg-12 opencv opencv_4.6.0+dfsg.orig.tar.xz 40a59ba7e5c18a43652de0a08733c9843a39bba619b1f3e26a5fac4a6f041423
 opencv 4.6.0+dfsg-12 opencv opencv_4.6.0+dfsg-12.debian.tar.xz a3c65bda575969bec08b9fb66b3e4a7d71ff59980843358ff6febfc8af25e5ee
 "
@@ -189,7 +192,7 @@ main() {
     STAGE="$PREFIX.partial"
     rm -rf "$WORK" "$STAGE"
     mkdir -p "$WORK" "$STAGE/licenses"
-    local z png webp jt cv
+    local z png webp jt tif cv
 
     log "zlib"
     z=$(unpack zlib)
@@ -220,6 +223,22 @@ main() {
         -DWITH_SIMD=ON -DREQUIRE_SIMD=ON -DWITH_JAVA=OFF -DCMAKE_INSTALL_LIBDIR="$STAGE/lib"
     cat "$jt/LICENSE.md" "$jt/README.ijg" >"$STAGE/licenses/libjpeg-turbo.LICENSE"
 
+    log "libtiff"
+    tif=$(unpack tiff)
+    # Codecs: none, PackBits, LZW, (Adobe) Deflate through our zlib, JPEG through our
+    # libjpeg-turbo, plus the simple ones libtiff always has.  No external codec
+    # libraries (JBIG, LERC, LZMA, ZSTD, WebP, libdeflate), no old-style JPEG, no C++ API.
+    cmake_build "$tif" "$WORK/b-tiff" -Dtiff-tools=OFF -Dtiff-tests=OFF -Dtiff-contrib=OFF -Dtiff-docs=OFF \
+        -Dtiff-deprecated=OFF -Dcxx=OFF -Dzlib=ON -Djpeg=ON -Dold-jpeg=OFF -Djpeg12=OFF -Djbig=OFF -Dlerc=OFF \
+        -Dlzma=OFF -Dzstd=OFF -Dwebp=OFF -Dlibdeflate=OFF -Dpixarlog=OFF \
+        -DZLIB_INCLUDE_DIR="$STAGE/include" -DZLIB_LIBRARY="$STAGE/lib/libz.a" \
+        -DJPEG_INCLUDE_DIR="$STAGE/include" -DJPEG_LIBRARY="$STAGE/lib/libjpeg.a" \
+        -DCMAKE_DISABLE_FIND_PACKAGE_Deflate=ON -DCMAKE_DISABLE_FIND_PACKAGE_JBIG=ON \
+        -DCMAKE_DISABLE_FIND_PACKAGE_LERC=ON -DCMAKE_DISABLE_FIND_PACKAGE_LibLZMA=ON \
+        -DCMAKE_DISABLE_FIND_PACKAGE_ZSTD=ON -DCMAKE_DISABLE_FIND_PACKAGE_WebP=ON
+    grep -E "^\s+(Deflate|JPEG|LZW|PackBits|ZSTD|LZMA|JBIG|WEBP|LERC)" "$WORK/b-tiff.configure.log" >&2 || true
+    cp "$tif/LICENSE.md" "$STAGE/licenses/libtiff.LICENSE"
+
     log "OpenCV (core, imgproc, imgcodecs)"
     cv=$(unpack opencv)
     # shellcheck disable=SC2086
@@ -229,9 +248,9 @@ main() {
         -DBUILD_JAVA=OFF -DBUILD_opencv_python2=OFF -DBUILD_opencv_python3=OFF -DBUILD_opencv_js=OFF \
         -DBUILD_ZLIB=OFF -DBUILD_PNG=OFF -DBUILD_JPEG=OFF -DBUILD_WEBP=OFF -DBUILD_TIFF=OFF \
         -DBUILD_OPENEXR=OFF -DBUILD_OPENJPEG=OFF -DBUILD_JASPER=OFF -DBUILD_IPP_IW=OFF -DBUILD_ITT=OFF \
-        -DWITH_PNG=ON -DWITH_JPEG=ON -DWITH_WEBP=ON \
+        -DWITH_PNG=ON -DWITH_JPEG=ON -DWITH_WEBP=ON -DWITH_TIFF=ON \
         -DWITH_IMGCODEC_PXM=ON -DWITH_IMGCODEC_PFM=OFF -DWITH_IMGCODEC_HDR=OFF -DWITH_IMGCODEC_SUNRASTER=OFF \
-        -DWITH_TIFF=OFF -DWITH_OPENEXR=OFF -DWITH_OPENJPEG=OFF -DWITH_JASPER=OFF -DWITH_GDAL=OFF -DWITH_GDCM=OFF \
+        -DWITH_OPENEXR=OFF -DWITH_OPENJPEG=OFF -DWITH_JASPER=OFF -DWITH_GDAL=OFF -DWITH_GDCM=OFF \
         -DWITH_IPP=OFF -DWITH_ITT=OFF -DWITH_OPENCL=OFF -DWITH_TBB=OFF -DWITH_OPENMP=OFF -DWITH_PTHREADS_PF=ON \
         -DWITH_EIGEN=OFF -DWITH_LAPACK=OFF -DWITH_PROTOBUF=OFF -DWITH_QUIRC=OFF -DWITH_ADE=OFF \
         -DWITH_FFMPEG=OFF -DWITH_GSTREAMER=OFF -DWITH_V4L=OFF -DWITH_1394=OFF -DWITH_GTK=OFF -DWITH_QT=OFF \
@@ -244,6 +263,7 @@ main() {
         -DPNG_PNG_INCLUDE_DIR="$STAGE/include" -DPNG_LIBRARY="$STAGE/lib/libpng16.a" -DPNG_LIBRARY_RELEASE="$STAGE/lib/libpng16.a" \
         -DJPEG_INCLUDE_DIR="$STAGE/include" -DJPEG_LIBRARY="$STAGE/lib/libjpeg.a" -DJPEG_LIBRARY_RELEASE="$STAGE/lib/libjpeg.a" \
         -DWEBP_INCLUDE_DIR="$STAGE/include" -DWEBP_LIBRARY="$STAGE/lib/libwebp.a" \
+        -DTIFF_INCLUDE_DIR="$STAGE/include" -DTIFF_LIBRARY="$STAGE/lib/libtiff.a" -DTIFF_LIBRARY_RELEASE="$STAGE/lib/libtiff.a" \
         $OPENCV_CPU
     grep -E "^\s+(Media I/O|ZLib|JPEG|WEBP|PNG|TIFF|PXM|Baseline|Dispatched code|requested|Parallel framework)" \
         "$WORK/b-opencv.configure.log" >&2 || true

@@ -3,15 +3,15 @@
 #
 # Builds fastq's extensions with FASTQ_SANITIZE=address,undefined into a private copy of
 # the sources (the checkout's in-place .so files are not touched), then runs the ring,
-# iterable-pipeline, image-pipeline and decode tests against that build with the ASan
-# runtime preloaded into CPython.  Fails when a test fails or when the sanitizers
+# iterable-pipeline, image-pipeline, decode, tar-reader and reader-label tests against
+# that build with the ASan runtime preloaded into CPython.  Fails when a test fails or when the sanitizers
 # report anything, in the test process or in any subprocess it starts.
 #
 #   scripts/test_asan.sh [extra pytest args]
 #
 # Environment:
 #   ASAN_WORK   work directory (default: a fresh mktemp -d, removed on success)
-#   ASAN_TESTS  test files to run (default: the four below)
+#   ASAN_TESTS  test files to run (default: the list below)
 #   JOBS        parallel compile jobs (default 2)
 #   ASAN_REUSE=1  with ASAN_WORK: reuse the sanitized build already there (the tests
 #               are copied again); for iterating locally, not for CI
@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 PY=${PYTHON:-python3}
 JOBS=${JOBS:-2}
-TESTS=${ASAN_TESTS:-tests/test_ring.py tests/test_pipeline_iterable.py tests/test_image_pipeline.py tests/test_decode.py}
+TESTS=${ASAN_TESTS:-tests/test_ring.py tests/test_pipeline_iterable.py tests/test_image_pipeline.py tests/test_decode.py tests/test_sources_webdataset.py tests/test_reader_label_dtype.py}
 t0=$(date +%s)
 
 CC=${CC:-gcc}

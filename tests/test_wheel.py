@@ -177,6 +177,12 @@ def _write_images(d):
         "rgb.png": (bgr, []), "gray.png": (gray, []), "rgba.png": (bgra, []),
         "rgb_lossless.webp": (bgr, [cv2.IMWRITE_WEBP_QUALITY, 101]), "rgb_lossy.webp": (bgr, [cv2.IMWRITE_WEBP_QUALITY, 80]),
         "rgb.bmp": (bgr, []), "gray.bmp": (gray, []), "rgb.ppm": (bgr, []), "gray.pgm": (gray, []),
+        # TIFF with each codec the wheel's libtiff has (pip's cv2 writes LZW by default)
+        "rgb_lzw.tiff": (bgr, []), "gray_lzw.tif": (gray, []), "rgba_lzw.tiff": (bgra, []),
+        "rgb_none.tiff": (bgr, [cv2.IMWRITE_TIFF_COMPRESSION, 1]),
+        "rgb_packbits.tiff": (bgr, [cv2.IMWRITE_TIFF_COMPRESSION, 32773]),
+        "rgb_deflate.tiff": (bgr, [cv2.IMWRITE_TIFF_COMPRESSION, 8]),
+        "rgb_jpeg.tiff": (bgr, [cv2.IMWRITE_TIFF_COMPRESSION, 7]),
     }
     paths = []
     for name, (img, params) in items.items():
@@ -205,13 +211,15 @@ PIPELINE_SCRIPT = textwrap.dedent("""
                 for row, i in zip(img, idx):
                     rows[int(i)] = (np.array(row), p.explain(0, int(i)))
         res["runs"][channels] = rows
-    # a format the wheel's OpenCV has no decoder for: a clear "unsupported", not "corrupt"
-    try:
-        with fastq.Pipeline(fastq.sources.Files([sys.argv[3]] * 2), ops=[ops.CenterCrop(8)], batch_size=2) as p:
-            next(iter(p))
-        res["tiff"] = "decoded"
-    except fastq.errors.UnsupportedFormatError as e:
-        res["tiff"] = str(e)
+    # a format fastq refuses (JPEG 2000) and a TIFF codec the wheel's libtiff lacks (WebP):
+    # each a clear error naming the file
+    for name, path in zip(("jp2", "tiff_webp"), sys.argv[3].split(",")):
+        try:
+            with fastq.Pipeline(fastq.sources.Files([path] * 2), ops=[ops.CenterCrop(8)], batch_size=2) as p:
+                next(iter(p))
+            res[name] = "decoded"
+        except fastq.errors.FastqError as e:
+            res[name] = (type(e).__name__, str(e))
     with open(out, "wb") as f:
         pickle.dump(res, f)
 """)
@@ -239,15 +247,20 @@ def test_pipeline_over_every_format_in_a_fresh_venv_matches_cv2(venv, tmp_path):
     script.write_text(PIPELINE_SCRIPT)
     out = tmp_path / "out.pkl"
     # -I: isolated mode, nothing from this checkout or the user's site can be imported
-    ok, buf = cv2.imencode(".tiff", np.zeros((16, 16, 3), np.uint8))
-    assert ok
-    tiff = tmp_path / "x.tiff"
-    tiff.write_bytes(buf.tobytes())
-    run([py, "-I", str(script), ",".join(paths), str(out), str(tiff)], cwd=str(tmp_path))
+    probes = []
+    for name, ext, params in (("x.jp2", ".jp2", []), ("webp.tiff", ".tiff", [cv2.IMWRITE_TIFF_COMPRESSION, 50001])):
+        ok, buf = cv2.imencode(ext, np.random.default_rng(1).integers(0, 256, (256, 256, 3), np.uint8), params)
+        assert ok, name
+        (tmp_path / name).write_bytes(buf.tobytes())
+        probes.append(str(tmp_path / name))
+    run([py, "-I", str(script), ",".join(paths), str(out), ",".join(probes)], cwd=str(tmp_path))
     with open(out, "rb") as f:
         res = pickle.load(f)
     assert res["fastq"].startswith(site), res["fastq"]
-    assert "TIFF is not supported by this build" in res["tiff"] and "x.tiff" in res["tiff"], res["tiff"]
+    assert res["jp2"][0] == "UnsupportedFormatError" and "JPEG 2000" in res["jp2"][1], res["jp2"]
+    assert "x.jp2" in res["jp2"][1]
+    assert res["tiff_webp"][0] == "DecodeError" and "TIFF" in res["tiff_webp"][1], res["tiff_webp"]
+    assert "webp.tiff" in res["tiff_webp"][1]
     for channels, rows in res["runs"].items():
         assert sorted(rows) == list(range(len(paths))), (channels, sorted(rows))
         for i, path in enumerate(paths):
