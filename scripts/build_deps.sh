@@ -236,7 +236,7 @@ main() {
         -DCMAKE_DISABLE_FIND_PACKAGE_Deflate=ON -DCMAKE_DISABLE_FIND_PACKAGE_JBIG=ON \
         -DCMAKE_DISABLE_FIND_PACKAGE_LERC=ON -DCMAKE_DISABLE_FIND_PACKAGE_LibLZMA=ON \
         -DCMAKE_DISABLE_FIND_PACKAGE_ZSTD=ON -DCMAKE_DISABLE_FIND_PACKAGE_WebP=ON
-    grep -E "^\s+(Deflate|JPEG|LZW|PackBits|ZSTD|LZMA|JBIG|WEBP|LERC)" "$WORK/b-tiff.configure.log" >&2 || true
+    grep -E "^-- +(ZLIB|Macintosh|LZW|Pixar|JPEG|Old JPEG|ISO JBIG|LERC|LZMA2|ZSTD|WEBP) " "$WORK/b-tiff.configure.log" >&2 || true
     cp "$tif/LICENSE.md" "$STAGE/licenses/libtiff.LICENSE"
 
     log "OpenCV (core, imgproc, imgcodecs)"

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Builds the wheel for every CPython this machine has (3.9 to 3.13) and smoke-tests
+# each one in a fresh venv that holds only numpy and the wheel.  A release step, not
+# part of CI (CI builds and fully tests the cp311 wheel: scripts/test.sh).
+#
+#   scripts/build_wheels_all.sh            # interpreters found on PATH / in pyenv
+#   PYTHONS="/usr/bin/python3.11 ..." scripts/build_wheels_all.sh
+#
+# For each interpreter: a build venv with the build requirements (setuptools, wheel,
+# Cython 3, numpy, build), scripts/build_wheel.sh with it (the static libraries of
+# scripts/build_deps.sh are shared: built once, cached), then the smoke test below.
+# Wheels land in ${FASTQ_WHEEL_DIR:-dist}; a table of results is printed last, and the
+# exit status is 1 if any interpreter failed.  The smoke test checks, against numpy
+# and against pixels it wrote itself: a pipeline over pixel arrays (crop, flip, uint8
+# and float32 output), a PNG and an uncompressed TIFF written in pure Python (so the
+# wheel's own libpng/zlib and libtiff decode them), and the exported symbols.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${FASTQ_WHEEL_DIR:-dist}
+mkdir -p "$OUT"
+T=$(mktemp -d "${TMPDIR:-/tmp}/fastq-wheels.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+if [ -z "${PYTHONS:-}" ]; then
+    PYTHONS=""
+    for minor in 9 10 11 12 13; do
+        p=$(command -v "python3.$minor" 2>/dev/null || ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3."$minor".*/bin/python 2>/dev/null | tail -1)
+        [ -n "$p" ] && PYTHONS="$PYTHONS $p"
+    done
+fi
+[ -n "$PYTHONS" ] || { echo "build_wheels_all.sh: no CPython 3.9-3.13 found (set PYTHONS)" >&2; exit 2; }
+
+SMOKE='
+import os, struct, sys, tempfile, zlib
+import numpy as np
+import fastq
+from fastq import ops
+site = sys.argv[1]
+assert fastq.__file__.startswith(site), fastq.__file__
+rng = np.random.default_rng(3)
+imgs = rng.integers(0, 256, (6, 20, 24, 3), dtype=np.uint8)
+with fastq.Pipeline(fastq.sources.Arrays(imgs, np.arange(6)), batch_size=3, dtype="uint8",
+                    ops=[ops.CenterCrop(10), ops.HorizontalFlip(p=1.0)]) as p:
+    got = np.concatenate([b[0] for b in p])
+np.testing.assert_array_equal(got, imgs[:, 5:15, 7:17][:, :, ::-1])
+with fastq.Pipeline(fastq.sources.Arrays(imgs), batch_size=2, ops=[ops.CenterCrop(8)]) as p:
+    x = next(iter(p))[0]
+np.testing.assert_array_equal(x, imgs[:2, 6:14, 8:16].astype(np.float32) / 255)
+
+def png(a):
+    h, w, _ = a.shape
+    raw = b"".join(b"\0" + a[y].tobytes() for y in range(h))
+    chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+def tiff(a):  # baseline RGB, one strip, no compression, little-endian
+    h, w, _ = a.shape
+    data = a.tobytes()
+    tags = [(256, 4, 1, w), (257, 4, 1, h), (258, 3, 3, 8 + len(data) + 0), (259, 3, 1, 1), (262, 3, 1, 2),
+            (273, 4, 1, 0), (277, 3, 1, 3), (278, 4, 1, h), (279, 4, 1, len(data))]
+    ifd_off = 8 + len(data) + 6            # header, pixels, BitsPerSample values (3 x uint16)
+    out = bytearray(b"II*\0" + struct.pack("<I", ifd_off) + data + struct.pack("<3H", 8, 8, 8))
+    out += struct.pack("<H", len(tags))
+    for tag, typ, n, val in tags:
+        if tag == 258:
+            val = 8 + len(data)           # offset of the three BitsPerSample values
+        if tag == 273:
+            val = 8                       # the strip starts right after the header
+        out += struct.pack("<HHI", tag, typ, n) + (struct.pack("<HH", val, 0) if typ == 3 and n == 1
+                                                   else struct.pack("<I", val))
+    return bytes(out + struct.pack("<I", 0))
+
+d = tempfile.mkdtemp()
+paths = []
+for name, enc in (("a.png", png), ("a.tiff", tiff)):
+    paths.append(os.path.join(d, name))
+    with open(paths[-1], "wb") as f:
+        f.write(enc(imgs[0]))
+with fastq.Pipeline(fastq.sources.Files(paths), batch_size=2, dtype="uint8", ops=[ops.CenterCrop((20, 24))]) as p:
+    both = next(iter(p))[0]
+np.testing.assert_array_equal(both[0], imgs[0])
+np.testing.assert_array_equal(both[1], imgs[0])
+print("OK", sys.version.split()[0], np.__version__)
+'
+
+declare -a RESULTS
+status=0
+for py in $PYTHONS; do
+    ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || continue
+    log="$T/build-$ver.log"
+    echo "== CPython $ver ($py)" >&2
+    res="FAILED (see above)"
+    if "$py" -m venv "$T/b$ver" >"$log" 2>&1 &&
+        "$T/b$ver/bin/python" -m pip install -q --disable-pip-version-check setuptools wheel "Cython>=3.0,<4" \
+            numpy build >>"$log" 2>&1 &&
+        PYTHON="$T/b$ver/bin/python" FASTQ_WHEEL_DIR="$T/out$ver" bash scripts/build_wheel.sh >"$T/wheel-$ver" 2>>"$log"; then
+        whl=$(tail -1 "$T/wheel-$ver")
+        cp "$whl" "$OUT/"
+        if "$py" -m venv "$T/t$ver" >>"$log" 2>&1 &&
+            "$T/t$ver/bin/python" -m pip install -q --disable-pip-version-check numpy "$whl" >>"$log" 2>&1; then
+            site=$("$T/t$ver/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+            if out=$(cd "$T" && "$T/t$ver/bin/python" -I -c "$SMOKE" "$site" 2>>"$log"); then
+                res="$(basename "$whl") ($(du -h "$whl" | cut -f1)): $out"
+            fi
+        fi
+    fi
+    case $res in FAILED*) status=1; tail -30 "$log" >&2 ;; esac
+    RESULTS+=("$ver  $res")
+done
+echo
+printf '%s\n' "${RESULTS[@]}"
+exit $status
