@@ -2,13 +2,11 @@
 arrays or scalars), including a tensorpack DataFlow.  Python threads pull from
 it and copy each sample into its slot row with the GIL released during the copy.
 """
-import threading
 from typing import Any
 
 import numpy as np
 
-from fastq import _core
-from fastq.sources.base import Source
+from fastq.sources.base import PullThreads, Source
 from fastq.backend import Backend
 
 __all__ = ["Iterable"]
@@ -151,21 +149,12 @@ class _PythonBackend(Backend):
 _NOTHING = object()
 
 
-class _PyProducers:
+class _PyProducers(PullThreads):
     def __init__(self, ring, run_id, iterator, first, specs, n_threads):
-        self.ring = ring
-        self.run_id = run_id
-        self.it = iterator
+        super().__init__(ring, run_id, iterator, n_threads, "fastq-source")
         self.first = first
         self.specs = specs
-        self.lock = threading.Lock()
-        self.next_item = 0
-        self.done = False
-        self.errors = {}
-        self.threads = [threading.Thread(target=self._loop, name=f"fastq-source-{i}", daemon=True)
-                        for i in range(n_threads)]
-        for t in self.threads:
-            t.start()
+        self._start()
 
     # Samples claimed per lock acquisition: fewer lock round trips, and the
     # claimed items stay consecutive so batch order never depends on timing.
@@ -204,21 +193,7 @@ class _PyProducers:
             if claimed and not ring.put_many(run_id, first_item, claimed):
                 return
             if failure is not None:
-                got = ring.acquire(run_id, k)
-                if got is None:
-                    return
-                slot, row = got
-                ring.commit(run_id, slot, row, _core.CODES["SOURCE"],
-                            f"sample {k}: {type(failure).__name__}: {failure}", k)
-                ring.set_end(k + 1, keep_partial=True)
+                self._end_with_failure(k, f"sample {k}: {type(failure).__name__}: {failure}")
                 return
             if self.done and not claimed:
                 return
-
-    def stop(self, timeout=5.0):
-        """Stop pulling (the caller cancels the ring run) and join."""
-        self.done = True  # read under the lock by producers; a plain store is atomic
-        for t in self.threads:
-            t.join(timeout)
-        # A thread still alive is stuck inside the user's iterator; the run id
-        # it carries is stale, so it can no longer write into the ring.

@@ -11,7 +11,7 @@ import threading
 import numpy as np
 
 from fastq import _core
-from fastq.sources.base import Source
+from fastq.sources.base import PullThreads, Source
 from fastq.sources.images import _cast_labels, _label_dtype
 from fastq.backend import Backend
 from fastq.errors import FastqError
@@ -148,22 +148,13 @@ class _StreamBackend(Backend):
                     "last_skip_message": dict(self._last)}
 
 
-class _StreamProducers:
+class _StreamProducers(PullThreads):
     def __init__(self, backend, ring, run_id, iterator, prefix, epoch):
+        super().__init__(ring, run_id, iterator, backend.workers, "fastq-stream")
         self.b = backend
-        self.ring = ring
-        self.run_id = run_id
-        self.it = iterator
         self.prefix = prefix
         self.epoch = epoch
-        self.lock = threading.Lock()
-        self.next_item = 0
-        self.done = False
-        self.errors = {}
-        self.threads = [threading.Thread(target=self._loop, name=f"fastq-stream-{i}", daemon=True)
-                        for i in range(backend.workers)]
-        for t in self.threads:
-            t.start()
+        self._start()
 
     def _claim(self):
         """Up to _CHUNK items (under the lock) -> (first item, items, iterator exception)."""
@@ -268,15 +259,5 @@ class _StreamProducers:
             if failure is not None:
                 k = first + len(items)
                 self.errors[k] = failure
-                acq = ring.acquire(run_id, k)
-                if acq is None:
-                    return
-                ring.commit(run_id, acq[0], acq[1], _core.CODES["SOURCE"],
-                            f"stream item {k}: {type(failure).__name__}: {failure}", k)
-                ring.set_end(k + 1, keep_partial=True)
+                self._end_with_failure(k, f"stream item {k}: {type(failure).__name__}: {failure}")
                 return
-
-    def stop(self, timeout=5.0):
-        self.done = True
-        for t in self.threads:
-            t.join(timeout)
