@@ -24,8 +24,15 @@ trap 'rm -rf "$T"' EXIT
 if [ -z "${PYTHONS:-}" ]; then
     PYTHONS=""
     for minor in 9 10 11 12 13; do
-        p=$(command -v "python3.$minor" 2>/dev/null || ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3."$minor".*/bin/python 2>/dev/null | tail -1)
-        [ -n "$p" ] && PYTHONS="$PYTHONS $p"
+        # a python3.X on PATH that runs (a pyenv shim of a version not selected does not),
+        # else the newest pyenv build of 3.X
+        for p in $(command -v "python3.$minor" 2>/dev/null) \
+                 $(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3."$minor".*/bin/python 2>/dev/null | sort -V -r); do
+            if "$p" -c 'import sys, venv' >/dev/null 2>&1; then
+                PYTHONS="$PYTHONS $p"
+                break
+            fi
+        done
     done
 fi
 [ -n "$PYTHONS" ] || { echo "build_wheels_all.sh: no CPython 3.9-3.13 found (set PYTHONS)" >&2; exit 2; }
@@ -92,7 +99,7 @@ for py in $PYTHONS; do
     echo "== CPython $ver ($py)" >&2
     res="FAILED (see above)"
     if "$py" -m venv "$T/b$ver" >"$log" 2>&1 &&
-        "$T/b$ver/bin/python" -m pip install -q --disable-pip-version-check setuptools wheel "Cython>=3.0,<4" \
+        "$T/b$ver/bin/python" -m pip install -q -U --disable-pip-version-check pip setuptools wheel "Cython>=3.0,<4" \
             numpy build >>"$log" 2>&1 &&
         PYTHON="$T/b$ver/bin/python" FASTQ_WHEEL_DIR="$T/out$ver" bash scripts/build_wheel.sh >"$T/wheel-$ver" 2>>"$log"; then
         whl=$(tail -1 "$T/wheel-$ver")
