@@ -78,14 +78,14 @@ def tiff(a):  # baseline RGB, one strip, no compression, little-endian
                                                    else struct.pack("<I", val))
     return bytes(out + struct.pack("<I", 0))
 
-d = tempfile.mkdtemp()
-paths = []
-for name, enc in (("a.png", png), ("a.tiff", tiff)):
-    paths.append(os.path.join(d, name))
-    with open(paths[-1], "wb") as f:
-        f.write(enc(imgs[0]))
-with fastq.Pipeline(fastq.sources.Files(paths), batch_size=2, dtype="uint8", ops=[ops.CenterCrop((20, 24))]) as p:
-    both = next(iter(p))[0]
+with tempfile.TemporaryDirectory() as d:
+    paths = []
+    for name, enc in (("a.png", png), ("a.tiff", tiff)):
+        paths.append(os.path.join(d, name))
+        with open(paths[-1], "wb") as f:
+            f.write(enc(imgs[0]))
+    with fastq.Pipeline(fastq.sources.Files(paths), batch_size=2, dtype="uint8", ops=[ops.CenterCrop((20, 24))]) as p:
+        both = next(iter(p))[0]
 np.testing.assert_array_equal(both[0], imgs[0])
 np.testing.assert_array_equal(both[1], imgs[0])
 print("OK", sys.version.split()[0], np.__version__)
