@@ -265,7 +265,7 @@ main() {
         -DWEBP_INCLUDE_DIR="$STAGE/include" -DWEBP_LIBRARY="$STAGE/lib/libwebp.a" \
         -DTIFF_INCLUDE_DIR="$STAGE/include" -DTIFF_LIBRARY="$STAGE/lib/libtiff.a" -DTIFF_LIBRARY_RELEASE="$STAGE/lib/libtiff.a" \
         $OPENCV_CPU
-    grep -E "^\s+(Media I/O|ZLib|JPEG|WEBP|PNG|TIFF|PXM|Baseline|Dispatched code|requested|Parallel framework)" \
+    grep -E "^-- +(Media I/O|ZLib|JPEG|WEBP|PNG|TIFF|PXM|Baseline|Dispatched code|requested|Parallel framework)" \
         "$WORK/b-opencv.configure.log" >&2 || true
     cat "$cv/LICENSE" >"$STAGE/licenses/opencv.LICENSE"
     cp "$WORK/b-opencv.configure.log" "$STAGE/opencv-configure.log"
