@@ -41,10 +41,11 @@ FASTQ_VENDORED_PREFIX=$PREFIX nice -n "${FASTQ_NICE:-10}" $PY -m pip wheel --no-
 RAW=$(ls "$WORK"/raw/fastq-*.whl)
 
 echo "== hygiene + auditwheel repair (scripts/repair_wheel.sh)" >&2
-rm -f "$OUT"/fastq-*-linux_x86_64.whl "$OUT"/fastq-*-manylinux*_x86_64.whl
+TAG=$($PY -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+rm -f "$OUT"/fastq-*-"$TAG"-"$TAG"-linux_x86_64.whl "$OUT"/fastq-*-"$TAG"-"$TAG"-manylinux*_x86_64.whl  # this Python's only
 bash scripts/repair_wheel.sh "$RAW" "$OUT" "$PREFIX" >"$WORK/repair.log" 2>&1 || {
     cat "$WORK/repair.log" >&2; echo "repair failed" >&2; exit 1; }
-WHEEL=$(ls "$OUT"/fastq-*manylinux*.whl)
+WHEEL=$(ls "$OUT"/fastq-*-"$TAG"-"$TAG"-manylinux*.whl)
 auditwheel show "$WHEEL" >&2
 echo "   $(du -h "$WHEEL" | cut -f1) in $((SECONDS - T0)) s" >&2
 echo "$WHEEL"

@@ -215,8 +215,23 @@ def upstream(debian_version):
     return v.split("+")[0]
 
 
+def _links_shared(so, prefix):
+    needed = subprocess.run(["readelf", "-d", so], capture_output=True, text=True, check=True).stdout
+    return f"[{prefix}" in needed
+
+
 def test_info_names_the_native_libraries_actually_linked():
     from fastq import _image  # maps the libraries fastq links into this process
+    so = os.path.realpath(_image.__file__)
+    if not _links_shared(so, "libjpeg.so") and not _links_shared(so, "libopencv_core.so"):
+        # a wheel: both are static inside _image (scripts/build_deps.sh: Debian 12's 2.1.5 and 4.6.0)
+        r = run_cli("info", "--json")
+        assert r.returncode == 0, r.stderr
+        nv = json.loads(r.stdout)["native"]
+        assert os.path.realpath(nv["libjpeg_library"]) == os.path.realpath(nv["opencv_library"]) == so, nv
+        assert nv["libjpeg_package"] is None and nv["opencv_package"] is None
+        assert nv["libjpeg_turbo"] == "2.1.5" and nv["opencv"] == _image.native_versions()["opencv"] == "4.6.0"
+        return
     jpeg_lib, cv_lib = mapped_library("libjpeg.so"), mapped_library("libopencv_core.so")
     jpeg_pkg, jpeg_ver = dpkg_version(jpeg_lib)
     cv_pkg, cv_ver = dpkg_version(cv_lib)

@@ -81,7 +81,9 @@ def run_child(code):
 
 def test_fork_child_that_never_used_the_pipeline_exits_silently():
     res = run_child("""
-        import os, sys, numpy as np, fastq
+        import os, sys, warnings, numpy as np, fastq
+        # Python >= 3.12 warns about any fork of a threaded process; not what this test is about
+        warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
         p = fastq.Pipeline([(np.zeros(4), i) for i in range(40)], batch_size=4, queue_size=3)
         it = iter(p); b = next(it)           # the parent is using it
         pid = os.fork()
@@ -140,10 +142,13 @@ def test_close_of_a_slow_iterable_waits_for_one_sample_not_a_chunk():
     user's iterator)."""
     gate = threading.Semaphore(0)
     pulled = []
+    inside = threading.Event()  # a producer is inside the iterator, waiting for sample 8
 
     def gen():
         i = 0
         while True:
+            if i == 8:
+                inside.set()
             gate.acquire()
             pulled.append(i)
             yield np.full(3, i, np.int64)
@@ -158,6 +163,9 @@ def test_close_of_a_slow_iterable_waits_for_one_sample_not_a_chunk():
     threads = [t for t in threading.enumerate() if t.name.startswith("fastq-source")]
     assert threads
     prod = p._state.producers
+    # close while a producer is inside the iterator (otherwise the producers may see
+    # the stop before pulling sample 8, and pulled would end at 7: also correct)
+    assert inside.wait(30)
     closer = threading.Thread(target=p.close)
     closer.start()
     while not prod.done:  # close() has asked the producers to stop

@@ -15,8 +15,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def run_mypy(*args, cwd=ROOT):
     # MYPYPATH: mypy resolves `import fastq` from a file outside the checkout even when
-    # fastq is an editable install (whose import hook mypy does not follow)
-    env = dict(os.environ, MYPYPATH=os.path.dirname(os.path.dirname(fastq.__file__)))
+    # fastq is an editable install (whose import hook mypy does not follow).  An installed
+    # fastq (a wheel: scripts/test_installed.sh) is found through its py.typed marker, and
+    # mypy refuses a site-packages directory on MYPYPATH.
+    where = os.path.dirname(os.path.dirname(fastq.__file__))
+    env = dict(os.environ)
+    if os.path.basename(where) not in ("site-packages", "dist-packages"):
+        env["MYPYPATH"] = where
     return subprocess.run([sys.executable, "-m", "mypy", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=600, env=env)
 
