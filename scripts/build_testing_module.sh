@@ -20,6 +20,14 @@ SITE=${1:-$(cd / && $PY -c 'import fastq, os; print(os.path.dirname(os.path.dirn
 [ -d "$SITE/fastq" ] || { echo "build_testing_module.sh: no fastq package in $SITE" >&2; exit 2; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fastq-testing.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-FASTQ_TESTING=1 FASTQ_ONLY=_testing $PY setup.py -q build_clib -b "$WORK/lib" -t "$WORK/tmp" \
-    build_ext -b "$SITE" -t "$WORK/tmp" >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log" >&2; exit 1; }
+# Build from a private copy of what the module needs: Cython's output depends on the
+# numpy of $PYTHON, so a generated tests/native/_testing.cpp of the checkout (made with
+# another numpy) must not be reused, and the checkout is left untouched.
+mkdir -p "$WORK/src/fastq" "$WORK/src/tests/native"
+cp setup.py pyproject.toml "$WORK/src/"
+cp -r csrc "$WORK/src/"
+cp fastq/__init__.py fastq/*.pxd "$WORK/src/fastq/"
+cp tests/native/_testing.pyx "$WORK/src/tests/native/"
+(cd "$WORK/src" && FASTQ_TESTING=1 FASTQ_ONLY=_testing $PY setup.py -q build_clib -b "$WORK/lib" -t "$WORK/tmp" \
+    build_ext -b "$SITE" -t "$WORK/tmp") >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log" >&2; exit 1; }
 ls "$SITE"/fastq/_testing.*.so
