@@ -642,6 +642,17 @@ static int tfs_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const ui
     return FQ_OK;
 }
 
+/* The reader's own arrays and the reader itself (its mutex is the caller's business). */
+static void tfs_free_arrays(fq_tfs *t)
+{
+    free(t->tab);
+    free(t->need);
+    free(t->taken);
+    free(t->base);
+    free(t->cur);
+    free(t);
+}
+
 int fq_tfs_create(const fq_tfs_config *cfg, fq_tfs **out, const fq_sample_reader **reader, fq_err *err)
 {
     *out = NULL;
@@ -661,16 +672,12 @@ int fq_tfs_create(const fq_tfs_config *cfg, fq_tfs **out, const fq_sample_reader
     t->base = calloc((size_t)cfg->n_shards + 1, sizeof *t->base);
     t->cur = calloc((size_t)cfg->n_shards, sizeof *t->cur);
     if (!t->base || !t->cur) {
-        free(t->base);
-        free(t->cur);
-        free(t);
+        tfs_free_arrays(t);
         return fq_set_err(err, FQ_E_NOMEM, "out of memory");
     }
     for (int s = 0; s < cfg->n_shards; s++) {
         if (cfg->count[s] < 0 || t->base[s] > INT64_MAX / 2) {
-            free(t->base);
-            free(t->cur);
-            free(t);
+            tfs_free_arrays(t);
             return fq_set_err(err, FQ_E_INVALID, "bad record count for shard %d", s);
         }
         t->base[s + 1] = t->base[s] + cfg->count[s];
@@ -688,12 +695,7 @@ int fq_tfs_create(const fq_tfs_config *cfg, fq_tfs **out, const fq_sample_reader
     if (!t->tab || !t->need || !t->taken || mu != 0) {
         if (mu == 0)
             (void)pthread_mutex_destroy(&t->mu);
-        free(t->tab);
-        free(t->need);
-        free(t->taken);
-        free(t->base);
-        free(t->cur);
-        free(t);
+        tfs_free_arrays(t);
         return fq_set_err(err, mu ? FQ_E_SYS : FQ_E_NOMEM, "cannot create the TFRecord stream reader");
     }
     for (size_t i = 0; i < tab_n; i++)
@@ -716,12 +718,7 @@ void fq_tfs_free(fq_tfs *t)
     tab_clear(t);
     cursors_reset(t);
     (void)pthread_mutex_destroy(&t->mu);
-    free(t->tab);
-    free(t->need);
-    free(t->taken);
-    free(t->base);
-    free(t->cur);
-    free(t);
+    tfs_free_arrays(t);
 }
 
 void fq_tfs_get_stats(fq_tfs *t, fq_tfs_stats *st)

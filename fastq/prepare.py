@@ -31,6 +31,29 @@ DEFAULT_INTERVAL = 4
 _TMP_SUFFIX = ".fastq-prepare-tmp"
 
 
+
+def _progress_bar(progress, total, unit, desc):
+    """A tqdm bar when asked for and tqdm is there, else None."""
+    if not progress:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm comes with TensorFlow
+        return None
+    return tqdm(total=total, unit=unit, desc=desc, dynamic_ncols=True)
+
+
+def _run_all(fn, items, jobs, bar):
+    """fn(item) for every item on `jobs` threads (default: one per CPU); the first
+    exception is raised once all have run; the bar is closed either way."""
+    try:
+        with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as ex:
+            for fut in [ex.submit(fn, item) for item in items]:
+                fut.result()
+    finally:
+        if bar is not None:
+            bar.close()
+
 def _is_jpeg(head):
     return head[:3] == b"\xff\xd8\xff"
 
@@ -107,13 +130,7 @@ def prepare_tree(src, dst, interval=DEFAULT_INTERVAL, jobs=None, force=False, pr
     stats = {"files": len(rels), "rewritten": 0, "kept": 0, "copied": 0, "skipped": 0, "errors": [],
              "in_bytes": 0, "out_bytes": 0, "jpeg_in_bytes": 0, "jpeg_out_bytes": 0}
     lock = threading.Lock()
-    bar = None
-    if progress:
-        try:
-            from tqdm import tqdm
-            bar = tqdm(total=len(rels), unit="file", desc="fastq prepare", dynamic_ncols=True)
-        except ImportError:  # pragma: no cover - tqdm comes with TensorFlow
-            bar = None
+    bar = _progress_bar(progress, len(rels), "file", "fastq prepare")
 
     def one(rel):
         from fastq import errors as E
@@ -137,13 +154,7 @@ def prepare_tree(src, dst, interval=DEFAULT_INTERVAL, jobs=None, force=False, pr
             if bar is not None:
                 bar.update(1)
 
-    try:
-        with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as ex:
-            for f in [ex.submit(one, r) for r in rels]:
-                f.result()
-    finally:
-        if bar is not None:
-            bar.close()
+    _run_all(one, rels, jobs, bar)
     return stats
 
 
@@ -344,13 +355,7 @@ def prepare_shards(src, dst, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, pref
              "errors": [], "jpeg_in_bytes": 0, "jpeg_out_bytes": 0, "in_bytes": 0, "out_bytes": 0,
              "class_names": folder.class_names}
     lock = threading.Lock()
-    bar = None
-    if progress:
-        try:
-            from tqdm import tqdm
-            bar = tqdm(total=n_shards, unit="shard", desc=f"fastq prepare ({fmt})", dynamic_ncols=True)
-        except ImportError:  # pragma: no cover - tqdm comes with TensorFlow
-            bar = None
+    bar = _progress_bar(progress, n_shards, "shard", f"fastq prepare ({fmt})")
 
     def save_manifest():
         tmp = mpath + _TMP_SUFFIX
@@ -387,13 +392,7 @@ def prepare_shards(src, dst, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, pref
             if bar is not None:
                 bar.update(1)
 
-    try:
-        with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as ex:
-            for fut in [ex.submit(one, k) for k in range(n_shards)]:
-                fut.result()
-    finally:
-        if bar is not None:
-            bar.close()
+    _run_all(one, range(n_shards), jobs, bar)
     with lock:
         save_manifest()
     stats["jpeg_in_bytes"], stats["jpeg_out_bytes"] = stats["in_bytes"], stats["out_bytes"]

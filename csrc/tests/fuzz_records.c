@@ -26,13 +26,8 @@ static uint64_t rnd(void)
     return rng_state;
 }
 
-#define CHECK(c)                                                                                                 \
-    do {                                                                                                         \
-        if (!(c)) {                                                                                              \
-            fprintf(stderr, "CHECK failed at %s:%d: %s\n", __FILE__, __LINE__, #c);                              \
-            abort();                                                                                             \
-        }                                                                                                        \
-    } while (0)
+#include "fq_check.h"
+#define CHECK FQ_CHECK_ABORT
 
 /* protobuf writer helpers */
 static size_t put_varint(uint8_t *p, uint64_t v)

@@ -19,15 +19,8 @@
 #include <string.h>
 
 static int n_pass, n_fail;
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);          \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-            return 1;                                                     \
-        }                                                                 \
-    } while (0)
+#include "fq_check.h"
+#define CHECK FQ_CHECK_RET
 
 static fq_img_spec *make_spec(void)
 {

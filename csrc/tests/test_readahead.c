@@ -17,13 +17,8 @@
 #define N 200
 #define CONSUMERS 4
 
-#define CHECK(c)                                                                                                 \
-    do {                                                                                                         \
-        if (!(c)) {                                                                                              \
-            fprintf(stderr, "CHECK failed at %s:%d: %s\n", __FILE__, __LINE__, #c);                              \
-            abort();                                                                                             \
-        }                                                                                                        \
-    } while (0)
+#include "fq_check.h"
+#define CHECK FQ_CHECK_ABORT
 
 static const fq_sample_reader *reader;
 static int64_t orders[2][N]; /* alternating buffers (the read-ahead copies the order anyway) */

@@ -17,15 +17,8 @@
 #include <time.h>
 
 static int n_pass, n_fail;
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
-            fprintf(stderr, __VA_ARGS__);                                        \
-            fprintf(stderr, "\n");                                               \
-            return 1;                                                            \
-        }                                                                        \
-    } while (0)
+#include "fq_check.h"
+#define CHECK FQ_CHECK_RET
 
 static void sleep_us(long us)
 {

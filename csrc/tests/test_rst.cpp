@@ -30,16 +30,8 @@
 #include "fq_test_ops.h"
 
 static int g_checks = 0, g_failed = 0;
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        g_checks++;                                                               \
-        if (!(cond)) {                                                            \
-            g_failed++;                                                           \
-            std::fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            std::fprintf(stderr, __VA_ARGS__);                                    \
-            std::fprintf(stderr, "\n");                                           \
-        }                                                                         \
-    } while (0)
+#include "fq_check.h"
+#define CHECK FQ_CHECK_COUNT
 
 static std::vector<uint8_t> encode(const cv::Mat &img, std::vector<int> params)
 {
