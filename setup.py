@@ -20,9 +20,10 @@ libjpeg API):
 Either way every extension exports only its PyInit_* symbol (a linker version
 script), so fastq coexists in one process with pip's cv2 and TensorFlow's libraries.
 
-The files of csrc/ are compiled once, into static libraries (build_clib): `fastq_c`
-(C11: common, ring, pool, cuda), `fastq_imgtask` (C11) and `fastq_image` (C++17); each
-extension module is its Cython file plus the libraries it needs.
+The files of csrc/ are compiled once, into static libraries (build_clib): one per
+component folder (CSRC_COMPONENTS below: csrc/core, ring, task, records, cuda in C11,
+csrc/image in C++17), its sources found by glob; each extension module is its Cython
+file plus the libraries it needs.
 
 Other knobs:
     FASTQ_DEBUG=1      -O0 -g instead of -O3
@@ -186,11 +187,48 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
-RECORD_SOURCES = ["csrc/fq_io.c", "csrc/fq_crc32c.c", "csrc/fq_tfrecord.c", "csrc/fq_tfr_stream.c", "csrc/fq_tar.c", "csrc/fq_readahead.c"]
+# csrc/ is one folder per component, each compiled into ONE static library from every
+# .c / .cpp file directly in that folder (found by glob, never listed by hand): a new
+# file of a component needs no edit here.  Private headers sit in <folder>/internal/.
+# Includes name the component ("core/fq_common.h", from -Icsrc) and point one way:
+#   core <- ring <- task;  core <- image <- task <- records;  core <- cuda
+# Folders under csrc/ that are NOT built into the extensions are named in CSRC_NOT_BUILT
+# (tests: the C drivers and fuzzers; tf: the TensorFlow kernel, built separately against
+# the installed TensorFlow at first use); any other folder must be in CSRC_COMPONENTS.
+CSRC_COMPONENTS = {
+    # folder:  (library,          language)
+    "core": ("fastq_core", "c"),        # errors, clock, io helpers, rng, stage-time record
+    "ring": ("fastq_ring", "c"),        # slot ring + worker pool
+    "image": ("fastq_image", "c++"),    # the per-sample image path (OpenCV, libjpeg-turbo)
+    "task": ("fastq_task", "c"),        # the image task + the fq_sample_reader interface
+    "records": ("fastq_records", "c"),  # TFRecord (indexed + stream), tar, read-ahead
+    "cuda": ("fastq_cuda", "c"),        # dlopen'ed CUDA runtime: pin / unpin
+}
+CSRC_NOT_BUILT = {"tests", "tf"}
 
 
-def _csrc(prefix, ext):
-    return sorted(os.path.join("csrc", f) for f in os.listdir("csrc") if f.startswith(prefix) and f.endswith(ext))
+def _component_sources(folder):
+    """The .c / .cpp files of csrc/<folder>, sorted (not its subfolders)."""
+    ext = ".cpp" if CSRC_COMPONENTS[folder][1] == "c++" else ".c"
+    found = sorted(glob.glob(os.path.join("csrc", folder, "*" + ext)))
+    other = sorted(glob.glob(os.path.join("csrc", folder, "*.c" if ext == ".cpp" else "*.cpp")))
+    if other or not found:
+        _fail([f"csrc/{folder}/ must hold {CSRC_COMPONENTS[folder][1]} sources only, found "
+               f"{other or 'none'}"])
+    return found
+
+
+def _check_csrc_folders():
+    folders = {d for d in os.listdir("csrc") if os.path.isdir(os.path.join("csrc", d))}
+    unknown = sorted(folders - set(CSRC_COMPONENTS) - CSRC_NOT_BUILT)
+    if unknown:
+        _fail([f"csrc/ folders {unknown} are not in setup.py's CSRC_COMPONENTS (or CSRC_NOT_BUILT)"])
+
+
+def _clib(folder, headers, extra_includes=()):
+    lib, lang = CSRC_COMPONENTS[folder]
+    return (lib, {"sources": _component_sources(folder), "include_dirs": ["csrc"] + list(extra_includes),
+                  "cflags": CXX_FLAGS if lang == "c++" else C_FLAGS, "obj_deps": {"": headers}})
 
 
 def _config():
@@ -202,28 +240,23 @@ def _config():
     need_image = want("_image") and os.path.exists("fastq/_image.pyx")
     inc, libdirs, libs, extra_libdirs = _native() if need_image else ([], [], [], [])
 
-    # csrc/ is compiled once, into static libraries that the modules link: the C core
-    # (libfastq_c.a, C11), the per-sample glue (libfastq_imgtask.a) and the C++ image core
-    # (libfastq_image.a, C++17).  A header change rebuilds them (obj_deps).
-    headers = sorted(glob.glob("csrc/*.h"))
-    c_sources = ["csrc/fq_common.c", "csrc/fq_ring.c", "csrc/fq_pool.c"]
+    # csrc/ is compiled once, one static library per component folder, linked by the
+    # modules that need it (dependents before what they use).  A header change rebuilds
+    # them (obj_deps).
+    _check_csrc_folders()
+    headers = sorted(glob.glob("csrc/*/*.h") + glob.glob("csrc/*/internal/*.h"))
+    folders = ["core", "ring"]
     if want("_cuda"):
-        c_sources += _csrc("fq_cuda", ".c")
-    clibs = [("fastq_c", {"sources": c_sources, "include_dirs": ["csrc"], "cflags": C_FLAGS,
-                          "obj_deps": {"": headers}})]
+        folders.append("cuda")
     if need_image:
-        clibs += [
-            # the image task + the native dataset readers (TFRecord, tar, read-ahead)
-            ("fastq_imgtask", {"sources": ["csrc/fq_imgtask.c"] + RECORD_SOURCES, "include_dirs": ["csrc"], "cflags": C_FLAGS,
-                               "obj_deps": {"": headers}}),
-            ("fastq_image", {"sources": _csrc("fq_image", ".cpp"), "include_dirs": ["csrc"] + inc,
-                             "cflags": CXX_FLAGS, "obj_deps": {"": headers}}),
-        ]
+        folders += ["image", "task", "records"]
+    clibs = [_clib(f, headers, inc if f == "image" else ()) for f in folders]
+    libs_of = lambda *fs: [CSRC_COMPONENTS[f][0] for f in fs]  # noqa: E731
 
     common = dict(
         include_dirs=["csrc", numpy.get_include()],
-        depends=sorted(glob.glob("csrc/*.[ch]") + glob.glob("csrc/*.cpp") + glob.glob("fastq/*.pxd")
-                       + glob.glob("fastq/*.pxi")),
+        depends=sorted(glob.glob("csrc/*/*.[ch]") + glob.glob("csrc/*/*.cpp") + glob.glob("csrc/*/internal/*.h")
+                       + glob.glob("fastq/*.pxd") + glob.glob("fastq/includes/*.pxd") + glob.glob("fastq/*.pxi")),
         extra_compile_args=CYTHON_FLAGS,
         extra_link_args=LINK,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
@@ -231,14 +264,14 @@ def _config():
     )
     exts = []
     if want("_core"):
-        exts.append(Extension("fastq._core", ["fastq/_core.pyx"], libraries=["fastq_c"], **common))
+        exts.append(Extension("fastq._core", ["fastq/_core.pyx"], libraries=libs_of("ring", "core"), **common))
     if need_image:
         exts.append(Extension("fastq._image", ["fastq/_image.pyx"],
                               library_dirs=libdirs + extra_libdirs,
-                              libraries=["fastq_imgtask", "fastq_image", "fastq_c"] + libs, **common))
+                              libraries=libs_of("records", "task", "image", "ring", "core") + libs, **common))
     if want("_cuda") and os.path.exists("fastq/_cuda.pyx"):
         # CUDA is loaded at run time with dlopen: no CUDA headers or libraries at build time.
-        exts.append(Extension("fastq._cuda", ["fastq/_cuda.pyx"], libraries=["fastq_c", "dl"], **common))
+        exts.append(Extension("fastq._cuda", ["fastq/_cuda.pyx"], libraries=libs_of("cuda", "core") + ["dl"], **common))
     if os.environ.get("FASTQ_TESTING") == "1" and want("_testing"):
         # fastq._testing: native helpers for fastq's own tests (tests/native/_testing.pyx),
         # built into the package only for development; the wheel never contains it.
@@ -248,7 +281,7 @@ def _config():
         clibs.append(("fastq_testing", {"sources": ["csrc/tests/fq_testtask.c"], "include_dirs": ["csrc", "csrc/tests"],
                                         "cflags": C_FLAGS, "obj_deps": {"": headers}}))
         exts.append(Extension("fastq._testing", ["tests/native/_testing.pyx"],
-                              libraries=["fastq_testing", "fastq_c"],
+                              libraries=["fastq_testing"] + libs_of("ring", "core"),
                               **{**common, "include_dirs": common["include_dirs"] + ["csrc/tests"]}))
     ext_modules = cythonize(exts, language_level=3, include_path=["."],
                             compiler_directives={"boundscheck": False, "wraparound": False})

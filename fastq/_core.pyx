@@ -16,10 +16,8 @@ from cpython.exc cimport PyErr_CheckSignals
 cimport numpy as cnp
 from cpython.object cimport PyTypeObject
 
-cdef extern from "numpy/arrayobject.h":
-    # (not in Cython's numpy.pxd) steals a reference to `descr`
-    object PyArray_NewFromDescr(PyTypeObject *subtype, cnp.dtype descr, int nd, cnp.npy_intp *dims,
-                                cnp.npy_intp *strides, void *data, int flags, object obj)
+from posix.unistd cimport getpid
+from fastq.includes.numpy_array cimport PyArray_NewFromDescr
 
 import os
 import numpy as np
@@ -27,9 +25,6 @@ import numpy as np
 from fastq import errors as _errors
 
 cnp.import_array()
-
-cdef extern from "<unistd.h>" nogil:
-    int getpid()
 
 
 CODES = {

@@ -4,15 +4,9 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memset
 
-from fastq._core cimport fq_err, raise_fq_error, Ring
-
-cdef extern from "fq_cuda.h" nogil:
-    int fq_cuda_load(const char *const *candidates, int n, fq_err *err)
-    int fq_cuda_device_count(fq_err *err)
-    int fq_cuda_register(void *ptr, size_t nbytes, fq_err *err)
-    void fq_cuda_unregister_hook(void *ctx, void *arena, size_t nbytes)
-    void fq_cuda_counts(int64_t *registered, int64_t *unregistered)
-
+from fastq._core cimport raise_fq_error, Ring
+from fastq.includes.fq_common cimport fq_err
+from fastq.includes.fq_cuda cimport *
 
 def load(candidates):
     """Load the first loadable CUDA runtime of `candidates` (paths or sonames)."""

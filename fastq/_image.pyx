@@ -13,6 +13,18 @@ from libc.string cimport memset
 
 from fastq.errors import error_for_code  # noqa: F401 - _records.pxi
 from fastq._core cimport fq_task_fn, raise_fq_error, TaskBase
+# the C API (one extern-only .pxd per header of csrc/, see fastq/includes/)
+from fastq.includes.fq_common cimport *
+from fastq.includes.fq_image cimport *
+from fastq.includes.fq_image_info cimport *
+from fastq.includes.fq_image_prepare cimport *
+from fastq.includes.fq_stage_times cimport *
+from fastq.includes.fq_imgtask cimport *
+from fastq.includes.fq_crc32c cimport *
+from fastq.includes.fq_tfrecord cimport *
+from fastq.includes.fq_tar cimport *
+from fastq.includes.fq_readahead cimport *
+from fastq.includes.fq_tfr_stream cimport *
 
 cnp.import_array()
 

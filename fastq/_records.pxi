@@ -6,51 +6,6 @@
 import os
 from libc.stdint cimport uint32_t, int32_t
 
-cdef extern from "fq_tfrecord.h" nogil:
-    enum:
-        FQ_TFR_BYTES
-        FQ_TFR_FLOAT
-        FQ_TFR_INT64
-        FQ_TFR_MAX_FEATURES
-    ctypedef struct fq_tfr_feature:
-        const char *key
-        size_t key_len
-        int kind
-        int64_t count
-    ctypedef struct fq_tfr_value:
-        const uint8_t *ptr
-        size_t len
-    ctypedef struct fq_tfr_config:
-        int n_shards
-        const char *const *paths
-        const uint8_t *const *mem
-        const size_t *mem_len
-        const char *const *tail_msg
-        int64_t n
-        const int32_t *shard
-        const uint64_t *offset
-        const uint64_t *length
-        const int64_t *number
-        const fq_tfr_feature *feats
-        int n_feats
-        int image
-        const size_t *extra_offset
-    ctypedef struct fq_tfr:
-        pass
-    int fq_tfr_parse_example(const uint8_t *data, size_t len, const fq_tfr_feature *feats, int n_feats,
-                             fq_tfr_value *vals, void *const *dst, fq_err *err)
-    int fq_tfr_scan(const char *path, const uint8_t *mem, size_t mem_len, uint64_t **offsets, uint64_t **lengths,
-                    int64_t *n, fq_err *tail, fq_err *err)
-    int fq_tfr_create(const fq_tfr_config *cfg, fq_tfr **out, fq_err *err)
-    void fq_tfr_free(fq_tfr *r)
-    int fq_tfr_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data, size_t *len,
-                    uint8_t *extra, uint64_t *nread, fq_err *err)
-    void fq_tfr_describe(void *ctx, int64_t idx, char *out, size_t len)
-
-cdef extern from "fq_crc32c.h" nogil:
-    uint32_t fq_crc32c(const void *data, size_t len)
-    uint32_t fq_crc32c_mask(uint32_t crc)
-
 TFR_KINDS = {"bytes": FQ_TFR_BYTES, "float32": FQ_TFR_FLOAT, "int64": FQ_TFR_INT64}
 TFR_BROKEN = 0xFFFFFFFFFFFFFFFF
 
@@ -248,30 +203,6 @@ cdef class TFRecordReader(SampleReader):
 
 # ------------------------------------------------------------------ tar shards
 
-cdef extern from "fq_tar.h" nogil:
-    ctypedef struct fq_tarset_config:
-        int n_shards
-        const char *const *paths
-        int64_t n
-        const int32_t *shard
-        const uint64_t *img_off
-        const uint64_t *img_size
-        const uint64_t *lab_off
-        const uint64_t *lab_size
-        const int64_t *number
-        const char *const *key
-        const char *const *error
-        int with_label
-    ctypedef struct fq_tarset:
-        pass
-    int fq_tar_scan(const char *path, uint64_t **offsets, uint64_t **sizes, uint8_t **flags, char **names,
-                    size_t *names_len, int64_t *n, fq_err *tail, fq_err *err)
-    int fq_tarset_create(const fq_tarset_config *cfg, fq_tarset **out, fq_err *err)
-    void fq_tarset_free(fq_tarset *s)
-    int fq_tar_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data, size_t *len,
-                    uint8_t *extra, uint64_t *nread, fq_err *err)
-    void fq_tar_describe(void *ctx, int64_t idx, char *out, size_t len)
-
 TAR_NONE = 0xFFFFFFFFFFFFFFFF
 
 
@@ -433,23 +364,6 @@ cdef class Decoder:
 
 # ------------------------------------------------------------------ read-ahead
 
-cdef extern from "fq_readahead.h" nogil:
-    ctypedef struct fq_ra:
-        pass
-    ctypedef struct fq_ra_stats:
-        int64_t ahead
-        int64_t direct
-    int fq_ra_create(const fq_sample_reader *inner, int64_t n_samples, int io_threads, int depth, fq_ra **out,
-                     const fq_sample_reader **outer, fq_err *err)
-    void fq_ra_free(fq_ra *ra)
-    void fq_ra_get_stats(fq_ra *ra, fq_ra_stats *st)
-    ctypedef struct fq_filereader:
-        pass
-    int fq_filereader_create(const char *const *paths, int64_t n, int delay_us, fq_filereader **out,
-                             const fq_sample_reader **reader, fq_err *err)
-    void fq_filereader_free(fq_filereader *r)
-
-
 cdef class FileReader(SampleReader):
     """Whole files as samples (the Files read path) as a native reader, so that
     a ReadAhead can wrap it.  delay_us: sleep before each read (benchmarks)."""
@@ -522,35 +436,6 @@ cdef class ReadAhead(SampleReader):
 
 
 # ------------------------------------------------- TFRecord as a stream (no index)
-
-cdef extern from "fq_tfr_stream.h" nogil:
-    ctypedef struct fq_tfs_config:
-        int n_shards
-        const char *const *paths
-        const uint8_t *const *mem
-        const size_t *mem_len
-        const char *const *tail_msg
-        const int64_t *count
-        const fq_tfr_feature *feats
-        int n_feats
-        int image
-        const size_t *extra_offset
-        int64_t hold_cap
-        int gz
-        int n_extra
-        size_t extra_sizes[16]
-    ctypedef struct fq_tfs:
-        pass
-    ctypedef struct fq_tfs_stats:
-        int64_t streamed
-        int64_t random
-        int64_t max_held
-    int fq_tfr_count(const char *path, const uint8_t *mem, size_t mem_len, int gz, int64_t *n, fq_err *tail,
-                     fq_err *err)
-    int fq_tfs_create(const fq_tfs_config *cfg, fq_tfs **out, const fq_sample_reader **reader, fq_err *err)
-    void fq_tfs_free(fq_tfs *t)
-    void fq_tfs_get_stats(fq_tfs *t, fq_tfs_stats *st)
-
 
 def tfrecord_count(path, data=None, int gz=0):
     """Records in one TFRecord shard (a file, or its contents in `data`; gz:

@@ -1,4 +1,4 @@
-"""The error-code table exists once in C (``enum fq_code`` in csrc/fq_common.h) and
+"""The error-code table exists once in C (``enum fq_code`` in csrc/core/fq_common.h) and
 is repeated by hand in Python (the tables behind fastq.errors.error_for_code, the
 ``_core.pxd`` declarations, ``fq_code_name`` in fq_common.c).  These tests parse
 the C header and fail on any drift: a code added, renumbered or renamed in C
@@ -32,9 +32,9 @@ def _read(*parts):
 
 def c_enum():
     """{name: value} of ``enum fq_code``, parsed from the header text."""
-    text = _read("csrc", "fq_common.h")
+    text = _read("csrc", "core", "fq_common.h")
     m = re.search(r"enum\s+fq_code\s*\{(.*?)\};", text, re.S)
-    assert m, "enum fq_code not found in csrc/fq_common.h"
+    assert m, "enum fq_code not found in csrc/core/fq_common.h"
     body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
     body = re.sub(r"//[^\n]*", "", body)
     out = {}
@@ -112,15 +112,15 @@ def test_core_codes_are_the_compiled_enum():
 
 def test_pxd_declares_every_code_and_the_message_length():
     codes = c_enum()
-    pxd = _read("fastq", "_core.pxd")
-    m = re.search(r'cdef extern from "fq_common.h" nogil:\s*\n\s*enum:\s*\n((?:\s+\w+\n)+)', pxd)
-    assert m, "enum block of fq_common.h not found in fastq/_core.pxd"
+    pxd = _read("fastq", "includes", "fq_common.pxd")
+    m = re.search(r'cdef extern from "core/fq_common.h" nogil:\s*\n\s*enum:\s*\n((?:\s+\w+\n)+)', pxd)
+    assert m, "enum block of fq_common.h not found in fastq/includes/fq_common.pxd"
     declared = set(m.group(1).split())
-    assert set(codes) <= declared, f"missing in _core.pxd: {sorted(set(codes) - declared)}"
-    header = _read("csrc", "fq_common.h")
+    assert set(codes) <= declared, f"missing in includes/fq_common.pxd: {sorted(set(codes) - declared)}"
+    header = _read("csrc", "core", "fq_common.h")
     msg_len = int(re.search(r"#define\s+FQ_ERR_MSG_LEN\s+(\d+)", header).group(1))
-    for pxd_name in ("_core.pxd", "_image.pxd"):
-        for n in re.findall(r"char msg\[(\w+)\]", _read("fastq", pxd_name)):
+    for pxd_name in sorted(os.listdir(os.path.join(ROOT, "fastq", "includes"))):
+        for n in re.findall(r"char msg\[(\w+)\]", _read("fastq", "includes", pxd_name)):
             assert n in ("FQ_ERR_MSG_LEN", str(msg_len)), (pxd_name, n)
 
 
@@ -138,8 +138,8 @@ def test_python_code_only_names_existing_codes():
 
 _CODE_NAME_C = r"""
 #include <stdio.h>
-#include "fq_common.h"
-#include "fq_imgtask.h"
+#include "core/fq_common.h"
+#include "task/fq_imgtask.h"
 int main(void)
 {
     printf("%d\n", FQ_IMGTASK_MAX_CODES);
@@ -156,7 +156,7 @@ def test_fq_code_name_and_the_skip_counters_cover_every_code(tmp_path):
     (tmp_path / "names.c").write_text(_CODE_NAME_C)
     exe = tmp_path / "names"
     subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", CSRC, str(tmp_path / "names.c"),
-                    os.path.join(CSRC, "fq_common.c"), "-o", str(exe)], check=True)
+                    os.path.join(CSRC, "core", "fq_common.c"), "-o", str(exe)], check=True)
     lines = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split("\n")
     max_codes = int(lines[0])
     names = dict(line.split() for line in lines[1:] if line)

@@ -4,7 +4,7 @@ A saved ``state_dict`` (and every experiment log that records a seed) is only
 worth something if the same (seed, epoch, index) keys give the same draws in the
 next release.  This file freezes, as literals:
 
-* the counter-based RNG (csrc/fq_rng.h): raw 64-bit outputs for a few keys;
+* the counter-based RNG (csrc/core/fq_rng.h): raw 64-bit outputs for a few keys;
 * the shuffle permutation (``fq_permutation``) for a few (seed, epoch, n);
 * ``shard(n, i)`` and the per-epoch sample order of a sharded, shuffled source;
 * full ``explain`` records of a fixed op chain on a fixed sample, and the JPEG
@@ -35,7 +35,7 @@ M64 = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15
 
 
-# -- independent reference of csrc/fq_rng.h ---------------------------------------
+# -- independent reference of csrc/core/fq_rng.h ---------------------------------------
 
 def _mix64(z):
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
@@ -143,7 +143,7 @@ RNG_GOLDEN = {
 _RNG_DUMP_C = r"""
 #include <stdio.h>
 #include <stdlib.h>
-#include "fq_rng.h"
+#include "core/fq_rng.h"
 int main(int argc, char **argv)
 {
     if (argc != 5)

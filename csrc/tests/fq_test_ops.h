@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "fq_image.h"
+#include "image/fq_image.h"
 
 static inline fq_op fq_op_new(int kind)
 {

@@ -9,7 +9,7 @@
 #ifndef FQ_TESTTASK_H
 #define FQ_TESTTASK_H
 
-#include "fq_pool.h"
+#include "ring/fq_pool.h"
 
 #ifdef __cplusplus
 extern "C" {

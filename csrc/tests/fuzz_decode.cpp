@@ -31,7 +31,7 @@
 #include <cstring>
 #include <vector>
 
-#include "fq_image.h"
+#include "image/fq_image.h"
 #include "fq_test_ops.h"
 
 namespace {

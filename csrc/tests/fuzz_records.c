@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fq_crc32c.h"
-#include "fq_tar.h"
-#include "fq_tfrecord.h"
+#include "records/fq_crc32c.h"
+#include "records/fq_tar.h"
+#include "records/fq_tfrecord.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void)

@@ -39,9 +39,9 @@ done
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 if [ -n "${FUZZ_NO_SANITIZE:-}" ]; then SAN="$SAN -fno-sanitize=$FUZZ_NO_SANITIZE"; fi
 FLAGS="-O1 -g -Wall -Wextra -Werror $SAN -Icsrc"
-"$CC" -std=c11 $FLAGS -fsanitize=fuzzer-no-link -c csrc/fq_common.c -o "$out/obj/fq_common.o"
+"$CC" -std=c11 $FLAGS -fsanitize=fuzzer-no-link -c csrc/core/fq_common.c -o "$out/obj/fq_common.o"
 objs=("$out/obj/fq_common.o")
-for src in csrc/fq_image*.cpp; do
+for src in csrc/image/*.cpp; do
     obj="$out/obj/$(basename "${src%.cpp}").o"
     "$CXX" -std=c++17 $FLAGS -fsanitize=fuzzer-no-link -I"$CV_INC" -c "$src" -o "$obj"
     objs+=("$obj")

@@ -8,14 +8,14 @@ mkdir -p "$out"
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-$CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -c csrc/fq_common.c -o "$out/fq_common_imgsan.o"
+$CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -c csrc/core/fq_common.c -o "$out/fq_common_imgsan.o"
 $CXX -std=c++17 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -I"${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}" \
-    csrc/tests/test_image.cpp csrc/fq_image*.cpp "$out/fq_common_imgsan.o" \
+    csrc/tests/test_image.cpp csrc/image/*.cpp "$out/fq_common_imgsan.o" \
     -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o "$out/test_image_asan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 "$out/test_image_asan"
 
 # The segment-skipping crop decode (fq_image_rst.cpp) against the plain ROI path.
 $CXX -std=c++17 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -I"${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}" \
-    csrc/tests/test_rst.cpp csrc/fq_image*.cpp "$out/fq_common_imgsan.o" \
+    csrc/tests/test_rst.cpp csrc/image/*.cpp "$out/fq_common_imgsan.o" \
     -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o "$out/test_rst_asan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$out/test_rst_asan"

@@ -9,8 +9,8 @@ out=csrc/tests/bin
 mkdir -p "$out"
 CC=${CC:-gcc}
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-$CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc csrc/tests/fuzz_records.c csrc/fq_tfrecord.c \
-    csrc/fq_tar.c csrc/fq_io.c csrc/fq_crc32c.c csrc/fq_common.c -o "$out/fuzz_records_asan" -pthread
+$CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc csrc/tests/fuzz_records.c csrc/records/*.c \
+    csrc/core/*.c -o "$out/fuzz_records_asan" -pthread
 seed=$(mktemp -d)
 trap 'rm -rf "$seed"' EXIT
 ${PYTHON:-python3} - "$seed/seed.tar" <<'PY'
@@ -26,7 +26,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$out/fuzz_records_asan" "$seed/seed.tar" "${1:-3000}"
 
 # The read-ahead (I/O threads + consumers) under ASan+UBSan and TSan.
-RA="csrc/tests/test_readahead.c csrc/fq_readahead.c csrc/fq_common.c"
+RA="csrc/tests/test_readahead.c csrc/records/fq_readahead.c $(echo csrc/core/*.c)"
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc $RA -o "$out/test_readahead_asan" -pthread
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$out/test_readahead_asan"
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=thread -Icsrc $RA -o "$out/test_readahead_tsan" -pthread

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=csrc/tests/bin
 mkdir -p "$out"
-SRC="csrc/fq_common.c csrc/fq_ring.c csrc/fq_pool.c csrc/tests/fq_testtask.c csrc/tests/test_ring.c"
+SRC="$(echo csrc/core/*.c csrc/ring/*.c) csrc/tests/fq_testtask.c csrc/tests/test_ring.c"
 CC=${CC:-gcc}
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fsanitize=address,undefined \
     -fno-sanitize-recover=all -Icsrc $SRC -o "$out/test_ring_asan" -pthread
@@ -25,12 +25,12 @@ for san in thread address,undefined; do
     objs="$out/obj_$tag"
     rm -rf "$objs"
     mkdir -p "$objs"
-    for f in csrc/fq_common.c csrc/fq_ring.c csrc/fq_pool.c csrc/fq_imgtask.c csrc/tests/test_imgtask.c; do
+    for f in csrc/core/*.c csrc/ring/*.c csrc/task/*.c csrc/tests/test_imgtask.c; do
         $CC -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fsanitize=$san -Icsrc \
             -c "$f" -o "$objs/$(basename "$f").o"
     done
     $CXX -std=c++17 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fsanitize=$san -Icsrc \
-        -I"${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}" csrc/fq_image*.cpp "$objs"/*.o \
+        -I"${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}" csrc/image/*.cpp "$objs"/*.o \
         -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -pthread -o "$out/test_imgtask_$tag"
     TSAN_OPTIONS=halt_on_error=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$out/test_imgtask_$tag" "$jpgs"/*.jpg
 done

@@ -20,8 +20,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "fq_image.h"
-#include "fq_rng.h"
+#include "image/fq_image.h"
+#include "core/fq_rng.h"
 #include "fq_test_ops.h"
 
 static int g_checks = 0, g_failed = 0;

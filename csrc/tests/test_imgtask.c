@@ -9,10 +9,10 @@
  * FQ_E_IO error on exactly its row.  Ends with "N passed, M failed".
  */
 #define _POSIX_C_SOURCE 200809L
-#include "fq_image.h"
-#include "fq_imgtask.h"
-#include "fq_pool.h"
-#include "fq_ring.h"
+#include "image/fq_image.h"
+#include "task/fq_imgtask.h"
+#include "ring/fq_pool.h"
+#include "ring/fq_ring.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fq_readahead.h"
+#include "records/fq_readahead.h"
 
 #define N 200
 #define CONSUMERS 4

@@ -6,8 +6,8 @@
  * Exit status 0 and a final "N passed, 0 failed" line mean success.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "fq_pool.h"
-#include "fq_ring.h"
+#include "ring/fq_pool.h"
+#include "ring/fq_ring.h"
 #include "fq_testtask.h"
 
 #include <pthread.h>

@@ -25,8 +25,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "fq_image.h"
-#include "fq_image_prepare.h"
+#include "image/fq_image.h"
+#include "image/fq_image_prepare.h"
 #include "fq_test_ops.h"
 
 static int g_checks = 0, g_failed = 0;

@@ -22,26 +22,13 @@ cimport numpy as cnp
 
 import numpy as np
 
-from fastq._core cimport (Ring, TaskBase, fq_err, fq_ring, fq_task_fn, fq_now_ns, raise_fq_error,
-                          FQ_RING_MAX_BLOCKS)
+from fastq._core cimport Ring, TaskBase, raise_fq_error
+from fastq.includes.fq_common cimport fq_err, fq_now_ns
+from fastq.includes.fq_ring cimport fq_ring, fq_ring_block_ptr, FQ_RING_MAX_BLOCKS
+from fastq.includes.fq_pool cimport fq_task_fn
+from fq_testtask cimport fq_pattern_ctx, fq_pattern_task, fq_pattern_byte, fq_pattern_drain
 
 cnp.import_array()
-
-cdef extern from "fq_ring.h" nogil:
-    uint8_t *fq_ring_block_ptr(const fq_ring *r, int slot, int block)
-
-cdef extern from "fq_testtask.h" nogil:
-    ctypedef struct fq_pattern_ctx:
-        int n_blocks
-        size_t row_bytes[16]
-        int64_t fail_item
-        uint64_t work_ns
-        uint64_t seed
-    int fq_pattern_task(void *ctx, int worker, int64_t item, uint8_t **rows, fq_err *err)
-    uint8_t fq_pattern_byte(uint64_t seed, int64_t item, int block, size_t off)
-    int fq_pattern_drain(fq_ring *r, const fq_pattern_ctx *c, int verify, int64_t *batches, int64_t *rows,
-                         int64_t *bad_rows, fq_err *err)
-
 
 cdef class PatternTask(TaskBase):
     """Fills rows with a pattern of (seed, item, output, offset); item

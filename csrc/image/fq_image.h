@@ -1,0 +1,317 @@
+/* fq_image.h - the per-sample image path: decode -> augment -> normalize/layout/dtype.
+ *
+ * C API (no Python.h), implemented in C++17 (fq_image*.cpp) with libjpeg-turbo's
+ * libjpeg API and OpenCV.  Thread safety:
+ *   - fq_img_spec is immutable after fq_img_spec_create(): share it between threads.
+ *   - fq_img_scratch holds per-thread reusable buffers and a libjpeg decoder: one per
+ *     thread, never used by two threads at once.
+ * Determinism: every random parameter of a sample is a pure function of
+ * (seed, epoch, index, source image size); the output bytes do not depend on the
+ * thread, the scratch object or what ran before.
+ * Nothing here calls exit(), prints, or touches global state other than OpenCV's
+ * own (see fq_img_set_opencv_threads).
+ *
+ * The exact semantics of every op are written down in docs/ops.md.
+ */
+#ifndef FQ_IMAGE_H
+#define FQ_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/fq_common.h"
+#include "core/fq_stage_times.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- ops ---------------------------------------------------------------- */
+
+enum fq_op_kind {
+    FQ_OP_NONE = 0,
+    FQ_OP_RANDOM_RESIZED_CROP = 1,
+    FQ_OP_RESIZE = 2,
+    FQ_OP_CENTER_CROP = 3,
+    FQ_OP_RANDOM_CROP = 4,
+    FQ_OP_HFLIP = 5,
+    FQ_OP_VFLIP = 6,
+    FQ_OP_COLOR_JITTER = 7,
+    FQ_OP_RANDOM_AFFINE = 8,
+    FQ_OP_GRAYSCALE = 9,
+    FQ_OP_NORMALIZE = 10, /* must be the last op; fused into the output write */
+    FQ_OP_KIND_END        /* one past the last kind */
+};
+
+/* Parameters of each op, by name.  Every field is a double (integer-valued where the
+ * name says so: sizes, paddings, flags, enum values) so that the whole union is the
+ * flat array of 16 doubles that fastq._image.FQ_OP_DTYPE mirrors ("f"); the C core
+ * validates every field (integers, ranges) in fq_img_spec_create. */
+typedef struct fq_op_rrc {       /* FQ_OP_RANDOM_RESIZED_CROP */
+    double out_h, out_w;         /* output size */
+    double scale_lo, scale_hi;   /* area fraction range, 0 < lo <= hi <= 1 */
+    double ratio_lo, ratio_hi;   /* aspect (w/h) range, 0 < lo <= hi */
+    double interp;               /* FQ_INTERP_* */
+} fq_op_rrc;
+
+typedef struct fq_op_resize {    /* FQ_OP_RESIZE */
+    double out_h, out_w;         /* exact size (> 0) when shorter_side == 0, else 0, 0 */
+    double shorter_side;         /* > 0: the shorter side becomes this, aspect kept */
+    double interp;               /* FQ_INTERP_* */
+} fq_op_resize;
+
+typedef struct fq_op_center_crop { /* FQ_OP_CENTER_CROP: zero padding when the image is smaller */
+    double out_h, out_w;
+} fq_op_center_crop;
+
+typedef struct fq_op_random_crop { /* FQ_OP_RANDOM_CROP */
+    double out_h, out_w;
+    double pad_left, pad_top, pad_right, pad_bottom;
+    double pad_if_needed;        /* 0 or 1 */
+    double border;               /* FQ_BORDER_* */
+    double fill[3];              /* per channel, for FQ_BORDER_CONSTANT */
+} fq_op_random_crop;
+
+typedef struct fq_op_prob {      /* FQ_OP_HFLIP, FQ_OP_VFLIP, FQ_OP_GRAYSCALE */
+    double p;                    /* probability of applying the op */
+} fq_op_prob;
+
+enum fq_jitter { FQ_JITTER_BRIGHTNESS = 0, FQ_JITTER_CONTRAST = 1, FQ_JITTER_SATURATION = 2, FQ_JITTER_HUE = 3 };
+
+typedef struct fq_op_color_jitter { /* FQ_OP_COLOR_JITTER, indexed by FQ_JITTER_* */
+    double range[4][2];          /* factor ranges; hue: fraction of a full turn in [-0.5, 0.5] */
+    double enabled[4];           /* 0 / 1 */
+} fq_op_color_jitter;
+
+typedef struct fq_op_random_affine { /* FQ_OP_RANDOM_AFFINE */
+    double degrees[2];           /* range, counter-clockwise positive */
+    double translate[2];         /* max translation: fraction of width (x), of height (y) */
+    double scale[2];             /* range */
+    double shear_x[2], shear_y[2]; /* ranges, degrees */
+    double border;               /* FQ_BORDER_* */
+    double fill[3];              /* per channel */
+    double interp;               /* nearest / bilinear / bicubic / lanczos */
+} fq_op_random_affine;
+
+typedef struct fq_op_normalize { /* FQ_OP_NORMALIZE: out = (x/255 - mean[c]) / std[c] */
+    double mean[3], std[3];
+} fq_op_normalize;
+
+/* One op of a chain: kind (the tag) + the parameters of that kind.  Layout is fixed
+ * (136 bytes: int kind, 4 bytes padding, 16 doubles) so that the Python side can build
+ * an array of them with a numpy structured dtype (fastq._image.FQ_OP_DTYPE); raw is
+ * that flat view, for packing and fuzzing only, never for reading a parameter. */
+typedef struct fq_op {
+    int kind; /* FQ_OP_* */
+    union {
+        fq_op_rrc rrc;
+        fq_op_resize resize;
+        fq_op_center_crop center_crop;
+        fq_op_random_crop random_crop;
+        fq_op_prob hflip, vflip, grayscale;
+        fq_op_color_jitter color_jitter;
+        fq_op_random_affine random_affine;
+        fq_op_normalize normalize;
+        double raw[16];
+    };
+} fq_op;
+
+/* Same numbers as OpenCV's INTER_* flags. */
+enum fq_interp {
+    FQ_INTERP_NEAREST = 0,
+    FQ_INTERP_BILINEAR = 1,
+    FQ_INTERP_BICUBIC = 2,
+    FQ_INTERP_AREA = 3,
+    FQ_INTERP_LANCZOS = 4,
+    FQ_INTERP_END
+};
+
+enum fq_border {
+    FQ_BORDER_CONSTANT = 0,  /* fill value */
+    FQ_BORDER_REPLICATE = 1, /* aaa|abc|ccc  (torchvision "edge") */
+    FQ_BORDER_REFLECT = 2,   /* cb|abc|ba    (torchvision "reflect", cv BORDER_REFLECT_101) */
+    FQ_BORDER_SYMMETRIC = 3, /* ba|abc|cb    (torchvision "symmetric", cv BORDER_REFLECT) */
+    FQ_BORDER_END
+};
+
+/* ---- output format ------------------------------------------------------ */
+
+/* FQ_DT_FLOAT16 is IEEE binary16; FQ_DT_BFLOAT16 is the top 16 bits of a float32 (rounded to
+ * nearest even from the float32 value).  Both are written from a 256-entry table per channel. */
+enum fq_dtype { FQ_DT_UINT8 = 0, FQ_DT_FLOAT32 = 1, FQ_DT_FLOAT16 = 2, FQ_DT_BFLOAT16 = 3, FQ_DT_END };
+enum fq_layout { FQ_LAYOUT_HWC = 0, FQ_LAYOUT_CHW = 1 };
+
+/* The largest size, crop or padding an op may ask for, per side. */
+#define FQ_IMG_MAX_SIDE 32768
+
+/* Default decompression-bomb guard: 2^26 = 67,108,864 pixels (e.g. 8192 x 8192). */
+#define FQ_IMG_DEFAULT_MAX_PIXELS ((int64_t)1 << 26)
+
+typedef struct fq_img_format {
+    int channels;       /* 1 (gray) or 3 (RGB) */
+    int dtype;          /* FQ_DT_* ; float outputs are x/255 unless Normalize says otherwise */
+    int layout;         /* FQ_LAYOUT_* */
+    int64_t max_pixels; /* encoded images whose header declares more pixels fail with
+                           FQ_E_TOO_LARGE before any pixel buffer is allocated; <= 0: default */
+    int dct_scaling;    /* allow JPEG DCT-domain downscaling (approximate; see docs/ops.md) */
+} fq_img_format;
+
+typedef struct fq_img_spec fq_img_spec;
+
+/* Validate the chain and build an immutable spec.  Errors: FQ_E_INVALID (with the
+ * op index and the reason), FQ_E_NOMEM. */
+int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq_img_spec **out,
+                       fq_err *err);
+void fq_img_spec_free(fq_img_spec *spec);
+/* Output shape of one sample as h, w, c (whatever the layout). */
+int fq_img_spec_out_shape(const fq_img_spec *spec, int *h, int *w, int *c);
+/* Bytes of one output sample (h * w * c * dtype size). */
+size_t fq_img_spec_row_bytes(const fq_img_spec *spec);
+
+/* ---- per-thread scratch ------------------------------------------------- */
+
+typedef struct fq_img_scratch fq_img_scratch;
+fq_img_scratch *fq_img_scratch_new(void); /* NULL on allocation failure */
+void fq_img_scratch_free(fq_img_scratch *s);
+/* The decode/ops/write times of the scratch's last fq_img_process_* call
+ * (read_ns and samples are 0).  Same thread as the call. */
+void fq_img_scratch_last_times(const fq_img_scratch *s, fq_stage_times *out);
+
+/* ---- explain: everything sampled / chosen for one sample ---------------- */
+
+#define FQ_IMG_MAX_OPS 16
+
+enum fq_img_source_format {
+    FQ_FMT_UNKNOWN = 0,
+    FQ_FMT_ARRAY = 1,
+    FQ_FMT_JPEG = 2,
+    FQ_FMT_PNG = 3,
+    FQ_FMT_BMP = 4,
+    FQ_FMT_TIFF = 5,
+    FQ_FMT_WEBP = 6,
+    FQ_FMT_GIF = 7,
+    FQ_FMT_PNM = 8,
+    FQ_FMT_OTHER = 9,
+    FQ_FMT_END
+};
+
+/* Per-op record.  Coordinates are those of the op's input image in the exact
+ * (full-resolution) pipeline: replaying the records on a full decode of the source
+ * reproduces the output (exactly, or within the documented decode tolerance when
+ * the first op was served by ROI / DCT-scaled decoding). */
+typedef struct fq_img_op_explain {
+    int kind;           /* FQ_OP_* */
+    int applied;        /* flips / grayscale: 1 if drawn; ColorJitter: number of factors used;
+                           geometric ops: 1 */
+    int in_h, in_w;     /* image size entering the op */
+    int out_h, out_w;   /* image size leaving the op */
+    int box[4];         /* crops: x, y, w, h in input coordinates (RandomCrop: in padded
+                           coordinates; CenterCrop: may be negative = zero padding) */
+    int pad[4];         /* RandomCrop: padding left, top, right, bottom actually applied */
+    double factor[4];   /* ColorJitter: brightness, contrast, saturation, hue factors */
+    int order[4];       /* ColorJitter: indices into factor in the order applied, -1 = none */
+    double contrast_mean; /* ColorJitter: mean gray level used by contrast (computed) */
+    double params[5];   /* RandomAffine: angle, tx, ty, scale, shear_x; */
+    double shear_y;     /* RandomAffine: shear_y */
+    double matrix[6];   /* RandomAffine: forward 2x3 matrix (dst = M [x y 1]^T) */
+} fq_img_op_explain;
+
+typedef struct fq_img_explain {
+    int src_format;      /* FQ_FMT_* */
+    int src_h, src_w;    /* full source size */
+    int src_channels;    /* channels as stored: 1 gray, 2 gray+alpha, 3, 4 (RGBA or CMYK) */
+    int src_bits;        /* bits per sample as stored (8 or 16) */
+    int scale_num, scale_denom; /* DCT scale used for decoding (8/8 = none) */
+    int decoded_h, decoded_w;   /* full image size at that scale */
+    int roi[4];          /* x, y, w, h of the region actually decoded, in scaled coords */
+    int roi_used;        /* 1 if only part of the image was decoded */
+    int has_crop;        /* 1 if the first op was a crop */
+    int crop_src[4];     /* that crop's x, y, w, h in SOURCE pixel coordinates */
+    int hflip, vflip, grayscale; /* 1 if any op of that kind was applied */
+    int n_ops;
+    fq_img_op_explain ops[FQ_IMG_MAX_OPS];
+    int out_h, out_w, out_c;
+} fq_img_explain;
+
+/* Decode an encoded image (JPEG via libjpeg; PNG/BMP/TIFF/WebP/... via OpenCV), run
+ * the chain, write one sample into out_row (fq_img_spec_row_bytes bytes).
+ * Returns FQ_OK or an error code with err->msg giving the reason (the caller adds
+ * the file name): FQ_E_EMPTY, FQ_E_DECODE, FQ_E_UNSUPPORTED, FQ_E_TOO_LARGE,
+ * FQ_E_INVALID (e.g. RandomCrop larger than the image), FQ_E_NOMEM.
+ * On error out_row content is unspecified.  ex may be NULL. */
+int fq_img_process_encoded(const fq_img_spec *spec, fq_img_scratch *s, const uint8_t *data,
+                           size_t len, uint64_t seed, uint64_t epoch, uint64_t index,
+                           void *out_row, fq_img_explain *ex, fq_err *err);
+
+/* Same for decoded pixels: h x w x c uint8, c = 1 (gray), 3 (RGB) or 4 (RGBA, alpha
+ * dropped); row_stride in bytes (>= w * c).  max_pixels is not applied to arrays. */
+int fq_img_process_array(const fq_img_spec *spec, fq_img_scratch *s, const uint8_t *pixels,
+                         int h, int w, int c, size_t row_stride, uint64_t seed, uint64_t epoch,
+                         uint64_t index, void *out_row, fq_img_explain *ex, fq_err *err);
+
+/* ---- chain rules, planning and names (also for bindings and tests) ------- */
+
+/* What a chain gives, from fq_img_chain_check. */
+typedef struct fq_img_chain_info {
+    int out_h, out_w; /* fixed output size (0, 0 when the chain does not give one) */
+    int keeps_size;   /* 1 if no op changes the image size (the output is the input size) */
+    int normalize;    /* 1 if the chain ends with Normalize */
+} fq_img_chain_info;
+
+/* The rules of an op chain, the one place they are written: every op's parameters are
+ * valid, at most FQ_IMG_MAX_OPS ops, Normalize at most once and last and only with a
+ * float dtype (dtype: FQ_DT_*), and the chain gives a fixed output size.  info (may be
+ * NULL) is filled as far as known even when a rule fails.  FQ_OK or FQ_E_INVALID with
+ * the reason.  fq_img_spec_create applies exactly these rules. */
+int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info *info, fq_err *err);
+
+/* What the JPEG decoder does of op 0 for one sample (see docs/ops.md "Decoding"). */
+typedef struct fq_img_decode_plan {
+    int first_kind;       /* FQ_OP_* of op 0, FQ_OP_NONE for an empty chain */
+    int box_op;           /* op 0 is a crop whose box lies inside the image */
+    int resize_after;     /* op 0 resizes its box (the whole image for Resize) to out_h x out_w */
+    int box[4];           /* x, y, w, h of that box in source pixels (whole image if no box) */
+    int out_h, out_w;     /* op 0's output size */
+    int interp;           /* op 0's interpolation (FQ_INTERP_*) when resize_after, else -1 */
+    int scale_num;        /* DCT scale scale_num / 8 (8: full size) */
+    int scaled_h, scaled_w; /* full image size at that scale: ceil(src * scale_num / 8) */
+    int sbox[4];          /* the box in scaled coordinates, rounded, clamped, >= 1 pixel */
+    int roi[4];           /* the region decoded, in scaled coordinates (sbox + 16 px margin) */
+    int roi_used;         /* 1 if roi is less than the whole scaled image */
+} fq_img_decode_plan;
+
+/* Plan sample (seed, epoch, index) of an src_h x src_w JPEG and report the decode
+ * plan of op 0 (no pixels are touched).  Errors as make_plan: FQ_E_TOO_LARGE, FQ_E_INVALID. */
+int fq_img_plan_decode(const fq_img_spec *spec, int src_h, int src_w, uint64_t seed, uint64_t epoch,
+                       uint64_t index, fq_img_decode_plan *out, fq_err *err);
+
+/* Which fields of fq_img_op_explain an op kind fills (besides kind, in/out size). */
+enum fq_img_explain_fields {
+    FQ_EXPLAIN_BOX = 1,     /* box */
+    FQ_EXPLAIN_PAD = 2,     /* pad */
+    FQ_EXPLAIN_APPLIED = 4, /* applied (drawn with probability p) */
+    FQ_EXPLAIN_JITTER = 8,  /* factor, order, contrast_mean */
+    FQ_EXPLAIN_AFFINE = 16  /* params, shear_y, matrix */
+};
+unsigned fq_img_op_explain_fields(int kind);
+
+/* Names (static strings; "?" when out of range): interpolations as fastq.ops spells
+ * them ("nearest", "bilinear", "bicubic", "area", "lanczos"), borders ("constant",
+ * "replicate", "reflect", "symmetric"), source formats ("JPEG", "PNG", ...; FQ_FMT_*)
+ * and output dtypes ("uint8", "float32", "float16", "bfloat16"). */
+const char *fq_img_interp_name(int interp);
+const char *fq_img_border_name(int border);
+const char *fq_img_format_name(int fmt);
+const char *fq_img_dtype_name(int dtype);
+
+/* Number of threads OpenCV itself may use inside one call (cv::setNumThreads; global to
+ * the OpenCV library).  A worker pool should set 1 so its threads don't oversubscribe. */
+void fq_img_set_opencv_threads(int n);
+
+/* Name of an op kind ("RandomResizedCrop", ...) or "?" */
+const char *fq_img_op_name(int kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,154 @@
+/* fq_image_write_simd.cpp - vectorised uint8 -> float32 normalize write (NHWC) for the
+ * fused final write of fq_image_write.cpp.
+ *
+ * The reference values are the spec's table lut_f32[c][v] = (float)((v/255 - mean)/std)
+ * computed in double.  Here each value is (float)fma((double)v, a[c], b[c]) with
+ * a = 1/(255 std), b = -mean/std in double (AVX2 + FMA, 4 doubles per instruction,
+ * runtime dispatch).  That is a different double expression, so it is only used for a
+ * spec when all 3 x 256 values were checked equal to the table at spec creation
+ * (affine_init); otherwise, or without AVX2/FMA, the table loop runs.  The output is
+ * therefore bit-identical to the table path in every case.
+ *
+ * Thread safety: affine_init runs once per spec (before it is shared); the write only
+ * reads the spec.  The CPU check is a function-local static (thread-safe init).
+ */
+#include "image/internal/fq_image_internal.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "image/fq_image_prepare.h"
+
+static std::atomic<int> g_simd_write{[] {
+    const char *e = std::getenv("FASTQ_SIMD_WRITE");
+    return (e && std::strcmp(e, "0") == 0) ? 0 : 1;
+}()};
+
+extern "C" {
+void fq_img_simd_write_set(int on) { g_simd_write.store(on ? 1 : 0, std::memory_order_relaxed); }
+int fq_img_simd_write_enabled(void) { return g_simd_write.load(std::memory_order_relaxed); }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define FQ_HAVE_X86 1
+#endif
+
+namespace fqi {
+
+void affine_init(F32Affine *k, const float (*lut)[256], const double *mean, const double *stdv, bool norm)
+{
+    k->exact = false;
+    for (int c = 0; c < 3; c++) {
+        double s = norm ? stdv[c] : 1.0, m = norm ? mean[c] : 0.0;
+        k->a[c] = 1.0 / (255.0 * s);
+        k->b[c] = -m / s;
+        for (int v = 0; v < 256; v++) {
+            float f = (float)std::fma((double)v, k->a[c], k->b[c]);
+            if (std::memcmp(&f, &lut[c][v], sizeof f) != 0)
+                return;
+        }
+    }
+    k->exact = true;
+}
+
+#ifdef FQ_HAVE_X86
+
+static bool cpu_ok()
+{
+    static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return ok;
+}
+
+/* n values of p (channel of element i = (c0 + i) % C) -> q.  lut for the tail. */
+template <int C>
+__attribute__((target("avx2,fma"))) static void row_avx2(const uint8_t *p, float *q, int n, const __m256d *A,
+                                                         const __m256d *B, const float (*lut)[256])
+{
+    /* element i of a block of 8*C: lanes of the two 4-double halves of step j use
+     * A[2j], A[2j+1] (period 8*C elements: 24 for RGB, 8 for gray) */
+    int i = 0;
+    for (; i + 8 * C <= n; i += 8 * C) {
+        for (int j = 0; j < C; j++) {
+            __m128i b8 = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + i + 8 * j));
+            __m256i v32 = _mm256_cvtepu8_epi32(b8);
+            __m256d lo = _mm256_cvtepi32_pd(_mm256_castsi256_si128(v32));
+            __m256d hi = _mm256_cvtepi32_pd(_mm256_extracti128_si256(v32, 1));
+            __m128 flo = _mm256_cvtpd_ps(_mm256_fmadd_pd(lo, A[2 * j], B[2 * j]));
+            __m128 fhi = _mm256_cvtpd_ps(_mm256_fmadd_pd(hi, A[2 * j + 1], B[2 * j + 1]));
+            _mm256_storeu_ps(q + i + 8 * j, _mm256_set_m128(fhi, flo));
+        }
+    }
+    for (; i < n; i++)
+        q[i] = lut[i % C][p[i]];
+}
+
+template <int C>
+__attribute__((target("avx2,fma"))) static void write_avx2(const F32Affine &k, const float (*lut)[256],
+                                                           const cv::Mat &img, bool hf, bool vf, float *out,
+                                                           uint8_t *rev)
+{
+    alignas(32) double a[8 * C], b[8 * C];
+    for (int e = 0; e < 8 * C; e++)
+        a[e] = k.a[e % C], b[e] = k.b[e % C];
+    __m256d A[2 * C], B[2 * C];
+    for (int j = 0; j < 2 * C; j++)
+        A[j] = _mm256_load_pd(a + 4 * j), B[j] = _mm256_load_pd(b + 4 * j);
+    const int h = img.rows, w = img.cols, n = w * C;
+    (void)n;
+    for (int y = 0; y < h; y++) {
+        const uint8_t *p = img.ptr<uint8_t>(vf ? h - 1 - y : y);
+        if (hf) { /* reverse the pixel order of the row into rev */
+            int x = 0;
+            if (C == 3) {
+                /* 4 pixels (12 bytes) per shuffle of the 16 bytes that end with them
+                 * (the load starts 4 bytes early so it never reads past the row) */
+                const __m128i m = _mm_setr_epi8(13, 14, 15, 10, 11, 12, 7, 8, 9, 4, 5, 6, -1, -1, -1, -1);
+                for (; x + 4 <= w && 3 * (w - 4 - x) >= 4; x += 4) {
+                    __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 3 * (w - 4 - x) - 4));
+                    __m128i r = _mm_shuffle_epi8(s, m);
+                    std::memcpy(rev + 3 * x, &r, 12);
+                }
+            } else {
+                const __m128i m = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+                for (; x + 16 <= w; x += 16) {
+                    __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + (w - 16 - x)));
+                    _mm_storeu_si128(reinterpret_cast<__m128i *>(rev + x), _mm_shuffle_epi8(s, m));
+                }
+            }
+            for (; x < w; x++)
+                for (int c = 0; c < C; c++)
+                    rev[x * C + c] = p[(w - 1 - x) * C + c];
+            p = rev;
+        }
+        row_avx2<C>(p, out + (size_t)y * n, n, A, B, lut);
+    }
+}
+
+bool write_f32_hwc_simd(const F32Affine &k, const float (*lut)[256], const cv::Mat &img, bool hf, bool vf,
+                        float *out)
+{
+    const int C = img.channels();
+    if (!k.exact || !g_simd_write.load(std::memory_order_relaxed) || !cpu_ok() || (C != 1 && C != 3) || img.depth() != CV_8U)
+        return false;
+    std::vector<uint8_t> rev(hf ? (size_t)img.cols * C : 0); /* may throw: callers catch */
+    if (C == 3)
+        write_avx2<3>(k, lut, img, hf, vf, out, rev.data());
+    else
+        write_avx2<1>(k, lut, img, hf, vf, out, rev.data());
+    return true;
+}
+
+#else
+
+bool write_f32_hwc_simd(const F32Affine &, const float (*)[256], const cv::Mat &, bool, bool, float *)
+{
+    (void)g_simd_write;
+    return false;
+}
+
+#endif
+
+}  // namespace fqi

@@ -1,0 +1,118 @@
+/* fq_image_stages.h - private C++ declarations shared by the stages of the image path
+ * (not installed, not part of the C API):
+ *
+ *   fq_image_spec.cpp    the immutable spec: chain rules, output tables, name tables
+ *   fq_image_ops.cpp     one record per op kind: check / geometry / plan / execute / explain
+ *   fq_image_plan.cpp    make_plan (every random draw of a sample) and plan_decode (what
+ *                        the JPEG decoder does of op 0: ROI, DCT scale, resampling)
+ *   fq_image_exec.cpp    the ping-pong executor over the scratch buffers, exec_ops
+ *   fq_image_write.cpp   the fused normalize / dtype / layout write of the output row
+ *   fq_image_jpeg.cpp    the JPEG path: header, plan, ROI / DCT-scaled decode, first op
+ *   fq_image_api.cpp     the C API entry points (arrays, encoded images, scratch)
+ *
+ * fq_image_decode.cpp (and fq_image_rst.cpp) hold the decoders (fq_image_internal.h).
+ * Semantics of every op: docs/ops.md. */
+#ifndef FQ_IMAGE_STAGES_H
+#define FQ_IMAGE_STAGES_H
+
+#include "image/internal/fq_image_internal.h"
+#include "core/fq_rng.h"
+
+/* Immutable after fq_img_spec_create: shared read-only between threads. */
+struct fq_img_spec {
+    fq_op ops[FQ_IMG_MAX_OPS]; /* without the trailing Normalize */
+    int n_ops;
+    fq_img_format fmt;
+    int out_h, out_w, out_c;
+    size_t row_bytes;
+    float lut_f32[3][256];
+    uint16_t lut_f16[3][256]; /* float16 or bfloat16 bits, as fmt.dtype says */
+    fqi::F32Affine f32k;      /* SIMD form of lut_f32 (fq_image_write_simd.cpp) */
+};
+
+namespace fqi {
+
+/* Every random draw of one sample, one explain record per op (fq_image_plan.cpp). */
+struct Plan {
+    int n;
+    fq_img_op_explain r[FQ_IMG_MAX_OPS];
+};
+
+/* The image between ops: cur is a view into the scratch's ping-pong buffers a / b (or
+ * into the decoder's output); flips are deferred to the final write when possible.
+ * One per call, on the calling thread (fq_image_exec.cpp). */
+struct Exec {
+    fq_img_scratch *s;
+    cv::Mat cur;
+    const void *cur_buf = nullptr; /* which Buf holds cur (nullptr: not a/b) */
+    bool hflip = false, vflip = false;
+
+    /* an h x w buffer of type that does not alias cur (may throw std::bad_alloc) */
+    cv::Mat next(int h, int w, int type);
+    void set(const cv::Mat &m);
+    void materialize_flips();
+    void resize_to(const cv::Mat &src, int h, int w, int interp);
+    /* crop box (x, y, w, h) of cur, padding what falls outside with border/fill */
+    void crop_pad(const int box[4], int border, const double *fill);
+};
+
+/* What an op does to the image size. */
+enum Geometry {
+    GEOM_KEEP = 0,    /* output size = input size */
+    GEOM_FIXED = 1,   /* a fixed h x w (given by geometry()) */
+    GEOM_VARIABLE = 2 /* depends on the input size */
+};
+
+/* The whole implementation of one op kind: a new op is one record in fq_image_ops.cpp
+ * (plus its parameter struct in fq_image.h and its Python class in fastq/ops.py). */
+struct OpImpl {
+    int kind;          /* FQ_OP_* */
+    const char *name;  /* the Python class name */
+    unsigned explain;  /* FQ_EXPLAIN_* fields its explain record fills */
+    /* nullptr when the parameters are valid, else the reason */
+    const char *(*check)(const fq_op &op);
+    /* GEOM_*; *h, *w for GEOM_FIXED */
+    int (*geometry)(const fq_op &op, int *h, int *w);
+    /* draw the op's random parameters for an *h x *w input into r and update *h, *w;
+     * FQ_OK or an error (e.g. FQ_E_TOO_LARGE, FQ_E_INVALID) */
+    int (*plan)(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                fq_err *err);
+    /* run it on e.cur (r: its plan; may record computed values, e.g. contrast_mean) */
+    void (*exec)(Exec &e, const fq_op &op, fq_img_op_explain &r);
+};
+
+/* The record of kind, or nullptr for an unknown kind (FQ_OP_NORMALIZE has one: it is
+ * checked here and applied by the output tables). */
+const OpImpl *op_impl(int kind);
+
+/* Draw every random parameter of sample (seed, epoch, index) for an H x W source.
+ * Errors: FQ_E_TOO_LARGE, FQ_E_INVALID (op-specific, e.g. RandomCrop larger than the image). */
+int make_plan(const fq_img_spec *sp, int H, int W, uint64_t seed, uint64_t epoch, uint64_t index, Plan *pl,
+              fq_err *err);
+
+/* How much of op 0 (already planned) the JPEG decoder does for an src_h x src_w JPEG. */
+void plan_decode(const fq_img_spec *sp, const Plan &pl, int src_h, int src_w, fq_img_decode_plan *dp);
+
+/* Run ops [start, pl->n) on e.cur. */
+void exec_ops(const fq_img_spec *sp, Plan *pl, int start, Exec &e);
+
+/* The fused final write of one sample (flips, normalize table, dtype, layout). */
+void write_out(const fq_img_spec *sp, const cv::Mat &img, bool hf, bool vf, void *out);
+
+/* The JPEG path of fq_img_process_encoded (explain fields of the source and decode). */
+int process_jpeg(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data, size_t len, uint64_t seed,
+                 uint64_t epoch, uint64_t index, void *out_row, fq_img_explain *ex, fq_err *err);
+
+/* Run the whole chain on a decoded full image, then write it. */
+int run_full(const fq_img_spec *sp, fq_img_scratch *s, const cv::Mat &img, Plan &pl, void *out_row);
+
+/* Explain: reset (scale 8/8) and copy the plan + output shape into it (ex may be NULL). */
+void init_explain(fq_img_explain *ex);
+void fill_explain_tail(fq_img_explain *ex, const Plan &pl, const fq_img_spec *sp);
+
+/* FQ_BORDER_* -> cv::BORDER_* */
+int cv_border(int b);
+
+}  // namespace fqi
+
+#endif

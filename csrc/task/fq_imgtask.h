@@ -1,0 +1,126 @@
+/* fq_imgtask.h - the native sample task of an image pipeline.
+ *
+ * Glue between the worker pool (fq_pool) and the per-sample image path
+ * (fq_image): for pool item i it takes sample order[i] of the source (a file,
+ * an encoded buffer or a decoded array), reads it, runs the op chain and
+ * writes the result straight into the slot row; the label (if any) goes to
+ * the next output and the sample index (if asked) to the one after.
+ *
+ * Bad samples: with FQ_ON_ERROR_RAISE the row is committed with the error
+ * (code + message naming the file/sample), which the consumer raises when it
+ * reaches that batch.  With FQ_ON_ERROR_SKIP the sample is replaced by another
+ * sample chosen deterministically from (seed, epoch, index, attempt); the
+ * batch keeps its shape and the skip is counted per reason.
+ *
+ * Thread safety: the task (fq_imgtask) is shared by all workers; each worker
+ * uses only its own scratch (indexed by worker id).  fq_imgtask_set_epoch()
+ * must not be called while a pool runs on the task.  The source arrays
+ * (paths, buffers, pixels, labels) and the order array are borrowed: the
+ * caller keeps them alive until the pool is joined.
+ */
+#ifndef FQ_IMGTASK_H
+#define FQ_IMGTASK_H
+
+#include "core/fq_common.h"
+#include "image/fq_image.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum fq_src_kind { FQ_SRC_FILES = 0, FQ_SRC_BYTES = 1, FQ_SRC_ARRAYS = 2, FQ_SRC_READER = 3 };
+enum fq_on_error { FQ_ON_ERROR_RAISE = 0, FQ_ON_ERROR_SKIP = 1 };
+
+#define FQ_IMGTASK_MAX_CODES 16
+#define FQ_IMGTASK_MAX_EXTRA 16
+
+/* FQ_SRC_READER: a native record reader (fq_tfrecord, fq_tar).  read() fetches
+ * sample idx into the worker's growable buffer (*buf, *cap: owned by the task,
+ * realloc'd by the reader), points *data, *len at its encoded image (valid until
+ * the worker's next read) and writes the sample's other outputs (extra_sizes[k]
+ * bytes each, concatenated) into extra; *nread = bytes read from storage.
+ * describe() names the sample's location ("shard '...', record N") for error
+ * messages.  Both are called concurrently from all workers: reader must be
+ * safe for that. */
+typedef struct fq_sample_reader {
+    int (*read)(void *reader, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data, size_t *len,
+                uint8_t *extra, uint64_t *nread, fq_err *err);
+    void (*describe)(void *reader, int64_t idx, char *out, size_t len);
+    void *reader;
+    /* optional (NULL): told each epoch's order by fq_imgtask_set_epoch (read-ahead) */
+    int (*set_order)(void *reader, const int64_t *order, int64_t n_items, fq_err *err);
+    int n_extra;                                  /* outputs after the image (labels etc.) */
+    size_t extra_sizes[FQ_IMGTASK_MAX_EXTRA];
+} fq_sample_reader;
+
+/* READER: the type an extra output is delivered as (fq_imgtask_source.extra_type).
+ * FQ_NUM_AS_READ copies the reader's bytes; any other type needs an output of int64
+ * values (extra_sizes[k] a multiple of 8), which each worker converts to that type
+ * after reading the sample.  Integers must fit exactly; floats take the nearest
+ * value.  A value that does not fit fails the sample (FQ_E_DECODE, naming the
+ * record), which the on_error policy then handles like any bad sample. */
+enum fq_num_type {
+    FQ_NUM_AS_READ = 0,
+    FQ_NUM_I8, FQ_NUM_I16, FQ_NUM_I32, FQ_NUM_I64,
+    FQ_NUM_U8, FQ_NUM_U16, FQ_NUM_U32, FQ_NUM_U64,
+    FQ_NUM_F32, FQ_NUM_F64,
+    FQ_NUM_COUNT
+};
+
+/* Bytes per value of an fq_num_type (0 for FQ_NUM_AS_READ or an unknown type) and
+ * its numpy name ("int8", ...; "" likewise). */
+size_t fq_num_size(int type);
+const char *fq_num_name(int type);
+
+typedef struct fq_imgtask_source {
+    int kind;                   /* FQ_SRC_* */
+    int64_t n;                  /* samples in the source */
+    const char *const *paths;   /* FILES: NUL-terminated paths */
+    const uint8_t *const *data; /* BYTES: encoded buffers; ARRAYS: pixel data */
+    const size_t *lens;         /* BYTES: buffer lengths */
+    const int32_t *shape;       /* ARRAYS: n x 3 (h, w, c) */
+    const size_t *strides;      /* ARRAYS: row stride in bytes */
+    const uint8_t *labels;      /* n x label_bytes, or NULL */
+    size_t label_bytes;
+    const fq_sample_reader *reader; /* READER (borrowed); its outputs follow `labels` (if any) */
+    int extra_type[FQ_IMGTASK_MAX_EXTRA]; /* READER: enum fq_num_type of each extra output (0: as read) */
+} fq_imgtask_source;
+
+typedef struct fq_imgtask fq_imgtask;
+
+int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int n_workers,
+                      int on_error, int max_attempts, int with_index, fq_imgtask **out, fq_err *err);
+void fq_imgtask_free(fq_imgtask *t);
+
+/* The next run: pool item i is sample order[i] (i < n_items). */
+int fq_imgtask_set_epoch(fq_imgtask *t, const int64_t *order, int64_t n_items, uint64_t seed,
+                         uint64_t epoch, fq_err *err);
+
+/* fq_task_fn: ctx is the fq_imgtask. */
+int fq_imgtask_run(void *ctx, int worker, int64_t item, uint8_t *const *rows, fq_err *err);
+
+/* Produce sample `index` of the source for (seed, epoch) into out (row bytes
+ * of the spec) with its explain record, on the calling thread (uses worker
+ * scratch slot `worker`, which must not be in use by a running pool). */
+int fq_imgtask_sample(fq_imgtask *t, int worker, int64_t index, uint64_t seed, uint64_t epoch, void *out,
+                      fq_img_explain *ex, fq_err *err);
+
+typedef struct fq_imgtask_stats {
+    int64_t skipped;                          /* samples replaced (SKIP policy) */
+    int64_t skipped_by_code[FQ_IMGTASK_MAX_CODES];
+    int64_t failed;                           /* samples reported as errors (RAISE, or SKIP out of attempts) */
+    int64_t bytes_read;                       /* file bytes read */
+} fq_imgtask_stats;
+void fq_imgtask_get_stats(fq_imgtask *t, fq_imgtask_stats *st);
+/* Stage times (core/fq_stage_times.h) summed over all workers since the task was created. */
+void fq_imgtask_get_stage_times(fq_imgtask *t, fq_stage_times *out);
+/* Last skip message for a code ("" if none): copied into msg. */
+void fq_imgtask_last_skip(fq_imgtask *t, int code, char *msg, size_t len);
+
+/* Deterministic permutation of 0..n-1 (Fisher-Yates on the (seed, epoch) stream). */
+void fq_permutation(uint64_t seed, uint64_t epoch, int64_t *out, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

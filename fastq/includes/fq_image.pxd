@@ -1,0 +1,165 @@
+# csrc/image/fq_image.h: the per-sample image path (public C API).
+from libc.stdint cimport uint8_t, int64_t, uint64_t
+
+from fastq.includes.fq_common cimport fq_err
+from fastq.includes.fq_stage_times cimport fq_stage_times
+
+cdef extern from "image/fq_image.h" nogil:
+    # Per-op parameter structs (fq_image.h), filled by name; a dict converts to one of
+    # them field by field (a missing field is an error).
+    ctypedef struct fq_op_rrc:
+        double out_h, out_w, scale_lo, scale_hi, ratio_lo, ratio_hi, interp
+    ctypedef struct fq_op_resize:
+        double out_h, out_w, shorter_side, interp
+    ctypedef struct fq_op_center_crop:
+        double out_h, out_w
+    ctypedef struct fq_op_random_crop:
+        double out_h, out_w, pad_left, pad_top, pad_right, pad_bottom, pad_if_needed, border
+        double fill[3]
+    ctypedef struct fq_op_prob:
+        double p
+    ctypedef struct fq_op_color_jitter:
+        double range[4][2]
+        double enabled[4]
+    ctypedef struct fq_op_random_affine:
+        double degrees[2]
+        double translate[2]
+        double scale[2]
+        double shear_x[2]
+        double shear_y[2]
+        double border
+        double fill[3]
+        double interp
+    ctypedef struct fq_op_normalize:
+        double mean[3]
+        double std[3]
+
+    # struct fq_op: kind + an anonymous union of the structs above (raw: its flat view)
+    ctypedef struct fq_op:
+        int kind
+        fq_op_rrc rrc
+        fq_op_resize resize
+        fq_op_center_crop center_crop
+        fq_op_random_crop random_crop
+        fq_op_prob hflip
+        fq_op_prob vflip
+        fq_op_prob grayscale
+        fq_op_color_jitter color_jitter
+        fq_op_random_affine random_affine
+        fq_op_normalize normalize
+        double raw[16]
+
+    ctypedef struct fq_img_format:
+        int channels
+        int dtype
+        int layout
+        int64_t max_pixels
+        int dct_scaling
+
+    ctypedef struct fq_img_spec:
+        pass
+    ctypedef struct fq_img_scratch:
+        pass
+
+    enum:
+        FQ_IMG_MAX_OPS
+        FQ_IMG_DEFAULT_MAX_PIXELS
+        FQ_IMG_MAX_SIDE
+        FQ_DT_UINT8
+        FQ_DT_FLOAT32
+        FQ_DT_FLOAT16
+        FQ_DT_BFLOAT16
+        FQ_DT_END
+        FQ_LAYOUT_HWC
+        FQ_LAYOUT_CHW
+        FQ_OP_RANDOM_RESIZED_CROP
+        FQ_OP_RESIZE
+        FQ_OP_CENTER_CROP
+        FQ_OP_RANDOM_CROP
+        FQ_OP_HFLIP
+        FQ_OP_VFLIP
+        FQ_OP_COLOR_JITTER
+        FQ_OP_RANDOM_AFFINE
+        FQ_OP_GRAYSCALE
+        FQ_OP_NORMALIZE
+        FQ_OP_KIND_END
+        FQ_INTERP_END
+        FQ_BORDER_END
+        FQ_FMT_END
+        FQ_EXPLAIN_BOX
+        FQ_EXPLAIN_PAD
+        FQ_EXPLAIN_APPLIED
+        FQ_EXPLAIN_JITTER
+        FQ_EXPLAIN_AFFINE
+
+    ctypedef struct fq_img_op_explain:
+        int kind
+        int applied
+        int in_h, in_w, out_h, out_w
+        int box[4]
+        int pad[4]
+        double factor[4]
+        int order[4]
+        double contrast_mean
+        double params[5]
+        double shear_y
+        double matrix[6]
+
+    ctypedef struct fq_img_explain:
+        int src_format
+        int src_h, src_w
+        int src_channels
+        int src_bits
+        int scale_num, scale_denom
+        int decoded_h, decoded_w
+        int roi[4]
+        int roi_used
+        int has_crop
+        int crop_src[4]
+        int hflip, vflip, grayscale
+        int n_ops
+        fq_img_op_explain ops[16]
+        int out_h, out_w, out_c
+
+    int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq_img_spec **out,
+                           fq_err *err)
+    void fq_img_spec_free(fq_img_spec *spec)
+    int fq_img_spec_out_shape(const fq_img_spec *spec, int *h, int *w, int *c)
+    size_t fq_img_spec_row_bytes(const fq_img_spec *spec)
+    fq_img_scratch *fq_img_scratch_new()
+    void fq_img_scratch_free(fq_img_scratch *s)
+    int fq_img_process_encoded(const fq_img_spec *spec, fq_img_scratch *s, const uint8_t *data, size_t len,
+                               uint64_t seed, uint64_t epoch, uint64_t index, void *out_row,
+                               fq_img_explain *ex, fq_err *err)
+    int fq_img_process_array(const fq_img_spec *spec, fq_img_scratch *s, const uint8_t *pixels, int h, int w,
+                             int c, size_t row_stride, uint64_t seed, uint64_t epoch, uint64_t index,
+                             void *out_row, fq_img_explain *ex, fq_err *err)
+    void fq_img_set_opencv_threads(int n)
+    const char *fq_img_op_name(int kind)
+
+    ctypedef struct fq_img_chain_info:
+        int out_h, out_w
+        int keeps_size
+        int normalize
+    int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info *info, fq_err *err)
+
+    ctypedef struct fq_img_decode_plan:
+        int first_kind
+        int box_op
+        int resize_after
+        int box[4]
+        int out_h, out_w
+        int interp
+        int scale_num
+        int scaled_h, scaled_w
+        int sbox[4]
+        int roi[4]
+        int roi_used
+    int fq_img_plan_decode(const fq_img_spec *spec, int src_h, int src_w, uint64_t seed, uint64_t epoch,
+                           uint64_t index, fq_img_decode_plan *out, fq_err *err)
+
+    unsigned fq_img_op_explain_fields(int kind)
+    const char *fq_img_interp_name(int interp)
+    const char *fq_img_border_name(int border)
+    const char *fq_img_format_name(int fmt)
+    const char *fq_img_dtype_name(int dtype)
