@@ -10,6 +10,7 @@ DEFAULT_MAX_PIXELS: int
 MAX_OPS: int
 MAX_SIDE: int
 OP_KINDS: Dict[str, int]
+OP_FIELDS: Dict[str, Dict[str, Tuple[int, ...]]]
 INTERPOLATIONS: Dict[str, int]
 BORDERS: Dict[str, int]
 DTYPES: Tuple[str, ...]

@@ -33,7 +33,7 @@ DEFAULT_MAX_PIXELS = FQ_IMG_DEFAULT_MAX_PIXELS
 MAX_OPS = FQ_IMG_MAX_OPS
 MAX_SIDE = FQ_IMG_MAX_SIDE  # largest size / crop / padding of an op, per side
 # op class name -> enum fq_op_kind
-OP_KINDS = {fq_img_op_name(k).decode(): k for k in range(1, FQ_OP_KIND_END)}
+OP_KINDS = {fq_img_op_name(k).decode(): k for k in range(1, fq_img_op_count() + 1)}
 # interpolation name -> enum fq_interp; border name -> enum fq_border
 INTERPOLATIONS = {fq_img_interp_name(i).decode(): i for i in range(FQ_INTERP_END)}
 BORDERS = {fq_img_border_name(i).decode(): i for i in range(FQ_BORDER_END)}
@@ -66,46 +66,77 @@ FQ_OP_DTYPE = np.dtype([("kind", "<i4"), ("_pad", "<i4"), ("f", "<f8", (16,))], 
 assert FQ_OP_DTYPE.itemsize == sizeof(fq_op)
 
 
+cdef dict _op_descriptors():
+    """{kind: (name, params_size, {field: (shape, offset)})} from the C op table
+    (fq_img_op_desc): the one declaration of every op's parameters."""
+    cdef const fq_op_desc *d
+    cdef const fq_op_field *f
+    out = {}
+    for kind in range(1, fq_img_op_count() + 1):
+        d = fq_img_op_desc(kind)
+        fields = {}
+        for i in range(d.n_fields):
+            f = &d.fields[i]
+            if f.type != FQ_FIELD_F64:  # the only type today; a new one needs a branch in _put
+                raise ImportError(f"{d.name.decode()}.{f.name.decode()}: unknown field type {f.type}")
+            fields[f.name.decode()] = (tuple(f.shape[j] for j in range(f.ndim)), f.offset)
+        out[kind] = (d.name.decode(), d.params_size, fields)
+    return out
+
+
+_OPS = _op_descriptors()
+# op class name -> {field name: shape} (() for a scalar): every field is a float64
+OP_FIELDS = {name: {f: shape for f, (shape, _) in fields.items()} for name, _, fields in _OPS.values()}
+
+
+cdef int _put(double *dst, value, tuple shape, str field) except -1:
+    """Write `value` (a number, or nested sequences of `shape`) row-major at dst."""
+    cdef Py_ssize_t i, n, step = 1
+    if not shape:
+        try:
+            dst[0] = value
+        except TypeError:
+            raise TypeError(f"{field}: expected a number, got {value!r}") from None
+        return 0
+    try:
+        n = len(value)
+    except TypeError:
+        raise TypeError(f"{field}: expected a sequence of shape {shape}, got {value!r}") from None
+    if n != shape[0]:
+        raise ValueError(f"{field}: expected {shape[0]} values, got {n}")
+    for d in shape[1:]:
+        step *= <Py_ssize_t> d
+    for i in range(n):
+        _put(dst + i * step, value[i], shape[1:], field)
+    return 0
+
+
 cdef int _fill_op(fq_op *o, int kind, dict p) except -1:
     """Set o to op `kind` with the parameters `p`, a dict keyed by the field names of
-    that kind's struct in fq_image.h (a missing or unknown name raises)."""
+    that kind's descriptor (fq_img_op_desc; a missing or unknown name raises)."""
     memset(o, 0, sizeof(fq_op))
     o.kind = kind
-    cdef object back
-    try:
-        if kind == FQ_OP_RANDOM_RESIZED_CROP:
-            o.rrc = p; back = o.rrc
-        elif kind == FQ_OP_RESIZE:
-            o.resize = p; back = o.resize
-        elif kind == FQ_OP_CENTER_CROP:
-            o.center_crop = p; back = o.center_crop
-        elif kind == FQ_OP_RANDOM_CROP:
-            o.random_crop = p; back = o.random_crop
-        elif kind == FQ_OP_HFLIP:
-            o.hflip = p; back = o.hflip
-        elif kind == FQ_OP_VFLIP:
-            o.vflip = p; back = o.vflip
-        elif kind == FQ_OP_GRAYSCALE:
-            o.grayscale = p; back = o.grayscale
-        elif kind == FQ_OP_COLOR_JITTER:
-            o.color_jitter = p; back = o.color_jitter
-        elif kind == FQ_OP_RANDOM_AFFINE:
-            o.random_affine = p; back = o.random_affine
-        elif kind == FQ_OP_NORMALIZE:
-            o.normalize = p; back = o.normalize
-        else:
-            raise ValueError(f"unknown op kind {kind}")
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{fq_img_op_name(kind).decode()}: {e}") from None
-    extra = set(p) - set(back)
+    desc = _OPS.get(kind)
+    if desc is None:
+        raise ValueError(f"?: unknown op kind {kind}")
+    name, _, fields = desc
+    missing = set(fields) - set(p)
+    if missing:
+        raise ValueError(f"{name}: missing parameters {sorted(missing)}")
+    extra = set(p) - set(fields)
     if extra:
-        raise ValueError(f"{fq_img_op_name(kind).decode()}: unknown parameters {sorted(extra)}")
+        raise ValueError(f"{name}: unknown parameters {sorted(extra)}")
+    try:
+        for field, (shape, offset) in fields.items():
+            _put(<double *> (<char *> o.raw + <size_t> offset), p[field], shape, field)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name}: {e}") from None
     return 0
 
 
 def pack_ops(ops):
     """An ``FQ_OP_DTYPE`` array from ``(kind, params)`` pairs, ``params`` a dict keyed by
-    the field names of that kind's parameter struct in fq_image.h."""
+    the field names of that kind's descriptor in the C op table (``OP_FIELDS``)."""
     rows = list(ops)
     arr = np.zeros(len(rows), dtype=FQ_OP_DTYPE)
     cdef cnp.ndarray a = arr

@@ -28,6 +28,10 @@ extern "C" {
 
 /* ---- ops ---------------------------------------------------------------- */
 
+/* Op kinds are 1 .. fq_img_op_count(), the places of the op records in the table of
+ * image/fq_image_ops.cpp (the one place an op is declared in C).  The names below are
+ * those of the first ten kinds, for C callers; any kind is found by its name with
+ * fq_img_op_kind(), and its parameters are described by fq_img_op_desc(). */
 enum fq_op_kind {
     FQ_OP_NONE = 0,
     FQ_OP_RANDOM_RESIZED_CROP = 1,
@@ -39,14 +43,16 @@ enum fq_op_kind {
     FQ_OP_COLOR_JITTER = 7,
     FQ_OP_RANDOM_AFFINE = 8,
     FQ_OP_GRAYSCALE = 9,
-    FQ_OP_NORMALIZE = 10, /* must be the last op; fused into the output write */
-    FQ_OP_KIND_END        /* one past the last kind */
+    FQ_OP_NORMALIZE = 10 /* must be the last op; fused into the output write */
 };
 
 /* Parameters of each op, by name.  Every field is a double (integer-valued where the
- * name says so: sizes, paddings, flags, enum values) so that the whole union is the
- * flat array of 16 doubles that fastq._image.FQ_OP_DTYPE mirrors ("f"); the C core
- * validates every field (integers, ranges) in fq_img_spec_create. */
+ * name says so: sizes, paddings, flags, enum values) laid out from the start of
+ * fq_op.raw, the flat array of 16 doubles that fastq._image.FQ_OP_DTYPE mirrors ("f");
+ * the C core validates every field (integers, ranges) in fq_img_spec_create.  The
+ * structs below are those of the first ten kinds (C callers fill them by name); an
+ * op's field descriptor (fq_img_op_desc) says the same for every kind, and is what
+ * the Python side packs by. */
 typedef struct fq_op_rrc {       /* FQ_OP_RANDOM_RESIZED_CROP */
     double out_h, out_w;         /* output size */
     double scale_lo, scale_hi;   /* area fraction range, 0 < lo <= hi <= 1 */
@@ -115,6 +121,38 @@ typedef struct fq_op {
         double raw[16];
     };
 } fq_op;
+
+/* ---- op descriptors: what each kind's parameters are, for bindings ------- */
+
+enum fq_op_field_type { FQ_FIELD_F64 = 1 /* double */ };
+
+/* One parameter field of an op: `name` (static string), a double scalar (ndim 0) or
+ * array of shape[0] (ndim 1) or shape[0] x shape[1] (ndim 2), row-major, at byte
+ * `offset` from the start of fq_op.raw. */
+typedef struct fq_op_field {
+    const char *name;
+    int type;     /* FQ_FIELD_* */
+    int ndim;     /* 0, 1 or 2 */
+    int shape[2]; /* unused dims 0 */
+    size_t offset;
+} fq_op_field;
+
+/* The parameter layout of one op kind: its fields cover params_size bytes
+ * (<= sizeof fq_op.raw) in order, without gaps.  Static data: share freely. */
+typedef struct fq_op_desc {
+    int kind;
+    const char *name;   /* the Python class name, e.g. "RandomResizedCrop" */
+    size_t params_size; /* bytes of its parameter struct */
+    int n_fields;
+    const fq_op_field *fields;
+} fq_op_desc;
+
+/* Number of op kinds (kinds are 1 .. fq_img_op_count()). */
+int fq_img_op_count(void);
+/* The descriptor of kind, NULL outside 1 .. fq_img_op_count(). */
+const fq_op_desc *fq_img_op_desc(int kind);
+/* The kind named `name` (fq_img_op_name's spelling), or FQ_OP_NONE. */
+int fq_img_op_kind(const char *name);
 
 /* Same numbers as OpenCV's INTER_* flags. */
 enum fq_interp {

@@ -4,7 +4,9 @@
  * fq_image.h.  Everything here is a pure function of its arguments (thread-safe). */
 #include "image/internal/fq_image_stages.h"
 
+#include <array>
 #include <cmath>
+#include <utility>
 #include <cstring>
 
 #include <opencv2/imgproc.hpp>
@@ -466,23 +468,75 @@ void no_exec(Exec &, const fq_op &, fq_img_op_explain &) {}
 
 /* ---- the table ------------------------------------------------------------------ */
 
-const fqi::OpImpl kOps[] = {
-    {FQ_OP_RANDOM_RESIZED_CROP, "RandomResizedCrop", FQ_EXPLAIN_BOX, rrc_check, rrc_geometry, rrc_plan, rrc_exec},
-    {FQ_OP_RESIZE, "Resize", 0, resize_check, resize_geometry, resize_plan, resize_exec},
-    {FQ_OP_CENTER_CROP, "CenterCrop", FQ_EXPLAIN_BOX, center_crop_check, center_crop_geometry, center_crop_plan,
-     center_crop_exec},
-    {FQ_OP_RANDOM_CROP, "RandomCrop", FQ_EXPLAIN_BOX | FQ_EXPLAIN_PAD, random_crop_check, random_crop_geometry,
-     random_crop_plan, random_crop_exec},
-    {FQ_OP_HFLIP, "HorizontalFlip", FQ_EXPLAIN_APPLIED, prob_check, keeps_size, prob_plan, hflip_exec},
-    {FQ_OP_VFLIP, "VerticalFlip", FQ_EXPLAIN_APPLIED, prob_check, keeps_size, prob_plan, vflip_exec},
-    {FQ_OP_COLOR_JITTER, "ColorJitter", FQ_EXPLAIN_JITTER, color_jitter_check, keeps_size, color_jitter_plan,
-     color_jitter_exec},
-    {FQ_OP_RANDOM_AFFINE, "RandomAffine", FQ_EXPLAIN_AFFINE, random_affine_check, keeps_size, random_affine_plan,
-     random_affine_exec},
-    {FQ_OP_GRAYSCALE, "Grayscale", FQ_EXPLAIN_APPLIED, prob_check, keeps_size, prob_plan, grayscale_exec},
-    {FQ_OP_NORMALIZE, "Normalize", 0, normalize_check, keeps_size, no_draw, no_exec},
+/* Each op's parameter fields, in struct order: what fastq._image.pack_ops fills by name
+ * (fq_img_op_desc).  fields_cover (below) refuses a list that misses or reorders one. */
+constexpr fq_op_field kRrcFields[] = {
+    FQ_FIELD(fq_op_rrc, out_h),    FQ_FIELD(fq_op_rrc, out_w),    FQ_FIELD(fq_op_rrc, scale_lo),
+    FQ_FIELD(fq_op_rrc, scale_hi), FQ_FIELD(fq_op_rrc, ratio_lo), FQ_FIELD(fq_op_rrc, ratio_hi),
+    FQ_FIELD(fq_op_rrc, interp)};
+constexpr fq_op_field kResizeFields[] = {FQ_FIELD(fq_op_resize, out_h), FQ_FIELD(fq_op_resize, out_w),
+                                         FQ_FIELD(fq_op_resize, shorter_side), FQ_FIELD(fq_op_resize, interp)};
+constexpr fq_op_field kCenterCropFields[] = {FQ_FIELD(fq_op_center_crop, out_h), FQ_FIELD(fq_op_center_crop, out_w)};
+constexpr fq_op_field kRandomCropFields[] = {
+    FQ_FIELD(fq_op_random_crop, out_h),         FQ_FIELD(fq_op_random_crop, out_w),
+    FQ_FIELD(fq_op_random_crop, pad_left),      FQ_FIELD(fq_op_random_crop, pad_top),
+    FQ_FIELD(fq_op_random_crop, pad_right),     FQ_FIELD(fq_op_random_crop, pad_bottom),
+    FQ_FIELD(fq_op_random_crop, pad_if_needed), FQ_FIELD(fq_op_random_crop, border),
+    FQ_FIELD(fq_op_random_crop, fill)};
+constexpr fq_op_field kProbFields[] = {FQ_FIELD(fq_op_prob, p)};
+constexpr fq_op_field kColorJitterFields[] = {FQ_FIELD(fq_op_color_jitter, range),
+                                              FQ_FIELD(fq_op_color_jitter, enabled)};
+constexpr fq_op_field kRandomAffineFields[] = {
+    FQ_FIELD(fq_op_random_affine, degrees), FQ_FIELD(fq_op_random_affine, translate),
+    FQ_FIELD(fq_op_random_affine, scale),   FQ_FIELD(fq_op_random_affine, shear_x),
+    FQ_FIELD(fq_op_random_affine, shear_y), FQ_FIELD(fq_op_random_affine, border),
+    FQ_FIELD(fq_op_random_affine, fill),    FQ_FIELD(fq_op_random_affine, interp)};
+constexpr fq_op_field kNormalizeFields[] = {FQ_FIELD(fq_op_normalize, mean), FQ_FIELD(fq_op_normalize, std)};
+
+/* params_size, fields, n_fields of parameter struct S */
+#define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
+
+/* One record per op kind, in kind order: kind k is kOps[k - 1] (the names of enum
+ * fq_op_kind are those of the first ten; a new op is appended). */
+constexpr fqi::OpImpl kOps[] = {
+    {"RandomResizedCrop", FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_rrc, kRrcFields), rrc_check, rrc_geometry, rrc_plan,
+     rrc_exec},
+    {"Resize", 0, FQ_PARAMS(fq_op_resize, kResizeFields), resize_check, resize_geometry, resize_plan, resize_exec},
+    {"CenterCrop", FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_center_crop, kCenterCropFields), center_crop_check,
+     center_crop_geometry, center_crop_plan, center_crop_exec},
+    {"RandomCrop", FQ_EXPLAIN_BOX | FQ_EXPLAIN_PAD, FQ_PARAMS(fq_op_random_crop, kRandomCropFields),
+     random_crop_check, random_crop_geometry, random_crop_plan, random_crop_exec},
+    {"HorizontalFlip", FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
+     hflip_exec},
+    {"VerticalFlip", FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
+     vflip_exec},
+    {"ColorJitter", FQ_EXPLAIN_JITTER, FQ_PARAMS(fq_op_color_jitter, kColorJitterFields), color_jitter_check,
+     keeps_size, color_jitter_plan, color_jitter_exec},
+    {"RandomAffine", FQ_EXPLAIN_AFFINE, FQ_PARAMS(fq_op_random_affine, kRandomAffineFields), random_affine_check,
+     keeps_size, random_affine_plan, random_affine_exec},
+    {"Grayscale", FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
+     grayscale_exec},
+    {"Normalize", 0, FQ_PARAMS(fq_op_normalize, kNormalizeFields), normalize_check, keeps_size, no_draw, no_exec},
 };
-static_assert(sizeof kOps / sizeof kOps[0] == FQ_OP_KIND_END - 1, "one record per op kind");
+constexpr int kNumOps = (int)(sizeof kOps / sizeof kOps[0]);
+
+constexpr bool all_fields_cover()
+{
+    for (int i = 0; i < kNumOps; i++)
+        if (!fqi::fields_cover(kOps[i].fields, kOps[i].n_fields, kOps[i].params_size))
+            return false;
+    return true;
+}
+static_assert(all_fields_cover(), "an op's field list must cover its parameter struct, in order");
+static_assert(kNumOps >= FQ_OP_NORMALIZE, "the named kinds of enum fq_op_kind have records");
+
+/* The public descriptors (fq_img_op_desc), made from the records at compile time. */
+template <size_t... I>
+constexpr std::array<fq_op_desc, sizeof...(I)> make_descs(std::index_sequence<I...>)
+{
+    return {{fq_op_desc{(int)I + 1, kOps[I].name, kOps[I].params_size, kOps[I].n_fields, kOps[I].fields}...}};
+}
+constexpr std::array<fq_op_desc, kNumOps> kDescs = make_descs(std::make_index_sequence<kNumOps>{});
 
 }  // namespace
 
@@ -490,11 +544,13 @@ namespace fqi {
 
 const OpImpl *op_impl(int kind)
 {
-    if (kind <= FQ_OP_NONE || kind >= FQ_OP_KIND_END)
-        return nullptr;
-    const OpImpl *o = &kOps[kind - 1];
-    return o->kind == kind ? o : nullptr; /* the table is in enum order (checked by the tests) */
+    /* the table is in kind order; the enum's names are checked against it by the tests */
+    return kind > FQ_OP_NONE && kind <= kNumOps ? &kOps[kind - 1] : nullptr;
 }
+
+int op_count() { return kNumOps; }
+
+const fq_op_desc *op_desc(int kind) { return kind > FQ_OP_NONE && kind <= kNumOps ? &kDescs[kind - 1] : nullptr; }
 
 int cv_border(int b)
 {

@@ -173,6 +173,18 @@ const char *fq_img_op_name(int kind)
     return impl ? impl->name : "?";
 }
 
+int fq_img_op_count(void) { return fqi::op_count(); }
+
+const fq_op_desc *fq_img_op_desc(int kind) { return fqi::op_desc(kind); }
+
+int fq_img_op_kind(const char *name)
+{
+    for (int k = 1; name && k <= fqi::op_count(); k++)
+        if (std::strcmp(fqi::op_impl(k)->name, name) == 0)
+            return k;
+    return FQ_OP_NONE;
+}
+
 unsigned fq_img_op_explain_fields(int kind)
 {
     const fqi::OpImpl *impl = fqi::op_impl(kind);

@@ -117,10 +117,37 @@ static void test_op_records_and_plans()
 {
     static const char *const names[] = {"RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "HorizontalFlip",
                                         "VerticalFlip", "ColorJitter", "RandomAffine", "Grayscale", "Normalize"};
-    CHECK(FQ_OP_KIND_END - 1 == (int)(sizeof names / sizeof names[0]), "op kinds");
-    for (int k = 1; k < FQ_OP_KIND_END; k++)
+    /* the named kinds of enum fq_op_kind are the first records, in order */
+    CHECK(fq_img_op_count() >= (int)(sizeof names / sizeof names[0]), "op kinds");
+    for (int k = 1; k <= (int)(sizeof names / sizeof names[0]); k++)
         CHECK(std::strcmp(fq_img_op_name(k), names[k - 1]) == 0, "kind %d: %s", k, fq_img_op_name(k));
-    CHECK(std::strcmp(fq_img_op_name(FQ_OP_KIND_END), "?") == 0 && std::strcmp(fq_img_op_name(0), "?") == 0, "?");
+    CHECK(fq_img_op_kind("Normalize") == FQ_OP_NORMALIZE && fq_img_op_kind("RandomCrop") == FQ_OP_RANDOM_CROP &&
+              fq_img_op_kind("nope") == FQ_OP_NONE && fq_img_op_kind(nullptr) == FQ_OP_NONE, "op kind by name");
+    const int n_kinds = fq_img_op_count();
+    CHECK(std::strcmp(fq_img_op_name(n_kinds + 1), "?") == 0 && std::strcmp(fq_img_op_name(0), "?") == 0, "?");
+    CHECK(fq_img_op_desc(0) == nullptr && fq_img_op_desc(n_kinds + 1) == nullptr, "desc out of range");
+    /* every descriptor: its own kind and name, doubles laid out without gaps within fq_op.raw */
+    for (int k = 1; k <= n_kinds; k++) {
+        const fq_op_desc *d = fq_img_op_desc(k);
+        CHECK(d && d->kind == k && std::strcmp(d->name, fq_img_op_name(k)) == 0 && d->n_fields > 0, "desc %d", k);
+        size_t at = 0;
+        for (int i = 0; i < d->n_fields; i++) {
+            const fq_op_field &f = d->fields[i];
+            CHECK(f.type == FQ_FIELD_F64 && f.offset == at && f.ndim >= 0 && f.ndim <= 2, "%s.%s", d->name, f.name);
+            size_t count = 1;
+            for (int j = 0; j < f.ndim; j++)
+                count *= (size_t)f.shape[j];
+            at += count * sizeof(double);
+        }
+        CHECK(at == d->params_size && at <= sizeof(((fq_op *)nullptr)->raw), "%s covers its struct", d->name);
+    }
+    /* the descriptor of a named struct says what the struct says */
+    const fq_op_desc *rc = fq_img_op_desc(FQ_OP_RANDOM_CROP);
+    CHECK(rc->params_size == sizeof(fq_op_random_crop) && std::strcmp(rc->fields[8].name, "fill") == 0 &&
+              rc->fields[8].offset == offsetof(fq_op_random_crop, fill) && rc->fields[8].shape[0] == 3,
+          "RandomCrop desc");
+    const fq_op_desc *cj = fq_img_op_desc(FQ_OP_COLOR_JITTER);
+    CHECK(cj->fields[0].ndim == 2 && cj->fields[0].shape[0] == 4 && cj->fields[0].shape[1] == 2, "ColorJitter desc");
     CHECK(fq_img_op_explain_fields(FQ_OP_RANDOM_CROP) == (FQ_EXPLAIN_BOX | FQ_EXPLAIN_PAD), "explain fields");
     CHECK(std::strcmp(fq_img_interp_name(FQ_INTERP_LANCZOS), "lanczos") == 0, "interp name");
     CHECK(std::strcmp(fq_img_border_name(FQ_BORDER_SYMMETRIC), "symmetric") == 0, "border name");

@@ -5,49 +5,29 @@ from fastq.includes.fq_common cimport fq_err
 from fastq.includes.fq_stage_times cimport fq_stage_times
 
 cdef extern from "image/fq_image.h" nogil:
-    # Per-op parameter structs (fq_image.h), filled by name; a dict converts to one of
-    # them field by field (a missing field is an error).
-    ctypedef struct fq_op_rrc:
-        double out_h, out_w, scale_lo, scale_hi, ratio_lo, ratio_hi, interp
-    ctypedef struct fq_op_resize:
-        double out_h, out_w, shorter_side, interp
-    ctypedef struct fq_op_center_crop:
-        double out_h, out_w
-    ctypedef struct fq_op_random_crop:
-        double out_h, out_w, pad_left, pad_top, pad_right, pad_bottom, pad_if_needed, border
-        double fill[3]
-    ctypedef struct fq_op_prob:
-        double p
-    ctypedef struct fq_op_color_jitter:
-        double range[4][2]
-        double enabled[4]
-    ctypedef struct fq_op_random_affine:
-        double degrees[2]
-        double translate[2]
-        double scale[2]
-        double shear_x[2]
-        double shear_y[2]
-        double border
-        double fill[3]
-        double interp
-    ctypedef struct fq_op_normalize:
-        double mean[3]
-        double std[3]
-
-    # struct fq_op: kind + an anonymous union of the structs above (raw: its flat view)
+    # struct fq_op: kind + the parameters (raw: the flat view of the union).  Which
+    # fields a kind has is read from its descriptor (fq_img_op_desc), never mirrored here.
     ctypedef struct fq_op:
         int kind
-        fq_op_rrc rrc
-        fq_op_resize resize
-        fq_op_center_crop center_crop
-        fq_op_random_crop random_crop
-        fq_op_prob hflip
-        fq_op_prob vflip
-        fq_op_prob grayscale
-        fq_op_color_jitter color_jitter
-        fq_op_random_affine random_affine
-        fq_op_normalize normalize
         double raw[16]
+
+    enum:
+        FQ_FIELD_F64
+    ctypedef struct fq_op_field:
+        const char *name
+        int type
+        int ndim
+        int shape[2]
+        size_t offset
+    ctypedef struct fq_op_desc:
+        int kind
+        const char *name
+        size_t params_size
+        int n_fields
+        const fq_op_field *fields
+    int fq_img_op_count()
+    const fq_op_desc *fq_img_op_desc(int kind)
+    int fq_img_op_kind(const char *name)
 
     ctypedef struct fq_img_format:
         int channels
@@ -72,17 +52,6 @@ cdef extern from "image/fq_image.h" nogil:
         FQ_DT_END
         FQ_LAYOUT_HWC
         FQ_LAYOUT_CHW
-        FQ_OP_RANDOM_RESIZED_CROP
-        FQ_OP_RESIZE
-        FQ_OP_CENTER_CROP
-        FQ_OP_RANDOM_CROP
-        FQ_OP_HFLIP
-        FQ_OP_VFLIP
-        FQ_OP_COLOR_JITTER
-        FQ_OP_RANDOM_AFFINE
-        FQ_OP_GRAYSCALE
-        FQ_OP_NORMALIZE
-        FQ_OP_KIND_END
         FQ_INTERP_END
         FQ_BORDER_END
         FQ_FMT_END

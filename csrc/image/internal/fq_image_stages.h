@@ -15,6 +15,9 @@
 #ifndef FQ_IMAGE_STAGES_H
 #define FQ_IMAGE_STAGES_H
 
+#include <cstddef>
+#include <type_traits>
+
 #include "image/internal/fq_image_internal.h"
 #include "core/fq_rng.h"
 
@@ -63,12 +66,15 @@ enum Geometry {
     GEOM_VARIABLE = 2 /* depends on the input size */
 };
 
-/* The whole implementation of one op kind: a new op is one record in fq_image_ops.cpp
- * (plus its parameter struct in fq_image.h and its Python class in fastq/ops.py). */
+/* The whole implementation of one op kind: a new op is its parameter struct, its field
+ * list and one record in fq_image_ops.cpp (plus its Python class in fastq/ops.py).  Its
+ * kind is its place in the table (1-based). */
 struct OpImpl {
-    int kind;          /* FQ_OP_* */
     const char *name;  /* the Python class name */
     unsigned explain;  /* FQ_EXPLAIN_* fields its explain record fills */
+    size_t params_size;        /* sizeof its parameter struct */
+    const fq_op_field *fields; /* the struct's fields, in order (FQ_FIELD) */
+    int n_fields;
     /* nullptr when the parameters are valid, else the reason */
     const char *(*check)(const fq_op &op);
     /* GEOM_*; *h, *w for GEOM_FIXED */
@@ -84,6 +90,48 @@ struct OpImpl {
 /* The record of kind, or nullptr for an unknown kind (FQ_OP_NORMALIZE has one: it is
  * checked here and applied by the output tables). */
 const OpImpl *op_impl(int kind);
+/* Number of records (op kinds). */
+int op_count();
+/* The public descriptor of kind (fq_img_op_desc), nullptr for an unknown kind. */
+const fq_op_desc *op_desc(int kind);
+
+/* The parameters of op as its kind's struct P (a struct of doubles at the start of
+ * fq_op.raw; the named union members of fq_op are the same memory). */
+template <class P>
+inline const P &params(const fq_op &op)
+{
+    static_assert(sizeof(P) <= sizeof op.raw && alignof(P) <= alignof(double), "op parameters must fit fq_op.raw");
+    return *reinterpret_cast<const P *>(op.raw);
+}
+
+/* A field descriptor of member f of parameter struct S: FQ_FIELD(S, f).  Only doubles
+ * (scalars and arrays of up to two dimensions) are parameters. */
+template <class T>
+constexpr fq_op_field make_field(const char *name, size_t offset)
+{
+    static_assert(std::is_same<typename std::remove_all_extents<T>::type, double>::value,
+                  "op parameters are doubles (or arrays of doubles)");
+    static_assert(std::rank<T>::value <= 2, "op parameter arrays have at most 2 dimensions");
+    return fq_op_field{name, FQ_FIELD_F64, (int)std::rank<T>::value,
+                       {(int)std::extent<T, 0>::value, (int)std::extent<T, 1>::value}, offset};
+}
+#define FQ_FIELD(S, f) fqi::make_field<decltype(S::f)>(#f, offsetof(S, f))
+
+/* The fields of a record cover its parameter struct exactly, in order, without gaps
+ * (checked at compile time over the whole table). */
+constexpr bool fields_cover(const fq_op_field *f, int n, size_t size)
+{
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (f[i].offset != at)
+            return false;
+        size_t count = 1;
+        for (int d = 0; d < f[i].ndim; d++)
+            count *= (size_t)f[i].shape[d];
+        at += count * sizeof(double);
+    }
+    return at == size && size <= sizeof(((fq_op *)nullptr)->raw);
+}
 
 /* Draw every random parameter of sample (seed, epoch, index) for an H x W source.
  * Errors: FQ_E_TOO_LARGE, FQ_E_INVALID (op-specific, e.g. RandomCrop larger than the image). */
