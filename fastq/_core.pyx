@@ -116,12 +116,6 @@ cdef class Ring:
         return self.r
 
     @property
-    def arena_address(self):
-        cdef size_t n
-        self._check()
-        return <size_t>fq_ring_arena(self.r, &n)
-
-    @property
     def arena_bytes(self):
         cdef size_t n
         self._check()

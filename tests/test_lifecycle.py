@@ -112,7 +112,7 @@ def test_fork_child_stats_and_use_raise_without_touching_the_parent_locks():
             os.close(r)
             out = []
             for fn in (p.stats, lambda: next(iter(p)), lambda: p._state.ring.stats(),
-                       lambda: p._state.ring.arena_address, lambda: p._state.ring.closed):
+                       lambda: p._state.ring.arena_bytes, lambda: p._state.ring.closed):
                 try:
                     fn()
                     out.append("no error")

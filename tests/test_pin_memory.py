@@ -54,13 +54,14 @@ def test_arena_is_registered_once_and_unregistered_before_it_is_freed(fake_cudar
     log = tmp_path / "log.txt"
     res = run_py("""
         import gc, numpy as np, fastq
+        from fastq import _testing
         p = fastq.Pipeline([(np.zeros(5, np.float32), 1)] * 12, batch_size=4, queue_size=3, pin_memory=True)
         kept = None
         for b in p:
             kept = b                      # a batch still alive after close()
         st = p.stats()
         ring = p._state.ring
-        print("STATS", st["pinned"], hex(ring.arena_address), ring.arena_bytes, flush=True)
+        print("STATS", st["pinned"], hex(_testing.arena_address(ring)), ring.arena_bytes, flush=True)
         p.close()
         print("CLOSED", flush=True)
         del p, ring, b

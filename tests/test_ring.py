@@ -118,7 +118,7 @@ def test_slots_are_64_byte_aligned_views_of_the_arena_no_copy():
     ring.begin_run(True)
     ring.set_end(15)
     run = _core.NativeRun(ring, task, 2, 15)
-    base, size = ring.arena_address, ring.arena_bytes
+    base, size = _testing.arena_address(ring), ring.arena_bytes
     assert base % 4096 == 0
     batches = []
     for _ in range(3):

@@ -8,6 +8,7 @@ ring only through the typed cdef methods of fastq._core.Ring.
 
   * PatternTask: a native sample task that needs no images (csrc/tests/fq_testtask.h),
     for the ring/pool tests and the ring microbenchmark;
+  * arena_address(ring): where the ring's arena starts (Ring has no integer address);
   * block_address(ring, slot, block): where a slot's output block starts, for
     the tests that prove a batch or a TF tensor aliases slot memory;
   * write_row(ring, slot, row, arrays): copy one sample into a row by hand.
@@ -72,6 +73,13 @@ cdef class PatternTask(TaskBase):
         if rc != 0:
             raise_fq_error(&err)
         return nb, nr, bad, (t1 - t0) / 1e9
+
+
+def arena_address(Ring ring not None):
+    """Address of the ring's slot arena (tests only: fastq's public API hands out no
+    integer addresses).  Raises ForkedPipelineError in a forked child."""
+    cdef size_t n
+    return <size_t>ring.arena(&n)
 
 
 def block_address(Ring ring not None, int slot, int block):
