@@ -19,8 +19,10 @@ from fastq.includes.fq_image cimport *
 from fastq.includes.fq_image_info cimport *
 from fastq.includes.fq_image_prepare cimport *
 from fastq.includes.fq_stage_times cimport *
+from fastq.includes.fq_sample_reader cimport *
 from fastq.includes.fq_imgtask cimport *
 from fastq.includes.fq_crc32c cimport *
+from fastq.includes.fq_example cimport *
 from fastq.includes.fq_tfrecord cimport *
 from fastq.includes.fq_tar cimport *
 from fastq.includes.fq_readahead cimport *

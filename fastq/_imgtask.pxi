@@ -24,7 +24,8 @@ cdef class SampleReader:
     """Base of the native readers (_records.pxi: TFRecordReader, TarReader,
     FileReader, ReadAhead, TFRecordStreamReader): the C fq_sample_reader an
     ImageTask or a ReadAhead reads samples through.  A subclass points `sr` at
-    its reader once that is complete; `sr` stays valid while the object lives,
+    the fq_sample_reader its C create function returned (every C reader hands
+    out its own); `sr` stays valid while the object lives,
     and whoever uses it keeps a reference to the object."""
     cdef const fq_sample_reader *sr
     cdef readonly int64_t n

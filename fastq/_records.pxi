@@ -109,7 +109,6 @@ cdef class TFRecordReader(SampleReader):
     """The native reader over an indexed set of TFRecord shards (see
     fastq.dataset_sources.TFRecord, which builds the index)."""
     cdef fq_tfr *r
-    cdef fq_sample_reader _sr   # self.sr points here
     cdef fq_tfr_feature feats[16]
     cdef size_t extra_offset[16]
     cdef const char **_paths
@@ -159,14 +158,10 @@ cdef class TFRecordReader(SampleReader):
                 np.ascontiguousarray(length, np.uint64), np.ascontiguousarray(number, np.int64)]
         keep += arrs
         _fill_features(features, self.feats, keep)
-        self._sr.n_extra = 0
-        for k, (_, kind, count) in enumerate(features):
+        for k, (_, kind, count) in enumerate(features):  # the C reader's extra sizes, in this order
             self.extra_offset[k] = off
             if k != image:
-                size = count * (4 if kind == "float32" else 8)
-                self._sr.extra_sizes[self._sr.n_extra] = size
-                self._sr.n_extra += 1
-                off += size
+                off += count * (4 if kind == "float32" else 8)
         cfg.n_shards = ns
         cfg.paths = self._paths
         cfg.mem = self._mem
@@ -182,13 +177,9 @@ cdef class TFRecordReader(SampleReader):
         cfg.image = image
         cfg.extra_offset = self.extra_offset
         self._keep = keep
-        if fq_tfr_create(&cfg, &self.r, &err) != 0:
+        if fq_tfr_create(&cfg, &self.r, &self.sr, &err) != 0:
             raise_fq_error(&err)
         self.n = cfg.n
-        self._sr.read = fq_tfr_read
-        self._sr.describe = fq_tfr_describe
-        self._sr.reader = self.r
-        self.sr = &self._sr
 
     def __dealloc__(self):
         if self.r != NULL:
@@ -250,7 +241,6 @@ cdef class TarReader(SampleReader):
     """The native reader over an index of tar samples (see
     fastq.dataset_sources.WebDataset, which builds the index)."""
     cdef fq_tarset *s
-    cdef fq_sample_reader _sr   # self.sr points here
     cdef const char **_paths
     cdef const char **_keys
     cdef const char **_errors
@@ -301,15 +291,9 @@ cdef class TarReader(SampleReader):
         cfg.error = self._errors
         cfg.with_label = with_label
         self._keep = keep
-        if fq_tarset_create(&cfg, &self.s, &err) != 0:
+        if fq_tarset_create(&cfg, &self.s, &self.sr, &err) != 0:
             raise_fq_error(&err)
         self.n = n
-        self._sr.read = fq_tar_read
-        self._sr.describe = fq_tar_describe
-        self._sr.reader = self.s
-        self._sr.n_extra = 1 if with_label else 0
-        self._sr.extra_sizes[0] = 8
-        self.sr = &self._sr
 
     def __dealloc__(self):
         if self.s != NULL:
@@ -564,10 +548,7 @@ cdef class TFRecordStreamReader(SampleReader):
         for k, (_, kind, count) in enumerate(features):
             self.extra_offset[k] = off
             if k != image:
-                size = count * (4 if kind == "float32" else 8)
-                cfg.extra_sizes[cfg.n_extra] = size
-                cfg.n_extra += 1
-                off += size
+                off += count * (4 if kind == "float32" else 8)
         cfg.n_shards = ns
         cfg.paths = self._paths
         cfg.mem = self._mem

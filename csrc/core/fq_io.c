@@ -3,8 +3,10 @@
 #include "core/fq_io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int fq_io_errno(fq_err *err, int e, const char *what, const char *path)
@@ -13,6 +15,45 @@ int fq_io_errno(fq_err *err, int e, const char *what, const char *path)
     if (strerror_r(e, eb, sizeof eb) != 0)
         snprintf(eb, sizeof eb, "errno %d", e);
     return fq_set_err(err, FQ_E_IO, "%s '%s': %s", what, path, eb);
+}
+
+/* "<strerror(e)>" or "errno <e>" into eb */
+static void reason(int e, char *eb, size_t len)
+{
+    if (strerror_r(e, eb, len) != 0)
+        snprintf(eb, len, "errno %d", e);
+}
+
+int fq_open_regular(const char *path, const char *what, int *fd, uint64_t *size, fq_err *err)
+{
+    char eb[128];
+    *fd = -1;
+    *size = 0;
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) {
+        reason(errno, eb, sizeof eb);
+        if (what)
+            return fq_set_err(err, FQ_E_IO, "cannot open %s '%s': %s", what, path, eb);
+        return fq_set_err(err, FQ_E_IO, "cannot open: %s", eb);
+    }
+    struct stat st;
+    if (fstat(f, &st) != 0) {
+        int e = errno;
+        (void)close(f); /* read-only and unused: nothing to lose */
+        reason(e, eb, sizeof eb);
+        if (what)
+            return fq_set_err(err, FQ_E_IO, "cannot stat %s '%s': %s", what, path, eb);
+        return fq_set_err(err, FQ_E_IO, "cannot stat: %s", eb);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        (void)close(f);
+        if (what)
+            return fq_set_err(err, FQ_E_IO, "%s '%s' is not a regular file", what, path);
+        return fq_set_err(err, FQ_E_IO, "not a regular file");
+    }
+    *fd = f;
+    *size = (uint64_t)st.st_size;
+    return FQ_OK;
 }
 
 int fq_pread_full(int fd, uint8_t *dst, size_t n, uint64_t off, size_t *got)

@@ -1,7 +1,7 @@
-/* fq_io.h - small POSIX file helpers shared by the native dataset readers
- * (fq_tfrecord.c, fq_tfr_stream.c, fq_tar.c).
+/* fq_io.h - small POSIX file helpers shared by the image task (task/fq_imgtask.c) and
+ * the native dataset readers (records/: TFRecord, tar, read-ahead).
  *
- * Thread safety: both functions are reentrant (no shared state; pread does not
+ * Thread safety: every function is reentrant (no shared state; pread does not
  * move the file offset), so workers may call them on one descriptor at once.
  */
 #ifndef FQ_IO_H
@@ -15,6 +15,14 @@ extern "C" {
 
 /* Sets err to FQ_E_IO "<what> '<path>': <strerror(e)>" and returns FQ_E_IO. */
 int fq_io_errno(fq_err *err, int e, const char *what, const char *path);
+
+/* Open path read-only (O_CLOEXEC) and check that it is a regular file: on FQ_OK *fd
+ * is open (the caller closes it) and *size is its length in bytes.  On failure nothing
+ * stays open and err is FQ_E_IO, worded for a shard (what = "tar shard"):
+ *     "cannot open <what> '<path>': <reason>"   "<what> '<path>' is not a regular file"
+ * or, with what == NULL, for a sample file whose caller names it in its own prefix:
+ *     "cannot open: <reason>"   "not a regular file"                                   */
+int fq_open_regular(const char *path, const char *what, int *fd, uint64_t *size, fq_err *err);
 
 /* pread n bytes at off into dst, retrying short reads and EINTR.  *got is the
  * number of bytes read (< n at end of file).  Returns 0, or -1 with errno set. */

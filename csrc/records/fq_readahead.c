@@ -1,14 +1,13 @@
 /* fq_readahead.c - see fq_readahead.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "records/fq_readahead.h"
+#include "core/fq_io.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -318,19 +317,12 @@ static int fr_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uin
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
     }
-    int fd = open(r->paths[idx], O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        char eb[128];
-        if (strerror_r(errno, eb, sizeof eb) != 0)
-            snprintf(eb, sizeof eb, "errno %d", errno);
-        return fq_set_err(err, FQ_E_IO, "cannot open: %s", eb);
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        (void)close(fd);
-        return fq_set_err(err, FQ_E_IO, "cannot stat, or not a regular file");
-    }
-    size_t want = (size_t)st.st_size;
+    int fd;
+    uint64_t fsize;
+    int orc = fq_open_regular(r->paths[idx], NULL, &fd, &fsize, err);
+    if (orc != FQ_OK)
+        return orc;
+    size_t want = (size_t)fsize;
     if (want == 0) {
         (void)close(fd);
         return fq_set_err(err, FQ_E_EMPTY, "empty file (0 bytes)");

@@ -19,7 +19,7 @@
 #ifndef FQ_READAHEAD_H
 #define FQ_READAHEAD_H
 
-#include "task/fq_imgtask.h"
+#include "task/fq_sample_reader.h"
 
 #ifdef __cplusplus
 extern "C" {

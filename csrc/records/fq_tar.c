@@ -188,20 +188,11 @@ int fq_tar_scan(const char *path, uint64_t **offsets, uint64_t **sizes, uint8_t 
     *names_len = 0;
     *n = 0;
     fq_clear_err(tail);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return fq_io_errno(err, errno, "cannot open tar shard", path);
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        (void)close(fd);
-        return fq_io_errno(err, e, "cannot stat tar shard", path);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        (void)close(fd);
-        return fq_set_err(err, FQ_E_IO, "tar shard '%s' is not a regular file", path);
-    }
-    uint64_t fsize = (uint64_t)st.st_size, pos = 0;
+    int fd;
+    uint64_t fsize, pos = 0;
+    int orc = fq_open_regular(path, "tar shard", &fd, &fsize, err);
+    if (orc != FQ_OK)
+        return orc;
     members m;
     memset(&m, 0, sizeof m);
     char *pending_name = NULL, *meta = NULL;
@@ -337,11 +328,13 @@ int fq_tar_scan(const char *path, uint64_t **offsets, uint64_t **sizes, uint8_t 
 
 struct fq_tarset {
     fq_tarset_config c;
+    fq_sample_reader sr;
 };
 
-int fq_tarset_create(const fq_tarset_config *cfg, fq_tarset **out, fq_err *err)
+int fq_tarset_create(const fq_tarset_config *cfg, fq_tarset **out, const fq_sample_reader **reader, fq_err *err)
 {
     *out = NULL;
+    *reader = NULL;
     if (cfg->n_shards < 1 || !cfg->paths || cfg->n < 0 ||
         (cfg->n > 0 && (!cfg->shard || !cfg->img_off || !cfg->img_size || !cfg->lab_off || !cfg->lab_size ||
                         !cfg->number || !cfg->key || !cfg->error)))
@@ -353,7 +346,13 @@ int fq_tarset_create(const fq_tarset_config *cfg, fq_tarset **out, fq_err *err)
     if (!s)
         return fq_set_err(err, FQ_E_NOMEM, "out of memory");
     s->c = *cfg;
+    s->sr.read = fq_tar_read;
+    s->sr.describe = fq_tar_describe;
+    s->sr.reader = s;
+    s->sr.n_extra = cfg->with_label ? 1 : 0; /* the label, an int64 */
+    s->sr.extra_sizes[0] = 8;
     *out = s;
+    *reader = &s->sr;
     return FQ_OK;
 }
 

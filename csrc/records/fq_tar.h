@@ -22,6 +22,7 @@
 #define FQ_TAR_H
 
 #include "core/fq_common.h"
+#include "task/fq_sample_reader.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,7 +52,9 @@ typedef struct fq_tarset_config {
 
 typedef struct fq_tarset fq_tarset;
 
-int fq_tarset_create(const fq_tarset_config *cfg, fq_tarset **out, fq_err *err);
+/* *reader: the fq_sample_reader to hand to an image task (owned by the fq_tarset;
+ * one output after the image, the int64 label, when with_label). */
+int fq_tarset_create(const fq_tarset_config *cfg, fq_tarset **out, const fq_sample_reader **reader, fq_err *err);
 void fq_tarset_free(fq_tarset *s);
 int fq_tar_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data, size_t *len,
                 uint8_t *extra, uint64_t *nread, fq_err *err);

@@ -33,7 +33,7 @@
 #ifndef FQ_TFR_STREAM_H
 #define FQ_TFR_STREAM_H
 
-#include "task/fq_imgtask.h"
+#include "task/fq_sample_reader.h"
 #include "records/fq_tfrecord.h"
 
 #ifdef __cplusplus
@@ -61,8 +61,6 @@ typedef struct fq_tfs_config {
     const size_t *extra_offset;
     int64_t hold_cap;            /* most records held read-ahead (>= 1) */
     int gz;                      /* 0, or zlib window bits: 31 GZIP / 15 ZLIB shards, inflated as a stream */
-    int n_extra;                 /* the sample reader's outputs after the image */
-    size_t extra_sizes[FQ_IMGTASK_MAX_EXTRA];
 } fq_tfs_config;
 
 typedef struct fq_tfs fq_tfs;
@@ -73,7 +71,8 @@ typedef struct fq_tfs_stats {
     int64_t max_held;    /* most records held at once (since create) */
 } fq_tfs_stats;
 
-/* *reader: the fq_sample_reader to hand to an image task (owned by the fq_tfs). */
+/* *reader: the fq_sample_reader to hand to an image task (owned by the fq_tfs; its
+ * outputs after the image are the non-image features, fq_tfr_extra_sizes). */
 int fq_tfs_create(const fq_tfs_config *cfg, fq_tfs **out, const fq_sample_reader **reader, fq_err *err);
 void fq_tfs_free(fq_tfs *t);
 void fq_tfs_get_stats(fq_tfs *t, fq_tfs_stats *st);

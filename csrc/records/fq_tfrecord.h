@@ -12,10 +12,8 @@
  * that the caller can turn the broken tail into one failing sample (the rest
  * of such a shard cannot be located: TFRecord has no resync marker).
  *
- * fq_tfr_parse_example() is a bounds-checked parser of the tf.train.Example
- * protobuf for the requested keys only (bytes / float / int64 lists), with
- * protobuf's merge rules (a later map entry for a key replaces an earlier one;
- * repeated occurrences of the same list concatenate; unknown fields skipped).
+ * The framing walk and its checks are records/internal/fq_tfr_frame.h (shared with
+ * the stream reader, fq_tfr_stream.h); the Example parser is records/fq_example.h.
  *
  * Thread safety: an fq_tfr is immutable after fq_tfr_create(); fq_tfr_read()
  * may run concurrently from any number of threads, each with its own buffer.
@@ -26,42 +24,14 @@
 #define FQ_TFRECORD_H
 
 #include "core/fq_common.h"
+#include "records/fq_example.h"
+#include "task/fq_sample_reader.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum fq_tfr_kind { FQ_TFR_BYTES = 1, FQ_TFR_FLOAT = 2, FQ_TFR_INT64 = 3 };
-
-#define FQ_TFR_MAX_FEATURES 16
 #define FQ_TFR_BROKEN UINT64_MAX /* length of an index entry that stands for a framing error */
-
-typedef struct fq_tfr_feature {
-    const char *key; /* borrowed, key_len bytes (not necessarily NUL-terminated) */
-    size_t key_len;
-    int kind;        /* FQ_TFR_* */
-    int64_t count;   /* values expected (BYTES: must be 1) */
-} fq_tfr_feature;
-
-/* Per requested feature: for BYTES the value (ptr into the record, len);
- * numeric values are written to dst. */
-typedef struct fq_tfr_value {
-    const uint8_t *ptr;
-    size_t len;
-} fq_tfr_value;
-
-/* The feature list of a reader (both the indexed and the stream reader): at most
- * FQ_TFR_MAX_FEATURES, feats[image] is the one bytes feature (count 1), counts >= 0,
- * extra_offset given.  FQ_OK or FQ_E_INVALID. */
-int fq_tfr_check_features(const fq_tfr_feature *feats, int n_feats, int image, const size_t *extra_offset,
-                          fq_err *err);
-
-/* Parse one serialized Example.  dst[k] (for FLOAT: float[count], INT64:
- * int64_t[count]; NULL for BYTES) receives the values of feature k.  Errors
- * (FQ_E_DECODE): malformed protobuf, a key missing, a wrong list type, a wrong
- * number of values.  The message names the key. */
-int fq_tfr_parse_example(const uint8_t *data, size_t len, const fq_tfr_feature *feats, int n_feats,
-                         fq_tfr_value *vals, void *const *dst, fq_err *err);
 
 /* Index one shard, from a file (mem == NULL) or a buffer (mem, mem_len: a
  * decompressed GZIP shard).  On FQ_OK: *offsets / *lengths (malloc'd, caller
@@ -91,10 +61,12 @@ typedef struct fq_tfr_config {
 
 typedef struct fq_tfr fq_tfr;
 
-int fq_tfr_create(const fq_tfr_config *cfg, fq_tfr **out, fq_err *err);
+/* *reader: the fq_sample_reader to hand to an image task (owned by the fq_tfr; its
+ * outputs after the image are the non-image features, fq_tfr_extra_sizes). */
+int fq_tfr_create(const fq_tfr_config *cfg, fq_tfr **out, const fq_sample_reader **reader, fq_err *err);
 void fq_tfr_free(fq_tfr *r);
 
-/* Read, verify and parse record idx.  *buf / *cap: the caller's growable buffer
+/* fq_sample_reader.read: read, verify and parse record idx.  *buf / *cap: the caller's growable buffer
  * (realloc'd as needed; owned by the caller).  On FQ_OK *data / *len point at
  * the encoded image inside *buf (or inside the in-memory shard), the other
  * features are written at their extra_offset in extra, and *nread is the

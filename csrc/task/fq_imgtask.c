@@ -3,15 +3,14 @@
 #include "task/fq_imgtask.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fq_io.h"
 #include "core/fq_rng.h"
 #include "core/fq_stage_times.h"
 
@@ -219,25 +218,12 @@ int fq_imgtask_set_epoch(fq_imgtask *t, const int64_t *order, int64_t n_items, u
 /* Read a whole file into the worker's buffer. */
 static int read_file(fq_imgtask *t, fq_worker_buf *w, const char *path, size_t *len, fq_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        char eb[128];
-        if (strerror_r(e, eb, sizeof eb) != 0)
-            snprintf(eb, sizeof eb, "errno %d", e);
-        return fq_set_err(err, FQ_E_IO, "cannot open: %s", eb);
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        (void)close(fd);
-        return fq_set_err(err, FQ_E_IO, "cannot stat (errno %d)", e);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        (void)close(fd);
-        return fq_set_err(err, FQ_E_IO, "not a regular file");
-    }
-    size_t want = (size_t)st.st_size;
+    int fd;
+    uint64_t fsize;
+    int rc = fq_open_regular(path, NULL, &fd, &fsize, err);
+    if (rc != FQ_OK)
+        return rc;
+    size_t want = (size_t)fsize;
     if (want == 0) {
         (void)close(fd);
         return fq_set_err(err, FQ_E_EMPTY, "empty file (0 bytes)");

@@ -23,6 +23,7 @@
 
 #include "core/fq_common.h"
 #include "image/fq_image.h"
+#include "task/fq_sample_reader.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,26 +33,7 @@ enum fq_src_kind { FQ_SRC_FILES = 0, FQ_SRC_BYTES = 1, FQ_SRC_ARRAYS = 2, FQ_SRC
 enum fq_on_error { FQ_ON_ERROR_RAISE = 0, FQ_ON_ERROR_SKIP = 1 };
 
 #define FQ_IMGTASK_MAX_CODES 16
-#define FQ_IMGTASK_MAX_EXTRA 16
-
-/* FQ_SRC_READER: a native record reader (fq_tfrecord, fq_tar).  read() fetches
- * sample idx into the worker's growable buffer (*buf, *cap: owned by the task,
- * realloc'd by the reader), points *data, *len at its encoded image (valid until
- * the worker's next read) and writes the sample's other outputs (extra_sizes[k]
- * bytes each, concatenated) into extra; *nread = bytes read from storage.
- * describe() names the sample's location ("shard '...', record N") for error
- * messages.  Both are called concurrently from all workers: reader must be
- * safe for that. */
-typedef struct fq_sample_reader {
-    int (*read)(void *reader, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data, size_t *len,
-                uint8_t *extra, uint64_t *nread, fq_err *err);
-    void (*describe)(void *reader, int64_t idx, char *out, size_t len);
-    void *reader;
-    /* optional (NULL): told each epoch's order by fq_imgtask_set_epoch (read-ahead) */
-    int (*set_order)(void *reader, const int64_t *order, int64_t n_items, fq_err *err);
-    int n_extra;                                  /* outputs after the image (labels etc.) */
-    size_t extra_sizes[FQ_IMGTASK_MAX_EXTRA];
-} fq_sample_reader;
+#define FQ_IMGTASK_MAX_EXTRA FQ_READER_MAX_EXTRA
 
 /* READER: the type an extra output is delivered as (fq_imgtask_source.extra_type).
  * FQ_NUM_AS_READ copies the reader's bytes; any other type needs an output of int64

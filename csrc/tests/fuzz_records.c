@@ -190,14 +190,16 @@ static void fuzz_tfrecord(const uint8_t *ex, size_t en, const char *tmp, int ite
                 fq_tfr_config cfg = {1, paths, use_mem ? mem : NULL, mem_len, tails, cnt, shard, offs, lens, num,
                                      FEATS, 3, 0, xoff};
                 fq_tfr *r;
-                CHECK(fq_tfr_create(&cfg, &r, &err) == FQ_OK);
+                const fq_sample_reader *sr;
+                CHECK(fq_tfr_create(&cfg, &r, &sr, &err) == FQ_OK);
+                CHECK(sr->reader == r && sr->n_extra == 2 && sr->extra_sizes[0] == 8 && sr->extra_sizes[1] == 8);
                 uint8_t *buf = NULL, extra[16];
                 size_t cap = 0;
                 for (int64_t i = 0; i < cnt; i++) {
                     const uint8_t *data;
                     size_t len;
                     uint64_t nread;
-                    if (fq_tfr_read(r, i, &buf, &cap, &data, &len, extra, &nread, &err) == FQ_OK) {
+                    if (sr->read(sr->reader, i, &buf, &cap, &data, &len, extra, &nread, &err) == FQ_OK) {
                         good++;
                         /* only records whose bytes still match the seed's CRCs get here */
                         const uint8_t *base = use_mem ? b + offs[i] : buf;
@@ -258,7 +260,9 @@ static void fuzz_tar(const char *seed_path, const char *tmp, int iters)
             const char *paths[1] = {tmp};
             fq_tarset_config cfg = {1, paths, cnt, shard, offs, sizes, lo, ls, num, keys, errs, 1};
             fq_tarset *s;
-            CHECK(fq_tarset_create(&cfg, &s, &err) == FQ_OK);
+            const fq_sample_reader *sr;
+            CHECK(fq_tarset_create(&cfg, &s, &sr, &err) == FQ_OK);
+            CHECK(sr->reader == s && sr->n_extra == 1 && sr->extra_sizes[0] == 8);
             uint8_t *buf = NULL, extra[8];
             size_t cap = 0;
             for (int64_t i = 0; i < cnt; i++) {
@@ -266,8 +270,8 @@ static void fuzz_tar(const char *seed_path, const char *tmp, int iters)
                 size_t len;
                 uint64_t nread;
                 char where[256];
-                (void)fq_tar_read(s, i, &buf, &cap, &data, &len, extra, &nread, &err);
-                fq_tar_describe(s, i, where, sizeof where);
+                (void)sr->read(sr->reader, i, &buf, &cap, &data, &len, extra, &nread, &err);
+                sr->describe(sr->reader, i, where, sizeof where);
             }
             members += cnt;
             free(buf);

@@ -10,7 +10,7 @@ mkdir -p "$out"
 CC=${CC:-gcc}
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc csrc/tests/fuzz_records.c csrc/records/*.c \
-    csrc/core/*.c -o "$out/fuzz_records_asan" -pthread
+    csrc/core/*.c -o "$out/fuzz_records_asan" -pthread -lz
 seed=$(mktemp -d)
 trap 'rm -rf "$seed"' EXIT
 ${PYTHON:-python3} - "$seed/seed.tar" <<'PY'

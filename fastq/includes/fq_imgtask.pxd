@@ -1,9 +1,10 @@
-# csrc/task/fq_imgtask.h: the image task and the fq_sample_reader interface.
+# csrc/task/fq_imgtask.h: the image task.
 from libc.stdint cimport uint8_t, int32_t, int64_t, uint64_t
 
 from fastq.includes.fq_common cimport fq_err
 from fastq.includes.fq_stage_times cimport fq_stage_times
 from fastq.includes.fq_image cimport fq_img_spec, fq_img_explain
+from fastq.includes.fq_sample_reader cimport fq_sample_reader
 
 cdef extern from "task/fq_imgtask.h" nogil:
     enum:
@@ -19,16 +20,6 @@ cdef extern from "task/fq_imgtask.h" nogil:
         FQ_NUM_COUNT
     size_t fq_num_size(int type)
     const char *fq_num_name(int type)
-    ctypedef int (*fq_read_fn)(void *reader, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data,
-                               size_t *len, uint8_t *extra, uint64_t *nread, fq_err *err)
-    ctypedef void (*fq_describe_fn)(void *reader, int64_t idx, char *out, size_t len)
-    ctypedef struct fq_sample_reader:
-        fq_read_fn read
-        fq_describe_fn describe
-        void *reader
-        int (*set_order)(void *reader, const int64_t *order, int64_t n_items, fq_err *err)
-        int n_extra
-        size_t extra_sizes[16]
     ctypedef struct fq_imgtask_source:
         int kind
         int64_t n

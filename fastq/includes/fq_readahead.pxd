@@ -2,7 +2,7 @@
 from libc.stdint cimport int64_t
 
 from fastq.includes.fq_common cimport fq_err
-from fastq.includes.fq_imgtask cimport fq_sample_reader
+from fastq.includes.fq_sample_reader cimport fq_sample_reader
 
 cdef extern from "records/fq_readahead.h" nogil:
     ctypedef struct fq_ra:

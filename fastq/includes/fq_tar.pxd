@@ -2,6 +2,7 @@
 from libc.stdint cimport uint8_t, int32_t, int64_t, uint64_t
 
 from fastq.includes.fq_common cimport fq_err
+from fastq.includes.fq_sample_reader cimport fq_sample_reader
 
 cdef extern from "records/fq_tar.h" nogil:
     ctypedef struct fq_tarset_config:
@@ -21,7 +22,7 @@ cdef extern from "records/fq_tar.h" nogil:
         pass
     int fq_tar_scan(const char *path, uint64_t **offsets, uint64_t **sizes, uint8_t **flags, char **names,
                     size_t *names_len, int64_t *n, fq_err *tail, fq_err *err)
-    int fq_tarset_create(const fq_tarset_config *cfg, fq_tarset **out, fq_err *err)
+    int fq_tarset_create(const fq_tarset_config *cfg, fq_tarset **out, const fq_sample_reader **reader, fq_err *err)
     void fq_tarset_free(fq_tarset *s)
     int fq_tar_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data, size_t *len,
                     uint8_t *extra, uint64_t *nread, fq_err *err)

@@ -2,8 +2,8 @@
 from libc.stdint cimport uint8_t, int64_t
 
 from fastq.includes.fq_common cimport fq_err
-from fastq.includes.fq_imgtask cimport fq_sample_reader
-from fastq.includes.fq_tfrecord cimport fq_tfr_feature
+from fastq.includes.fq_sample_reader cimport fq_sample_reader
+from fastq.includes.fq_example cimport fq_tfr_feature
 
 cdef extern from "records/fq_tfr_stream.h" nogil:
     ctypedef struct fq_tfs_config:
@@ -19,8 +19,6 @@ cdef extern from "records/fq_tfr_stream.h" nogil:
         const size_t *extra_offset
         int64_t hold_cap
         int gz
-        int n_extra
-        size_t extra_sizes[16]
     ctypedef struct fq_tfs:
         pass
     ctypedef struct fq_tfs_stats:
