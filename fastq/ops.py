@@ -4,7 +4,7 @@ An op is a small immutable description, validated when it is constructed (a bad
 parameter raises ``ValueError`` naming the op, the parameter and the value).  A chain
 of ops is packed for the C core and checked as a whole by :func:`compile_ops` (with the C
 core's chain rules, ``fq_img_chain_check``).
-Nothing here runs pixels: the chain is executed natively (``csrc/fq_image_ops.cpp``) on
+Nothing here runs pixels: the chain is executed natively (``csrc/image/fq_image_ops.cpp``) on
 uint8 images with OpenCV, and the last step (``Normalize`` + dtype + layout) is fused
 into the write of the output row.
 
@@ -34,7 +34,7 @@ __all__ = [
     "CompiledOps", "FQ_OP_DTYPE", "IMAGENET_MEAN", "IMAGENET_STD", "DEFAULT_MAX_PIXELS",
 ]
 
-# The C core's constants (csrc/fq_image.h), read from the extension rather than retyped:
+# The C core's constants (csrc/image/fq_image.h), read from the extension rather than retyped:
 # FQ_OP_DTYPE is the numpy mirror of `struct fq_op` (kind, padding, the parameter union
 # as 16 doubles "f"); DEFAULT_MAX_PIXELS = 2**26 = 67,108,864 pixels (e.g. 8192 x 8192).
 FQ_OP_DTYPE = _image.FQ_OP_DTYPE
@@ -118,15 +118,18 @@ def _fill(op, fill):
 
 
 class Op:
-    """Base class: ``kind`` (C enum value), ``fields()`` (the op's C parameter struct by
-    field name, see ``csrc/fq_image.h``), ``pack()``.  What an op does to the image size
-    and the rules of a chain are the C core's (its op records)."""
+    """Base class: ``kind`` (the C op kind, from ``_image.OP_KINDS`` by class name),
+    ``fields()`` (the op's C parameters by field name: the descriptor of its record in
+    ``csrc/image/fq_image_ops.cpp``, ``_image.OP_FIELDS``), ``pack()``.  What an op does to
+    the image size and the rules of a chain are the C core's (its op records)."""
 
     kind = 0
 
     def fields(self) -> Dict[str, Any]:  # pragma: no cover - abstract
-        """The C parameter struct of this op (``fq_op_<kind>`` in fq_image.h) as a dict
-        keyed by its field names; ``fastq._image.pack_ops`` fills the struct by name."""
+        """The C parameters of this op as a dict keyed by the field names of its C
+        descriptor (``_image.OP_FIELDS[type(self).__name__]``: names and shapes, all
+        float64); ``fastq._image.pack_ops`` fills ``fq_op`` by those descriptors
+        (tests/test_op_descriptors.py holds the two together)."""
         raise NotImplementedError
 
     def pack(self) -> Tuple[int, Tuple[Tuple[str, Any], ...]]:
