@@ -27,7 +27,8 @@ mkdir -p "$WORK/src/fastq" "$WORK/src/tests/native"
 cp setup.py pyproject.toml "$WORK/src/"
 cp -r csrc "$WORK/src/"
 cp fastq/__init__.py fastq/*.pxd "$WORK/src/fastq/"
-cp tests/native/_testing.pyx "$WORK/src/tests/native/"
+cp -r fastq/includes "$WORK/src/fastq/"
+cp tests/native/_testing.pyx tests/native/*.pxd "$WORK/src/tests/native/"
 (cd "$WORK/src" && FASTQ_TESTING=1 FASTQ_ONLY=_testing $PY setup.py -q build_clib -b "$WORK/lib" -t "$WORK/tmp" \
     build_ext -b "$SITE" -t "$WORK/tmp") >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log" >&2; exit 1; }
 ls "$SITE"/fastq/_testing.*.so
