@@ -1,7 +1,8 @@
 /* fq_ring_impl.h - the ring's private state and the helpers its two source files share
  * (fq_ring.c: create / destroy / run control; fq_ring_slots.c: the slot protocol of
- * producers and the consumer).  Every field of struct fq_ring is guarded by mu
- * except the immutable layout (capacity .. arena_bytes).  Private to csrc/ring/.
+ * producers and the consumer).  The locking rules are fq_ring.h's: the layout
+ * (capacity .. arena_bytes) is immutable after create, the rest is read and written
+ * under mu (the *_locked helpers expect it held).  Private to csrc/ring/.
  */
 #ifndef FQ_RING_IMPL_H
 #define FQ_RING_IMPL_H
