@@ -314,7 +314,7 @@ def prepare_shards(src, dst, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, pref
     readers with small shuffle buffers).  Returns a dict of counts and byte totals."""
     import json
     import threading
-    from fastq.sources.datasets import Folder
+    from fastq.sources.folder import Folder
     if fmt not in ("tfrecord", "tar"):
         raise ValueError(f"format must be 'tfrecord' or 'tar', got {fmt!r}")
     if shard_size < 1:
