@@ -18,8 +18,10 @@ import pytest
 from PIL import Image
 
 import fastq
-from fastq import ops, testdata
-from fastq.cli import BOX_COLOR, CliError, parse_ops
+from fastq import ops
+from fastq.bench import testdata
+from fastq.cli import CliError
+from fastq.cli.show import BOX_COLOR, parse_ops
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(fastq.__file__)))
 
@@ -286,7 +288,7 @@ def test_errors_are_one_line_with_exit_status_2(args, needle, jpeg_dir, tmp_path
 
 
 def test_help_on_every_subcommand():
-    from fastq.cli import _COMMANDS
+    from fastq.cli import COMMANDS as _COMMANDS
     names = [c[0] for c in _COMMANDS]
     assert {"bench", "show", "info"} <= set(names)
     top = run_cli("--help")

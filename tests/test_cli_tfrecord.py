@@ -8,8 +8,10 @@ import os
 import numpy as np
 import pytest
 
-from fastq import bench, testdata
-from fastq.bench_peers import TFRecordData, PyRecords, parse_example
+from fastq import bench
+from fastq.bench import testdata
+from fastq.bench.data import PyRecords, TFRecordData
+from fastq.records import parse_example
 
 from test_cli import installed, run_cli
 

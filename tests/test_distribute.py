@@ -33,10 +33,10 @@ def test_two_workers_see_every_sample_once(tmp_path):
     for i in range(2):
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",
                    TF_CONFIG=json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}))
-        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.pathsep.join([ROOT, os.path.join(ROOT, "tests"), env.get("PYTHONPATH", "")])
         out = tmp_path / f"worker{i}.json"
         outs.append(out)
-        procs.append(subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "distribute_worker.py"), str(out)],
+        procs.append(subprocess.Popen([sys.executable, "-m", "helpers.distribute_worker", str(out)],
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT))
     logs = []
     try:

@@ -15,7 +15,7 @@ import keras  # noqa: E402
 
 import fastq  # noqa: E402
 import fastq.tf as fqtf  # noqa: E402
-from native_helpers import slot_addresses  # noqa: E402
+from helpers.native_helpers import slot_addresses  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RNG = np.random.RandomState(0)
@@ -154,8 +154,8 @@ def test_bfloat16_batches_train_a_mixed_precision_model():
 @pytest.fixture(scope="module")
 def strategy_results():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "keras_strategy_scenario.py")],
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, os.path.join(ROOT, "tests"), env.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-m", "helpers.keras_strategy_scenario"],
                          capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return {r["name"]: r for r in (json.loads(line[7:]) for line in res.stdout.splitlines()

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import errors, ops, testdata
+from fastq import errors, ops
+from fastq.bench import testdata
 
 CHAIN = [ops.RandomResizedCrop(48), ops.HorizontalFlip(), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import errors, ops, testdata
+from fastq import errors, ops
+from fastq.bench import testdata
 from fastq.sources import read_ahead_stats
 
 N = 24

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastq
-from fastq import _image, errors, ops, testdata
+from fastq import _image, errors, ops
+from fastq.bench import testdata
 
 import tensorflow as tf
 

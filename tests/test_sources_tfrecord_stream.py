@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import _image, errors, ops, testdata
+from fastq import _image, errors, ops
+from fastq.bench import testdata
 
 import tensorflow as tf
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import ops, testdata
+from fastq import ops
+from fastq.bench import testdata
 from fastq.stages import STAGES, format_stages, stage_report
 
 CHAIN = [ops.RandomResizedCrop(64), ops.HorizontalFlip(), ops.ColorJitter(0.2, 0.2, 0.2), ops.Normalize()]
