@@ -176,6 +176,7 @@ def test_len_of_native_pipelines():
     assert bool(arrays_pipe())
 
 
+@pytest.mark.tensorpack
 def test_len_of_iterable_pipelines():
     samples = [(np.zeros(3, np.float32), i) for i in range(10)]
     with fastq.Pipeline(samples, batch_size=3) as p:

@@ -7,6 +7,8 @@ import tarfile
 
 import pytest
 
+pytestmark = pytest.mark.wheel
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -55,6 +55,8 @@ def nonwhite_fraction(img):
 # bench
 # ---------------------------------------------------------------------------
 
+@pytest.mark.tf
+@pytest.mark.tensorpack
 def test_bench_quick_json_has_every_installed_peer_and_the_png_is_a_chart(tmp_path):
     out_json, out_png = tmp_path / "b.json", tmp_path / "b.png"
     r = run_cli("bench", "--quick", "--scaling", "1,2", "--no-progress", "--data-dir", str(tmp_path / "data"),
@@ -222,6 +224,7 @@ def _links_shared(so, prefix):
     return f"[{prefix}" in needed
 
 
+@pytest.mark.tf
 def test_info_names_the_native_libraries_actually_linked():
     from fastq import _image  # maps the libraries fastq links into this process
     so = os.path.realpath(_image.__file__)

@@ -17,6 +17,8 @@ from test_cli import installed, run_cli
 
 import tensorflow as tf  # noqa: E402  (the shards are written and parsed with TF, the reference)
 
+pytestmark = pytest.mark.tf
+
 
 def _example(image, label, extra=None):
     feat = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[image])),

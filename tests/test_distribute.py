@@ -11,6 +11,8 @@ import pytest
 
 import tensorflow  # noqa: E402,F401  (a test requirement: requirements-dev.txt)
 
+pytestmark = pytest.mark.tf
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 N, GLOBAL_BATCH = 48, 8
 

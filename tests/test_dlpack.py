@@ -5,8 +5,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import jax  # noqa: F401  (test requirements: fail here, not in the child, when missing)
 import torch  # noqa: F401
+
+pytestmark = [pytest.mark.torch, pytest.mark.jax]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

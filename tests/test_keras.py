@@ -17,6 +17,8 @@ import fastq  # noqa: E402
 import fastq.tf as fqtf  # noqa: E402
 from helpers.native_helpers import slot_addresses  # noqa: E402
 
+pytestmark = pytest.mark.tf
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RNG = np.random.RandomState(0)
 IMGS = RNG.randint(0, 256, (48, 16, 16, 3), np.uint8)

@@ -21,6 +21,8 @@ from fastq.records import encode_example, tfrecord_frame
 
 from test_cli import ROOT, run_cli
 
+pytestmark = pytest.mark.tf
+
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):

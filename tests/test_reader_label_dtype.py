@@ -14,6 +14,8 @@ import fastq
 from fastq import _image, errors, ops
 from fastq.bench import testdata
 
+pytestmark = pytest.mark.tf
+
 # every boundary of every supported integer type, and values floats round
 VALUES = [0, 1, -1, 127, -128, 128, 255, 256, -129, 32767, -32768, 65535, 65536, 2**31 - 1, -2**31, 2**31,
           2**32 - 1, 2**32, 2**40 + 3, 2**53 + 1, 2**63 - 1, -2**63, 16777217]

@@ -66,6 +66,7 @@ def test_listing_matches_reference_rule(tree):
     assert not any(p.endswith(".txt") or p.endswith("stray.jpg") for p in src.paths)
 
 
+@pytest.mark.tf
 def test_listing_matches_keras(tree):
     import keras
     ds = keras.utils.image_dataset_from_directory(tree, labels="inferred", shuffle=False, batch_size=None,

@@ -19,6 +19,8 @@ from fastq.bench import testdata
 
 import tensorflow as tf
 
+pytestmark = pytest.mark.tf
+
 N = 24
 SHARDS = 3
 PER = N // SHARDS

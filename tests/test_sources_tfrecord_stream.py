@@ -17,6 +17,8 @@ from fastq.bench import testdata
 
 import tensorflow as tf
 
+pytestmark = pytest.mark.tf
+
 N = 40
 SHARDS = 4
 PER = N // SHARDS

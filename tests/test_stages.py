@@ -97,6 +97,7 @@ def test_verdict_compares_who_waits_on_whom():
         "no epoch has run yet"
 
 
+@pytest.mark.tf
 def test_tensorboard_callback_logs_the_stages(jpegs, tmp_path):
     import tensorflow as tf
     import fastq.tf as fqtf

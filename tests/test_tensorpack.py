@@ -12,6 +12,8 @@ import pytest
 import tensorflow  # noqa: E402,F401  (a test requirement: requirements-dev.txt)
 import tensorpack  # noqa: E402,F401
 
+pytestmark = [pytest.mark.tf, pytest.mark.tensorpack]
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -22,6 +22,8 @@ import fastq.tf as fqtf  # noqa: E402
 from fastq.bench import testdata  # noqa: E402
 from helpers.native_helpers import slot_addresses  # noqa: E402
 
+pytestmark = pytest.mark.tf
+
 N = 24       # images
 B = 4        # batch size
 SIZE = 32    # output side

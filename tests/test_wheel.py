@@ -29,6 +29,8 @@ from helpers.image_ref import cv2, finish, replay
 
 from fastq import ops
 
+pytestmark = pytest.mark.wheel
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VERSION = re.search(r'^version = "([^"]+)"', open(os.path.join(ROOT, "pyproject.toml")).read(), re.M).group(1)
 PY_TAG = f"cp{sys.version_info[0]}{sys.version_info[1]}"
@@ -303,6 +305,7 @@ COEXIST_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.tf
 def test_fastq_cv2_and_tensorflow_share_one_process(venv, tmp_path):
     import sysconfig
     py, site = venv
