@@ -18,7 +18,7 @@ import random
 from fastq.bench.data import PyRecords, TFRecordData
 from fastq.bench.tasks import MEAN, RATIO, SCALE, STD
 
-__all__ = ["PEERS", "TFRECORD_PEERS", "base_peer", "peer_label", "Cv2Sample", "rrc_box"]
+__all__ = ["PEERS", "TFRECORD_PEERS", "base_peer", "peer_label", "Cv2Sample", "rrc_box", "tfdata_load"]
 
 
 # ---------------------------------------------------------------------------
@@ -152,23 +152,17 @@ def peer_tfdata_n(paths, workers, task):
     return peer_tfdata(paths, workers, task, parallel=workers)
 
 
-def peer_tfdata(paths, workers, task, parallel=None):
-    """tf.data native ops.  rrc: read_file -> sample_distorted_bounding_box ->
-    decode_and_crop_jpeg (decode_image + slice for non-JPEG files) -> resize
-    bilinear -> random_flip_left_right; center: decode -> resize shorter side ->
-    slice; jitter: x*U(b) , random_contrast, random_saturation, clip; normalize;
-    map(AUTOTUNE) -> batch(drop_remainder) -> prefetch(AUTOTUNE).
-    TFRecord shards: TFRecordDataset(shards).take(records) -> shuffle(buffer
-    min(records, 1024)) -> map(parse_single_example + the same ops)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-    tf.random.set_seed(0)
+def tfdata_load(tf, task, all_jpeg):
+    """The task in tf.data native ops: ``load(encoded bytes, label) -> (float32
+    image, label)``, for a ``Dataset.map``.  rrc: sample_distorted_bounding_box ->
+    decode_and_crop_jpeg (decode_image + slice when not every file is a JPEG) ->
+    resize bilinear -> random_flip_left_right; center: decode -> resize shorter
+    side -> slice; jitter: x*U(b), random_contrast, random_saturation, clip;
+    normalize.  Also used by benchmarks/bench_sources.py."""
     S = task.size
     mean = tf.constant([m * 255 for m in MEAN], tf.float32)
     inv_std = tf.constant([1 / (s * 255) for s in STD], tf.float32)
     no_boxes = tf.zeros([1, 0, 4], tf.float32)
-    tfr = paths if isinstance(paths, TFRecordData) else None
-    all_jpeg = tfr.all_jpeg if tfr else all(p.lower().endswith((".jpg", ".jpeg")) for p in paths)
 
     def decode_full(data):
         if all_jpeg:
@@ -211,6 +205,19 @@ def peer_tfdata(paths, workers, task, parallel=None):
             img = tf.image.random_saturation(img, lo, hi)
             img = tf.clip_by_value(img, 0.0, 255.0)
         return (img - mean) * inv_std, label
+    return load
+
+
+def peer_tfdata(paths, workers, task, parallel=None):
+    """tf.data native ops (:func:`tfdata_load`): map(AUTOTUNE) -> batch(drop_remainder)
+    -> prefetch(AUTOTUNE).  TFRecord shards: TFRecordDataset(shards).take(records) ->
+    shuffle(buffer min(records, 1024)) -> map(parse_single_example + the same ops)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+    tf.random.set_seed(0)
+    tfr = paths if isinstance(paths, TFRecordData) else None
+    all_jpeg = tfr.all_jpeg if tfr else all(p.lower().endswith((".jpg", ".jpeg")) for p in paths)
+    load = tfdata_load(tf, task, all_jpeg)
 
     if tfr is not None:
         spec = {tfr.image_key: tf.io.FixedLenFeature([], tf.string),
