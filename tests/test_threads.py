@@ -181,3 +181,37 @@ def test_stats_from_another_thread_while_the_consumer_iterates():
             t.join()
     assert not errors, errors
     assert calls[0] > 0
+
+
+def test_close_from_another_thread_wakes_a_waiting_consumer():
+    gate = threading.Event()
+
+    def gen():  # (producers pull up to 8 samples at a time)
+        for i in range(8):
+            yield np.full(3, i, np.float32), i
+        gate.wait(30)  # the producer is stuck here: the consumer waits for batch 2
+        for i in range(8, 16):
+            yield np.full(3, i, np.float32), i
+    p = fastq.Pipeline(fastq.sources.Iterable(gen()), batch_size=4, queue_size=2, workers=1)
+    it = iter(p)
+    assert [int(v) for v in next(it)[1]] == [0, 1, 2, 3]
+    assert [int(v) for v in next(it)[1]] == [4, 5, 6, 7]
+    got = []
+
+    def consume():
+        try:
+            next(it)
+            got.append("batch")
+        except fastq.errors.PipelineClosedError:
+            got.append("closed")
+    t = threading.Thread(target=consume)
+    t.start()
+    t.join(0.3)
+    assert t.is_alive()  # waiting for a batch that cannot come
+    closer = threading.Thread(target=p.close)
+    closer.start()
+    t.join(30)
+    gate.set()  # let the producer out of the user's iterator, so close() can join it
+    closer.join(30)
+    assert not t.is_alive() and not closer.is_alive()
+    assert got == ["closed"] and p.closed
