@@ -49,7 +49,7 @@ if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from fastq.bench import generated_dataset, usable_cores  # noqa: E402
-from fastq.bench.tasks import REFERENCE  # noqa: E402
+from fastq.bench.tasks import REFERENCE, task_from_dict  # noqa: E402
 
 CLASSES = 10
 
@@ -88,17 +88,10 @@ def make_folder(paths, d):
 
 
 def fastq_runner(source, workers, batch):
-    import fastq
-    p = fastq.Pipeline(source, batch_size=batch, queue_size=4, workers=workers, ops=REFERENCE.fastq_ops(),
-                       dtype="float32", seed=0, shuffle=True, pin_memory=False)
-
-    def run_epoch():
-        n = 0
-        for images, lab in p:
-            n += images.shape[0]
-            del images, lab
-        return n
-    return run_epoch, p.close
+    """(run_epoch, close) of fastq bench's fastq peer on `source`, the reference task."""
+    from fastq.bench.peers import fastq_pipeline
+    run_epoch, close, _ = fastq_pipeline(source, workers, task_from_dict(dict(REFERENCE.to_dict(), batch=batch)))
+    return run_epoch, close
 
 
 def tfdata_runner(shards, workers, batch):

@@ -18,7 +18,7 @@ import random
 from fastq.bench.data import PyRecords, TFRecordData
 from fastq.bench.tasks import MEAN, RATIO, SCALE, STD
 
-__all__ = ["PEERS", "TFRECORD_PEERS", "base_peer", "peer_label", "Cv2Sample", "rrc_box", "tfdata_load"]
+__all__ = ["PEERS", "TFRECORD_PEERS", "base_peer", "peer_label", "Cv2Sample", "rrc_box", "tfdata_load", "fastq_pipeline"]
 
 
 # ---------------------------------------------------------------------------
@@ -115,14 +115,21 @@ class Cv2Sample:
 # ---------------------------------------------------------------------------
 
 def peer_fastq(paths, workers, task):
-    """fastq.Pipeline(sources.Files, or sources.TFRecord for shards), queue_size 4,
-    shuffle, pin_memory=False."""
+    """fastq.Pipeline(sources.Files, or sources.TFRecord for shards): :func:`fastq_pipeline`."""
     import fastq
     if isinstance(paths, TFRecordData):  # native TFRecord reader, the parent's record index
         src = fastq.sources.TFRecord(paths.shards, image_key=paths.image_key, label_key=paths.label_key,
                                      index=paths.index_files)
     else:
         src = fastq.sources.Files(paths, list(range(len(paths))))
+    return fastq_pipeline(src, workers, task)
+
+
+def fastq_pipeline(src, workers, task):
+    """The fastq peer on any source: the task's op chain, queue_size 4, shuffle,
+    pin_memory=False -> (run_epoch, close, info).  Also used by
+    benchmarks/bench_sources.py."""
+    import fastq
     # pin_memory=False: a CPU benchmark; "auto" would load a CUDA runtime if one is
     # installed and put it into the peak RSS.
     p = fastq.Pipeline(src, batch_size=task.batch, queue_size=4,

@@ -30,29 +30,37 @@ ARGS = [  # the arguments of `fastq prepare`: (names, add_argument kwargs), as a
 ]
 
 
+def _growth(out_bytes, in_bytes):
+    return (out_bytes / in_bytes - 1) * 100 if in_bytes else 0.0
+
+
+def _summary(line, errors, what):
+    """Print the run's summary line, and one line per corrupt file to stderr."""
+    print(f"fastq prepare: {line}")
+    for rel, msg in errors:
+        print(f"fastq prepare: {what}: {rel}: {msg}", file=sys.stderr)
+    return 0
+
+
 def _run(a):
     """Run the command for parsed arguments `a` (see ARGS).  Raises OSError or
     ValueError for errors the user can fix; returns the exit status otherwise."""
+    on_error = "skip" if a.skip_errors else "raise"
     if a.format != "folder":
         s = prepare_shards(a.src, a.dst, fmt=a.format, shard_size=a.shard_size, prefix=a.prefix,
                            interval=a.interval, jobs=a.jobs, force=a.force, progress=not a.quiet,
-                           on_error="skip" if a.skip_errors else "raise", shuffle=a.shuffle)
-        growth = (s["out_bytes"] / s["in_bytes"] - 1) * 100 if s["in_bytes"] else 0.0
-        print(f"fastq prepare: {s['samples']} images of {len(s['class_names'])} classes -> {s['records']} "
-              f"records in {s['shards']} {a.format} shard(s) ({s['written']} written, {s['skipped']} up to "
-              f"date); image bytes {s['in_bytes']} -> {s['out_bytes']} ({growth:+.2f} %)")
-        for rel, msg in s["errors"]:
-            print(f"fastq prepare: left out (corrupt): {rel}: {msg}", file=sys.stderr)
-        return 0
+                           on_error=on_error, shuffle=a.shuffle)
+        return _summary(f"{s['samples']} images of {len(s['class_names'])} classes -> {s['records']} records in "
+                        f"{s['shards']} {a.format} shard(s) ({s['written']} written, {s['skipped']} up to date); "
+                        f"image bytes {s['in_bytes']} -> {s['out_bytes']} "
+                        f"({_growth(s['out_bytes'], s['in_bytes']):+.2f} %)", s["errors"], "left out (corrupt)")
     s = prepare_tree(a.src, a.dst, interval=a.interval, jobs=a.jobs, force=a.force, progress=not a.quiet,
-                     on_error="skip" if a.skip_errors else "raise")
-    growth = (s["jpeg_out_bytes"] / s["jpeg_in_bytes"] - 1) * 100 if s["jpeg_in_bytes"] else 0.0
-    print(f"fastq prepare: {s['files']} files: {s['rewritten']} JPEGs re-encoded, {s['kept']} JPEGs kept, "
-          f"{s['copied']} other files copied, {s['skipped']} up to date; JPEG bytes "
-          f"{s['jpeg_in_bytes']} -> {s['jpeg_out_bytes']} ({growth:+.2f} %)")
-    for rel, msg in s["errors"]:
-        print(f"fastq prepare: copied unchanged (corrupt): {rel}: {msg}", file=sys.stderr)
-    return 0
+                     on_error=on_error)
+    return _summary(f"{s['files']} files: {s['rewritten']} JPEGs re-encoded, {s['kept']} JPEGs kept, "
+                    f"{s['copied']} other files copied, {s['skipped']} up to date; JPEG bytes "
+                    f"{s['jpeg_in_bytes']} -> {s['jpeg_out_bytes']} "
+                    f"({_growth(s['jpeg_out_bytes'], s['jpeg_in_bytes']):+.2f} %)", s["errors"],
+                    "copied unchanged (corrupt)")
 
 
 @command("prepare", help="copy an image folder (or write TFRecord / tar shards), re-encoding JPEGs losslessly "
