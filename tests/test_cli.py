@@ -55,6 +55,7 @@ def nonwhite_fraction(img):
 # bench
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.tf
 @pytest.mark.tensorpack
 def test_bench_quick_json_has_every_installed_peer_and_the_png_is_a_chart(tmp_path):

@@ -81,6 +81,7 @@ def test_python_record_reader_matches_tensorflow(shards, tmp_path):
     recs.close()
 
 
+@pytest.mark.slow
 def test_bench_quick_on_tfrecord_shards(shards, tmp_path):
     folder, _ = shards
     out_json = tmp_path / "b.json"

@@ -29,6 +29,7 @@ def free_ports(n):
     return ports
 
 
+@pytest.mark.slow
 def test_two_workers_see_every_sample_once(tmp_path):
     workers = [f"127.0.0.1:{p}" for p in free_ports(2)]
     procs, outs = [], []

@@ -164,6 +164,7 @@ def strategy_results():
                                    if line.startswith("RESULT "))}
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_probe_shifts_epochs_without_epochsync(strategy_results):
     # Keras opens an iterator under a strategy only to learn the input shapes: that
     # probe takes (and abandons) pipeline epoch 0, so training reads epochs 1, 2, 3.
@@ -172,6 +173,7 @@ def test_mirrored_strategy_probe_shifts_epochs_without_epochsync(strategy_result
     assert r["epoch"] == 4 and r["delivered"] > 18
 
 
+@pytest.mark.slow
 def test_epochsync_keeps_pipeline_epochs_in_step_with_keras(strategy_results):
     r = strategy_results["sync"]
     assert r["seen"] == {"0": [0], "1": [1], "2": [2]}
@@ -180,6 +182,7 @@ def test_epochsync_keeps_pipeline_epochs_in_step_with_keras(strategy_results):
     assert r["epoch"] == 3
 
 
+@pytest.mark.slow
 def test_epochsync_resumes_at_initial_epoch(strategy_results):
     r = strategy_results["resume"]
     assert r["seen"] == {"1": [1], "2": [2]}
