@@ -115,7 +115,7 @@ def _find_system():
                              "/usr/include/aarch64-linux-gnu"]
     if not any(os.path.exists(os.path.join(d, "jpeglib.h")) for d in search):
         missing.append("jpeglib.h")
-    # zlib: the TFRecord stream reader inflates GZIP/ZLIB shards (csrc/fq_tfr_stream.c).
+    # zlib: the TFRecord stream reader inflates GZIP/ZLIB shards (csrc/records/fq_tfr_stream.c).
     if not any(os.path.exists(os.path.join(d, "zlib.h")) for d in search):
         missing.append("zlib.h")
     if missing:

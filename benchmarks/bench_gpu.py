@@ -9,8 +9,8 @@
    pipeline with ``pin_memory="auto"`` (slot arena registered with
    cudaHostRegister when the CUDA runtime loads) and one with
    ``pin_memory=False``.  A plain numpy array (pageable) is the peer.
-2. End to end: images/s of one epoch of the reference task (decode ->
-   RandomResizedCrop 224 -> flip -> normalize) through
+2. End to end: images/s of one epoch of the reference task
+   (fastq.bench.tasks.REFERENCE: decode -> RandomResizedCrop 224 -> flip -> normalize) through
    ``fastq.tf.dataset(p, device="/gpu:0")`` (prefetch_to_device) into GPU
    memory, each batch reduced on the GPU, pinned vs unpinned, medians of
    ``--repeats`` epochs after a warm-up.
@@ -24,13 +24,20 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+
+from fastq.bench.tasks import REFERENCE  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=1000)
-    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=REFERENCE.batch)
     ap.add_argument("--copies", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
@@ -46,12 +53,11 @@ def main():
     import numpy as np
 
     import fastq
-    import fastq.ops as O
     import fastq.tf as fqtf
     from bench_tf import dataset_paths
 
     paths, where = dataset_paths(args.images)
-    ops = [O.RandomResizedCrop(224), O.HorizontalFlip(), O.Normalize(O.IMAGENET_MEAN, O.IMAGENET_STD)]
+    ops = REFERENCE.fastq_ops()
 
     def make(pin):
         return fastq.Pipeline(fastq.sources.Files(paths, list(range(len(paths)))), batch_size=args.batch_size,
@@ -85,7 +91,7 @@ def main():
 
     print(f"TensorFlow {tf.__version__}, GPU: {gpus[0].name}; {len(paths)} JPEGs from {where}")
     pipes = {"pinned (auto)": make("auto"), "unpinned": make(False)}
-    print("1. host-to-device bandwidth of one 64x224x224x3 float32 batch:")
+    print(f"1. host-to-device bandwidth of one {args.batch_size}x{REFERENCE.size}x{REFERENCE.size}x3 float32 batch:")
     for name, p in pipes.items():
         it = iter(p)
         images, _ = next(it)
@@ -93,7 +99,7 @@ def main():
         print(f"  fastq slot, {name:14s}: {h2d_gbps(images):6.2f} GB/s   pinned={st['pinned']} ({st['pin_reason']})")
         del images
         it.close()
-    pageable = aligned_pageable((args.batch_size, 224, 224, 3))
+    pageable = aligned_pageable((args.batch_size, REFERENCE.size, REFERENCE.size, 3))
     print(f"  plain numpy array (pageable)  : {h2d_gbps(pageable):6.2f} GB/s")
     del pageable
 

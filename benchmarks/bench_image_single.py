@@ -1,7 +1,10 @@
 """Single-thread speed of the native per-sample image path (fastq._image) on the
-reference task: JPEG 300-800 px -> RandomResizedCrop 224 bilinear -> HorizontalFlip ->
-Normalize (ImageNet) float32 NHWC.  Files are read into memory first (decode +
-augment + write only).  Usage: python benchmarks/bench_image_single.py [n] [runs]
+reference task (fastq.bench.tasks.REFERENCE): JPEG 300-800 px -> RandomResizedCrop 224
+bilinear -> HorizontalFlip -> Normalize (ImageNet) float32 NHWC.  Files are read into
+memory first (decode + augment + write only).  The peer in the same run is the cv2 code
+of ``fastq bench``'s Python-loop peer (fastq.bench.peers.Cv2Sample) on the same bytes.
+
+Usage: python benchmarks/bench_image_single.py [n] [runs]      (default 500 3)
 """
 import os
 import statistics
@@ -9,11 +12,16 @@ import sys
 import tempfile
 import time
 
-import numpy as np
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
+    sys.path.insert(0, REPO)
 
-from fastq import ops as O
-from fastq._image import ImageSpec, set_opencv_threads
-from fastq.testdata import make_jpeg_dataset
+from fastq import ops as O  # noqa: E402
+from fastq._image import ImageSpec, set_opencv_threads  # noqa: E402
+from fastq.bench.peers import Cv2Sample  # noqa: E402
+from fastq.bench.tasks import REFERENCE  # noqa: E402
+from fastq.bench.testdata import make_jpeg_dataset  # noqa: E402
 
 
 def main():
@@ -25,9 +33,8 @@ def main():
     if len(paths) != n:
         paths = make_jpeg_dataset(d, n, seed=0)
     blobs = [open(p, "rb").read() for p in paths]
-    chain = [O.RandomResizedCrop(224), O.HorizontalFlip(), O.Normalize()]
     for dct in (True, False):
-        spec = ImageSpec(O.compile_ops(chain, dct_scaling=dct))
+        spec = ImageSpec(O.compile_ops(REFERENCE.fastq_ops(), dct_scaling=dct))
         for i, b in enumerate(blobs[:50]):  # warm-up
             spec.process_encoded(b, 0, 0, i)
         rates = []
@@ -38,17 +45,13 @@ def main():
             rates.append(len(blobs) / (time.perf_counter() - t))
         print(f"dct_scaling={dct!s:5}: {statistics.median(rates):7.0f} images/s single thread "
               f"(median of {runs} runs x {len(blobs)} images; runs {', '.join(f'{x:.0f}' for x in rates)})")
-    # peer in the same run: Python + cv2 (full decode, resize, flip, numpy normalize)
+    # peer in the same run: Python + cv2 (full decode, crop + resize, flip, numpy normalize)
     import cv2
     cv2.setNumThreads(1)
-    mean = np.array(O.IMAGENET_MEAN, np.float32) * 255
-    std = np.array(O.IMAGENET_STD, np.float32) * 255
+    sample = Cv2Sample(REFERENCE, seed=0)
     t = time.perf_counter()
-    for b in blobs:
-        img = cv2.imdecode(np.frombuffer(b, np.uint8), cv2.IMREAD_COLOR)[:, :, ::-1]
-        h, w = img.shape[:2]
-        img = cv2.resize(img[h // 4: h // 4 + h // 2, w // 4: w // 4 + w // 2], (224, 224))
-        out = (img[:, ::-1].astype(np.float32) - mean) / std
+    for i, b in enumerate(blobs):
+        sample.from_bytes(b, paths[i])
     print(f"peer python+cv2 loop: {len(blobs) / (time.perf_counter() - t):7.0f} images/s")
 
 

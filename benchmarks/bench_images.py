@@ -12,7 +12,6 @@ Usage:
   python benchmarks/bench_images.py --peers fastq,fastq1 --images 4000 --json out.json
 """
 import argparse
-import json
 import os
 import sys
 
@@ -54,7 +53,7 @@ def main():
         res = bench.run(paths, task=a.task, peers=[p for p in a.peers.split(",") if p], workers=a.workers,
                         rounds=a.repeats, scaling=[int(x) for x in a.scaling.split(",") if x],
                         profile=a.profile, profile_images=a.profile_images, retry_busy=a.retry_busy,
-                        timeout=a.timeout, data_description="fastq.testdata, seed 0")
+                        timeout=a.timeout, data_description="fastq.bench.testdata, seed 0")
     except bench.BenchInputError as e:
         ap.error(str(e))
     bench.print_report(res, show_targets=True)

@@ -2,9 +2,11 @@
 and against tf.data native and NVIDIA DALI CPU, all in one run (docs/prepare.md).
 
 Steps (one process orchestrates; every end-to-end peer runs in a fresh process through
-benchmarks/bench_images.py's child runner, in rotated order per round, median of rounds):
+``fastq bench``'s child runner (fastq.bench.run_child), in rotated order per round,
+median of rounds):
 
-1. Dataset: bench_images.dataset (fastq.testdata, seed 0, 300-800 px, quality 90).
+1. Dataset: fastq.bench.generated_dataset (fastq.bench.testdata, seed 0, 300-800 px,
+   quality 90), the reference task of fastq.bench.tasks.
    Prepared copies: fastq.prepare.prepare_tree with each --intervals target (cached
    next to the dataset; prepare time and JPEG size growth reported).
 2. Identity: every image's output (RandomResizedCrop 224 + flip + Normalize, float32)
@@ -21,6 +23,7 @@ benchmarks/bench_images.py's child runner, in rotated order per round, median of
 
 Usage: python benchmarks/bench_prepare.py [--images 2000] [--repeats 3]
        [--intervals 1,2,4,8] [--interval 4] [--peers ...] [--json out.json]
+       [--batch-size 64] [--passes 5] [--single-images 500] [--data-dir DIR]
 """
 import argparse
 import hashlib
@@ -32,10 +35,14 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import bench_images as B  # noqa: E402
+REPO = os.path.dirname(HERE)
+if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
+    sys.path.insert(0, REPO)
 
-E2E = {  # key -> (label, bench_images peer, dataset, extra environment)
+from fastq import bench as B  # noqa: E402
+from fastq.bench.tasks import RATIO, REFERENCE, SCALE, SIZE  # noqa: E402
+
+E2E = {  # key -> (label, fastq bench peer, dataset, extra environment)
     "before": ("fastq, originals, before (table write)", "fastq", "orig", {"FASTQ_SIMD_WRITE": "0"}),
     "orig": ("fastq, originals", "fastq", "orig", {}),
     "prep": ("fastq, prepared copy", "fastq", "prep", {}),
@@ -60,12 +67,10 @@ def prepared(paths, interval, data_dir):
 
 
 def chain():
-    from fastq import ops as O
-    return [O.RandomResizedCrop(B.SIZE, scale=B.SCALE, ratio=B.RATIO, interpolation="bilinear"),
-            O.HorizontalFlip(), O.Normalize(O.IMAGENET_MEAN, O.IMAGENET_STD)]
+    return REFERENCE.fastq_ops()
 
 
-def identity(orig, prep):
+def identity(orig, prep, batch):
     """(samples equal, batches equal) between the original and prepared files."""
     import numpy as np
     import fastq
@@ -80,7 +85,7 @@ def identity(orig, prep):
     used = _image.segment_decode_count() - c0
 
     def digests(paths):
-        p = fastq.Pipeline(fastq.sources.Files(paths, list(range(len(paths)))), batch_size=B.BATCH, workers=2,
+        p = fastq.Pipeline(fastq.sources.Files(paths, list(range(len(paths)))), batch_size=batch, workers=2,
                            ops=chain(), dtype="float32", seed=0, shuffle=True, pin_memory=False)
         try:
             return [hashlib.sha256(np.ascontiguousarray(im).tobytes() + np.asarray(lb).tobytes()).hexdigest()
@@ -102,7 +107,7 @@ def single_thread(sets, passes):
     specs = {"task": _image.ImageSpec(O.compile_ops(chain())),
              # decode-dominated: the same crop boxes, nearest resize, uint8 memcpy write
              "decode": _image.ImageSpec(O.compile_ops(
-                 [O.RandomResizedCrop(B.SIZE, scale=B.SCALE, ratio=B.RATIO, interpolation="nearest")],
+                 [O.RandomResizedCrop(SIZE, scale=SCALE, ratio=RATIO, interpolation="nearest")],
                  dtype="uint8"))}
     names = list(sets)
     n = len(sets[names[0]][0])
@@ -133,8 +138,8 @@ def write_stage(passes):
     the write dominates; table vs SIMD, paired."""
     import numpy as np
     from fastq import _image, ops as O
-    img = np.random.default_rng(0).integers(0, 256, (B.SIZE, B.SIZE, 3), np.uint8)
-    spec = _image.ImageSpec(O.compile_ops([O.CenterCrop(B.SIZE), O.HorizontalFlip(),
+    img = np.random.default_rng(0).integers(0, 256, (SIZE, SIZE, 3), np.uint8)
+    spec = _image.ImageSpec(O.compile_ops([O.CenterCrop(SIZE), O.HorizontalFlip(),
                                            O.Normalize(O.IMAGENET_MEAN, O.IMAGENET_STD)]))
     res = {"table": [], "simd": []}
     for ps in range(passes + 1):
@@ -162,7 +167,9 @@ def main():
     ap.add_argument("--intervals", default="1,2,4,8", help="restart interval targets to measure (MCUs)")
     ap.add_argument("--interval", type=int, default=4, help="interval of the prepared copy used end to end")
     ap.add_argument("--peers", default="before,orig,prep,tfdata,dali", help=f"subset of {','.join(E2E)}")
-    ap.add_argument("--data-dir", default=os.path.join(B.REPO, "bench_data"))
+    ap.add_argument("--data-dir", default=os.path.join(REPO, "bench_data"))
+    ap.add_argument("--batch-size", type=int, default=REFERENCE.batch,
+                    help=f"batch size (default {REFERENCE.batch}, the reference task's)")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -173,7 +180,9 @@ def main():
         ap.error(f"unknown peers {bad}")
     out = {"images": a.images, "load_average_start": os.getloadavg(), "cores": B.usable_cores()}
 
-    paths = B.dataset(a.images, a.data_dir)
+    paths = B.generated_dataset(a.images, a.data_dir)
+    if len(paths) < a.batch_size:
+        ap.error(f"--images {a.images} is less than one batch of {a.batch_size}")
     preps = {}
     out["prepare"] = []
     for iv in intervals:
@@ -183,7 +192,7 @@ def main():
               f"{info['rewritten']} re-encoded, {info['kept']} kept"
               + (f", {info['seconds']:.1f} s" if info["rewritten"] else " (cached)"), flush=True)
 
-    out["identity"] = identity(paths, preps[a.interval])
+    out["identity"] = identity(paths, preps[a.interval], a.batch_size)
     idn = out["identity"]
     print(f"identity (interval {a.interval}): {idn['samples_identical']}/{idn['samples']} samples bit-identical "
           f"({idn['segment_decodes']} through segment decoding); {idn['batches_identical']}/{idn['batches']} "
@@ -225,7 +234,7 @@ def main():
         for ds, ps in (("orig", paths), ("prep", preps[a.interval])):
             cfgs[ds] = os.path.join(tmp, f"{ds}.json")
             with open(cfgs[ds], "w") as f:
-                json.dump({"paths": ps, "workers": B.usable_cores(), "epochs": 1}, f)
+                json.dump({"paths": ps, "task": dict(REFERENCE.to_dict(), batch=a.batch_size), "epochs": 1}, f)
         print(f"\nend to end, {a.images} images/epoch, workers = {B.usable_cores()}, {a.repeats} rounds:", flush=True)
         for r in range(a.repeats if todo else 0):
             order = todo[r % len(todo):] + todo[:r % len(todo)]
@@ -234,7 +243,7 @@ def main():
                 saved = {k: os.environ.get(k) for k in env}
                 os.environ.update(env)
                 try:
-                    res, err = B.run_child([peer], cfgs[ds], a.timeout)
+                    res, err = B.run_child([peer, str(B.usable_cores())], cfgs[ds], a.timeout)
                 finally:
                     for k, v in saved.items():
                         if v is None:
@@ -262,9 +271,11 @@ def main():
                      ("orig", "tfdata"), ("prep", "dali"), ("orig", "dali"), ("dali_prep", "dali")):
         if num in med and den in med:
             ratios[f"{num}/{den}"] = med[num] / med[den]
-            ratios[f"{num}/{den} (CPU per image)"] = cmed[den] / cmed[num]
+            # CPU time is read in clock ticks: a tiny run can measure 0 (no ratio then)
+            cpu_ratio = cmed[den] / cmed[num] if cmed[num] else float("nan")
+            ratios[f"{num}/{den} (CPU per image)"] = cpu_ratio
             print(f"  {E2E[num][0]} / {E2E[den][0]}: {med[num] / med[den]:.2f}x images/s, "
-                  f"{cmed[den] / cmed[num]:.2f}x less CPU per image")
+                  f"{cpu_ratio:.2f}x less CPU per image")
     out["ratios"] = ratios
     out["load_average_end"] = os.getloadavg()
     if a.json:

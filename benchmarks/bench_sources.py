@@ -1,17 +1,17 @@
 """Dataset sources, side by side in one run: fastq TFRecord vs tf.data reading the
 same TFRecord shards, and fastq Folder vs fastq Files on the same JPEGs.
 
-Task (the reference task of bench_images.py): JPEG -> RandomResizedCrop 224
+Task: the reference task (fastq.bench.tasks.REFERENCE): JPEG -> RandomResizedCrop 224
 (scale 0.08-1, ratio 3/4-4/3, bilinear) -> random horizontal flip -> Normalize
-(ImageNet mean/std) float32 NHWC, batches of 64, last partial batch dropped,
-order shuffled every epoch.
+(ImageNet mean/std) float32 NHWC, batches of 64 (``--batch-size``), last partial batch
+dropped, order shuffled every epoch.
 
 Peers (each runs whole epochs; the consumer only drops the batch):
 * ``fastq-tfrecord``: ``fastq.sources.TFRecord(shards)`` (index built before timing).
 * ``tfdata-tfrecord``: ``tf.data.Dataset.list_files(shuffle) -> interleave(TFRecordDataset,
-  parallel) -> shuffle(1024) -> map(parse_single_example + extract_jpeg_shape +
-  sample_distorted_bounding_box + decode_and_crop_jpeg + resize + random_flip +
-  normalize, AUTOTUNE) -> batch -> prefetch``.
+  parallel) -> shuffle(1024) -> map(parse_single_example + the task in tf.data native
+  ops of ``fastq bench``'s tf.data peer (fastq.bench.peers.tfdata_load), AUTOTUNE) ->
+  batch -> prefetch``.
 * ``fastq-folder``: ``fastq.sources.Folder(root)`` on a class-per-subfolder tree of hard
   links to the JPEGs; ``fastq-files``: ``fastq.sources.Files`` on the same paths and labels.
 
@@ -23,15 +23,18 @@ peer (all peers run in this process; a ratio of CPU costs still means something 
 machine shared with other load, where images/s does not).
 
     python benchmarks/bench_sources.py [--images 1000] [--shards 8] [--repeats 5] [--workers N]
+                                       [--batch-size 64] [--data-dir DIR]
     python benchmarks/bench_sources.py --latency [--images 1000] [--repeats 3]
 
 ``--latency``: the storage-latency curve instead: Folder whose native file reader sleeps
 0 / 2 / 5 ms before every read (a stand-in for network storage), with io_threads 0, 2, 4,
 8, 16 (read_ahead max(64, 4 x io_threads)); median images/s per configuration.
 
-Data: the JPEGs of bench_images.py (bench_data/jpeg_<n>_seed0, built once), written once
-into bench_data/tfrecord_<n>_<shards>/ by tf.io.TFRecordWriter (tf.train.Example with
-image/encoded and image/class/label) and linked into bench_data/folder_<n>/class_<k>/.
+Data: the JPEGs of bench_images.py (bench_data/jpeg_<n>_seed0, built once by
+fastq.bench.generated_dataset), written once into bench_data/tfrecord_<n>_<shards>/
+(tf.train.Example records with image/encoded, image/format and image/class/label,
+written with fastq.records, byte for byte what tf.io.TFRecordWriter writes) and linked
+into bench_data/folder_<n>/class_<k>/.
 """
 import argparse
 import os
@@ -41,14 +44,18 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from bench_images import BATCH, MEAN, RATIO, REPO, SCALE, SIZE, STD, dataset, usable_cores  # noqa: E402
+REPO = os.path.dirname(HERE)
+if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+from fastq.bench import generated_dataset, usable_cores  # noqa: E402
+from fastq.bench.tasks import REFERENCE, task_from_dict  # noqa: E402
 
 CLASSES = 10
 
 
 def make_tfrecords(paths, shards, d):
-    import tensorflow as tf
+    from fastq.records import encode_example, tfrecord_frame
     done = os.path.join(d, "DONE")
     out = [os.path.join(d, f"train-{s:05d}-of-{shards:05d}") for s in range(shards)]
     if os.path.exists(done):
@@ -56,16 +63,12 @@ def make_tfrecords(paths, shards, d):
     os.makedirs(d, exist_ok=True)
     per = -(-len(paths) // shards)
     for s, p in enumerate(out):
-        with tf.io.TFRecordWriter(p) as w:
+        with open(p, "wb") as w:
             for i in range(s * per, min(len(paths), (s + 1) * per)):
                 with open(paths[i], "rb") as f:
                     data = f.read()
-                ex = tf.train.Example(features=tf.train.Features(feature={
-                    "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
-                    "image/format": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"jpeg"])),
-                    "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % CLASSES])),
-                }))
-                w.write(ex.SerializeToString())
+                w.write(tfrecord_frame(encode_example({"image/encoded": data, "image/format": b"jpeg",
+                                                       "image/class/label": i % CLASSES})))
     open(done, "w").close()
     return out
 
@@ -84,52 +87,31 @@ def make_folder(paths, d):
     return d
 
 
-def fastq_runner(source, workers):
-    import fastq
-    from fastq import ops
-    chain = [ops.RandomResizedCrop(SIZE, scale=SCALE, ratio=RATIO, interpolation="bilinear"),
-             ops.HorizontalFlip(), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]
-    p = fastq.Pipeline(source, batch_size=BATCH, queue_size=4, workers=workers, ops=chain, dtype="float32",
-                       seed=0, shuffle=True, pin_memory=False)
-
-    def run_epoch():
-        n = 0
-        for images, lab in p:
-            n += images.shape[0]
-            del images, lab
-        return n
-    return run_epoch, p.close
+def fastq_runner(source, workers, batch):
+    """(run_epoch, close) of fastq bench's fastq peer on `source`, the reference task."""
+    from fastq.bench.peers import fastq_pipeline
+    run_epoch, close, _ = fastq_pipeline(source, workers, task_from_dict(dict(REFERENCE.to_dict(), batch=batch)))
+    return run_epoch, close
 
 
-def tfdata_runner(shards, workers):
+def tfdata_runner(shards, workers, batch):
     import tensorflow as tf
+    from fastq.bench.peers import tfdata_load
     tf.random.set_seed(0)
-    mean = tf.constant([m * 255 for m in MEAN], tf.float32)
-    inv_std = tf.constant([1 / (s * 255) for s in STD], tf.float32)
-    no_boxes = tf.zeros([1, 0, 4], tf.float32)
+    load_image = tfdata_load(tf, REFERENCE, all_jpeg=True)
     spec = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
             "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
 
     def load(record):
         ex = tf.io.parse_single_example(record, spec)
-        data = ex["image/encoded"]
-        shape = tf.image.extract_jpeg_shape(data)
-        begin, size, _ = tf.image.sample_distorted_bounding_box(
-            shape, bounding_boxes=no_boxes, min_object_covered=0.0, aspect_ratio_range=RATIO, area_range=SCALE,
-            max_attempts=10, use_image_if_no_bounding_boxes=True, seed=0)
-        oy, ox, _ = tf.unstack(begin)
-        h, w, _ = tf.unstack(size)
-        img = tf.image.decode_and_crop_jpeg(data, tf.stack([oy, ox, h, w]), channels=3)
-        img = tf.image.resize(img, [SIZE, SIZE], method="bilinear", antialias=False)
-        img = tf.image.random_flip_left_right(img, seed=0)
-        return (img - mean) * inv_std, ex["image/class/label"]
+        return load_image(ex["image/encoded"], ex["image/class/label"])
 
     ds = tf.data.Dataset.from_tensor_slices(shards).shuffle(len(shards), seed=0, reshuffle_each_iteration=True)
     ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=min(len(shards), max(2, workers)),
                        num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
     ds = ds.shuffle(1024, seed=0, reshuffle_each_iteration=True)
     ds = ds.map(load, num_parallel_calls=tf.data.AUTOTUNE)
-    ds = ds.batch(BATCH, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    ds = ds.batch(batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
 
     def run_epoch():
         n = 0
@@ -140,14 +122,15 @@ def tfdata_runner(shards, workers):
     return run_epoch, None
 
 
-def latency_curve(root, workers, repeats, delays_ms=(0, 2, 5), io_list=(0, 2, 4, 8, 16)):
+def latency_curve(root, workers, repeats, batch, delays_ms=(0, 2, 5), io_list=(0, 2, 4, 8, 16)):
     """images/s of Folder when every file read first sleeps `delay` ms (in the native
     reader: a stand-in for network storage) for each io_threads; configurations
     alternate within each round; medians."""
     import fastq
     configs = [(d, io) for d in delays_ms for io in io_list]
     runners = {c: fastq_runner(fastq.sources.Folder(root, io_threads=c[1], read_ahead=max(64, 4 * c[1]),
-                                                    _read_delay_us=int(c[0] * 1000)), workers) for c in configs}
+                                                    _read_delay_us=int(c[0] * 1000)), workers, batch)
+               for c in configs}
     rates = {c: [] for c in configs}
     for run, _ in runners.values():
         run()
@@ -175,18 +158,23 @@ def main():
     ap.add_argument("--shards", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--batch-size", type=int, default=REFERENCE.batch,
+                    help=f"batch size (default {REFERENCE.batch}, the reference task's)")
     ap.add_argument("--data-dir", default=os.path.join(REPO, "bench_data"))
     ap.add_argument("--latency", action="store_true",
                     help="instead: the storage-latency curve (Folder, sleep 0/2/5 ms per read, io_threads 0..16)")
     args = ap.parse_args()
     workers = args.workers or usable_cores()
     os.makedirs(args.data_dir, exist_ok=True)
-    paths = dataset(args.images, args.data_dir)
+    paths = generated_dataset(args.images, args.data_dir)
+    if len(paths) < args.batch_size:
+        ap.error(f"--images {args.images} is less than one batch of {args.batch_size}")
+    batch = args.batch_size
     shards = make_tfrecords(paths, args.shards, os.path.join(args.data_dir, f"tfrecord_{args.images}_{args.shards}"))
     root = make_folder(paths, os.path.join(args.data_dir, f"folder_{args.images}"))
 
     if args.latency:
-        latency_curve(root, workers, args.repeats)
+        latency_curve(root, workers, args.repeats, batch)
         return
     import fastq
     t = time.perf_counter()
@@ -195,14 +183,14 @@ def main():
     folder = fastq.sources.Folder(root)
     files = fastq.sources.Files(folder.paths, folder.labels)
     peers = {
-        "fastq-tfrecord": fastq_runner(tfr, workers),
-        "tfdata-tfrecord": tfdata_runner(shards, workers),
-        "fastq-folder": fastq_runner(folder, workers),
-        "fastq-files": fastq_runner(files, workers),
+        "fastq-tfrecord": fastq_runner(tfr, workers, batch),
+        "tfdata-tfrecord": tfdata_runner(shards, workers, batch),
+        "fastq-folder": fastq_runner(folder, workers, batch),
+        "fastq-files": fastq_runner(files, workers, batch),
     }
     rates = {k: [] for k in peers}
     cpu = {k: [] for k in peers}  # process CPU seconds (all threads) per 1000 images: robust to other load
-    print(f"{args.images} images in {args.shards} shards, workers={workers}, batch {BATCH}, "
+    print(f"{args.images} images in {args.shards} shards, workers={workers}, batch {batch}, "
           f"TFRecord index built in {index_s * 1000:.1f} ms", flush=True)
     for k, (run, _) in peers.items():  # warm-up
         run()

@@ -1,7 +1,8 @@
 """Feeder overhead: images/s of iterating a fastq Pipeline directly vs iterating
 fastq.tf.dataset(pipeline), in one run, on the reference task.
 
-Reference task: JPEG files (300-800 px, from fastq.testdata) -> decode ->
+Reference task (fastq.bench.tasks.REFERENCE): JPEG files (300-800 px, from
+fastq.bench.testdata) -> decode ->
 RandomResizedCrop 224 (bilinear) -> random horizontal flip -> Normalize
 (ImageNet mean/std) float32 NHWC, batch 64, native workers = usable cores.
 
@@ -28,6 +29,8 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if os.path.isdir(os.path.join(ROOT, "fastq")) and ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
 
 
 def dataset_paths(n):
@@ -39,7 +42,7 @@ def dataset_paths(n):
                 files = sorted(f for f in os.listdir(d) if f.endswith(".jpg"))
                 if len(files) >= n:
                     return [os.path.join(d, f) for f in files[:n]], d
-    from fastq.testdata import make_jpeg_dataset
+    from fastq.bench.testdata import make_jpeg_dataset
     d = os.path.join(tempfile.gettempdir(), f"fastq_bench_jpegs_{n}")
     files = sorted(f for f in os.listdir(d) if f.endswith(".jpg")) if os.path.isdir(d) else []
     if len(files) != n:
@@ -47,10 +50,13 @@ def dataset_paths(n):
     return [os.path.join(d, f) for f in files], d
 
 
+from fastq.bench.tasks import REFERENCE  # noqa: E402
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=2000)
-    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=REFERENCE.batch)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--queue-size", type=int, default=4)
@@ -60,15 +66,13 @@ def main():
     import tensorflow as tf
 
     import fastq
-    import fastq.ops as O
     import fastq.tf as fqtf
 
     paths, where = dataset_paths(args.images)
     labels = list(range(len(paths)))
     pipe = fastq.Pipeline(fastq.sources.Files(paths, labels), batch_size=args.batch_size,
                           queue_size=args.queue_size, workers=args.workers, shuffle=True, seed=0,
-                          ops=[O.RandomResizedCrop(224), O.HorizontalFlip(),
-                               O.Normalize(O.IMAGENET_MEAN, O.IMAGENET_STD)])
+                          ops=REFERENCE.fastq_ops())
     ds = fqtf.dataset(pipe)
 
     def direct():

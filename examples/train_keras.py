@@ -20,7 +20,7 @@ import tensorflow as tf  # noqa: E402
 import fastq  # noqa: E402
 import fastq.ops as fops  # noqa: E402
 import fastq.tf  # noqa: E402
-from fastq import testdata  # noqa: E402
+from fastq.bench import testdata  # noqa: E402
 
 
 def main():

@@ -32,7 +32,7 @@ from tensorpack.dataflow import BatchData, DataFlow  # noqa: E402
 
 import fastq  # noqa: E402
 import fastq.ops as fops  # noqa: E402
-from fastq import testdata  # noqa: E402
+from fastq.bench import testdata  # noqa: E402
 from fastq.tensorpack import QueueInput  # noqa: E402
 
 tfv1 = tf.compat.v1

@@ -1,7 +1,7 @@
 """Exceptions raised by fastq.
 
 Every error that crosses from the C core goes through one function,
-:func:`error_for_code`, which maps the C code (csrc/fq_common.h) to a class
+:func:`error_for_code`, which maps the C code (csrc/core/fq_common.h) to a class
 and keeps the C code name (``.code``, e.g. ``"FQ_E_DECODE"``) and message.
 Image-content problems are ``ImageError``s, which are also ``ValueError``s, so
 ``except ValueError`` keeps working for code written against cv2/PIL-style
@@ -85,7 +85,7 @@ class PinMemoryError(FastqError):
     """pin_memory=True was requested but the slot memory could not be pinned."""
 
 
-# C code (see csrc/fq_common.h) -> class.  Codes not listed map to FastqError.
+# C code (see csrc/core/fq_common.h) -> class.  Codes not listed map to FastqError.
 _BY_CODE = {
     1: MemoryError,           # FQ_E_NOMEM
     2: InvalidArgumentError,  # FQ_E_INVALID

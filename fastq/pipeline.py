@@ -282,7 +282,8 @@ class Pipeline:
         if prod is not None and hasattr(prod, "stats"):
             out["producers"] = prod.stats()
         it = self._active
-        active_s = self._active_s + (time.monotonic() - it._t0 if it is not None and not it._done else 0.0)
+        t0 = it._t0 if it is not None and not it._done else None  # read once: the consumer thread may
+        active_s = self._active_s + (time.monotonic() - t0 if t0 is not None else 0.0)  # stop the clock meanwhile
         from fastq.stages import stage_report
         out["stages"] = stage_report(out, active_s)
         return out

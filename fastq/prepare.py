@@ -1,4 +1,4 @@
-"""``fastq prepare SRC DST``: copy an image folder, re-encoding every JPEG losslessly with
+"""Prepare an image folder for fastq (``fastq prepare SRC DST``): copy it, re-encoding every JPEG losslessly with
 restart markers that tile each MCU row, so that fastq decodes a crop from only the
 restart segments that cover it (docs/prepare.md).
 
@@ -10,11 +10,14 @@ tree is mirrored.  Reruns skip outputs that are up to date (same mtime as their
 source), so an interrupted run resumes.  Work runs in threads; the native re-encode
 releases the GIL.
 
-    python -m fastq.prepare SRC DST [--interval 4] [--jobs N] [--force] [--quiet]
-                            [--format folder|tfrecord|tar] [--shard-size N] [--prefix P]
+The library API (keyword arguments after ``src, dst``)::
 
-``--format tfrecord|tar`` writes the images of a class-per-subfolder SRC (the order
-and labels of fastq.sources.Folder) into shards instead (:func:`prepare_shards`).
+    prepare_tree(src, dst, interval=4, jobs=None, force=False, progress=True, on_error="raise")
+    prepare_shards(src, dst, fmt="tfrecord", shard_size=1024, prefix="data", shuffle=None, ...)
+
+:func:`prepare_shards` writes the images of a class-per-subfolder ``src`` (the order and
+labels of fastq.sources.Folder) into TFRecord or WebDataset tar shards instead.  The
+command (``fastq prepare``, also ``python -m fastq.prepare``) is fastq/cli/prepare.py.
 """
 import os
 import shutil
@@ -22,8 +25,9 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["main", "run", "ARGS", "prepare_tree", "prepare_file", "prepare_shards", "encode_example",
-           "tfrecord_frame", "DEFAULT_INTERVAL", "DEFAULT_SHARD_SIZE"]
+from fastq.records import encode_example, tfrecord_frame
+
+__all__ = ["prepare_tree", "prepare_file", "prepare_shards", "DEFAULT_INTERVAL", "DEFAULT_SHARD_SIZE", "FORMATS"]
 
 # Target restart interval in MCUs (the chosen one divides the MCUs per row); measured
 # in docs/prepare.md.
@@ -114,7 +118,8 @@ def _walk(src):
             yield os.path.relpath(p, src)
 
 
-def prepare_tree(src, dst, interval=DEFAULT_INTERVAL, jobs=None, force=False, progress=True, on_error="raise"):
+def prepare_tree(src, dst, *, interval=DEFAULT_INTERVAL, jobs=None, force=False, progress=True,
+                 on_error="raise"):
     """Mirror the tree under ``src`` into ``dst`` (see the module doc).  Returns a dict of
     counts and byte totals.  ``on_error="skip"`` records corrupt files in
     ``stats["errors"]`` (and copies them unchanged) instead of raising."""
@@ -167,51 +172,6 @@ FORMATS = ("folder", "tfrecord", "tar")
 DEFAULT_SHARD_SIZE = 1024
 _IMAGE_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".bmp": "BMP", ".webp": "WEBP",
                   ".tif": "TIFF", ".tiff": "TIFF", ".ppm": "PPM", ".pgm": "PGM", ".pnm": "PNM"}
-
-
-def _varint(v):
-    """Protobuf base-128 varint of a non-negative int (int64 values: two's complement)."""
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _ld(field, payload):
-    """A length-delimited protobuf field."""
-    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
-
-
-def encode_example(features):
-    """Serialize a tf.train.Example from {key: bytes | int | [bytes] | [int]} (keys in
-    sorted order, int64 lists packed: what TF's own serializer writes for them)."""
-    entries = []
-    for key in sorted(features):
-        v = features[key]
-        vals = v if isinstance(v, (list, tuple)) else [v]
-        if all(isinstance(x, bytes) for x in vals):
-            feature = _ld(1, b"".join(_ld(1, x) for x in vals))  # Feature.bytes_list
-        elif all(isinstance(x, int) for x in vals):
-            feature = _ld(3, _ld(1, b"".join(_varint(x) for x in vals)) if vals else b"")  # int64_list
-        else:
-            raise TypeError(f"feature {key!r}: bytes or int values expected, got {v!r}")
-        entries.append(_ld(1, _ld(1, key.encode()) + _ld(2, feature)))
-    return _ld(1, b"".join(entries))  # Example.features
-
-
-def tfrecord_frame(record):
-    """One TFRecord record: length (uint64 LE), masked CRC-32C of the length, the data,
-    masked CRC-32C of the data (the framing tf.io.TFRecordWriter writes)."""
-    import struct
-    from fastq import _image
-    n = struct.pack("<Q", len(record))
-    return n + struct.pack("<I", _image.masked_crc32c(n)) + record + struct.pack("<I", _image.masked_crc32c(record))
 
 
 def _image_size(data, path):
@@ -300,7 +260,7 @@ def _write_shard(fmt, out_path, samples, interval, on_error):
     return n, nin, nout, errors
 
 
-def prepare_shards(src, dst, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, prefix="data",
+def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, prefix="data",
                    interval=DEFAULT_INTERVAL, jobs=None, force=False, progress=True, on_error="raise",
                    shuffle=None):
     """Write the images of the class-per-subfolder tree ``src`` (the files, order and
@@ -313,8 +273,7 @@ def prepare_shards(src, dst, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, pref
     ``numpy.random.default_rng(seed).permutation`` of Folder's order (for streaming
     readers with small shuffle buffers).  Returns a dict of counts and byte totals."""
     import json
-    import threading
-    from fastq.sources.datasets import Folder
+    from fastq.sources.folder import Folder
     if fmt not in ("tfrecord", "tar"):
         raise ValueError(f"format must be 'tfrecord' or 'tar', got {fmt!r}")
     if shard_size < 1:
@@ -399,63 +358,6 @@ def prepare_shards(src, dst, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, pref
     return stats
 
 
-# The command's arguments, as (names, add_argument kwargs): used by main() here and by
-# `fastq prepare` (fastq/cli.py), so both take the same options.
-ARGS = [
-    (("src",), dict(help="source folder")),
-    (("dst",), dict(help="destination folder (created; same tree)")),
-    (("--interval",), dict(type=int, default=DEFAULT_INTERVAL,
-                           help=f"target restart interval in MCUs (default {DEFAULT_INTERVAL}; the chosen one "
-                                "divides the MCUs per row)")),
-    (("--jobs", "-j"), dict(type=int, default=None, help="threads (default: CPU count)")),
-    (("--force",), dict(action="store_true", help="redo outputs that look up to date")),
-    (("--skip-errors",), dict(action="store_true", help="copy corrupt JPEGs unchanged instead of stopping")),
-    (("--quiet", "-q"), dict(action="store_true", help="no progress bar")),
-    (("--format",), dict(choices=FORMATS, default="folder",
-                         help="folder: the same tree (default); tfrecord: TFRecord shards of tf.train.Example; "
-                              "tar: WebDataset tar shards (<key>.jpg + <key>.cls).  Shards need a "
-                              "class-per-subfolder SRC (labels as fastq.sources.Folder gives them)")),
-    (("--shard-size",), dict(type=int, default=DEFAULT_SHARD_SIZE,
-                             help=f"images per shard (default {DEFAULT_SHARD_SIZE})")),
-    (("--shuffle",), dict(type=int, default=None, metavar="SEED",
-                          help="shards: write the samples in a seeded random order (default: Folder's order)")),
-    (("--prefix",), dict(default="data", help="shard file name prefix (default: data -> "
-                                              "data-00000-of-00004.tfrecord / .tar)")),
-]
-DESCRIPTION = ("Copy an image folder, re-encoding JPEGs losslessly with restart markers so that fastq "
-               "decodes crops faster (docs/prepare.md).")
-
-
-def run(a):
-    """Run the command for parsed arguments `a` (see ARGS).  Raises OSError or
-    ValueError for errors the user can fix; returns the exit status otherwise."""
-    if a.format != "folder":
-        s = prepare_shards(a.src, a.dst, a.format, a.shard_size, a.prefix, a.interval, a.jobs, a.force,
-                           progress=not a.quiet, on_error="skip" if a.skip_errors else "raise",
-                           shuffle=a.shuffle)
-        growth = (s["out_bytes"] / s["in_bytes"] - 1) * 100 if s["in_bytes"] else 0.0
-        print(f"fastq prepare: {s['samples']} images of {len(s['class_names'])} classes -> {s['records']} "
-              f"records in {s['shards']} {a.format} shard(s) ({s['written']} written, {s['skipped']} up to "
-              f"date); image bytes {s['in_bytes']} -> {s['out_bytes']} ({growth:+.2f} %)")
-        for rel, msg in s["errors"]:
-            print(f"fastq prepare: left out (corrupt): {rel}: {msg}", file=sys.stderr)
-        return 0
-    s = prepare_tree(a.src, a.dst, a.interval, a.jobs, a.force, progress=not a.quiet,
-                     on_error="skip" if a.skip_errors else "raise")
-    growth = (s["jpeg_out_bytes"] / s["jpeg_in_bytes"] - 1) * 100 if s["jpeg_in_bytes"] else 0.0
-    print(f"fastq prepare: {s['files']} files: {s['rewritten']} JPEGs re-encoded, {s['kept']} JPEGs kept, "
-          f"{s['copied']} other files copied, {s['skipped']} up to date; JPEG bytes "
-          f"{s['jpeg_in_bytes']} -> {s['jpeg_out_bytes']} ({growth:+.2f} %)")
-    for rel, msg in s["errors"]:
-        print(f"fastq prepare: copied unchanged (corrupt): {rel}: {msg}", file=sys.stderr)
-    return 0
-
-
-def main(argv=None):
-    """``python -m fastq.prepare`` (the same as ``fastq prepare``)."""
-    from fastq.cli import main as cli_main
-    return cli_main(["prepare"] + list(sys.argv[1:] if argv is None else argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # python -m fastq.prepare: the same as `fastq prepare`
+    from fastq.cli import main
+    sys.exit(main(["prepare"] + sys.argv[1:]))

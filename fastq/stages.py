@@ -3,7 +3,7 @@
 ``Pipeline.stats()["stages"]`` (built by :func:`stage_report`) holds:
 
 - ``stage_s``: seconds per stage (read, decode, ops, write) summed over the
-  native workers since the pipeline was created (csrc/fq_stage_times.h);
+  native workers since the pipeline was created (csrc/core/fq_stage_times.h);
   ``None`` for Python-iterable sources, whose work fastq cannot see;
 - ``active_s``: wall seconds during which an epoch was being iterated;
 - ``worker_wait_fraction``: the share of the workers' time (workers x

@@ -15,10 +15,13 @@
 #      start with the tree on PYTHONPATH - finds the installed package (a directory
 #      without __init__.py is only a namespace-package candidate, and a regular package
 #      later on sys.path wins);
-#   3. pytest runs there, without tests/test_build.py and tests/test_wheel.py (they
-#      build fastq from the checkout themselves) and without the mypy run over the
-#      source tree (test_mypy_passes_on_the_package_and_examples: the normal suite runs
-#      it; the check that mypy catches misuse through the installed stubs does run).
+#   3. pytest runs there with -m "not wheel" (tests/test_build.py and tests/test_wheel.py
+#      build fastq from the checkout themselves; markers: pyproject.toml) and without
+#      the mypy run over the source tree (test_mypy_passes_on_the_package_and_examples:
+#      the normal suite runs it; the check that mypy catches misuse through the
+#      installed stubs does run).  FASTQ_TESTS_WITHOUT_TF=1 adds "not tf and not
+#      tensorpack" (tests/conftest.py).  A -m among the arguments replaces "not wheel":
+#      include it, e.g. -m "not wheel and not torch".
 # The scratch tree is removed afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +45,5 @@ rm "$T/fastq/__init__.py"
 cd "$T"
 got=$("$PY" -c 'import fastq; print(fastq.__file__)')
 [ "$got" = "$installed/__init__.py" ] || { echo "test_installed.sh: the tree shadows the install ($got)" >&2; exit 1; }
-PATH="$(dirname "$PY"):$PATH" "$PY" -m pytest -q -p no:cacheprovider tests \
-    --ignore=tests/test_build.py --ignore=tests/test_wheel.py \
+PATH="$(dirname "$PY"):$PATH" "$PY" -m pytest -q -p no:cacheprovider tests -m "not wheel" \
     --deselect tests/test_typing.py::test_mypy_passes_on_the_package_and_examples "$@"

@@ -29,36 +29,59 @@ def no_leaked_threads():
                          f"python {[t.name for t in extra_py]}")
 
 
-# -- CPython 3.9 (no TensorFlow wheels): FASTQ_TESTS_WITHOUT_TF=1 ---------------------
-# The cibuildwheel test step for cp39 sets it: the test files that import TensorFlow,
-# tensorpack or Keras at module level are not collected, and the tests whose own code
-# uses them are deselected (pytest reports how many).  Nothing is left out otherwise.
-_TF_WORDS = ("tensorflow", "tensorpack", "keras", "fastq.tf", "fqtf")
+# -- selecting runs with markers (registered in pyproject.toml) -------------------------
+# FASTQ_TESTS_WITHOUT_TF=1 (the cibuildwheel test step for CPython 3.9, which has no
+# TensorFlow wheels) runs -m "not tf and not tensorpack", combined with any -m given.
+# A test file whose module-level ``pytestmark`` makes every one of its tests fail the
+# -m expression is not imported at all (its module-level imports may need the
+# framework); the marks are read from the file's syntax tree, never from its code's text.
 WITHOUT_TF = os.environ.get("FASTQ_TESTS_WITHOUT_TF") == "1"
-collect_ignore = []
-if WITHOUT_TF:
-    import re as _re
-    _here = os.path.dirname(os.path.abspath(__file__))
-    _module_level = _re.compile(r"^(import|from) (tensorflow|tensorpack|keras)\b|^import fastq\.tf\b|"
-                                r"^from fastq(\.tf| import tf)\b|^from fastq\.tensorpack\b", _re.M)
-    for _f in sorted(os.listdir(_here)):
-        if _f.startswith("test_") and _f.endswith(".py"):
-            with open(os.path.join(_here, _f), encoding="utf-8") as _fh:
-                if _module_level.search(_fh.read()):
-                    collect_ignore.append(_f)
+WITHOUT_TF_EXPR = "not tf and not tensorpack"
 
 
-def pytest_collection_modifyitems(config, items):
-    if not WITHOUT_TF:
-        return
-    import inspect
-    keep, drop = [], []
-    for item in items:
-        try:
-            src = inspect.getsource(item.function)
-        except (OSError, TypeError, AttributeError):
-            src = ""
-        (drop if any(w in src for w in _TF_WORDS) else keep).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+def pytest_configure(config):
+    if WITHOUT_TF:
+        given = config.option.markexpr
+        config.option.markexpr = f"({given}) and {WITHOUT_TF_EXPR}" if given else WITHOUT_TF_EXPR
+
+
+def module_marks(path):
+    """Names of the marks in a test file's module-level ``pytestmark``
+    (``pytest.mark.x`` or a list / tuple of them)."""
+    import ast
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), str(path))
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
+                                                for t in node.targets):
+            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            for v in values:
+                while isinstance(v, ast.Call):  # pytest.mark.x(...)
+                    v = v.func
+                if isinstance(v, ast.Attribute):
+                    names.add(v.attr)
+    return names
+
+
+def pytest_ignore_collect(collection_path, config):
+    expr = config.option.markexpr
+    name = collection_path.name
+    if not expr or not (name.startswith("test_") and name.endswith(".py")) or not collection_path.is_file():
+        return None
+    marks = module_marks(collection_path)
+    if not marks:
+        return None
+    # Ignore the file only if no test in it can be selected: the expression is false
+    # for its module marks plus any combination of the other registered markers
+    # (a test's own marks add to the module's).
+    import itertools
+    from _pytest.mark.expression import Expression
+    compiled = Expression.compile(expr)
+    others = sorted({line.split(":")[0].strip() for line in config.getini("markers")} - marks)
+    for k in range(len(others) + 1):
+        for extra in itertools.combinations(others, k):
+            have = marks | set(extra)
+            if compiled.evaluate(lambda m, **kw: m in have):
+                return None
+    return True

@@ -12,7 +12,7 @@ import pytest
 import fastq
 from fastq import ops
 from fastq.sources.images import IMAGE_OPTIONS, _ImageBackend
-from image_ref import finish
+from helpers.image_ref import finish
 
 RNG = np.random.RandomState(7)
 IMGS = RNG.randint(0, 256, (10, 12, 20, 3), np.uint8)
@@ -176,6 +176,7 @@ def test_len_of_native_pipelines():
     assert bool(arrays_pipe())
 
 
+@pytest.mark.tensorpack
 def test_len_of_iterable_pipelines():
     samples = [(np.zeros(3, np.float32), i) for i in range(10)]
     with fastq.Pipeline(samples, batch_size=3) as p:
@@ -239,7 +240,7 @@ def test_bfloat16_matches_a_numpy_ml_dtypes_reference(layout, chain):
 
 
 def test_bfloat16_from_jpeg_files_with_resampling(tmp_path):
-    from fastq import testdata
+    from fastq.bench import testdata
     paths = testdata.make_jpeg_dataset(str(tmp_path), 6, seed=1, min_side=60, max_side=90)
     chain = [ops.RandomResizedCrop(32), ops.HorizontalFlip(), ops.Normalize()]
     outs = {}

@@ -7,6 +7,8 @@ import tarfile
 
 import pytest
 
+pytestmark = pytest.mark.wheel
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -79,6 +81,7 @@ def test_sdist_without_native_libraries_fails_naming_them(sdist, tmp_path):
     assert "is missing: " in out and "libopencv_imgcodecs.a" in out and "scripts/build_deps.sh" in out, out[-3000:]
 
 
+@pytest.mark.slow
 def test_sdist_builds_and_installs_with_the_system_libraries(sdist, tmp_path):
     env = dict(os.environ)
     env.pop("FASTQ_VENDORED_PREFIX", None)

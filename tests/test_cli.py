@@ -18,8 +18,10 @@ import pytest
 from PIL import Image
 
 import fastq
-from fastq import ops, testdata
-from fastq.cli import BOX_COLOR, CliError, parse_ops
+from fastq import ops
+from fastq.bench import testdata
+from fastq.cli import CliError
+from fastq.cli.show import BOX_COLOR, parse_ops
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(fastq.__file__)))
 
@@ -53,6 +55,9 @@ def nonwhite_fraction(img):
 # bench
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
+@pytest.mark.tf
+@pytest.mark.tensorpack
 def test_bench_quick_json_has_every_installed_peer_and_the_png_is_a_chart(tmp_path):
     out_json, out_png = tmp_path / "b.json", tmp_path / "b.png"
     r = run_cli("bench", "--quick", "--scaling", "1,2", "--no-progress", "--data-dir", str(tmp_path / "data"),
@@ -220,6 +225,7 @@ def _links_shared(so, prefix):
     return f"[{prefix}" in needed
 
 
+@pytest.mark.tf
 def test_info_names_the_native_libraries_actually_linked():
     from fastq import _image  # maps the libraries fastq links into this process
     so = os.path.realpath(_image.__file__)
@@ -286,7 +292,7 @@ def test_errors_are_one_line_with_exit_status_2(args, needle, jpeg_dir, tmp_path
 
 
 def test_help_on_every_subcommand():
-    from fastq.cli import _COMMANDS
+    from fastq.cli import COMMANDS as _COMMANDS
     names = [c[0] for c in _COMMANDS]
     assert {"bench", "show", "info"} <= set(names)
     top = run_cli("--help")

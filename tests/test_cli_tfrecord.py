@@ -8,12 +8,16 @@ import os
 import numpy as np
 import pytest
 
-from fastq import bench, testdata
-from fastq.bench_peers import TFRecordData, PyRecords, parse_example
+from fastq import bench
+from fastq.bench import testdata
+from fastq.bench.data import PyRecords, TFRecordData
+from fastq.records import parse_example
 
 from test_cli import installed, run_cli
 
 import tensorflow as tf  # noqa: E402  (the shards are written and parsed with TF, the reference)
+
+pytestmark = pytest.mark.tf
 
 
 def _example(image, label, extra=None):
@@ -77,6 +81,7 @@ def test_python_record_reader_matches_tensorflow(shards, tmp_path):
     recs.close()
 
 
+@pytest.mark.slow
 def test_bench_quick_on_tfrecord_shards(shards, tmp_path):
     folder, _ = shards
     out_json = tmp_path / "b.json"

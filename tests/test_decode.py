@@ -12,10 +12,10 @@ import os
 import numpy as np
 import pytest
 
-import image_ref as ref  # noqa: I100  (puts the repo root on sys.path)
+from helpers import image_ref as ref  # noqa: I100  (puts the repo root on sys.path)
 from fastq import errors as E
 from fastq import ops as O
-from fastq.testdata import BAD_FILE_ERRORS, make_bad_files, make_jpeg_dataset
+from fastq.bench.testdata import BAD_FILE_ERRORS, make_bad_files, make_jpeg_dataset
 
 from fastq import _image  # noqa: E402
 ImageSpec = _image.ImageSpec

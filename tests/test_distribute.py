@@ -11,6 +11,8 @@ import pytest
 
 import tensorflow  # noqa: E402,F401  (a test requirement: requirements-dev.txt)
 
+pytestmark = pytest.mark.tf
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 N, GLOBAL_BATCH = 48, 8
 
@@ -27,16 +29,17 @@ def free_ports(n):
     return ports
 
 
+@pytest.mark.slow
 def test_two_workers_see_every_sample_once(tmp_path):
     workers = [f"127.0.0.1:{p}" for p in free_ports(2)]
     procs, outs = [], []
     for i in range(2):
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",
                    TF_CONFIG=json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}))
-        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = os.pathsep.join([ROOT, os.path.join(ROOT, "tests"), env.get("PYTHONPATH", "")])
         out = tmp_path / f"worker{i}.json"
         outs.append(out)
-        procs.append(subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "distribute_worker.py"), str(out)],
+        procs.append(subprocess.Popen([sys.executable, "-m", "helpers.distribute_worker", str(out)],
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT))
     logs = []
     try:

@@ -7,6 +7,8 @@ import pytest
 
 import tensorflow  # noqa: E402,F401  (a test requirement: requirements-dev.txt)
 
+pytestmark = pytest.mark.tf
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -25,6 +27,7 @@ def test_train_keras_example():
     assert out.rstrip().endswith("OK")
 
 
+@pytest.mark.tensorpack
 def test_train_tensorpack_example():
     import tensorpack  # noqa: F401
     out = run_example("examples/train_tensorpack.py", "--source", "both", "--images", "32", "--batch-size", "8")

@@ -1,6 +1,6 @@
 """Bounded-time fuzzing of the decoders (issue 12, items 1 and 2).
 
-A deterministic corpus of mutated JPEG/PNG/WebP files (tests/fuzz_corpus.py: DQT or
+A deterministic corpus of mutated JPEG/PNG/WebP files (tests/helpers/fuzz_corpus.py: DQT or
 DHT removed, sampling factors / dimensions / restart markers changed, bytes flipped,
 truncated) goes through whole pipelines: for every sample the outcome (pixels, or
 error class and message) must be the same with 1 and 2 workers, on a repeat run and
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fuzz_corpus as F  # noqa: I100  (puts the repo root on sys.path)
-import image_ref as ref
+from helpers import fuzz_corpus as F  # noqa: I100  (puts the repo root on sys.path)
+from helpers import image_ref as ref
 from fastq import _image
 from fastq import errors as E
 from fastq import ops as O
@@ -105,7 +105,7 @@ def test_optimised_huffman_without_dht_is_an_error_not_the_previous_tables(seeds
 
 
 def supported(f):
-    """The layouts fastq accepts (csrc/fq_image_decode.cpp: sampling_supported)."""
+    """The layouts fastq accepts (csrc/image/fq_image_decode.cpp: sampling_supported)."""
     h0, v0 = f[0]
     for h, v in f:
         if h0 % h or v0 % v or h0 // h not in (1, 2, 4) or v0 // v not in (1, 2):

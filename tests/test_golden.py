@@ -2,7 +2,7 @@
 
 A saved ``state_dict`` (and every experiment log that records a seed) is only
 worth something if the same (seed, epoch, index) keys give the same draws in the
-next release.  This file freezes, as literals:
+next release.  tests/data/golden.json freezes, as recorded values:
 
 * the counter-based RNG (csrc/core/fq_rng.h): raw 64-bit outputs for a few keys;
 * the shuffle permutation (``fq_permutation``) for a few (seed, epoch, n);
@@ -10,16 +10,20 @@ next release.  This file freezes, as literals:
 * full ``explain`` records of a fixed op chain on a fixed sample, and the JPEG
   decode plan (DCT scale, ROI) of a fixed-size JPEG.
 
-The literals were recorded once from the code, and every one of them that the
+The values were recorded once from the code, and every one of them that the
 RNG alone determines is *also* recomputed here by an independent pure-Python
 reimplementation of the generator, the Fisher-Yates shuffle and the random draws
 of RandomResizedCrop / flips / ColorJitter / RandomAffine (as documented in
-fastq/ops.py and docs/ops.md), so a literal is not merely fastq's own output.
+fastq/ops.py and docs/ops.md), so a golden value is not merely fastq's own output.
+The one field of the explain record computed from pixels is the ColorJitter op's
+``contrast_mean`` (the mean gray of the image the contrast step sees: an exact
+multiple of 1/1024 with OpenCV's fixed-point resize).
 
 If a test here fails, a change altered what an existing seed produces.  That
 breaks resuming from old checkpoints: do it only on purpose, say so in the
-changelog, and update the literals.
+changelog, and update tests/data/golden.json.
 """
+import json
 import math
 import os
 import shutil
@@ -33,6 +37,20 @@ from fastq import _image, ops
 
 M64 = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "golden.json"), encoding="utf-8") as _f:
+    GOLDEN = json.load(_f)
+
+
+def _with_tuples(x, paths, path=""):
+    """A JSON value with the lists at `paths` ("/key/0/...", recorded next to the
+    value) turned back into tuples, as the explain records hold them."""
+    if isinstance(x, dict):
+        return {k: _with_tuples(v, paths, f"{path}/{k}") for k, v in x.items()}
+    if isinstance(x, list):
+        items = [_with_tuples(v, paths, f"{path}/{i}") for i, v in enumerate(x)]
+        return tuple(items) if path in paths else items
+    return x
 
 
 # -- independent reference of csrc/core/fq_rng.h ---------------------------------------
@@ -134,11 +152,7 @@ def ref_plan(seed, epoch, index, H, W, rrc_size, rrc_scale, flip_p, jitter, affi
 # -- the RNG itself ---------------------------------------------------------------
 
 # (seed, epoch, index) -> first outputs of fq_rng_next_u64
-RNG_GOLDEN = {
-    (0, 0, 0): [10089880763054304312, 11906707315280083956, 6426390665430392145],
-    (42, 7, 123456): [5658451735554499658, 17135269631709568568],
-    (M64, 1, M64): [17884520582740592916, 9983267116909827929],
-}
+RNG_GOLDEN = {(g["seed"], g["epoch"], g["index"]): g["outputs"] for g in GOLDEN["rng_u64"]}
 
 _RNG_DUMP_C = r"""
 #include <stdio.h>
@@ -197,12 +211,8 @@ def test_reference_rng_matches_c_on_derived_draws(rng_dump):
 
 # -- shuffle and shards -----------------------------------------------------------
 
-PERM_GOLDEN = {
-    (0, 0, 10): [6, 2, 7, 3, 5, 1, 4, 0, 9, 8],
-    (1234, 3, 17): [8, 16, 14, 4, 3, 9, 11, 2, 1, 7, 10, 0, 5, 15, 13, 6, 12],
-    (7, 0, 1): [0],
-    (99, 1, 2): [1, 0],
-}
+# (seed, epoch, n) -> fq_permutation
+PERM_GOLDEN = {(g["seed"], g["epoch"], g["n"]): g["perm"] for g in GOLDEN["permutation"]}
 
 
 @pytest.mark.parametrize("key", sorted(PERM_GOLDEN))
@@ -217,16 +227,17 @@ def _tiny_arrays(n):
 
 def test_shard_assignment_is_frozen():
     src = _tiny_arrays(11)
-    assert [src.shard(3, i).indices.tolist() for i in range(3)] == [[0, 3, 6, 9], [1, 4, 7, 10], [2, 5, 8]]
+    golden = GOLDEN["shards_of_11"]
+    assert [src.shard(3, i).indices.tolist() for i in range(3)] == golden["3"]
     assert src.shard(1, 0).indices.tolist() == list(range(11))
-    assert src.shard(4, 3).shard(2, 1).indices.tolist() == [7]
+    assert src.shard(4, 3).shard(2, 1).indices.tolist() == golden["4,3 then 2,1"]
 
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_sharded_shuffled_epoch_order_is_frozen(workers):
     # shard 2 of 3 of 11 samples = [2, 5, 8]; each epoch shuffles the shard's
     # positions with the (seed, epoch) permutation.
-    golden = [[8, 2, 5], [8, 5, 2], [2, 8, 5]]
+    golden = GOLDEN["sharded_shuffled_epoch_order"]["epochs"]
     src = _tiny_arrays(11).shard(3, 2)
     with fastq.Pipeline(src, batch_size=2, drop_remainder=False, ops=[ops.CenterCrop(2)], seed=5, shuffle=True,
                         return_index=True, workers=workers) as p:
@@ -248,53 +259,7 @@ CHAIN = [ops.RandomResizedCrop(32, scale=(0.2, 1.0)), ops.HorizontalFlip(),
          ops.RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=5), ops.Normalize()]
 
 # Pipeline(Arrays([_pattern_image(90, 120)] * 8), ops=CHAIN, seed=2024).explain(3, 5)
-EXPLAIN_GOLDEN = {
-    "affine": [[1.0303241695319472, -0.03391356292031263, 3.0556355975196645],
-               [0.03605340857898259, 1.0303990476451754, -1.0300130714744498]],
-    "crop_src": (57, 17, 51, 57),
-    "decode_scale": (8, 8),
-    "decoded_shape": (90, 120),
-    "epoch": 3,
-    "format": "array",
-    "grayscale": False,
-    "hflip": True,
-    "jitter": {"brightness": 0.6835400287913704,
-               "contrast": 1.209767200774643,
-               "hue": -0.08062762231087515,
-               "order": ["saturation", "brightness", "hue", "contrast"],
-               "saturation": 0.915990353743112},
-    "ops": [{"box": (57, 17, 51, 57), "in_shape": (90, 120), "op": "RandomResizedCrop", "out_shape": (32, 32)},
-            {"applied": True, "in_shape": (32, 32), "op": "HorizontalFlip", "out_shape": (32, 32)},
-            {"brightness": 0.6835400287913704,
-             "contrast": 1.209767200774643,
-             # the only field computed from pixels (mean gray of the image the contrast
-             # step sees: exact multiple of 1/1024 with OpenCV's fixed-point resize)
-             "contrast_mean": 100.1123046875,
-             "hue": -0.08062762231087515,
-             "in_shape": (32, 32),
-             "op": "ColorJitter",
-             "order": ["saturation", "brightness", "hue", "contrast"],
-             "out_shape": (32, 32),
-             "saturation": 0.915990353743112},
-            {"angle": -2.0040931799578647,
-             "in_shape": (32, 32),
-             "matrix": [[1.0303241695319472, -0.03391356292031263, 3.0556355975196645],
-                        [0.03605340857898259, 1.0303990476451754, -1.0300130714744498]],
-             "op": "RandomAffine",
-             "out_shape": (32, 32),
-             "scale": 1.030954772330901,
-             "shear": (0.1189955087903849, 0.0),
-             "translate": (3.0, 0.0)}],
-    "out_shape": (32, 32, 3),
-    "roi": (0, 0, 120, 90),
-    "roi_used": False,
-    "sample_index": 5,
-    "seed": 2024,
-    "src_bits": 8,
-    "src_channels": 3,
-    "src_shape": (90, 120),
-    "vflip": False,
-}
+EXPLAIN_GOLDEN = _with_tuples(GOLDEN["explain"]["record"], set(GOLDEN["explain"]["tuple_paths"]))
 
 
 @pytest.fixture(scope="module")
@@ -341,14 +306,8 @@ def test_explain_of_a_sample_does_not_depend_on_its_position_or_shard():
 # JPEG: a function of the image size and the crop only, not of the pixels.
 # Pipeline(Bytes([jpeg 600x800]), ops=[RandomResizedCrop(64, scale=(0.05, 0.3)),
 # VerticalFlip(0.5)], seed=77).explain(epoch, index)
-JPEG_PLAN_GOLDEN = {
-    (0, 0): {"crop_src": (383, 13, 269, 312), "decode_scale": (2, 8), "decoded_shape": (150, 200),
-             "roi": (80, 0, 99, 97), "roi_used": True, "vflip": False},
-    (0, 1): {"crop_src": (502, 119, 153, 202), "decode_scale": (4, 8), "decoded_shape": (300, 400),
-             "roi": (235, 44, 109, 133), "roi_used": True, "vflip": True},
-    (1, 2): {"crop_src": (302, 81, 414, 333), "decode_scale": (2, 8), "decoded_shape": (150, 200),
-             "roi": (60, 4, 135, 116), "roi_used": True, "vflip": False},
-}
+JPEG_PLAN_GOLDEN = {(g["epoch"], g["index"]): _with_tuples(g["plan"], set(g["tuple_paths"]))
+                    for g in GOLDEN["jpeg_plan"]["plans"]}
 
 
 def test_jpeg_decode_plan_is_frozen():

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import errors, ops, testdata
-from image_ref import cv2_decode_rgb, finish, replay
+from fastq import errors, ops
+from fastq.bench import testdata
+from helpers.image_ref import cv2_decode_rgb, finish, replay
 
 CHAIN = [ops.RandomResizedCrop(64), ops.HorizontalFlip(), ops.ColorJitter(0.3, 0.3, 0.3, 0.05),
          ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]

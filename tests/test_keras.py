@@ -15,7 +15,9 @@ import keras  # noqa: E402
 
 import fastq  # noqa: E402
 import fastq.tf as fqtf  # noqa: E402
-from native_helpers import slot_addresses  # noqa: E402
+from helpers.native_helpers import slot_addresses  # noqa: E402
+
+pytestmark = pytest.mark.tf
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RNG = np.random.RandomState(0)
@@ -154,14 +156,15 @@ def test_bfloat16_batches_train_a_mixed_precision_model():
 @pytest.fixture(scope="module")
 def strategy_results():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "keras_strategy_scenario.py")],
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, os.path.join(ROOT, "tests"), env.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-m", "helpers.keras_strategy_scenario"],
                          capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return {r["name"]: r for r in (json.loads(line[7:]) for line in res.stdout.splitlines()
                                    if line.startswith("RESULT "))}
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_probe_shifts_epochs_without_epochsync(strategy_results):
     # Keras opens an iterator under a strategy only to learn the input shapes: that
     # probe takes (and abandons) pipeline epoch 0, so training reads epochs 1, 2, 3.
@@ -170,6 +173,7 @@ def test_mirrored_strategy_probe_shifts_epochs_without_epochsync(strategy_result
     assert r["epoch"] == 4 and r["delivered"] > 18
 
 
+@pytest.mark.slow
 def test_epochsync_keeps_pipeline_epochs_in_step_with_keras(strategy_results):
     r = strategy_results["sync"]
     assert r["seen"] == {"0": [0], "1": [1], "2": [2]}
@@ -178,6 +182,7 @@ def test_epochsync_keeps_pipeline_epochs_in_step_with_keras(strategy_results):
     assert r["epoch"] == 3
 
 
+@pytest.mark.slow
 def test_epochsync_resumes_at_initial_epoch(strategy_results):
     r = strategy_results["resume"]
     assert r["seen"] == {"1": [1], "2": [2]}

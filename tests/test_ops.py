@@ -1,4 +1,4 @@
-"""Ops: each op against the independent cv2/numpy reference (tests/image_ref.py), random
+"""Ops: each op against the independent cv2/numpy reference (tests/helpers/image_ref.py), random
 parameter distributions, determinism, and parameter validation.
 
 Tolerances: uint8 outputs must match the reference within 1 level (they are exact
@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pytest
 
-import image_ref as ref  # noqa: I100  (also puts the repo root on sys.path)
+from helpers import image_ref as ref  # noqa: I100  (also puts the repo root on sys.path)
 from fastq import ops as O
 
 from fastq import _image  # noqa: E402
@@ -20,7 +20,7 @@ ImageSpec = _image.ImageSpec
 
 def _photos():
     import cv2
-    from fastq.testdata import source_photos
+    from fastq.bench.testdata import source_photos
     out = []
     for p in source_photos():
         if os.path.basename(p) in ("astronaut.png", "coffee.png", "chelsea.png", "china.jpg", "flower.jpg",

@@ -117,6 +117,7 @@ def test_dtype_that_cannot_be_stored_is_an_error():
     p.close()
 
 
+@pytest.mark.tensorpack
 def test_tensorpack_dataflow_as_source():
     from tensorpack.dataflow import DataFromList, MapData
 

@@ -1,4 +1,4 @@
-"""``fastq prepare`` (fastq/prepare.py + csrc/fq_image_prepare.cpp): lossless re-encode
+"""``fastq prepare`` (fastq/prepare.py + csrc/image/fq_image_prepare.cpp): lossless re-encode
 with restart markers.  Checked against independent readers: pip's cv2 decodes every
 prepared JPEG to exactly the original's pixels, the restart interval and SOF are parsed
 here in Python, non-JPEG files compare byte for byte, and the tree is compared with
@@ -10,10 +10,11 @@ import sys
 import numpy as np
 import pytest
 
-import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
+from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
 from fastq import errors as E
 from fastq import prepare as P
-from fastq.testdata import make_bad_files, make_jpeg_dataset
+from fastq.cli import main as cli_main
+from fastq.bench.testdata import make_bad_files, make_jpeg_dataset
 
 from fastq import _image  # noqa: E402
 import cv2  # noqa: E402
@@ -158,7 +159,7 @@ def test_interval_choice_and_bad_arguments(tmp_path):
         assert new is not None and info["restart_interval"] == best == _segments(new)[3]
     with pytest.raises(E.InvalidArgumentError):
         _image.prepare_jpeg(data, 0)
-    assert P.main([str(tmp_path / "nope"), str(tmp_path / "out"), "-q"]) == 2
+    assert cli_main(["prepare", str(tmp_path / "nope"), str(tmp_path / "out"), "-q"]) == 2
     with pytest.raises(ValueError):
         P.prepare_tree(str(tmp_path), str(tmp_path / "inside"), progress=False)
 

@@ -15,10 +15,13 @@ import pytest
 import tensorflow as tf
 
 import fastq
-from fastq import ops, testdata
-from fastq.prepare import encode_example, tfrecord_frame
+from fastq import ops
+from fastq.bench import testdata
+from fastq.records import encode_example, tfrecord_frame
 
 from test_cli import ROOT, run_cli
+
+pytestmark = pytest.mark.tf
 
 
 @pytest.fixture(scope="module")

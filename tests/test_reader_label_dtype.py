@@ -11,7 +11,10 @@ import pytest
 import tensorflow as tf
 
 import fastq
-from fastq import _image, errors, ops, testdata
+from fastq import _image, errors, ops
+from fastq.bench import testdata
+
+pytestmark = pytest.mark.tf
 
 # every boundary of every supported integer type, and values floats round
 VALUES = [0, 1, -1, 127, -128, 128, 255, 256, -129, 32767, -32768, 65535, 65536, 2**31 - 1, -2**31, 2**31,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fastq import _core, errors
-from native_helpers import _testing
+from helpers.native_helpers import _testing
 from fastq.errors import StalledError
 
 

@@ -1,4 +1,4 @@
-"""Restart-segment crop decode (csrc/fq_image_rst.cpp): for JPEGs whose restart interval
+"""Restart-segment crop decode (csrc/image/fq_image_rst.cpp): for JPEGs whose restart interval
 tiles each MCU row, the crop is decoded from a mini-JPEG of the segments that cover it.
 
 Identity: for the same (seed, epoch, index) the output bytes equal the plain ROI path's
@@ -6,15 +6,15 @@ Identity: for the same (seed, epoch, index) the output bytes equal the plain ROI
 tests/test_ops.py, dct_scaling on and off, 4:2:0 / 4:2:2 / 4:4:4 / gray files encoded by
 pip's cv2 (an independent libjpeg-turbo) with restart intervals, and files re-encoded by
 fastq.prepare; without DCT scaling also equal to cv2.imdecode full decode + the cv2
-reference ops (tests/image_ref.py).  segment_decode_count() proves the new path ran.
+reference ops (tests/helpers/image_ref.py).  segment_decode_count() proves the new path ran.
 """
 import numpy as np
 import pytest
 
-import image_ref as ref  # noqa: I100  (puts the repo root on sys.path)
+from helpers import image_ref as ref  # noqa: I100  (puts the repo root on sys.path)
 from fastq import errors as E
 from fastq import ops as O
-from fastq.testdata import make_jpeg_dataset
+from fastq.bench.testdata import make_jpeg_dataset
 
 from fastq import _image  # noqa: E402
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import errors, ops, testdata
+from fastq import errors, ops
+from fastq.bench import testdata
 
 CHAIN = [ops.RandomResizedCrop(48), ops.HorizontalFlip(), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]
 
@@ -65,6 +66,7 @@ def test_listing_matches_reference_rule(tree):
     assert not any(p.endswith(".txt") or p.endswith("stray.jpg") for p in src.paths)
 
 
+@pytest.mark.tf
 def test_listing_matches_keras(tree):
     import keras
     ds = keras.utils.image_dataset_from_directory(tree, labels="inferred", shuffle=False, batch_size=None,

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import errors, ops, testdata
+from fastq import errors, ops
+from fastq.bench import testdata
 from fastq.sources import read_ahead_stats
 
 N = 24
@@ -81,6 +82,7 @@ def test_folder_read_ahead_same_batches_and_skips(tree):
     assert ei.value.path.endswith("zz_bad.jpg") and "zz_bad.jpg" in str(ei.value)
 
 
+@pytest.mark.tf
 def test_tfrecord_and_webdataset_read_ahead(tree, tmp_path, no_leaked_threads):
     import tensorflow as tf
     root, tars = tree

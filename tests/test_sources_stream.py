@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import errors, ops, testdata
+from fastq import errors, ops
+from fastq.bench import testdata
 
 N = 20
 CHAIN = [ops.RandomResizedCrop(40), ops.HorizontalFlip(), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]

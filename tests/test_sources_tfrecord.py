@@ -14,9 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fastq
-from fastq import _image, errors, ops, testdata
+from fastq import _image, errors, ops
+from fastq.bench import testdata
 
 import tensorflow as tf
+
+pytestmark = pytest.mark.tf
 
 N = 24
 SHARDS = 3

@@ -12,9 +12,12 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import _image, errors, ops, testdata
+from fastq import _image, errors, ops
+from fastq.bench import testdata
 
 import tensorflow as tf
+
+pytestmark = pytest.mark.tf
 
 N = 40
 SHARDS = 4

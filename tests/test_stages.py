@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import ops, testdata
+from fastq import ops
+from fastq.bench import testdata
 from fastq.stages import STAGES, format_stages, stage_report
 
 CHAIN = [ops.RandomResizedCrop(64), ops.HorizontalFlip(), ops.ColorJitter(0.2, 0.2, 0.2), ops.Normalize()]
@@ -96,6 +97,7 @@ def test_verdict_compares_who_waits_on_whom():
         "no epoch has run yet"
 
 
+@pytest.mark.tf
 def test_tensorboard_callback_logs_the_stages(jpegs, tmp_path):
     import tensorflow as tf
     import fastq.tf as fqtf

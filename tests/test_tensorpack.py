@@ -1,6 +1,6 @@
 """fastq.tensorpack.QueueInput in a tensorpack TrainConfig (SimpleTrainer).
 
-The training runs in a subprocess (tests/tensorpack_scenarios.py) because
+The training runs in a subprocess (tests/helpers/tensorpack_scenarios.py) because
 tensorpack's launcher turns eager execution off for the whole process."""
 import json
 import os
@@ -12,14 +12,16 @@ import pytest
 import tensorflow  # noqa: E402,F401  (a test requirement: requirements-dev.txt)
 import tensorpack  # noqa: E402,F401
 
+pytestmark = [pytest.mark.tf, pytest.mark.tensorpack]
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    res = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "tensorpack_scenarios.py"),
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, os.path.join(ROOT, "tests"), env.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-m", "helpers.tensorpack_scenarios",
                           str(tmp_path_factory.mktemp("tp_images"))],
                          capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
     out = {}

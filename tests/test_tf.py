@@ -19,8 +19,10 @@ import tensorflow as tf  # noqa: E402
 import fastq  # noqa: E402
 import fastq.ops  # noqa: E402
 import fastq.tf as fqtf  # noqa: E402
-from fastq import testdata  # noqa: E402
-from native_helpers import slot_addresses  # noqa: E402
+from fastq.bench import testdata  # noqa: E402
+from helpers.native_helpers import slot_addresses  # noqa: E402
+
+pytestmark = pytest.mark.tf
 
 N = 24       # images
 B = 4        # batch size

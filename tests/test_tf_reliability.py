@@ -16,6 +16,8 @@ import tensorflow as tf  # noqa: E402
 import fastq  # noqa: E402
 import fastq.tf as fqtf  # noqa: E402
 
+pytestmark = pytest.mark.tf
+
 N, B = 40, 4
 
 

@@ -56,6 +56,7 @@ def test_mypy_passes_on_the_package_and_examples():
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+@pytest.mark.tf
 def test_mypy_catches_misuse_of_the_public_api(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(

@@ -25,9 +25,11 @@ import zipfile
 import numpy as np
 import pytest
 
-from image_ref import cv2, finish, replay
+from helpers.image_ref import cv2, finish, replay
 
 from fastq import ops
+
+pytestmark = [pytest.mark.wheel, pytest.mark.slow]  # builds a wheel (minutes)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VERSION = re.search(r'^version = "([^"]+)"', open(os.path.join(ROOT, "pyproject.toml")).read(), re.M).group(1)
@@ -303,6 +305,7 @@ COEXIST_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.tf
 def test_fastq_cv2_and_tensorflow_share_one_process(venv, tmp_path):
     import sysconfig
     py, site = venv
@@ -322,7 +325,7 @@ def test_demo_runs_from_the_installed_wheel(venv, tmp_path):
     # from the test environment, appended after the venv so fastq is the wheel's
     code = ("import sys, runpy; sys.path.append(sys.argv.pop(1)); import fastq; "
             f"assert fastq.__file__.startswith({site!r}), fastq.__file__; "
-            "runpy.run_module('fastq.demo', run_name='__main__', alter_sys=True)")
+            "runpy.run_module('fastq.bench.demo', run_name='__main__', alter_sys=True)")
     out = run([py, "-c", code, sysconfig.get_paths()["purelib"], "--images", "48", "--epochs", "1",
                "--batch-size", "16", "--data", str(tmp_path / "demo")], cwd=str(tmp_path))
     assert "images/s" in out, out

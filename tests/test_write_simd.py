@@ -1,12 +1,12 @@
-"""The AVX2 float32 NHWC write (csrc/fq_image_write_simd.cpp) against numpy: every value
-must equal float32(((v / 255) - mean) / std) computed in float64 (tests/image_ref.finish,
+"""The AVX2 float32 NHWC write (csrc/image/fq_image_write_simd.cpp) against numpy: every value
+must equal float32(((v / 255) - mean) / std) computed in float64 (tests/helpers/image_ref.finish,
 the definition of the write), bit for bit, with and without flips, for several
 mean/std choices, 1 and 3 channels, widths that exercise the vector tails; and equal to
 the table write (set_simd_write(False)) of the same build."""
 import numpy as np
 import pytest
 
-import image_ref as ref  # noqa: I100
+from helpers import image_ref as ref  # noqa: I100
 from fastq import ops as O
 
 from fastq import _image  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds csrc/tests/fuzz_decode.cpp (libFuzzer + ASan + UBSan) against the csrc image
 # sources and the system OpenCV / libjpeg-turbo, writes a seed corpus of small
-# JPEG / PNG / WebP / BMP files made from fastq/testdata.py's photos, and fuzzes the
+# JPEG / PNG / WebP / BMP files made from fastq/bench/testdata.py's photos, and fuzzes the
 # decoder entry point for a bounded time.  Exit status: 0 when the run ended without a
 # finding; non-zero on any crash, sanitizer report, timeout, out-of-memory or broken
 # contract, with the reproducer left in $FUZZ_OUT/artifacts/.
@@ -56,8 +56,8 @@ import importlib.util, os, sys
 import numpy as np
 import cv2
 root, dst = sys.argv[1], sys.argv[2]
-# fastq/testdata.py is pure Python: load it without importing (or building) fastq
-spec = importlib.util.spec_from_file_location("fastq_testdata", os.path.join(root, "fastq", "testdata.py"))
+# fastq/bench/testdata.py is pure Python: load it without importing (or building) fastq
+spec = importlib.util.spec_from_file_location("fastq_testdata", os.path.join(root, "fastq", "bench", "testdata.py"))
 td = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(td)
 tmp = os.path.join(dst, "_src")

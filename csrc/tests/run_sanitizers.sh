@@ -15,10 +15,10 @@ TSAN_OPTIONS=halt_on_error=1 "$out/test_ring_tsan"
 bash csrc/tests/run_image_sanitizers.sh
 
 # The whole native image pipeline (task + pool + ring + image path) under TSan
-# and ASan+UBSan, on JPEGs made by fastq.testdata (needs the built package).
+# and ASan+UBSan, on JPEGs made by fastq.bench.testdata (needs the built package).
 jpgs=$(mktemp -d)
 trap 'rm -rf "$jpgs"' EXIT
-${PYTHON:-python3} -c "from fastq import testdata; testdata.make_jpeg_dataset('$jpgs', 12, seed=1, min_side=100, max_side=260)" 2>/dev/null
+${PYTHON:-python3} -c "from fastq.bench import testdata; testdata.make_jpeg_dataset('$jpgs', 12, seed=1, min_side=100, max_side=260)" 2>/dev/null
 CXX=${CXX:-g++}
 for san in thread address,undefined; do
     tag=${san//,/}

@@ -1,6 +1,7 @@
 """fastq.sources.Source: the base class of every source (the other modules of
 this package derive from it), and the Python producer threads that the
 Iterable and Stream sources share."""
+import os
 import threading
 
 from fastq import _core
@@ -56,3 +57,17 @@ class PullThreads:
         self.done = True  # read under the lock by the producers; a plain store is atomic
         for t in self.threads:
             t.join(timeout)
+
+
+def _expand_paths(paths, what):
+    """Shard paths from a path, a glob pattern (sorted matches) or a sequence of
+    paths; ValueError naming the source `what` when there are none (TFRecord,
+    WebDataset)."""
+    import glob
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        p = os.fsdecode(paths)
+        paths = sorted(glob.glob(p)) if any(c in p for c in "*?[") else [p]
+    paths = [os.fsdecode(p) for p in paths]
+    if not paths:
+        raise ValueError(f"{what}: no shard paths given (or the pattern matched nothing)")
+    return paths

@@ -1,7 +1,7 @@
 """Read-ahead for the native sources that read files or shards (``io_threads=``):
 I/O threads fetch the next samples' bytes in the pipeline's epoch order while the
-workers decode.  Used by Files/Folder (fastq.sources.images) and by TFRecord and
-WebDataset (fastq.sources.datasets).  See docs/sources.md.
+workers decode.  Used by Files/Folder (fastq.sources.images, .folder) and by TFRecord
+and WebDataset (fastq.sources.tfrecord, .webdataset).  See docs/sources.md.
 """
 
 __all__ = ["read_ahead_stats"]

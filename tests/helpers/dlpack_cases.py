@@ -16,7 +16,7 @@ import torch
 
 import fastq
 import fastq.ops
-from native_helpers import slot_addresses  # noqa: E402
+from helpers.native_helpers import slot_addresses  # noqa: E402
 
 IMGS = np.random.RandomState(0).randint(0, 256, (24, 8, 8, 3), np.uint8)
 

@@ -5,16 +5,16 @@ stage (read, imdecode, cvtColor, crop + resize, flip, numpy normalize, copy into
 a batch), using the crop boxes fastq drew (from its explain records), and
 fastq's own per-sample path (``ImageSpec.process_encoded``) in chain variants
 whose differences split decode, resampling and the fused normalize/write.
-Runs in a child process (``python -m fastq.bench_peers profile CFG``).
+Runs in a child process (``python -m fastq.bench.child profile CFG``).
 """
 import json
 import statistics
 import sys
 import time
 
-from fastq.bench_peers import BATCH, MEAN, RATIO, SCALE, STD
+from fastq.bench.tasks import BATCH, MEAN, RATIO, REFERENCE, SCALE, SIZE, STD
 
-SIZE = 224
+__all__ = ["profile_main", "print_profile"]
 
 
 def profile_main(cfg_path):
@@ -30,8 +30,8 @@ def profile_main(cfg_path):
     paths = cfg["paths"][:cfg["profile_images"]]
     passes = cfg["profile_passes"]
     blobs = [open(p, "rb").read() for p in paths]
-    rrc = O.RandomResizedCrop(SIZE, scale=SCALE, ratio=RATIO, interpolation="bilinear")
-    full = [rrc, O.HorizontalFlip(), O.Normalize(O.IMAGENET_MEAN, O.IMAGENET_STD)]
+    full = REFERENCE.fastq_ops()  # RandomResizedCrop, HorizontalFlip, Normalize
+    rrc = full[0]
     specs = {
         "fq_full": ImageSpec(O.compile_ops(full)),
         "fq_full_nodct": ImageSpec(O.compile_ops(full, dct_scaling=False)),
@@ -112,7 +112,6 @@ def profile_main(cfg_path):
            "mean_file_kb": statistics.mean(len(b) for b in blobs) / 1024}
     sys.stdout.write("RESULT " + json.dumps(out) + "\n")
     sys.stdout.flush()
-
 
 
 def print_profile(prof, summary, workers, out=print):

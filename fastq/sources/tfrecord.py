@@ -1,124 +1,20 @@
-"""Native dataset sources: the on-disk layouts users already have.
-
-* :class:`Folder` - a class-per-subfolder tree (``keras.utils.image_dataset_from_directory``,
-  ``torchvision.datasets.ImageFolder``); read through the :class:`~fastq.sources.Files` path.
-* :class:`TFRecord` - TFRecord shards of ``tf.train.Example`` records (TF's ImageNet layout).
-* :class:`WebDataset` - tar shards, samples grouped by key.
-
-Reading, parsing, decoding and augmenting run on fastq's native workers and never take
-the GIL.  Every source is indexed (one entry per sample) when it is built, so the
-promises of the native sources hold for all of them: deterministic order and
-augmentation for any worker count, ``shard(n, i)`` disjoint and covering, exact resume,
-``explain``, ``on_error`` and ``stats``.  See docs/sources.md.
-"""
+"""fastq.sources.TFRecord: TFRecord shards of ``tf.train.Example`` records (TF's
+ImageNet layout), read natively in one of two modes: indexed (a record index per
+shard, built by a framing scan and cached, or given; random access) or streaming
+(``index=False``: record counts only, sequential cursors and a shuffle buffer).
+See docs/sources.md."""
 import os
 
 import numpy as np
 
-from fastq.sources.images import Files, ImageSource, _ImageBackend
-from fastq.sources.readahead import _check_io, _init_file_read_ahead, _with_read_ahead
+from fastq.sources.base import _expand_paths
+from fastq.sources.images import ImageSource, _ImageBackend
+from fastq.sources.readahead import _check_io, _with_read_ahead
 
-__all__ = ["Folder", "TFRecord", "WebDataset", "IMAGE_EXTENSIONS"]
+__all__ = ["TFRecord"]
 
-# The union of the extensions Keras (bmp gif jpeg jpg png) and torchvision
-# (jpg jpeg png ppm bmp pgm tif tiff webp) accept, minus gif (OpenCV cannot decode it).
-IMAGE_EXTENSIONS = (".bmp", ".jpeg", ".jpg", ".pgm", ".png", ".ppm", ".tif", ".tiff", ".webp")
-
-
-def _norm_exts(extensions):
-    if extensions is None:
-        return IMAGE_EXTENSIONS
-    if isinstance(extensions, str):
-        extensions = (extensions,)
-    out = []
-    for e in extensions:
-        if not isinstance(e, str) or not e.strip("."):
-            raise ValueError(f"Folder: bad extension {e!r}")
-        out.append("." + e.lower().lstrip("."))
-    return tuple(out)
-
-
-def _list_class(class_dir, exts):
-    """Files under class_dir (recursively, symlinks followed) whose extension is in
-    exts: directories in sorted path order, file names sorted within each directory
-    (the order of Keras' index_directory and torchvision's make_dataset)."""
-    out = []
-    for root, _dirs, files in sorted(os.walk(class_dir, followlinks=True), key=lambda w: w[0]):
-        for name in sorted(files):
-            if name.lower().endswith(exts):
-                out.append(os.path.join(root, name))
-    return out
-
-
-class Folder(Files):
-    """A class-per-subfolder image tree::
-
-        root/cat/0001.jpg      -> label 0
-        root/dog/a/0002.png    -> label 1   (subfolders of a class folder are walked too)
-
-    Class names are the sorted names of the subfolders of ``root`` (the rule of Keras'
-    ``image_dataset_from_directory`` and torchvision's ``ImageFolder``); the label of a
-    file is the position of its class in :attr:`class_names`.  ``class_names`` given
-    explicitly selects those subfolders and fixes their order (each must exist).
-    ``extensions``: the file extensions to take, case-insensitive (default
-    :data:`IMAGE_EXTENSIONS`); other files are ignored.  Files directly in ``root``
-    belong to no class and are ignored.  Files that do not decode follow the
-    pipeline's ``on_error`` policy like any :class:`Files` sample.
-
-    ``io_threads`` > 0: that many threads read files up to ``read_ahead`` samples
-    ahead of the decoding workers (for slow storage; see docs/sources.md).
-
-    Attributes: ``root``, ``class_names``, ``paths`` (list of str), ``labels`` (int64).
-    """
-
-    def __init__(self, root, extensions=None, class_names=None, io_threads=0, read_ahead=64, _read_delay_us=0):
-        _check_io(io_threads, read_ahead, "Folder")
-        root = os.fspath(root)
-        if not os.path.isdir(root):
-            raise FileNotFoundError(f"Folder: {root!r} is not a directory")
-        exts = _norm_exts(extensions)
-        found = sorted(e.name for e in os.scandir(root) if e.is_dir())
-        if class_names is None:
-            names = found
-        else:
-            names = [str(c) for c in class_names]
-            if len(set(names)) != len(names):
-                raise ValueError(f"Folder: class_names has duplicates: {names}")
-            missing = [c for c in names if c not in found]
-            if missing:
-                raise ValueError(f"Folder: class_names {missing} are not subfolders of {root!r} "
-                                 f"(found {found})")
-        if not names:
-            raise ValueError(f"Folder: {root!r} has no class subfolders")
-        paths, labels = [], []
-        for k, name in enumerate(names):
-            files = _list_class(os.path.join(root, name), exts)
-            paths += files
-            labels += [k] * len(files)
-        if not paths:
-            raise ValueError(f"Folder: no files with extensions {list(exts)} under {root!r}")
-        self.root = root
-        self.class_names = list(names)
-        self.paths = paths
-        self.extensions = exts
-        super().__init__(paths, np.asarray(labels, dtype=np.int64), io_threads, read_ahead)
-        _init_file_read_ahead(self, io_threads, read_ahead, _read_delay_us)
-
-
-# ---------------------------------------------------------------- TFRecord
 
 _INDEX_MAGIC = b"FQTFRIX1"
-
-
-def _expand_paths(paths, what):
-    import glob
-    if isinstance(paths, (str, bytes, os.PathLike)):
-        p = os.fsdecode(paths)
-        paths = sorted(glob.glob(p)) if any(c in p for c in "*?[") else [p]
-    paths = [os.fsdecode(p) for p in paths]
-    if not paths:
-        raise ValueError(f"{what}: no shard paths given (or the pattern matched nothing)")
-    return paths
 
 
 def _cache_path(path, index_dir):
@@ -272,7 +168,6 @@ class TFRecord(ImageSource):
     def __init__(self, paths, image_key="image/encoded", label_key="image/class/label", index=None,
                  compression=None, features=None, index_dir=None, cache_index=True, io_threads=0, read_ahead=64,
                  shuffle_buffer=None):
-        from fastq import _image
         _check_io(io_threads, read_ahead, "TFRecord")
         self._stream = index is False
         if shuffle_buffer is not None and not self._stream:
@@ -293,6 +188,15 @@ class TFRecord(ImageSource):
             raise ValueError(f"TFRecord: index must have one entry per shard ({len(self.paths)})")
         if index is not None and self.compression:
             raise ValueError("TFRecord: index= applies to uncompressed shards only")
+        feats = self._feature_table(image_key, label_key, features)
+        if self._stream:
+            self._init_stream(feats)
+        else:
+            self._init_indexed(feats, index, index_dir, cache_index)
+
+    def _feature_table(self, image_key, label_key, features):
+        """The reader's (key, type, count) table: the image, the label, then
+        `features`; sets the extra outputs that follow the image."""
         feats = [(image_key, "bytes", 1)]
         self._extra_outputs = []
         self._label_output = None  # index of the label in _extra_outputs (label_dtype converts it)
@@ -312,32 +216,41 @@ class TFRecord(ImageSource):
             raise ValueError(f"TFRecord: a feature key is asked for twice: {keys}")
         self.image_key, self.label_key = image_key, label_key
         self.features = dict(features or {})
+        return feats
 
-        if self._stream:
-            self._init_stream(feats)
-            return
+    def _shard_index(self, k, path, index, index_dir, cache_index):
+        """(offsets, lengths, in-memory data or None, framing-break message or "")
+        of shard k: decompressed and scanned, given by `index`, loaded from the
+        cache, or scanned (and cached unless its framing breaks)."""
+        from fastq import _image
+        mem, tail = None, ""
+        if self.compression:
+            mem, tail = _decompress(path, self.compression)
+            o, ln, t = _image.tfrecord_scan(path, mem)
+            if t is not None:
+                tail = t[1] + (f" ({tail})" if tail else "")
+        elif index is not None:
+            o, ln = _given_index(index[k], path, os.stat(path).st_size, k)
+        else:
+            st = os.stat(path)
+            cpath = _cache_path(path, index_dir) if cache_index else None
+            got = _load_cached_index(cpath, st) if cpath else None
+            if got is not None:
+                o, ln = got
+            else:
+                o, ln, t = _image.tfrecord_scan(path)
+                if t is not None:
+                    tail = t[1]
+                elif cpath:
+                    _save_index(cpath, st, o, ln)  # shards with a broken framing are not cached
+        return o, ln, mem, tail
+
+    def _init_indexed(self, feats, index, index_dir, cache_index):
+        """The default mode: a record index over all shards; random access."""
+        from fastq import _image
         shard_ids, offsets, lengths, numbers, mems, tails = [], [], [], [], [], []
         for k, path in enumerate(self.paths):
-            mem, tail = None, ""
-            if self.compression:
-                mem, tail = _decompress(path, self.compression)
-                o, ln, t = _image.tfrecord_scan(path, mem)
-                if t is not None:
-                    tail = t[1] + (f" ({tail})" if tail else "")
-            elif index is not None:
-                o, ln = _given_index(index[k], path, os.stat(path).st_size, k)
-            else:
-                st = os.stat(path)
-                cpath = _cache_path(path, index_dir) if cache_index else None
-                got = _load_cached_index(cpath, st) if cpath else None
-                if got is not None:
-                    o, ln = got
-                else:
-                    o, ln, t = _image.tfrecord_scan(path)
-                    if t is not None:
-                        tail = t[1]
-                    elif cpath:
-                        _save_index(cpath, st, o, ln)  # shards with a broken framing are not cached
+            o, ln, mem, tail = self._shard_index(k, path, index, index_dir, cache_index)
             if tail:  # one more sample that stands for the break
                 o = np.append(o, np.uint64(0))
                 ln = np.append(ln, np.uint64(_image.TFR_BROKEN))
@@ -354,7 +267,7 @@ class TFRecord(ImageSource):
         reader = _image.TFRecordReader([os.fsencode(p) for p in self.paths], mems, tails, self._shard_of,
                                        np.concatenate(offsets), np.concatenate(lengths), self.record_numbers,
                                        feats, 0)
-        super().__init__(reader, None)
+        ImageSource.__init__(self, reader, None)
 
     def _init_stream(self, feats):
         """index=False: per shard only its record count (a framing walk that
@@ -455,118 +368,3 @@ class _StreamBackend(_ImageBackend):
         mask = np.zeros(src.num_samples, bool)
         mask[src.indices] = True
         return full[mask[full]]
-
-
-# --------------------------------------------------------------- WebDataset
-
-def _split_key(name):
-    """WebDataset's rule: key = the path up to the first '.' of its last component,
-    extension = the rest (lower-cased); None for names without an extension."""
-    d, _, base = name.rpartition("/")
-    stem, dot, ext = base.partition(".")
-    if not dot or not stem:
-        return None, None
-    return (d + "/" + stem if d else stem), ext.lower()
-
-
-class WebDataset(ImageSource):
-    """Tar shards in the WebDataset layout: consecutive members that share a key
-    (``dir/0001.jpg``, ``dir/0001.cls`` -> key ``dir/0001``) form one sample.
-
-    ``paths``: shard paths or a glob pattern (sorted).  Each sample's image is its
-    first member whose extension is in ``image_ext`` (in that order); its label
-    (int64) is the decimal integer in the ``label_ext`` member (``None``: no
-    label output).  Members without an extension are ignored.
-
-    The tar headers are read natively when the source is built (ustar, pax
-    ``path``/``size`` records, GNU long names; every header checksum verified);
-    the member data is read by the workers.  These samples fail (an error naming
-    the shard, sample number and key, or a counted skip with
-    ``on_error="skip"``): no image member, no or a non-integer label, a member
-    name that is absolute or contains ``..``, a member name used twice in one
-    sample.  A framing error (bad header checksum, truncated member) keeps the
-    samples before it and is one failing sample itself.
-
-    ``io_threads`` > 0: that many threads read samples up to ``read_ahead``
-    samples ahead of the decoding workers (for slow storage).
-    """
-
-    kind = "reader"
-
-    def __init__(self, paths, image_ext=("jpg", "jpeg", "png", "webp"), label_ext="cls", io_threads=0,
-                 read_ahead=64):
-        from fastq import _image
-        _check_io(io_threads, read_ahead, "WebDataset")
-        self.io_threads, self.read_ahead = io_threads, read_ahead
-        self.paths = _expand_paths(paths, "WebDataset")
-        if isinstance(image_ext, str):
-            image_ext = (image_ext,)
-        self.image_ext = tuple(e.lower().lstrip(".") for e in image_ext)
-        if not self.image_ext:
-            raise ValueError("WebDataset: image_ext is empty")
-        self.label_ext = label_ext.lower().lstrip(".") if label_ext is not None else None
-        self._extra_outputs = [((), np.dtype(np.int64))] if self.label_ext is not None else []
-        self._label_output = 0 if self.label_ext is not None else None
-        cols = {k: [] for k in ("shard", "img_off", "img_size", "lab_off", "lab_size", "number")}
-        keys, errs = [], []
-
-        def add(k, key, members, err, number):
-            img = next((members[e] for e in self.image_ext if e in members), None)
-            lab = members.get(self.label_ext) if self.label_ext is not None else None
-            if err is None and img is None:
-                err = f"no image member ({', '.join('.' + e for e in self.image_ext)}) in the sample"
-            cols["shard"].append(k)
-            cols["img_off"].append(img[0] if img else 0)
-            cols["img_size"].append(img[1] if img else 0)
-            cols["lab_off"].append(lab[0] if lab else _image.TAR_NONE)
-            cols["lab_size"].append(lab[1] if lab else 0)
-            cols["number"].append(number)
-            keys.append(os.fsencode(key))
-            errs.append(err.encode() if err else None)
-
-        for k, path in enumerate(self.paths):
-            names, offs, sizes, unsafe, tail = _image.tar_scan(path)
-            number = 0
-            cur_key, members, err = None, {}, None
-            for name, o, s, bad in zip(names, offs.tolist(), sizes.tolist(), unsafe.tolist()):
-                key, ext = _split_key(name)
-                if key is None and not bad:
-                    continue
-                if key is None:
-                    key, ext = name, ""
-                if key != cur_key:
-                    if cur_key is not None:
-                        add(k, cur_key, members, err, number)
-                        number += 1
-                    cur_key, members, err = key, {}, None
-                if bad and err is None:
-                    err = f"unsafe member name {name!r} (absolute or '..')"
-                elif ext in members and err is None:
-                    err = f"member name {name!r} appears twice in the sample"
-                members[ext] = (o, s)
-            if cur_key is not None:
-                add(k, cur_key, members, err, number)
-                number += 1
-            if tail is not None:
-                add(k, f"<after sample {number - 1}>" if number else "<start>", {}, tail[1], number)
-        if not keys:
-            raise ValueError(f"WebDataset: the shards hold no samples: {self.paths}")
-        self._shard_of = np.asarray(cols["shard"], np.int32)
-        self.sample_numbers = np.asarray(cols["number"], np.int64)
-        self.keys = [os.fsdecode(k) for k in keys]
-        reader = _image.TarReader([os.fsencode(p) for p in self.paths], self._shard_of,
-                                  np.asarray(cols["img_off"], np.uint64), np.asarray(cols["img_size"], np.uint64),
-                                  np.asarray(cols["lab_off"], np.uint64), np.asarray(cols["lab_size"], np.uint64),
-                                  self.sample_numbers, keys, errs, self.label_ext is not None)
-        super().__init__(reader, None)
-
-    def path(self, index):
-        """The shard that holds sample `index`."""
-        return self.paths[self._shard_of[index]]
-
-    def _task_items(self):
-        return _with_read_ahead(self, self._items)
-
-    def location(self, index):
-        """(shard path, sample number inside the shard, key) of sample `index`."""
-        return self.path(index), int(self.sample_numbers[index]), self.keys[index]

@@ -19,7 +19,7 @@ def _cv2():
         import cv2
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "fastq.testdata needs OpenCV's Python bindings to encode images: "
+            "fastq.bench.testdata needs OpenCV's Python bindings to encode images: "
             "pip install opencv-python-headless") from e
     return cv2
 

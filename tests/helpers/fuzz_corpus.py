@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
@@ -21,7 +21,7 @@ import cv2  # noqa: E402
 
 import fastq  # noqa: E402
 import fastq.ops  # noqa: E402
-from fastq import testdata  # noqa: E402
+from fastq.bench import testdata  # noqa: E402
 from fastq.errors import FastqError  # noqa: E402
 
 OPS = [fastq.ops.RandomResizedCrop(24), fastq.ops.HorizontalFlip()]
@@ -221,11 +221,11 @@ if __name__ == "__main__":
         corpus = mutants(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
         paths = write(corpus, d)
         # crashes: run each configuration in a child process
-        code = ("import sys; sys.path.insert(0, %r); import fuzz_corpus as F; "
+        code = ("import sys; sys.path.insert(0, %r); from helpers import fuzz_corpus as F; "
                 "F.run(%r, %d, shuffle=%r)")
         crashes = 0
         for w, rev in ((1, False), (2, False), (1, True)):
-            rc = subprocess.run([sys.executable, "-c", code % (os.path.dirname(__file__), paths, w, rev)]).returncode
+            rc = subprocess.run([sys.executable, "-c", code % (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), paths, w, rev)]).returncode
             crashes += rc != 0
         runs = [run(paths, 1), run(paths, 2), run(paths, 1), run(paths, 1, shuffle=True)]
         runs += [run(paths, 2) for _ in range(4)]  # fresh pipelines: uninitialised memory shows as differences

@@ -2,10 +2,9 @@
 read it through fastq and through a plain Python + cv2 loop doing the same
 work, and print images/s for both (median of a few epochs).
 
-    python -m fastq.demo [--images 512] [--epochs 3] [--workers N]
+    python -m fastq.bench.demo [--images 512] [--epochs 3] [--workers N]
 """
 import argparse
-import os
 import statistics
 import tempfile
 import time
@@ -13,33 +12,19 @@ import time
 import numpy as np
 
 import fastq
-from fastq import ops, testdata
+from fastq.bench import testdata
+from fastq.bench.peers import Cv2Sample
+from fastq.bench.tasks import REFERENCE
 
 
 def python_loop(paths, batch_size, seed):
-    """The per-sample work of the reference task in Python + cv2."""
-    import cv2
-    rng = np.random.default_rng(seed)
-    mean = np.array(ops.IMAGENET_MEAN, np.float32) * 255
-    std = np.array(ops.IMAGENET_STD, np.float32) * 255
+    """The per-sample work of the reference task in Python + cv2 (the pyloop peer's
+    code, fastq.bench.peers.Cv2Sample), np.stack per batch."""
+    sample = Cv2Sample(REFERENCE, seed)
     n = 0
     batch = []
     for p in paths:
-        img = cv2.cvtColor(cv2.imread(p, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
-        h, w = img.shape[:2]
-        for _ in range(10):  # torchvision's RandomResizedCrop sampling
-            area = h * w * rng.uniform(0.08, 1.0)
-            ratio = np.exp(rng.uniform(np.log(3 / 4), np.log(4 / 3)))
-            cw, ch = int(round(np.sqrt(area * ratio))), int(round(np.sqrt(area / ratio)))
-            if 0 < cw <= w and 0 < ch <= h:
-                x, y = rng.integers(0, w - cw + 1), rng.integers(0, h - ch + 1)
-                break
-        else:
-            cw, ch, x, y = w, h, 0, 0
-        out = cv2.resize(img[y:y + ch, x:x + cw], (224, 224), interpolation=cv2.INTER_LINEAR)
-        if rng.random() < 0.5:
-            out = out[:, ::-1]
-        batch.append((out.astype(np.float32) - mean) / std)
+        batch.append(sample(p))
         if len(batch) == batch_size:
             np.stack(batch)
             n += batch_size
@@ -62,7 +47,7 @@ def main(argv=None):
     print(f"building {a.images} JPEGs (300-800 px, q90) from bundled photos in {a.data} ...", flush=True)
     paths = testdata.make_jpeg_dataset(a.data, a.images, seed=0)
     labels = np.arange(len(paths)) % 1000
-    chain = [ops.RandomResizedCrop(224), ops.HorizontalFlip(), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]
+    chain = REFERENCE.fastq_ops()
     src = fastq.sources.Files(paths, labels=labels)
     rates = []
     with fastq.Pipeline(src, batch_size=a.batch_size, queue_size=4, workers=a.workers, ops=chain,

@@ -15,7 +15,7 @@ from tensorpack.dataflow import BatchData, DataFromList  # noqa: E402
 import fastq  # noqa: E402
 import fastq.ops  # noqa: E402
 from fastq.tensorpack import QueueInput  # noqa: E402
-from native_helpers import slot_addresses  # noqa: E402
+from helpers.native_helpers import slot_addresses  # noqa: E402
 
 tfv1 = tf.compat.v1
 ADDRS = []
@@ -75,7 +75,7 @@ def report(**kw):
 
 
 def main(img_dir):
-    from fastq import testdata
+    from fastq.bench import testdata
     paths = testdata.make_jpeg_dataset(img_dir, 16, seed=2, min_side=64, max_side=96)
 
     # 1. a native fastq Pipeline in place of QueueInput(df)

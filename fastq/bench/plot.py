@@ -11,14 +11,14 @@ __all__ = ["plot"]
 
 
 def plot(res, path, dpi=110):
-    """Write the chart of result dict `res` (fastq.bench.run) to `path` (PNG)."""
+    """Write the chart of result dict `res` (fastq.bench.runner.run) to `path` (PNG)."""
     try:
         import matplotlib
     except ImportError as e:
         raise ImportError("--plot needs matplotlib: pip install matplotlib") from e
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
-    from fastq.bench_peers import peer_label
+    from fastq.bench.peers import peer_label
 
     summary = res["peers"]
     workers = res["machine"]["fastq_workers"]

@@ -1,0 +1,79 @@
+"""What a benchmark reads about the machine and a process: usable cores, CPU
+model, CPU time split (this process / other processes / hypervisor steal) and
+resident memory.  Standard library only."""
+import os
+import platform
+import time
+
+__all__ = ["usable_cores", "cpu_model", "machine_description", "proc_status_kb", "cpu_snapshot", "cpu_delta",
+           "contention"]
+
+
+def usable_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_description():
+    return f"{cpu_model()}, {usable_cores()} usable core(s) of {os.cpu_count()}, {platform.system()} " \
+           f"{platform.release()}, Python {platform.python_version()}"
+
+
+def proc_status_kb(field):
+    """VmRSS / VmHWM of this process in kB (0 where /proc is not available)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    if field == "VmHWM":
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return 0
+
+
+def cpu_snapshot():
+    """(machine busy s, machine steal s, this process's CPU s, wall s).  Busy and steal
+    come from /proc/stat (all CPUs of this machine); steal is time the hypervisor gave
+    to other guests.  None for the first two where /proc/stat is missing."""
+    busy = steal = None
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+        hz = os.sysconf("SC_CLK_TCK")
+        busy = (v[0] + v[1] + v[2] + v[5] + v[6]) / hz
+        steal = v[7] / hz
+    except (OSError, ValueError, IndexError):
+        pass
+    t = os.times()
+    return busy, steal, t.user + t.system, time.perf_counter()
+
+
+def cpu_delta(a, b):
+    """Cores in use during [a, b]: this process, other processes, hypervisor steal."""
+    wall = b[3] - a[3]
+    own = (b[2] - a[2]) / wall
+    other = None if a[0] is None else max(0.0, (b[0] - a[0]) / wall - own)
+    steal = None if a[1] is None else (b[1] - a[1]) / wall
+    return {"wall_s": wall, "own_cores": own, "other_cores": other, "steal_cores": steal,
+            "own_cpu_s": b[2] - a[2]}
+
+
+def contention(c):
+    """Cores taken by other processes and hypervisor steal during a measurement (cpu_delta)."""
+    return (c["other_cores"] or 0.0) + (c["steal_cores"] or 0.0)

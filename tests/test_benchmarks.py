@@ -1,0 +1,106 @@
+"""Every script under benchmarks/ runs, on a tiny input (a few images, one repeat),
+so that none can rot unnoticed again (bench_sources.py and bench_prepare.py once
+died at import).  Each runs in its own process from the checkout, as a user runs
+it; the assertions check that it got to its summary, not its figures.  The
+examples are run by tests/test_examples.py."""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+pytestmark = pytest.mark.slow
+
+# script -> the test below that runs it
+SCRIPTS = {
+    "bench_core.py": "test_bench_core",
+    "bench_gpu.py": "test_bench_gpu_without_a_gpu_says_so_and_exits_0",
+    "bench_image_single.py": "test_bench_image_single",
+    "bench_images.py": "test_bench_images",
+    "bench_prepare.py": "test_bench_prepare",
+    "bench_sources.py": "test_bench_sources",
+    "bench_tf.py": "test_bench_tf",
+}
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("bench_data"))
+
+
+def run(script, *args, tmp, extra_env=None, timeout=600):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TMPDIR=str(tmp), CUDA_VISIBLE_DEVICES="")
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra_env or {})
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *args], capture_output=True,
+                       text=True, timeout=timeout, env=env, cwd=str(tmp))
+    assert r.returncode == 0, f"{script} exit {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return r.stdout
+
+
+def test_every_script_and_example_is_run_by_a_test():
+    scripts = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "benchmarks", "*.py")))
+    assert scripts == sorted(SCRIPTS), "a benchmark script without a test here (add it to SCRIPTS)"
+    for name in SCRIPTS.values():
+        assert callable(globals().get(name)), name
+    with open(os.path.join(ROOT, "tests", "test_examples.py"), encoding="utf-8") as f:
+        runs = f.read()
+    for p in glob.glob(os.path.join(ROOT, "examples", "*.py")):
+        assert f'"examples/{os.path.basename(p)}"' in runs, f"{p} is not run by tests/test_examples.py"
+
+
+def test_bench_core(tmp_path):
+    out = run("bench_core.py", "--repeats", "1", "--batches", "20", "--json", str(tmp_path / "c.json"), tmp=tmp_path)
+    assert "native C producers -> C consumer" in out
+    assert json.loads((tmp_path / "c.json").read_text())
+
+
+def test_bench_image_single(tmp_path):
+    out = run("bench_image_single.py", "6", "1", tmp=tmp_path)
+    assert "dct_scaling=True" in out and "dct_scaling=False" in out and "peer python+cv2 loop" in out
+
+
+def test_bench_images(tmp_path, data_dir):
+    out = run("bench_images.py", "--images", "64", "--repeats", "1", "--peers", "fastq,pyloop", "--retry-busy", "0",
+              "--profile", "--profile-images", "8", "--data-dir", data_dir, "--json", str(tmp_path / "r.json"),
+              tmp=tmp_path)
+    res = json.loads((tmp_path / "r.json").read_text())
+    assert not res["failed"], res["failed"]
+    assert set(res["peers"]) == {"fastq", "pyloop"} and res["task"]["name"] == "reference"
+    assert res["profile"]["images"] == 8 and "per-stage profile" in out
+
+
+def test_bench_prepare(tmp_path, data_dir):
+    out = run("bench_prepare.py", "--images", "8", "--batch-size", "4", "--repeats", "1", "--passes", "1",
+              "--single-images", "4", "--intervals", "4", "--peers", "orig,prep", "--data-dir", data_dir,
+              "--json", str(tmp_path / "p.json"), tmp=tmp_path)
+    res = json.loads((tmp_path / "p.json").read_text())
+    assert res["identity"]["samples_identical"] == 8 and res["identity"]["batches_identical"] == 2
+    assert set(res["end_to_end_images_per_s"]) == {"orig", "prep"}, out
+
+
+@pytest.mark.tf
+def test_bench_sources(tmp_path, data_dir):
+    out = run("bench_sources.py", "--images", "8", "--shards", "2", "--repeats", "1", "--batch-size", "4",
+              "--workers", "1", "--data-dir", data_dir, tmp=tmp_path)
+    assert "fastq TFRecord / tf.data TFRecord" in out and "fastq Folder / fastq Files" in out
+    out = run("bench_sources.py", "--latency", "--images", "8", "--repeats", "1", "--batch-size", "4",
+              "--workers", "1", "--data-dir", data_dir, tmp=tmp_path)
+    assert "storage latency (sleep per file read) vs io_threads" in out
+
+
+@pytest.mark.tf
+def test_bench_tf(tmp_path):
+    out = run("bench_tf.py", "--images", "8", "--batch-size", "4", "--repeats", "1", "--graph", tmp=tmp_path)
+    assert "tf.data / direct = " in out and "tf.data tf.function" in out
+
+
+@pytest.mark.tf
+def test_bench_gpu_without_a_gpu_says_so_and_exits_0(tmp_path):
+    out = run("bench_gpu.py", "--images", "8", "--batch-size", "4", "--copies", "1", "--repeats", "1", tmp=tmp_path)
+    assert out.strip().splitlines()[-1] == \
+        "no GPU: skipped (TensorFlow sees no GPU; tf.config.list_physical_devices('GPU') is empty)"

@@ -1,0 +1,152 @@
+"""The layout of the Python package: no import cycle among fastq's modules, and the
+library core does not import the tools (fastq.bench, fastq.cli).
+
+The graph is built from the source with the ast module (nothing is imported):
+every ``import`` / ``from ... import`` in a module, at module level or inside a
+function, is an edge to the fastq module it names (``from fastq.x import y`` is an
+edge to ``fastq.x.y`` when that is a module, else to ``fastq.x``; relative imports
+are resolved).  A package's parent is not an edge of its submodules (Python imports
+it first, but that is not a cycle in the code's design).  Code under
+``if __name__ == "__main__":`` runs in the module ``__main__``, a different module
+object, so its imports are edges of a node of its own, ``<module>:__main__``.
+"""
+import ast
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKG = os.path.join(ROOT, "fastq")
+
+
+def _modules():
+    """{dotted name: path} of every module under fastq/: .py files, and the Cython
+    extension modules (.pyx: leaves of the graph, they import no fastq module)."""
+    out = {}
+    for root, dirs, files in os.walk(PKG):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for f in sorted(files):
+            if f.endswith(".pyx"):
+                rel = os.path.relpath(os.path.join(root, f), ROOT)[:-4].split(os.sep)
+                out[".".join(rel)] = None
+            elif f.endswith(".py"):
+                rel = os.path.relpath(os.path.join(root, f), ROOT)[:-3].split(os.sep)
+                if rel[-1] == "__init__":
+                    rel = rel[:-1]
+                out[".".join(rel)] = os.path.join(root, f)
+    return out
+
+
+def _is_main_guard(node):
+    t = node.test
+    return (isinstance(node, ast.If) and isinstance(t, ast.Compare) and isinstance(t.left, ast.Name)
+            and t.left.id == "__name__" and len(t.comparators) == 1
+            and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__")
+
+
+def _imports(tree, name, is_pkg, modules):
+    """(module-body edges, __main__-block edges) of one parsed module."""
+    def targets(node):
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        base = node.module or ""
+        if node.level:
+            parts = name.split(".") if is_pkg else name.split(".")[:-1]
+            parts = parts[:len(parts) - node.level + 1]
+            base = ".".join(parts + ([node.module] if node.module else []))
+        return [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+
+    def resolve(t):
+        while t and t not in modules:
+            t = t.rpartition(".")[0]
+        return t or None
+
+    body, main = set(), set()
+
+    def visit(node, into):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_main_guard(child) and node is tree:
+                visit(child, main)
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for t in targets(child):
+                    r = resolve(t)
+                    if r and r != name:
+                        into.add(r)
+            visit(child, into)
+    visit(tree, body)
+    return body, main
+
+
+def import_graph():
+    modules = _modules()
+    graph = {}
+    for name, path in modules.items():
+        if path is None:
+            graph[name] = set()
+            continue
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        body, main = _imports(tree, name, path.endswith("__init__.py"), modules)
+        graph[name] = body
+        if main:
+            graph[f"{name}:__main__"] = main
+    return graph
+
+
+def find_cycle(graph):
+    """One cycle as a list of nodes (first == last), or None."""
+    WHITE, GREY, BLACK = 0, 1, 2
+    color = dict.fromkeys(graph, WHITE)
+    stack = []
+
+    def dfs(n):
+        color[n] = GREY
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if color.get(m, WHITE) == GREY:
+                return stack[stack.index(m):] + [m]
+            if color.get(m, WHITE) == WHITE:
+                c = dfs(m)
+                if c:
+                    return c
+        stack.pop()
+        color[n] = BLACK
+        return None
+    for n in sorted(graph):
+        if color[n] == WHITE:
+            c = dfs(n)
+            if c:
+                return c
+    return None
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    assert find_cycle({"a": {"a"}}) == ["a", "a"]
+
+
+def test_the_graph_sees_function_level_and_relative_imports(tmp_path):
+    modules = {"p": "", "p.a": "", "p.b": "", "p.c": ""}
+    tree = ast.parse("import os\nfrom . import b\ndef f():\n    from p.c import x\n"
+                     "if __name__ == '__main__':\n    import p.a\n")
+    body, main = _imports(tree, "p.a", False, modules)
+    assert body == {"p.b", "p.c"} and main == set()  # p.a importing itself is no edge
+
+
+def test_no_import_cycle_in_fastq():
+    graph = import_graph()
+    assert "fastq._core" in graph["fastq.pipeline"] and "fastq.bench.runner" in graph and "fastq.cli.prepare" in graph and "fastq.sources.tfrecord" in graph
+    assert "fastq.prepare" in graph["fastq.cli.prepare"]  # the CLI uses the library ...
+    assert "fastq.cli" in graph["fastq.prepare:__main__"]  # ... and python -m fastq.prepare the CLI
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_library_core_does_not_import_the_tools():
+    graph = import_graph()
+    tools = ("fastq.bench", "fastq.cli")
+    for name, deps in graph.items():
+        if name.startswith(tools) or name == "fastq.__main__" or name.endswith(":__main__"):
+            continue
+        bad = sorted(d for d in deps if d.startswith(tools))
+        assert not bad, f"{name} imports {bad}"
