@@ -37,6 +37,7 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 APT_HINT = (
     "apt-get install -y libopencv-core-dev libopencv-imgproc-dev "
@@ -158,7 +159,12 @@ CXX_FLAGS = FLAGS + ["-std=c++17"]
 # Cython-generated code triggers these; our own csrc/ files are built with the full set.
 CYTHON_FLAGS = CXX_FLAGS + ["-Wno-unused-function", "-Wno-unused-parameter",
                             "-Wno-missing-field-initializers", "-Wno-unreachable-code"]
-EXPORTS_MAP = "{ global: PyInit_*; local: *; };\n"
+# fastq_capi_v1 (csrc/tf/fq_capi.cpp, in fastq._image): the image C API as one versioned
+# table, for the TensorFlow kernel that fastq.tf_ops builds at first use.
+EXPORTS_MAP = "{ global: PyInit_*; fastq_capi_v1; local: *; };\n"
+# What fastq.tf_ops compiles against the installed TensorFlow: shipped in the package as
+# fastq/_tf_kernel/ (BuildPy), read from csrc/ in a checkout.
+TF_KERNEL_FILES = ["csrc/tf/fq_tf_kernel.cc", "csrc/tf/fq_capi.h", "fq_common.h", "fq_image.h"]
 
 
 class BuildExt(build_ext):
@@ -221,8 +227,8 @@ def _config():
         ]
 
     common = dict(
-        include_dirs=["csrc", numpy.get_include()],
-        depends=sorted(glob.glob("csrc/*.[ch]") + glob.glob("csrc/*.cpp") + glob.glob("fastq/*.pxd")
+        include_dirs=["csrc", "csrc/tf", numpy.get_include()],
+        depends=sorted(glob.glob("csrc/*.[ch]") + glob.glob("csrc/*.cpp") + glob.glob("csrc/tf/fq_capi.*") + glob.glob("fastq/*.pxd")
                        + glob.glob("fastq/*.pxi")),
         extra_compile_args=CYTHON_FLAGS,
         extra_link_args=LINK,
@@ -233,7 +239,7 @@ def _config():
     if want("_core"):
         exts.append(Extension("fastq._core", ["fastq/_core.pyx"], libraries=["fastq_c"], **common))
     if need_image:
-        exts.append(Extension("fastq._image", ["fastq/_image.pyx"],
+        exts.append(Extension("fastq._image", ["fastq/_image.pyx", "csrc/tf/fq_capi.cpp"],
                               library_dirs=libdirs + extra_libdirs,
                               libraries=["fastq_imgtask", "fastq_image", "fastq_c"] + libs, **common))
     if want("_cuda") and os.path.exists("fastq/_cuda.pyx"):
@@ -255,9 +261,31 @@ def _config():
     return dict(ext_modules=ext_modules, libraries=clibs)
 
 
+def _kernel_file(name):
+    """A file of TF_KERNEL_FILES: a path, or a header's name found anywhere under csrc/."""
+    if os.path.exists(name):
+        return name
+    found = sorted(glob.glob(os.path.join("csrc", "**", name), recursive=True))
+    if not found:
+        _fail([f"{name} not found under csrc/ (needed by the TensorFlow kernel's sources)"])
+    return found[0]
+
+
+class BuildPy(build_py):
+    """Also copies the TensorFlow kernel's source and the C headers it includes into the
+    package (fastq/_tf_kernel/), where fastq.tf_ops finds them in an installed wheel."""
+
+    def run(self):
+        super().run()
+        dst = os.path.join(self.build_lib, "fastq", "_tf_kernel")
+        os.makedirs(dst, exist_ok=True)
+        for name in TF_KERNEL_FILES:
+            self.copy_file(_kernel_file(name), os.path.join(dst, os.path.basename(name)))
+
+
 def _sdist_only():
     return any(a in ("sdist", "egg_info", "--name", "--version", "dist_info") for a in sys.argv[1:]) and not any(
         a.startswith(("build", "bdist", "install", "develop", "editable_wheel")) for a in sys.argv[1:])
 
 
-setup(cmdclass={"build_ext": BuildExt}, **({} if _sdist_only() else _config()))
+setup(cmdclass={"build_ext": BuildExt, "build_py": BuildPy}, **({} if _sdist_only() else _config()))
