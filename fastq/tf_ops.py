@@ -238,7 +238,7 @@ def _op_attrs(ops, dtype, layout, channels, max_pixels, dct_scaling):
         h, w = c.out_shape[1], c.out_shape[2]
     tf = _tf()
     out_type = {"uint8": tf.uint8, "float32": tf.float32, "float16": tf.float16, "bfloat16": tf.bfloat16}[c.dtype]
-    return dict(ops=np.ascontiguousarray(c.packed).tobytes(), out_size=[int(h), int(w)], out_type=out_type,
+    return dict(ops=np.ascontiguousarray(c.packed_ops).tobytes(), out_size=[int(h), int(w)], out_type=out_type,
                 channels=int(c.channels), layout=c.layout, max_pixels=int(c.max_pixels),
                 dct_scaling=bool(c.dct_scaling))
 

@@ -286,7 +286,7 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
         OP_REQUIRES(c, ops.size() % sizeof(fq_op) == 0 && ops.size() / sizeof(fq_op) <= FQ_IMG_MAX_OPS,
                     Invalid("FastqDecodeAugment: attr ops must be a packed array of at most ",
                                             FQ_IMG_MAX_OPS, " fq_op records of ", sizeof(fq_op),
-                                            " bytes (fastq.ops.compile_ops(...).packed), got ", ops.size(),
+                                            " bytes (fastq.ops.compile_ops(...).packed_ops), got ", ops.size(),
                                             " bytes"));
         OP_REQUIRES(c, channels == 1 || channels == 3,
                     Invalid("FastqDecodeAugment: channels must be 1 or 3, got ", channels));
