@@ -537,6 +537,21 @@ def cmd_prepare(a):
         raise CliError(str(e)) from None
 
 
+# ---------------------------------------------------------------------------
+# fastq serve-dispatcher / serve-worker (tf.data service; the code is fastq/serve.py)
+# ---------------------------------------------------------------------------
+
+def _register_serve():
+    from fastq import serve  # imports TensorFlow only when a command runs
+    command("serve-dispatcher", help=serve.DISPATCHER_HELP, description=serve.DISPATCHER_HELP,
+            args=[arg(*n, **k) for n, k in serve.DISPATCHER_ARGS])(serve.cmd_dispatcher)
+    command("serve-worker", help=serve.WORKER_HELP, description=serve.WORKER_HELP,
+            args=[arg(*n, **k) for n, k in serve.WORKER_ARGS])(serve.cmd_worker)
+
+
+_register_serve()
+
+
 def main(argv=None):
     p = build_parser()
     a = p.parse_args(argv)
