@@ -104,7 +104,7 @@ def test_dataset_map_parallel_calls(bufs, op_module):
             seen += len(i)
         assert seen == N
     # deterministic=False: order may change, content may not
-    ds = batched_dataset(bufs, epoch=1, parallel=4).map(lambda x, i: (x, i), deterministic=False)
+    ds = batched_dataset(bufs, epoch=1, parallel=4).map(lambda x, i: (x, i), num_parallel_calls=2, deterministic=False)
     got = {int(j): row.tobytes() for x, i in ds for row, j in zip(x.numpy(), i.numpy())}
     assert got == {j: ref[j].tobytes() for j in range(N)}
 
@@ -318,3 +318,39 @@ def test_build_py_ships_the_kernel_sources(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     shipped = sorted(os.listdir(tmp_path / "fastq" / "_tf_kernel"))
     assert shipped == ["fq_capi.h", "fq_common.h", "fq_image.h", "fq_tf_kernel.cc"]
+
+
+def test_fuzzed_inputs_match_the_c_core_sample_by_sample(op_module):
+    """Differential fuzzing of the kernel's input handling: a batch of mutated JPEG/PNG/WebP
+    files (tests/fuzz_corpus.py) with on_error="skip"; each row must be what the C core
+    gives for that sample alone (fastq._image.ImageSpec.process_encoded): the same pixels
+    when it succeeds, ok=False and a zero row when it fails; and with on_error="raise" the
+    error names the first failing sample's index."""
+    import fuzz_corpus
+    from fastq import _image
+    from fastq.errors import FastqError
+    corpus = [data for _, data in fuzz_corpus.mutants(seed=1, per_seed=6)]
+    chain = fuzz_corpus.OPS
+    spec = _image.ImageSpec(ops.compile_ops(chain, dtype="uint8"))
+    want_ok, want = [], []
+    for i, data in enumerate(corpus):
+        try:
+            want.append(spec.process_encoded(data, 3, 1, 1000 + i)[0])
+            want_ok.append(True)
+        except FastqError:
+            want.append(None)
+            want_ok.append(False)
+    assert 0 < sum(want_ok) < len(corpus)  # the corpus has both kinds
+    idx = tf.range(1000, 1000 + len(corpus), dtype=tf.int64)
+    x, ok = fqt.decode_augment(tf.constant(corpus), idx, ops=chain, seed=3, epoch=1, on_error="skip",
+                               num_threads=3)
+    x, ok = x.numpy(), ok.numpy()
+    assert ok.tolist() == want_ok
+    for i, w in enumerate(want):
+        if w is None:
+            assert not x[i].any()
+        else:
+            assert x[i].tobytes() == w.tobytes(), f"sample {i}"
+    first_bad = want_ok.index(False)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=f"sample index {1000 + first_bad} "):
+        fqt.decode_augment(tf.constant(corpus), idx, ops=chain, seed=3, epoch=1)
