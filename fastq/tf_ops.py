@@ -117,7 +117,11 @@ def _compiler():
 
 
 def _flags(tf):
+    """TF's compile and link flags (+ $FASTQ_TF_KERNEL_CFLAGS, e.g. -fsanitize=undefined for
+    a checked build; part of the cache key)."""
     cflags, lflags = list(tf.sysconfig.get_compile_flags()), list(tf.sysconfig.get_link_flags())
+    extra = os.environ.get("FASTQ_TF_KERNEL_CFLAGS", "").split()
+    cflags, lflags = cflags + extra, lflags + [f for f in extra if f.startswith("-fsanitize")]
     # TF's headers as system headers: our own code is built with -Wall -Wextra, theirs is not ours
     cflags = [("-isystem" + f[2:]) if f.startswith("-I") else f for f in cflags]
     return cflags, lflags
