@@ -178,7 +178,7 @@ def serve(server: Any, timeout: Optional[float] = None, *, stop_event: Optional[
             if left is not None and left <= 0:
                 break
             ev.wait(0.5 if left is None else min(0.5, left))
-            if workers is not None:
+            if workers is not None and report is not None:
                 n = workers()
                 if n != seen:
                     seen = n

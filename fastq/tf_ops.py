@@ -292,7 +292,10 @@ def decode_augment(encoded: Any, index: Any, *, ops: Any, seed: int = 0, epoch: 
 
 # -- normalize on the accelerator, exactly as fastq's Normalize --------------------
 
-def normalize_table(mean: Union[float, Sequence[float]] = None, std: Union[float, Sequence[float]] = None,
+Floats = Optional[Union[float, Sequence[float]]]
+
+
+def normalize_table(mean: Floats = None, std: Floats = None,
                     max_pixel_value: float = 255.0, dtype: Any = "float32") -> np.ndarray:
     """The ``(3, 256)`` table fastq's Normalize writes from: ``(v / 255 - mean[c]) /
     std[c]`` computed in float64 and rounded once to float32 (then to float16 /
@@ -314,7 +317,7 @@ def normalize_table(mean: Union[float, Sequence[float]] = None, std: Union[float
     raise ValueError(f"normalize_table: dtype must be a float dtype, got {name}")
 
 
-def normalize(images: Any, mean: Union[float, Sequence[float]] = None, std: Union[float, Sequence[float]] = None,
+def normalize(images: Any, mean: Floats = None, std: Floats = None,
               *, max_pixel_value: float = 255.0, dtype: Any = "float32", layout: str = "NHWC") -> Any:
     """uint8 images -> float, bit for bit what fastq's ``Normalize(mean, std,
     max_pixel_value)`` writes (a per-channel table lookup; runs on whatever device
