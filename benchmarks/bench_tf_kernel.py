@@ -131,7 +131,8 @@ def local(args, tf, paths):
     for _ in range(5):
         norm(x).numpy()
     norm_ms = (time.perf_counter() - t) / 5 * 1e3
-    return {"images_per_s": med, "normalize_ms_per_batch_on_cpu": norm_ms, "all": rates, "kernel_vs_fastq_tf": med["kernel"] / med["fastq_tf"],
+    return {"images_per_s": med, "normalize_ms_per_batch_on_cpu": norm_ms, "all": rates,
+            "kernel_vs_fastq_tf": med["kernel"] / med["fastq_tf"],
             "kernel_vs_tfdata": med["kernel"] / med["tfdata"],
             "cpu_s_per_image_uint8": cpu_per_image, "wall_s_uint8_epoch": time.perf_counter() - t0}
 

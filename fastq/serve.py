@@ -29,7 +29,8 @@ from typing import Any, Callable, Iterator, Optional
 
 from fastq.errors import FastqError
 
-__all__ = ["iterate", "ServiceStalledError", "start_dispatcher", "start_worker", "serve", "cmd_dispatcher", "cmd_worker",
+__all__ = ["iterate", "ServiceStalledError", "start_dispatcher", "start_worker", "serve", "cmd_dispatcher",
+           "cmd_worker",
            "DISPATCHER_ARGS", "WORKER_ARGS", "DISPATCHER_HELP", "WORKER_HELP"]
 
 

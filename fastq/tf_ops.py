@@ -277,7 +277,8 @@ def decode_augment(encoded: Any, index: Any, *, ops: Any, seed: int = 0, epoch: 
     mod = load()
     encoded = tf.convert_to_tensor(encoded)
     if encoded.dtype != tf.string:
-        raise TypeError(f"decode_augment: encoded must be a string tensor (encoded image bytes), got {encoded.dtype.name}")
+        raise TypeError(f"decode_augment: encoded must be a string tensor (encoded image bytes), "
+                        f"got {encoded.dtype.name}")
     index = tf.convert_to_tensor(index, dtype_hint=tf.int64)
     if index.dtype != tf.int64:
         raise TypeError(f"decode_augment: index must be an int64 tensor, got {index.dtype.name} "

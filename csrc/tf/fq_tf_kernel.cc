@@ -378,7 +378,8 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
                 pool_ = std::move(p);
             }
         }
-        uint8_t *base = static_cast<uint8_t *>(const_cast<void *>(static_cast<const void *>(images->tensor_data().data())));
+        // the output tensor's buffer, just allocated for this call (TF exposes it read-only)
+        uint8_t *base = reinterpret_cast<uint8_t *>(const_cast<char *>(images->tensor_data().data()));
         auto batch = std::make_shared<Batch>();
         batch->ctx = ctx;
         batch->done = std::move(done);
