@@ -228,8 +228,8 @@ def _config():
 
     common = dict(
         include_dirs=["csrc", "csrc/tf", numpy.get_include()],
-        depends=sorted(glob.glob("csrc/*.[ch]") + glob.glob("csrc/*.cpp") + glob.glob("csrc/tf/fq_capi.*") + glob.glob("fastq/*.pxd")
-                       + glob.glob("fastq/*.pxi")),
+        depends=sorted(glob.glob("csrc/*.[ch]") + glob.glob("csrc/*.cpp") + glob.glob("csrc/tf/fq_capi.*")
+                       + glob.glob("fastq/*.pxd") + glob.glob("fastq/*.pxi")),
         extra_compile_args=CYTHON_FLAGS,
         extra_link_args=LINK,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
