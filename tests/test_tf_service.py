@@ -182,3 +182,31 @@ def test_worker_killed_mid_epoch_neither_hangs_nor_crashes(files, tmp_path):
     assert out["error"] is None or out["error"].startswith("ServiceStalledError"), out["error"]
     print(f"worker killed after 3 batches: {len(out['counts'])} of {len(paths)} samples received, {lost} lost, "
           f"trainer done in {took:.0f} s")
+
+
+def test_iterate_bounds_a_stalled_stream_and_passes_errors_on():
+    from fastq.serve import ServiceStalledError, iterate
+    release = threading.Event()
+
+    def stalls():
+        yield 1
+        yield 2
+        release.wait(60)  # a dead worker: nothing more, no end
+
+    t0 = time.monotonic()
+    got = []
+    with pytest.raises(ServiceStalledError, match="for 1 s after 2 element"):
+        for x in iterate(stalls(), stall_timeout=1.0):
+            got.append(x)
+    release.set()
+    assert got == [1, 2] and time.monotonic() - t0 < 20
+    assert list(iterate(iter(range(5)), stall_timeout=5)) == [0, 1, 2, 3, 4]
+
+    def fails():
+        yield "a"
+        raise tf.errors.InvalidArgumentError(None, None, "sample index 7: corrupt")
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="sample index 7"):
+        list(iterate(fails(), stall_timeout=5))
+    with pytest.raises(ValueError, match="stall_timeout"):
+        next(iterate([], stall_timeout=0))
