@@ -20,7 +20,9 @@ their server and exit 0.  Each prints one line ``fastq serve-...: ready <address
 (flushed) once it serves, so scripts can wait for it.  Deployment, sharding policy,
 compression and delivery semantics: docs/tensorflow.md.
 """
+import os
 import queue
+import re
 import signal
 import sys
 import threading
@@ -221,7 +223,8 @@ DISPATCHER_ARGS = [
     (("--check-interval-ms",), dict(type=int, help="how often to look for silent workers and idle jobs (TF's "
                                                    "job_gc_check_interval_ms, default 10 min): a dead worker's "
                                                    "tasks are dropped only then")),
-    (("--timeout",), dict(type=_seconds, help="stop after this many seconds (default: run until SIGTERM/Ctrl-C)")),
+    (("--timeout",), dict(type=_seconds, help="stop after this many seconds (default: run until SIGTERM/Ctrl-C); "
+                                              "30 s later the process is ended by SIGALRM whatever it is doing")),
 ]
 WORKER_ARGS = [
     (("--dispatcher",), dict(required=True, metavar="HOST:PORT", help="the dispatcher's address")),
@@ -230,7 +233,8 @@ WORKER_ARGS = [
                             help="host name or IP trainers use to reach this worker (default %(default)s: "
                                  "single-machine use; on a cluster pass this host's address)")),
     (("--heartbeat-ms",), dict(type=int, help="how often the worker reports to the dispatcher (TF's default: 1 s)")),
-    (("--timeout",), dict(type=_seconds, help="stop after this many seconds (default: run until SIGTERM/Ctrl-C)")),
+    (("--timeout",), dict(type=_seconds, help="stop after this many seconds (default: run until SIGTERM/Ctrl-C); "
+                                              "30 s later the process is ended by SIGALRM whatever it is doing")),
 ]
 
 
@@ -238,11 +242,27 @@ def _ready(line: str, out: Callable = print) -> None:
     out(line, flush=True)
 
 
+def _watchdog(timeout: Optional[float], grace: float = 30.0) -> None:
+    """With --timeout, end the process `grace` s after the deadline whatever it is doing:
+    the server's own start (a worker's first registration with an unreachable dispatcher)
+    or stop can block inside TensorFlow holding the GIL, where no Python code (a timer
+    thread, a signal handler) runs.  So: SIGALRM with its default action, which ends the
+    process (exit status 128 + 14)."""
+    if timeout is None:
+        return
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(max(1, int(timeout + grace + 0.999)))
+
+
+_ADDRESS = re.compile(r"^(grpc://)?[^:/\s]+:[0-9]{1,5}$")
+
+
 def cmd_dispatcher(a) -> int:
     """``fastq serve-dispatcher``."""
     if a.fault_tolerant and not a.work_dir:
         print("fastq serve-dispatcher: error: --fault-tolerant needs --work-dir", file=sys.stderr)
         return 2
+    _watchdog(a.timeout)
     server = start_dispatcher(a.port, work_dir=a.work_dir, fault_tolerant=a.fault_tolerant,
                               worker_timeout_ms=a.worker_timeout_ms, check_interval_ms=a.check_interval_ms)
     _ready(f"fastq serve-dispatcher: ready {server.target}")
@@ -252,6 +272,10 @@ def cmd_dispatcher(a) -> int:
 
 def cmd_worker(a) -> int:
     """``fastq serve-worker``."""
+    if not _ADDRESS.match(a.dispatcher):
+        print(f"fastq serve-worker: error: --dispatcher must be HOST:PORT, got {a.dispatcher!r}", file=sys.stderr)
+        return 2
+    _watchdog(a.timeout)
     from fastq.tf_ops import KernelBuildError
     try:
         server = start_worker(a.dispatcher, a.port, advertise=a.advertise, heartbeat_ms=a.heartbeat_ms)

@@ -210,3 +210,20 @@ def test_iterate_bounds_a_stalled_stream_and_passes_errors_on():
         list(iterate(fails(), stall_timeout=5))
     with pytest.raises(ValueError, match="stall_timeout"):
         next(iterate([], stall_timeout=0))
+
+
+def test_worker_refuses_a_malformed_dispatcher_address():
+    for bad in ("127.0.0.1:", "localhost", "a:b"):
+        r = subprocess.run([sys.executable, "-m", "fastq", "serve-worker", "--dispatcher", bad, "--timeout", "5"],
+                           cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and "--dispatcher must be HOST:PORT" in r.stderr, (bad, r.stderr[-500:])
+
+
+def test_worker_that_cannot_reach_its_dispatcher_still_ends_by_its_timeout():
+    # TF blocks in the worker's first registration, holding the GIL: --timeout is enforced by SIGALRM
+    t0 = time.monotonic()
+    r = subprocess.run(fastq_cmd("serve-worker", "--dispatcher", "127.0.0.1:1", "--advertise", "127.0.0.1")[:-1]
+                       + ["3"], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=200)
+    took = time.monotonic() - t0
+    assert r.returncode in (0, -14), (r.returncode, r.stderr[-1000:])  # -14: SIGALRM
+    assert took < 3 + 30 + 60, took
