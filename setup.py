@@ -38,6 +38,7 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 APT_HINT = (
     "apt-get install -y libopencv-core-dev libopencv-imgproc-dev "
@@ -159,7 +160,13 @@ CXX_FLAGS = FLAGS + ["-std=c++17"]
 # Cython-generated code triggers these; our own csrc/ files are built with the full set.
 CYTHON_FLAGS = CXX_FLAGS + ["-Wno-unused-function", "-Wno-unused-parameter",
                             "-Wno-missing-field-initializers", "-Wno-unreachable-code"]
-EXPORTS_MAP = "{ global: PyInit_*; local: *; };\n"
+# fastq._image also exports fastq_capi_v1 (csrc/image/fq_capi.h): the image C API as one
+# versioned table, for the TensorFlow kernel that fastq.tf_ops builds at first use.
+EXPORTS_MAP = "{ global: PyInit_*; fastq_capi_v1; local: *; };\n"
+# What fastq.tf_ops compiles against the installed TensorFlow, as paths under csrc/: shipped
+# in the package as fastq/_tf_kernel/<same path> (BuildPy), read from csrc/ in a checkout.
+TF_KERNEL_FILES = ["tf/fq_tf_kernel.cc", "image/fq_capi.h", "image/fq_image.h", "core/fq_common.h",
+                   "core/fq_stage_times.h"]
 
 
 class BuildExt(build_ext):
@@ -181,9 +188,10 @@ class BuildExt(build_ext):
         mapfile = os.path.join(self.build_temp, "fastq_exports.map")
         with open(mapfile, "w") as f:
             f.write(EXPORTS_MAP)
+        # The version script alone decides what is exported (no --exclude-libs: the
+        # exported fastq_capi_v1 lives in the static libfastq_image.a).
         for e in self.extensions:
-            e.extra_link_args = list(e.extra_link_args) + [f"-Wl,--version-script={mapfile}",
-                                                           "-Wl,--exclude-libs,ALL", "-Wl,--gc-sections"]
+            e.extra_link_args = list(e.extra_link_args) + [f"-Wl,--version-script={mapfile}", "-Wl,--gc-sections"]
         super().build_extensions()
 
 
@@ -288,9 +296,22 @@ def _config():
     return dict(ext_modules=ext_modules, libraries=clibs)
 
 
+class BuildPy(build_py):
+    """Also copies the TensorFlow kernel's source and the C headers it includes into the
+    package (fastq/_tf_kernel/, the csrc/ tree kept), where fastq.tf_ops finds them in an
+    installed wheel."""
+
+    def run(self):
+        super().run()
+        for rel in TF_KERNEL_FILES:
+            dst = os.path.join(self.build_lib, "fastq", "_tf_kernel", rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            self.copy_file(os.path.join("csrc", rel), dst)
+
+
 def _sdist_only():
     return any(a in ("sdist", "egg_info", "--name", "--version", "dist_info") for a in sys.argv[1:]) and not any(
         a.startswith(("build", "bdist", "install", "develop", "editable_wheel")) for a in sys.argv[1:])
 
 
-setup(cmdclass={"build_ext": BuildExt}, **({} if _sdist_only() else _config()))
+setup(cmdclass={"build_ext": BuildExt, "build_py": BuildPy}, **({} if _sdist_only() else _config()))

@@ -11,6 +11,7 @@ MAX_OPS: int
 MAX_SIDE: int
 OP_KINDS: Dict[str, int]
 OP_FIELDS: Dict[str, Dict[str, Tuple[int, ...]]]
+CAPI_ABI_VERSION: int
 INTERPOLATIONS: Dict[str, int]
 BORDERS: Dict[str, int]
 DTYPES: Tuple[str, ...]

@@ -21,6 +21,7 @@ from fastq.includes.fq_image_prepare cimport *
 from fastq.includes.fq_stage_times cimport *
 from fastq.includes.fq_sample_reader cimport *
 from fastq.includes.fq_imgtask cimport *
+from fastq.includes.fq_capi cimport fastq_capi_v1
 from fastq.includes.fq_crc32c cimport *
 from fastq.includes.fq_example cimport *
 from fastq.includes.fq_tfrecord cimport *
@@ -64,6 +65,10 @@ _JITTER = ("brightness", "contrast", "saturation", "hue")
 
 # numpy mirror of struct fq_op (static_assert-ed in fq_image_spec.cpp): kind, padding, and
 # the union of parameter structs as its flat view of 16 doubles ("f")
+# The ABI version of the exported C API table (csrc/image/fq_capi.h) that the TensorFlow
+# kernel binds to; reading it here also links the table into this module.
+CAPI_ABI_VERSION = fastq_capi_v1.abi_version
+
 FQ_OP_DTYPE = np.dtype([("kind", "<i4"), ("_pad", "<i4"), ("f", "<f8", (16,))], align=True)
 assert FQ_OP_DTYPE.itemsize == sizeof(fq_op)
 

@@ -540,6 +540,9 @@ _LAZY: dict = {}
 
 
 def __getattr__(name: str) -> Any:
+    if name == "ops":  # fastq.tf.ops: the native TensorFlow op (fastq/tf_ops.py)
+        from fastq import tf_ops
+        return tf_ops
     # keras is imported only when EpochSync is used
     if name == "EpochSync":
         if name not in _LAZY:

@@ -24,6 +24,7 @@ SCRIPTS = {
     "bench_prepare.py": "test_bench_prepare",
     "bench_sources.py": "test_bench_sources",
     "bench_tf.py": "test_bench_tf",
+    "bench_tf_kernel.py": "test_bench_tf_kernel",
 }
 
 
@@ -104,3 +105,10 @@ def test_bench_gpu_without_a_gpu_says_so_and_exits_0(tmp_path):
     out = run("bench_gpu.py", "--images", "8", "--batch-size", "4", "--copies", "1", "--repeats", "1", tmp=tmp_path)
     assert out.strip().splitlines()[-1] == \
         "no GPU: skipped (TensorFlow sees no GPU; tf.config.list_physical_devices('GPU') is empty)"
+
+
+@pytest.mark.tf
+def test_bench_tf_kernel(tmp_path):
+    out = run("bench_tf_kernel.py", "--tiny", "--json", str(tmp_path / "k.json"), tmp=tmp_path)
+    res = json.loads((tmp_path / "k.json").read_text())
+    assert res["local"]["cpu_s_per_image_uint8"] > 0 and res["model_8gpu_3000"]["cpu_cores"] > 0, out[-2000:]

@@ -9,7 +9,7 @@ venv that holds numpy and nothing else, and checked there:
   output) matches a replay with pip's cv2 and numpy in this (outer) process;
 * `ldd` of every installed extension resolves no OpenCV, libjpeg, libpng, libwebp or
   zlib from the system, and needs nothing outside the manylinux policy;
-* each extension exports only its PyInit_* symbol;
+* each extension exports only its PyInit_* symbol (and fastq._image the table fastq_capi_v1);
 * `auditwheel show` reports the manylinux tag in the file name;
 * fastq, pip's cv2 and TensorFlow load into one process and each runs.
 """
@@ -139,6 +139,10 @@ def test_wheel_contents_are_clean(wheel):
             assert f"vendored/{lib}.LICENSE" in lic, (lib, lic)
         assert "Apache License" in z.read([n for n in names if n.endswith("vendored/opencv.LICENSE")][0]).decode()
         assert not [n for n in names if n.startswith("fastq.libs/")], "auditwheel grafted libraries"
+        # what fastq.tf_ops compiles against the user's TensorFlow
+        kernel = sorted(n[len("fastq/_tf_kernel/"):] for n in names if n.startswith("fastq/_tf_kernel/"))
+        assert kernel == ["core/fq_common.h", "core/fq_stage_times.h", "image/fq_capi.h", "image/fq_image.h",
+                          "tf/fq_tf_kernel.cc"], kernel
     assert os.path.getsize(wheel) < 12 * 2**20
 
 
@@ -150,7 +154,9 @@ def test_extensions_are_stripped_without_runpath_and_export_only_pyinit(venv):
         assert ".symtab" not in run(["readelf", "-S", "-W", so]), f"{so} is not stripped"
         syms = [ln.split()[-1] for ln in run(["nm", "-D", "--defined-only", so]).splitlines() if ln.strip()]
         name = os.path.basename(so).split(".")[0]
-        assert syms == [f"PyInit_{name}"], (so, syms)
+        # fastq._image also exports the C API table of the TensorFlow op (csrc/image/fq_capi.h)
+        want = [f"PyInit_{name}"] + (["fastq_capi_v1"] if name == "_image" else [])
+        assert syms == want, (so, syms)
 
 
 def test_ldd_resolves_no_image_library_from_the_system(venv):

@@ -15,7 +15,7 @@ no images, bad op string) raise :class:`CliError`; the command prints one line
 import argparse
 import sys
 
-from fastq.cli import bench, show, info, prepare  # noqa: F401,I100  (registers the subcommands, in this order)
+from fastq.cli import bench, show, info, prepare, serve  # noqa: F401,I100  (registers the subcommands, in this order)
 from fastq.cli.base import COMMANDS, CliError, _Parser, arg, command
 
 __all__ = ["main", "build_parser", "command", "arg", "CliError", "COMMANDS"]
