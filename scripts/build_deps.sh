@@ -89,9 +89,10 @@ CFLAGS_DEPS="-O2 -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections"
 CXXFLAGS_DEPS="$CFLAGS_DEPS -fvisibility-inlines-hidden"
 case $ARCH in
     x86_64) OPENCV_CPU="-DCPU_BASELINE=SSE4_2 -DCPU_DISPATCH=AVX,FP16,AVX2,AVX512_SKX" ;;
-    # ARMv8-A: NEON (and half-float conversion) in the baseline, as OpenCV's default for
-    # AArch64; the dotprod path is chosen at run time on CPUs that have it.
-    aarch64) OPENCV_CPU="-DCPU_BASELINE=NEON,FP16 -DCPU_DISPATCH=NEON_DOTPROD" ;;
+    # ARMv8-A: every AArch64 CPU has NEON and half-float conversion, and OpenCV 4.6 knows
+    # no other AArch64 extension, so its NEON code is the baseline (its default there):
+    # the universal intrinsics compile to NEON; there is nothing to dispatch at run time.
+    aarch64) OPENCV_CPU="-DCPU_BASELINE=NEON,FP16 -DCPU_DISPATCH=" ;;
     *) OPENCV_CPU="" ;;
 esac
 
@@ -181,14 +182,16 @@ unpack() {  # name -> prints source dir; applies Debian patches
 cmake_build() {  # srcdir builddir args...
     local src=$1 bld=$2
     shift 2
+    # -I the stage: the libraries built before (zlib.h, jpeglib.h) come from here, never
+    # from the build machine's /usr/include (zig's sysroot has none anyway).
     nice -n "$NICE" cmake -S "$src" -B "$bld" -G Ninja -Wno-dev \
         -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_INSTALL_PREFIX="$STAGE" \
         -DCMAKE_INSTALL_LIBDIR=lib \
         -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
         -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
-        -DCMAKE_C_FLAGS="$CFLAGS_DEPS" \
-        -DCMAKE_CXX_FLAGS="$CXXFLAGS_DEPS" \
+        -DCMAKE_C_FLAGS="$CFLAGS_DEPS -I$STAGE/include" \
+        -DCMAKE_CXX_FLAGS="$CXXFLAGS_DEPS -I$STAGE/include" \
         -DBUILD_SHARED_LIBS=OFF \
         "${CMAKE_TC[@]}" \
         "$@" >"$bld.configure.log" 2>&1 || { tail -40 "$bld.configure.log" >&2; die "configure failed: $src"; }
@@ -217,17 +220,20 @@ main() {
         return 0
     fi
     mkdir -p "$CACHE/src"
-    exec 9>"$CACHE/.lock"
-    flock 9 2>/dev/null || true  # another build of the same cache waits here
+    exec 9>"$CACHE/.lock-$key"
+    flock 9 2>/dev/null || true  # another build of the same key waits here; other keys build at once
     if [ -f "$PREFIX/.complete" ]; then
         echo "$PREFIX"
         return 0
     fi
     local t0=$SECONDS
+    exec 8>"$CACHE/.lock-src"
+    flock 8 2>/dev/null || true  # one download at a time into $CACHE/src
     while read -r name ver pkg f sum; do
         [ -n "$name" ] || continue
         fetch "$f" "$pkg" "$ver" "$sum"
     done <<<"$SOURCES"
+    exec 8>&-
 
     WORK="$CACHE/work-$key"
     STAGE="$PREFIX.partial"

@@ -15,7 +15,8 @@
 #
 # The wrappers drop the few GNU-ld options that zig's driver refuses and that fastq's
 # link line carries (-Wl,--exclude-libs,ALL: the version script already hides all but
-# PyInit_*), and Python's -Wl,-O1 / -Bsymbolic-functions from LDSHARED.
+# PyInit_*), Python's -Wl,-O1 / -Bsymbolic-functions from LDSHARED, and the -Wl,-v of
+# cmake's compiler check (without it cmake cannot tell the pointer size).
 # Knobs: FASTQ_DEPS_CACHE (default ~/.cache/fastq-deps), FASTQ_ZIG_VERSION, PYTHON.
 set -euo pipefail
 ARCH=${1:?usage: zig_toolchain.sh x86_64|aarch64}
@@ -52,7 +53,7 @@ if [ ! -f "$TC/.complete" ] || [ "$TC/.complete" -ot "${BASH_SOURCE[0]}" ]; then
 args=()
 for a in "\$@"; do
     case \$a in
-        -Wl,--exclude-libs,*|-Wl,-O1|-Wl,-Bsymbolic-functions|-Wl,-z,relro|-Wl,-z,now) ;;  # see zig_toolchain.sh
+        -Wl,-v|-Wl,--exclude-libs,*|-Wl,-O1|-Wl,-Bsymbolic-functions|-Wl,-z,relro|-Wl,-z,now) ;;  # see zig_toolchain.sh
         *) args+=("\$a") ;;
     esac
 done
