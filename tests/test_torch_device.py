@@ -8,6 +8,7 @@ too early is caught twice: by the ring's lease counter, and by the copy reading 
 producers have already overwritten (a wrong batch).  Reference: Arrays of numbered
 samples, so each batch's content is known without fastq.
 """
+import ctypes
 import threading
 import time
 
@@ -40,13 +41,27 @@ class FakeEvent:
         self.copies, self.backend.unrecorded = self.backend.unrecorded, []
 
     def complete(self):
-        for src, dst in self.copies:  # the "DMA" reads the slot now
-            dst.copy_(src)
-        self.copies = []              # a real event holds no tensor
+        for src, dst in self.copies:  # the "DMA" reads the slot memory now
+            dst.copy_(torch.from_numpy(src.read()))
+        self.copies = []
         self.done.set()
 
     def synchronize(self):
         self.done.wait()
+
+
+class RawSource:
+    """The source of a DMA: an address, no reference to the tensor or its owner - as a
+    GPU copy engine sees it.  If the slot went back to the ring too early, the bytes
+    read here are those of a later batch."""
+
+    def __init__(self, t):
+        a = t.numpy()
+        self.dtype, self.shape = a.dtype, a.shape
+        self.raw = (ctypes.c_char * a.nbytes).from_address(a.ctypes.data)
+
+    def read(self):
+        return np.frombuffer(self.raw, self.dtype).reshape(self.shape).copy()
 
 
 class FakeOut:
@@ -84,7 +99,7 @@ class FakeBackend:
 
     def copy(self, t, non_blocking):
         out = FakeOut(t)
-        self.unrecorded.append((t, out))
+        self.unrecorded.append((RawSource(t), out))
         return out
 
 
@@ -133,7 +148,8 @@ def test_every_batch_intact_under_slot_pressure():
         for k, batch in enumerate(p):
             outs.append(copier(batch))
             del batch
-            if k >= 1:                  # complete the previous copy one batch late
+            if k >= 1:                  # complete the previous copy one batch late,
+                time.sleep(0.03)        # after the producers had time to refill free slots
                 be.events[k - 1].complete()
         be.events[-1].complete()
         assert copier.synchronize(timeout=10)
