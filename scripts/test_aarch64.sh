@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The aarch64 CI leg: cross-builds fastq's aarch64 wheel (zig, glibc 2.17) and tests it
+# on this x86-64 machine under qemu-user, with Debian 12's arm64 CPython 3.11 and numpy's
+# aarch64 wheel (scripts/aarch64_sysroot.sh).
+#
+#   scripts/test_aarch64.sh [pytest args]
+#
+#   1. the wheel: FASTQ_TOOLCHAIN=zig FASTQ_TARGET_ARCH=aarch64 scripts/build_wheel.sh
+#      (or FASTQ_AARCH64_WHEEL=path to test a given one); `auditwheel show` must say
+#      manylinux_2_17_aarch64;
+#   2. it is unzipped into a scratch site dir, with fastq._testing cross-built next to it
+#      (scripts/build_testing_module.sh in the cross environment);
+#   3. under `qemu-aarch64 -L SYSROOT`: import, then scripts/crossarch_batches.py runs
+#      fixed op chains over JPEG, progressive JPEG, PNG, WebP, TIFF, BMP and PPM files and
+#      the batches are compared bit for bit with the x86-64 wheel's (FASTQ_WHEEL, default
+#      the manylinux2014 x86-64 wheel in dist/, built with the same toolchain if missing);
+#   4. the reduced suite under qemu (the tests that need neither cv2 nor scikit-image nor a
+#      framework; the others need x86-64-only test data tools or take too long emulated):
+#      the ring, held batches, lifecycle, Python iterable sources, error codes, backend,
+#      the frozen golden vectors (RNG, shuffle, explain records, JPEG decode plans) and
+#      the property tests (determinism for any worker count, resume).
+# Everything is cached: the static libraries and the sysroot by their keys, zig by version.
+# Needs: qemu-user (apt-get install qemu-user), llvm-strip (apt-get install llvm or clang),
+# and what scripts/build_wheel.sh needs.  PYTHON must be a CPython 3.11 (default python3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+T0=$SECONDS
+[ "$($PY -c 'import sys; print("%d.%d" % sys.version_info[:2])')" = 3.11 ] ||
+    { echo "test_aarch64.sh: PYTHON must be CPython 3.11 (the arm64 Debian 12 Python it cross-builds for)" >&2; exit 2; }
+if ! command -v qemu-aarch64 >/dev/null; then
+    echo "== installing qemu-user" >&2
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq qemu-user >&2
+fi
+SYSROOT=$(bash scripts/aarch64_sysroot.sh)
+echo "== sysroot $SYSROOT ($((SECONDS - T0)) s)" >&2
+
+WHEEL=${FASTQ_AARCH64_WHEEL:-}
+if [ -z "$WHEEL" ]; then
+    WHEEL=$(FASTQ_TOOLCHAIN=zig FASTQ_TARGET_ARCH=aarch64 PYTHON=$PY bash scripts/build_wheel.sh | tail -1)
+fi
+echo "== aarch64 wheel $WHEEL ($((SECONDS - T0)) s)" >&2
+auditwheel show "$WHEEL" | tee /dev/stderr | grep -q 'manylinux_2_17_aarch64' ||
+    { echo "test_aarch64.sh: $WHEEL is not manylinux_2_17_aarch64" >&2; exit 1; }
+X86=${FASTQ_WHEEL:-$(ls dist/fastq-*-cp311-cp311-manylinux_2_17_x86_64*.whl 2>/dev/null | tail -1)}
+if [ -z "$X86" ]; then
+    X86=$(FASTQ_TOOLCHAIN=zig PYTHON=$PY bash scripts/build_wheel.sh | tail -1)
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/fastq-aarch64.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+$PY -m zipfile -e "$WHEEL" "$T/site"
+(
+    # shellcheck disable=SC1091
+    . "$(bash scripts/zig_toolchain.sh aarch64)/env.sh"
+    # shellcheck disable=SC1091
+    . "$SYSROOT/cross-env.sh"
+    PYTHON=$PY bash scripts/build_testing_module.sh "$T/site" >/dev/null
+)
+$PY -m pip install -q --no-deps --disable-pip-version-check --target "$T/x86" "$X86"
+
+# An arm64 process: QEMU_LD_PREFIX is the -L of qemu-aarch64; PYTHONPATH: the wheel, then
+# numpy/pytest/hypothesis of the sysroot.
+arm() { QEMU_LD_PREFIX=$SYSROOT PYTHONPATH="$T/site:$SYSROOT/site${ARM_PYTHONPATH:+:$ARM_PYTHONPATH}" \
+        qemu-aarch64 "$SYSROOT/usr/bin/python3.11" "$@"; }
+echo "== import under qemu-aarch64" >&2
+(cd "$T" && arm -c 'import platform, fastq, fastq._core, fastq._image, fastq._testing; print(platform.machine(), fastq.__version__, fastq.__file__)')
+
+echo "== every format, op by op: aarch64 (qemu) vs x86-64, same seed" >&2
+t=$SECONDS
+$PY scripts/crossarch_batches.py make "$T/img"
+(cd "$T" && PYTHONPATH="$T/x86" $PY "$OLDPWD/scripts/crossarch_batches.py" run "$T/img" "$T/x86.npz")
+(cd "$T" && arm "$OLDPWD/scripts/crossarch_batches.py" run "$T/img" "$T/arm.npz")
+set +e
+$PY scripts/crossarch_batches.py compare "$T/x86.npz" "$T/arm.npz"
+SAME=$?
+set -e
+echo "   ($((SECONDS - t)) s)" >&2
+
+echo "== reduced suite under qemu-aarch64" >&2
+t=$SECONDS
+git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$T" --one-top-level=tree
+rm "$T/tree/fastq/__init__.py"  # `import fastq` finds the aarch64 install (see test_installed.sh)
+(cd "$T/tree" && arm -m pytest -q -p no:cacheprovider \
+    tests/test_ring.py tests/test_held_batches.py tests/test_lifecycle.py tests/test_pipeline_iterable.py \
+    tests/test_error_codes.py tests/test_backend.py tests/test_golden.py tests/test_properties.py "$@")
+echo "   ($((SECONDS - t)) s)" >&2
+echo "== aarch64 leg done in $((SECONDS - T0)) s; batches bit-identical to x86-64: $([ $SAME = 0 ] && echo all || echo 'not all, see the table')" >&2
