@@ -9,6 +9,8 @@ producers have already overwritten (a wrong batch).  Reference: Arrays of number
 samples, so each batch's content is known without fastq.
 """
 import ctypes
+import os
+import subprocess
 import threading
 import time
 
@@ -178,3 +180,11 @@ def test_cpu_device_without_a_backend_is_a_clear_error():
 def test_to_device_without_cuda_says_so():
     with pytest.raises(RuntimeError, match="cuda.is_available"):
         ftorch.to_device((np.zeros(3, np.float32),), "cuda")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU exit; this machine has a GPU")
+def test_gpu_check_script_exits_cleanly_without_a_gpu():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run(["bash", os.path.join(root, "scripts", "gpu_check.sh")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "no usable NVIDIA GPU" in r.stdout
