@@ -14,10 +14,24 @@
 # and against pixels it wrote itself: a pipeline over pixel arrays (crop, flip, uint8
 # and float32 output), a PNG and an uncompressed TIFF written in pure Python (so the
 # wheel's own libpng/zlib and libtiff decode them), and the exported symbols.
+#
+# FASTQ_TOOLCHAIN=zig (scripts/build_wheel.sh) makes manylinux2014 wheels; then
+# FASTQ_ARCHS="x86_64 aarch64" (the default with zig) also cross-builds the aarch64 wheel
+# for CPython 3.11 - the one version whose arm64 headers and sysconfig data Debian 12
+# provides (scripts/aarch64_sysroot.sh) - and smoke-tests it under qemu-aarch64.
+#
+# Last, $OUT/simple/ is written: a PEP 503 index of the wheels in $OUT, so that
+#   pip install --index-url file://$PWD/dist/simple --extra-index-url https://pypi.org/simple fastq
+# installs the right wheel for the interpreter and platform (numpy from PyPI).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${FASTQ_WHEEL_DIR:-dist}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+TOOLCHAIN=${FASTQ_TOOLCHAIN:-system}
+if [ "$TOOLCHAIN" = zig ]; then ARCHS=${FASTQ_ARCHS:-x86_64 aarch64}; else ARCHS=$(uname -m); fi
+# the numpy the aarch64 wheel is built against (its headers come from the sysroot's numpy)
+AARCH64_NUMPY=$(sed -n 's/^NUMPY=${FASTQ_AARCH64_NUMPY:-\(.*\)}$/\1/p' scripts/aarch64_sysroot.sh)
 T=$(mktemp -d "${TMPDIR:-/tmp}/fastq-wheels.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 
@@ -113,8 +127,40 @@ for py in $PYTHONS; do
         fi
     fi
     case $res in FAILED*) status=1; tail -30 "$log" >&2 ;; esac
-    RESULTS+=("$ver  $res")
+    RESULTS+=("$ver x86_64  $res")
+    if [ "$ver" = 3.11 ] && [[ " $ARCHS " == *" aarch64 "* ]]; then
+        echo "== CPython 3.11 aarch64 (cross, zig; smoke test under qemu-aarch64)" >&2
+        res="FAILED (see above)"
+        if "$T/b$ver/bin/python" -m pip install -q --disable-pip-version-check "numpy==$AARCH64_NUMPY" >>"$log" 2>&1 &&
+            PYTHON="$T/b$ver/bin/python" FASTQ_TARGET_ARCH=aarch64 FASTQ_WHEEL_DIR="$T/arm$ver" \
+                bash scripts/build_wheel.sh >"$T/wheel-arm$ver" 2>>"$log"; then
+            whl=$(tail -1 "$T/wheel-arm$ver")
+            cp "$whl" "$OUT/"
+            sysroot=$(bash scripts/aarch64_sysroot.sh 2>>"$log")
+            rm -rf "$T/armsite" && "$py" -m zipfile -e "$whl" "$T/armsite"
+            if out=$(cd "$T" && QEMU_LD_PREFIX=$sysroot PYTHONPATH="$T/armsite:$sysroot/site" \
+                    qemu-aarch64 "$sysroot/usr/bin/python3.11" -c "$SMOKE" "$T/armsite" 2>>"$log"); then
+                res="$(basename "$whl") ($(du -h "$whl" | cut -f1)): $out (qemu)"
+            fi
+        fi
+        case $res in FAILED*) status=1; tail -30 "$log" >&2 ;; esac
+        RESULTS+=("$ver aarch64 $res")
+    fi
 done
+
+# PEP 503 simple index: dist/simple/index.html -> fastq/index.html -> ../../<file>#sha256=
+mkdir -p "$OUT/simple/fastq"
+{
+    echo '<!DOCTYPE html><html><body>'
+    for f in "$OUT"/fastq-*.whl "$OUT"/fastq-*.tar.gz; do
+        [ -f "$f" ] || continue
+        b=$(basename "$f")
+        echo "<a href=\"../../$b#sha256=$(sha256sum "$f" | cut -d' ' -f1)\" data-requires-python=\"&gt;=3.9\">$b</a><br>"
+    done
+    echo '</body></html>'
+} >"$OUT/simple/fastq/index.html"
+printf '<!DOCTYPE html><html><body><a href="fastq/">fastq</a></body></html>\n' >"$OUT/simple/index.html"
 echo
 printf '%s\n' "${RESULTS[@]}"
+echo "simple index: $OUT/simple ($(grep -c '<a href' "$OUT/simple/fastq/index.html") files)"
 exit $status
