@@ -106,8 +106,6 @@ export PYTHONPATH="$ROOT/cross\${PYTHONPATH:+:\$PYTHONPATH}"
 # the target's Python headers (with its pyconfig.h) and numpy's aarch64 headers come
 # before the host's
 export CPPFLAGS="-I$ROOT/cross/include/python3.11 -I$NPINC"
-export CFLAGS="-DNDEBUG -fwrapv -O2 -Wall"
-export CXXFLAGS="\$CFLAGS"
 export FASTQ_AARCH64_SYSROOT="$ROOT"
 EOF
 rm -rf "$ROOT"
