@@ -28,8 +28,9 @@ if [ $FULL = 1 ]; then
     # wheel build (scripts/build_deps.sh, build_wheel.sh): libjpeg-turbo's SIMD needs nasm;
     # sources come from the Debian archive through apt-get source; strip/readelf/nm come with binutils
     APT_PKGS="$APT_PKGS nasm xz-utils bzip2 patch binutils util-linux"
-    # the decoder's libFuzzer harness (csrc/tests/run_fuzz.sh)
-    APT_PKGS="$APT_PKGS clang"
+    # the decoder's libFuzzer harness (csrc/tests/run_fuzz.sh); llvm-strip for the
+    # cross-built aarch64 wheel (the host's binutils know only x86)
+    APT_PKGS="$APT_PKGS clang llvm"
 fi
 missing=""
 for p in $APT_PKGS; do

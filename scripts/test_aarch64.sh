@@ -28,10 +28,13 @@ PY=${PYTHON:-python3}
 T0=$SECONDS
 [ "$($PY -c 'import sys; print("%d.%d" % sys.version_info[:2])')" = 3.11 ] ||
     { echo "test_aarch64.sh: PYTHON must be CPython 3.11 (the arm64 Debian 12 Python it cross-builds for)" >&2; exit 2; }
-if ! command -v qemu-aarch64 >/dev/null; then
-    echo "== installing qemu-user" >&2
+missing=""
+command -v qemu-aarch64 >/dev/null || missing="$missing qemu-user"
+command -v llvm-strip >/dev/null || missing="$missing llvm"
+if [ -n "$missing" ]; then
+    echo "== installing$missing" >&2
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq qemu-user >&2
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >&2
 fi
 SYSROOT=$(bash scripts/aarch64_sysroot.sh)
 echo "== sysroot $SYSROOT ($((SECONDS - T0)) s)" >&2
