@@ -58,7 +58,21 @@ TAG=$($PY -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
         # parameters drawn in double precision (explain records) are the same on aarch64,
         # which has FMA in its baseline, as on x86-64, whose baseline has none.
         export CFLAGS="-DNDEBUG -fwrapv -O2 -Wall -ffp-contract=off"
+        # csrc/fq_crc32c.c compiles its CRC-32C loop with __attribute__((target("sse4.2")))
+        # and calls it only where the CPU has SSE4.2; zig's explicit feature list keeps
+        # crc32 off inside it (see zig_toolchain.sh).  -mcrc32 only makes the intrinsic
+        # available: compilers emit crc32 for nothing but the intrinsic.
+        [ "$ARCH" != x86_64 ] || CFLAGS="$CFLAGS -mcrc32"
         export CXXFLAGS="$CFLAGS"
+        if [ "$ARCH" = x86_64 ]; then
+            # __builtin_cpu_supports (fq_crc32c.c, fq_image_write_simd.cpp) reads
+            # __cpu_model, which zig 0.13's compiler_rt lacks: take it from GCC's static
+            # libgcc.a (its cpuinfo.o: cpuid only, no glibc symbol; the GCC Runtime
+            # Library Exception allows this), hidden like everything else.
+            LIBGCC=$(gcc -print-libgcc-file-name 2>/dev/null) && [ -f "$LIBGCC" ] ||
+                { echo "build_wheel.sh: the x86-64 zig build needs gcc's libgcc.a (apt-get install gcc)" >&2; exit 1; }
+            export LDFLAGS="${LDFLAGS:+$LDFLAGS }$LIBGCC"
+        fi
     fi
     if [ "$ARCH" != "$(uname -m)" ]; then
         [ "$TAG" = cp311 ] || { echo "cross-building for $ARCH needs a CPython 3.11 (PYTHON), not $TAG" >&2; exit 1; }

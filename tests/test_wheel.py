@@ -33,9 +33,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VERSION = re.search(r'^version = "([^"]+)"', open(os.path.join(ROOT, "pyproject.toml")).read(), re.M).group(1)
 PY_TAG = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 # manylinux_2_YY_x86_64, or (glibc 2.17, FASTQ_TOOLCHAIN=zig) with its legacy alias:
-# manylinux_2_17_x86_64.manylinux2014_x86_64
-WHEEL_RE = re.compile(rf"^fastq-{re.escape(VERSION)}-{PY_TAG}-{PY_TAG}-(manylinux_2_(\d+)_x86_64)"
-                      r"(\.manylinux2014_x86_64)?\.whl$")
+# manylinux2014_x86_64.manylinux_2_17_x86_64
+WHEEL_RE = re.compile(rf"^fastq-{re.escape(VERSION)}-{PY_TAG}-{PY_TAG}-(?:manylinux2014_x86_64\.)?"
+                      r"(manylinux_2_(\d+)_x86_64)(?:\.manylinux2014_x86_64)?\.whl$")
 # What an extension may load: glibc's libraries, libstdc++ and libgcc (manylinux policy).
 ALLOWED_NEEDED = re.compile(r"^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux-x86-64)\.so")
 VENDORED_RE = re.compile(r"opencv|jpeg|png|webp|libz\.|tiff|gdal|openexr|jasper|openjp", re.I)
