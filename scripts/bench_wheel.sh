@@ -53,10 +53,11 @@ for b in ("debian", "vendored"):
     for r in range(1, rounds + 1):
         peers = json.load(open(f"{t}/{b}.{r}.json"))["peers"]
         for p in ("fastq", "fastq1"):
-            # keys: "fastq"/"fastq1", or labels such as "fastq (workers=1)"
-            one = p == "fastq1"
-            v = peers.get(p) or next(v for k, v in peers.items()
-                                     if k.startswith("fastq") and ("workers=1)" in k) == one)
+            # the one-worker peer is keyed "fastq1" or "fastq@1" depending on the bench version
+            keys = [p] if p == "fastq" else ["fastq1", "fastq@1"]
+            v = next((peers[k] for k in keys if k in peers), None)
+            if v is None:
+                sys.exit(f"bench_wheel.sh: no {keys} in the results (peers: {sorted(peers)})")
             rate.setdefault((b, p), []).append(v["images_per_s"])
             cpu.setdefault((b, p), []).append(v["cpu_us_per_image"])
 med = lambda d, k: statistics.median(d[k])  # noqa: E731
