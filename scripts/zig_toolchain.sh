@@ -20,7 +20,9 @@
 # the complete CPU feature list to clang, so -msse4.2 no longer implies crc32 nor
 # -mavx512f evex512 (LLVM 18): the wrappers add them, or OpenCV's SSE4_2 baseline and
 # AVX512_SKX dispatch fail their checks and are dropped.  `-o -` goes to stdout (zig
-# would write a file named "-").
+# would write a file named "-").  A version script may name a symbol that a module does
+# not define (setup.py's one map exports fastq_capi_v1, which only _image has): GNU ld
+# allows that, lld since LLVM 16 only with --undefined-version, which the wrappers add.
 # The cache key of build_deps.sh holds FASTQ_TOOLCHAIN_ID (zig version, target, CPU), not
 # these wrappers: a change to them that changes code must change the ID.
 # Knobs: FASTQ_DEPS_CACHE (default ~/.cache/fastq-deps), FASTQ_ZIG_VERSION, PYTHON.
@@ -65,6 +67,8 @@ for a in "\$@"; do
         -msse4.2) args+=("\$a" -mcrc32) ;;
         -mavx512*) args+=("\$a" -mevex512) ;;
         -) if [ "\$prev" = -o ]; then args+=(/dev/stdout); else args+=("\$a"); fi ;;  # -o -: stdout, not a file named "-"
+        # a version script may name symbols a module lacks (GNU ld allows it; lld >= 16 not by default)
+        -Wl,--version-script=*) args+=("\$a" -Wl,--undefined-version) ;;
         *) args+=("\$a") ;;
     esac
     prev=\$a
