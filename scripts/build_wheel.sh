@@ -58,7 +58,7 @@ TAG=$($PY -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
         # parameters drawn in double precision (explain records) are the same on aarch64,
         # which has FMA in its baseline, as on x86-64, whose baseline has none.
         export CFLAGS="-DNDEBUG -fwrapv -O2 -Wall -ffp-contract=off"
-        # csrc/fq_crc32c.c compiles its CRC-32C loop with __attribute__((target("sse4.2")))
+        # fq_crc32c.c (csrc) compiles its CRC-32C loop with __attribute__((target("sse4.2")))
         # and calls it only where the CPU has SSE4.2; zig's explicit feature list keeps
         # crc32 off inside it (see zig_toolchain.sh).  -mcrc32 only makes the intrinsic
         # available: compilers emit crc32 for nothing but the intrinsic.
@@ -80,7 +80,7 @@ TAG=$($PY -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
         . "$(bash scripts/aarch64_sysroot.sh)/cross-env.sh"
     fi
     if [ "$TOOLCHAIN" = zig ]; then
-        # zlib.h for the TFRecord reader (csrc/fq_tfr_stream.c): the vendored one; zig's
+        # zlib.h for the TFRecord reader (fq_tfr_stream.c): the vendored one; zig's
         # sysroot has no /usr/include to find the build machine's in
         export CPPFLAGS="${CPPFLAGS:+$CPPFLAGS }-I$PREFIX/include"
     fi
