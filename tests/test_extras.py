@@ -2,6 +2,7 @@
 fastq[test] holds everything the suite needs (requirements-dev.txt minus the tools that
 build the wheel), the demo's requirements cover what fastq.demo and fastq.testdata import,
 and cibuildwheel's test requirements are fastq[test] without torch and jax."""
+import glob
 import os
 import re
 import sys
@@ -65,8 +66,12 @@ def test_demo_requirements_cover_the_demo_imports():
     assert {"numpy", "cython", "setuptools", "opencv-python-headless", "scikit-image", "scikit-learn"} <= need, need
     # and nothing heavy: the light set-up must not pull a framework
     assert not need & {"tensorflow", "tensorflow-cpu", "torch", "jax", "mypy", "tensorpack"}, need
+    # the demo and its data generator, wherever the package keeps them (fastq/ or fastq/bench/)
+    files = [f for pat in ("demo.py", "testdata.py")
+             for f in glob.glob(os.path.join(ROOT, "fastq", "**", pat), recursive=True)]
+    assert len(files) == 2, files
+    src = "".join(open(f).read() for f in files)
     for mod, pkg in (("cv2", "opencv-python-headless"), ("skimage", "scikit-image"), ("sklearn", "scikit-learn")):
-        src = open(os.path.join(ROOT, "fastq", "testdata.py")).read() + open(os.path.join(ROOT, "fastq", "demo.py")).read()
         if re.search(rf"^\s*import {mod}\b", src, re.M):
             assert pkg in need, (mod, pkg)
 
