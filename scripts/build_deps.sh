@@ -25,10 +25,21 @@
 # /etc/apt/sources.list.d/debian.sources) into deb-src entries in a private apt
 # directory under the cache, so the system's apt setup is left untouched.
 #
-# Needs: a C/C++ compiler, cmake >= 3.16, ninja, nasm, apt-get, tar/xz/bzip2, patch.
+# Toolchains (FASTQ_TOOLCHAIN):
+#   system (default)  cc/c++ from PATH, for this machine's architecture.  Linked on
+#                     Debian 12 this gives a manylinux_2_34 wheel.
+#   zig               scripts/zig_toolchain.sh: `zig cc` targeting glibc 2.17
+#                     (manylinux2014) for FASTQ_TARGET_ARCH (x86_64 or aarch64, default
+#                     this machine's), cross-compiling where it differs.
+# The toolchain and the target architecture are part of the cache key, so builds made
+# with different toolchains never mix; each gets its own prefix, and the symlink
+# <cache>/latest-<toolchain>-<arch> names the newest (plain <cache>/latest: system).
+#
+# Needs: a C/C++ compiler (or zig through pip), cmake >= 3.16, ninja, nasm (x86-64),
+# apt-get, tar/xz/bzip2, patch.
 # `build_deps.sh --key` prints the cache key only.
 # Knobs: FASTQ_DEPS_CACHE, FASTQ_DEPS_JOBS (default: nproc), FASTQ_APT_SOURCES,
-#        FASTQ_DEPS_NICE (default 10).
+#        FASTQ_DEPS_NICE (default 10), FASTQ_TOOLCHAIN, FASTQ_TARGET_ARCH.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,6 +47,20 @@ CACHE=${FASTQ_DEPS_CACHE:-$HOME/.cache/fastq-deps}
 APT_SOURCES=${FASTQ_APT_SOURCES:-/etc/apt/sources.list.d/debian.sources}
 JOBS=${FASTQ_DEPS_JOBS:-$(nproc 2>/dev/null || echo 2)}
 NICE=${FASTQ_DEPS_NICE:-10}
+TOOLCHAIN=${FASTQ_TOOLCHAIN:-system}
+ARCH=${FASTQ_TARGET_ARCH:-$(uname -m)}
+case $TOOLCHAIN/$ARCH in
+    system/"$(uname -m)") CMAKE_TC=() ;;
+    system/*) echo "[build_deps] error: FASTQ_TARGET_ARCH=$ARCH needs FASTQ_TOOLCHAIN=zig (the system compiler builds for $(uname -m))" >&2; exit 1 ;;
+    zig/x86_64|zig/aarch64)
+        TC=$(bash "$(dirname "${BASH_SOURCE[0]}")/zig_toolchain.sh" "$ARCH")
+        # shellcheck disable=SC1091
+        . "$TC/env.sh"
+        CMAKE_TC=(-DCMAKE_TOOLCHAIN_FILE="$TC/toolchain.cmake") ;;
+    *) echo "[build_deps] error: FASTQ_TOOLCHAIN=$TOOLCHAIN FASTQ_TARGET_ARCH=$ARCH is not supported (system, or zig with x86_64/aarch64)" >&2; exit 1 ;;
+esac
+CC=${CC:-cc}
+CXX=${CXX:-c++}
 
 # name  version  source-package  file  sha256
 SOURCES="
@@ -62,24 +87,35 @@ OPENCV_PATCHES="0008-Do-not-embed-build-directory-in-binaries.patch"
 # Release flags (-O3) plus the CPU baseline/dispatch below.
 CFLAGS_DEPS="-O2 -fPIC -fvisibility=hidden -ffunction-sections -fdata-sections"
 CXXFLAGS_DEPS="$CFLAGS_DEPS -fvisibility-inlines-hidden"
-OPENCV_CPU="-DCPU_BASELINE=SSE4_2 -DCPU_DISPATCH=AVX,FP16,AVX2,AVX512_SKX"
+case $ARCH in
+    x86_64) OPENCV_CPU="-DCPU_BASELINE=SSE4_2 -DCPU_DISPATCH=AVX,FP16,AVX2,AVX512_SKX" ;;
+    # ARMv8-A: every AArch64 CPU has NEON and half-float conversion, and OpenCV 4.6 knows
+    # no other AArch64 extension, so its NEON code is the baseline (its default there):
+    # the universal intrinsics compile to NEON; there is nothing to dispatch at run time.
+    aarch64) OPENCV_CPU="-DCPU_BASELINE=NEON,FP16 -DCPU_DISPATCH=" ;;
+    *) OPENCV_CPU="" ;;
+esac
 
 log() { echo "[build_deps] $*" >&2; }
 die() { echo "[build_deps] error: $*" >&2; exit 1; }
 
 need_tools() {
     local miss=""
-    for t in cc c++ make cmake ninja nasm tar xz bzip2 patch sha256sum; do
+    local tools="make cmake ninja tar xz bzip2 patch sha256sum"
+    [ "$ARCH" != x86_64 ] || tools="$tools nasm"  # libjpeg-turbo's x86 SIMD
+    [ "$TOOLCHAIN" != system ] || tools="$tools cc c++"
+    for t in $tools; do
         command -v "$t" >/dev/null 2>&1 || miss="$miss $t"
     done
     [ -z "$miss" ] || die "missing build tools:$miss (Debian: apt-get install build-essential nasm xz-utils bzip2 patch; pip install cmake ninja)"
 }
 
 tool_versions() {
-    cc --version | head -1
-    c++ --version | head -1
+    echo "toolchain $TOOLCHAIN ${FASTQ_TOOLCHAIN_ID:-} target $ARCH"
+    $CC --version | head -1
+    $CXX --version | head -1
     cmake --version | head -1
-    nasm -v
+    [ "$ARCH" != x86_64 ] || nasm -v
 }
 
 cache_key() {
@@ -89,7 +125,7 @@ cache_key() {
     { echo "$SOURCES" | awk 'NF {print $4, $5}'
       echo "$OPENCV_PATCHES|$CFLAGS_DEPS|$CXXFLAGS_DEPS|$OPENCV_CPU"
       sed -n '/^unpack() {/,$p' "$HERE/build_deps.sh" | grep -v -E '^\s*#'
-      tool_versions; uname -m; } | sha256sum | cut -c1-16
+      tool_versions; } | sha256sum | cut -c1-16
 }
 
 APT_DIR=""
@@ -146,18 +182,26 @@ unpack() {  # name -> prints source dir; applies Debian patches
 cmake_build() {  # srcdir builddir args...
     local src=$1 bld=$2
     shift 2
+    # -I the stage: the libraries built before (zlib.h, jpeglib.h) come from here, never
+    # from the build machine's /usr/include (zig's sysroot has none anyway).
     nice -n "$NICE" cmake -S "$src" -B "$bld" -G Ninja -Wno-dev \
         -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_INSTALL_PREFIX="$STAGE" \
         -DCMAKE_INSTALL_LIBDIR=lib \
         -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
         -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
-        -DCMAKE_C_FLAGS="$CFLAGS_DEPS" \
-        -DCMAKE_CXX_FLAGS="$CXXFLAGS_DEPS" \
+        -DCMAKE_C_FLAGS="$CFLAGS_DEPS -I$STAGE/include" \
+        -DCMAKE_CXX_FLAGS="$CXXFLAGS_DEPS -I$STAGE/include" \
         -DBUILD_SHARED_LIBS=OFF \
+        "${CMAKE_TC[@]}" \
         "$@" >"$bld.configure.log" 2>&1 || { tail -40 "$bld.configure.log" >&2; die "configure failed: $src"; }
     nice -n "$NICE" cmake --build "$bld" -j "$JOBS" >"$bld.build.log" 2>&1 || { tail -40 "$bld.build.log" >&2; die "build failed: $src"; }
     cmake --install "$bld" >"$bld.install.log" 2>&1 || { tail -20 "$bld.install.log" >&2; die "install failed: $src"; }
+}
+
+link_latest() {  # key
+    if [ "$TOOLCHAIN" = system ]; then ln -sfn "$1" "$CACHE/latest"; fi
+    ln -sfn "$1" "$CACHE/latest-$TOOLCHAIN-$ARCH"
 }
 
 main() {
@@ -171,22 +215,25 @@ main() {
     PREFIX="$CACHE/$key"
     if [ -f "$PREFIX/.complete" ]; then
         log "cached: $PREFIX"
-        ln -sfn "$key" "$CACHE/latest"
+        link_latest "$key"
         echo "$PREFIX"
         return 0
     fi
     mkdir -p "$CACHE/src"
-    exec 9>"$CACHE/.lock"
-    flock 9 2>/dev/null || true  # another build of the same cache waits here
+    exec 9>"$CACHE/.lock-$key"
+    flock 9 2>/dev/null || true  # another build of the same key waits here; other keys build at once
     if [ -f "$PREFIX/.complete" ]; then
         echo "$PREFIX"
         return 0
     fi
     local t0=$SECONDS
+    exec 8>"$CACHE/.lock-src"
+    flock 8 2>/dev/null || true  # one download at a time into $CACHE/src
     while read -r name ver pkg f sum; do
         [ -n "$name" ] || continue
         fetch "$f" "$pkg" "$ver" "$sum"
     done <<<"$SOURCES"
+    exec 8>&-
 
     WORK="$CACHE/work-$key"
     STAGE="$PREFIX.partial"
@@ -197,7 +244,7 @@ main() {
     log "zlib"
     z=$(unpack zlib)
     # Debian's dfsg tarball drops win32/, which zlib's CMakeLists needs: use its configure.
-    (cd "$z" && CFLAGS="$CFLAGS_DEPS" nice -n "$NICE" ./configure --static --prefix="$STAGE" \
+    (cd "$z" && CC="$CC" AR="${AR:-ar}" RANLIB="${RANLIB:-ranlib}" CFLAGS="$CFLAGS_DEPS" nice -n "$NICE" ./configure --static --prefix="$STAGE" \
         && nice -n "$NICE" make -j "$JOBS" libz.a && make install) >"$WORK/b-zlib.log" 2>&1 \
         || { tail -30 "$WORK/b-zlib.log" >&2; die "zlib build failed"; }
     cp "$z/LICENSE" "$STAGE/licenses/zlib.LICENSE"
@@ -277,12 +324,13 @@ main() {
         echo "$SOURCES" | awk 'NF {print $1, $2, $4, "sha256:" $5}'
         echo "CFLAGS: $CFLAGS_DEPS"
         echo "OpenCV CPU: $OPENCV_CPU"
+        echo "target: $ARCH, toolchain: $TOOLCHAIN"
         tool_versions
     } >"$STAGE/BUILDINFO.txt"
     rm -rf "$PREFIX"
     mv "$STAGE" "$PREFIX"
     touch "$PREFIX/.complete"
-    ln -sfn "$key" "$CACHE/latest"
+    link_latest "$key"
     rm -rf "$WORK"
     log "built in $((SECONDS - t0)) s: $PREFIX"
     echo "$PREFIX"

@@ -14,10 +14,28 @@
 # and against pixels it wrote itself: a pipeline over pixel arrays (crop, flip, uint8
 # and float32 output), a PNG and an uncompressed TIFF written in pure Python (so the
 # wheel's own libpng/zlib and libtiff decode them), and the exported symbols.
+#
+# FASTQ_TOOLCHAIN=zig (scripts/build_wheel.sh) makes manylinux2014 wheels; then
+# FASTQ_ARCHS="x86_64 aarch64" (the default with zig) also cross-builds the aarch64 wheel
+# for CPython 3.11 - the one version whose arm64 headers and sysconfig data Debian 12
+# provides (scripts/aarch64_sysroot.sh) - and smoke-tests it under qemu-aarch64.
+#
+# Last, $OUT/simple/ is written: a PEP 503 index of the wheels in $OUT and of numpy's
+# wheels for the same interpreters and platforms (downloaded into $OUT/deps), so that
+#   pip install --index-url file://$PWD/dist/simple fastq
+# installs the right wheel for the interpreter and platform with nothing else to reach.
+# Never add PyPI with --extra-index-url for this: the name "fastq" on PyPI belongs to an
+# unrelated package (a FASTQ-format library, version 2.x), which pip would prefer as the
+# higher version.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${FASTQ_WHEEL_DIR:-dist}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+TOOLCHAIN=${FASTQ_TOOLCHAIN:-system}
+if [ "$TOOLCHAIN" = zig ]; then ARCHS=${FASTQ_ARCHS:-x86_64 aarch64}; else ARCHS=$(uname -m); fi
+# the numpy the aarch64 wheel is built against (its headers come from the sysroot's numpy)
+AARCH64_NUMPY=$(sed -n 's/^NUMPY=${FASTQ_AARCH64_NUMPY:-\(.*\)}$/\1/p' scripts/aarch64_sysroot.sh)
 T=$(mktemp -d "${TMPDIR:-/tmp}/fastq-wheels.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 
@@ -91,7 +109,7 @@ np.testing.assert_array_equal(both[1], imgs[0])
 print("OK", sys.version.split()[0], np.__version__)
 '
 
-declare -a RESULTS
+declare -a RESULTS NUMPY_FOR
 status=0
 for py in $PYTHONS; do
     ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') || continue
@@ -113,8 +131,62 @@ for py in $PYTHONS; do
         fi
     fi
     case $res in FAILED*) status=1; tail -30 "$log" >&2 ;; esac
-    RESULTS+=("$ver  $res")
+    RESULTS+=("$ver x86_64  $res")
+    NUMPY_FOR+=("$ver")
+    if [ "$ver" = 3.11 ] && [[ " $ARCHS " == *" aarch64 "* ]]; then
+        echo "== CPython 3.11 aarch64 (cross, zig; smoke test under qemu-aarch64)" >&2
+        res="FAILED (see above)"
+        if "$T/b$ver/bin/python" -m pip install -q --disable-pip-version-check "numpy==$AARCH64_NUMPY" >>"$log" 2>&1 &&
+            PYTHON="$T/b$ver/bin/python" FASTQ_TARGET_ARCH=aarch64 FASTQ_WHEEL_DIR="$T/arm$ver" \
+                bash scripts/build_wheel.sh >"$T/wheel-arm$ver" 2>>"$log"; then
+            whl=$(tail -1 "$T/wheel-arm$ver")
+            cp "$whl" "$OUT/"
+            sysroot=$(bash scripts/aarch64_sysroot.sh 2>>"$log")
+            rm -rf "$T/armsite" && "$py" -m zipfile -e "$whl" "$T/armsite"
+            if out=$(cd "$T" && QEMU_LD_PREFIX=$sysroot PYTHONPATH="$T/armsite:$sysroot/site" \
+                    qemu-aarch64 "$sysroot/usr/bin/python3.11" -c "$SMOKE" "$T/armsite" 2>>"$log"); then
+                res="$(basename "$whl") ($(du -h "$whl" | cut -f1)): $out (qemu)"
+            fi
+        fi
+        case $res in FAILED*) status=1; tail -30 "$log" >&2 ;; esac
+        RESULTS+=("$ver aarch64 $res")
+    fi
 done
+
+# numpy for each interpreter and architecture built (fastq's one dependency)
+mkdir -p "$OUT/deps"
+for ver in "${NUMPY_FOR[@]}"; do
+    for arch in $ARCHS; do
+        [ "$arch" = x86_64 ] || [ "$ver" = 3.11 ] || continue
+        python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d "$OUT/deps" \
+            --python-version "$ver" --implementation cp --platform "manylinux2014_$arch" \
+            --platform "manylinux_2_28_$arch" "numpy>=1.23" >&2 || { echo "numpy for $ver $arch: download failed" >&2; status=1; }
+    done
+done
+index_page() {  # dir-of-files name-glob -> the links of a PEP 503 project page
+    echo '<!DOCTYPE html><html><body>'
+    for f in $1/$2; do
+        [ -f "$f" ] || continue
+        echo "<a href=\"../../${f#"$OUT"/}#sha256=$(sha256sum "$f" | cut -d' ' -f1)\">$(basename "$f")</a><br>"
+    done
+    echo '</body></html>'
+}
+mkdir -p "$OUT/simple/numpy"
+index_page "$OUT/deps" "numpy-*.whl" >"$OUT/simple/numpy/index.html"
+
+# PEP 503 simple index: dist/simple/index.html -> fastq/index.html -> ../../<file>#sha256=
+mkdir -p "$OUT/simple/fastq"
+{
+    echo '<!DOCTYPE html><html><body>'
+    for f in "$OUT"/fastq-*.whl "$OUT"/fastq-*.tar.gz; do
+        [ -f "$f" ] || continue
+        b=$(basename "$f")
+        echo "<a href=\"../../$b#sha256=$(sha256sum "$f" | cut -d' ' -f1)\" data-requires-python=\"&gt;=3.9\">$b</a><br>"
+    done
+    echo '</body></html>'
+} >"$OUT/simple/fastq/index.html"
+printf '<!DOCTYPE html><html><body><a href="fastq/">fastq</a><br><a href="numpy/">numpy</a></body></html>\n' >"$OUT/simple/index.html"
 echo
 printf '%s\n' "${RESULTS[@]}"
+echo "simple index: $OUT/simple ($(grep -c '<a href' "$OUT/simple/fastq/index.html") files)"
 exit $status

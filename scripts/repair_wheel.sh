@@ -5,6 +5,9 @@
 # wheel against the manylinux policies and gives it the lowest tag it allows.
 # Used by scripts/build_wheel.sh and as cibuildwheel's repair-wheel-command.
 #   usage: repair_wheel.sh WHEEL OUT_DIR [VENDORED_PREFIX]   (prefix default: $FASTQ_VENDORED_PREFIX)
+# STRIP names the strip tool (default strip; the zig toolchain's env.sh sets it, llvm-strip
+# for aarch64).  FASTQ_WHEEL_PLAT, if set, is passed as --plat (e.g. manylinux2014_x86_64:
+# auditwheel then fails unless the wheel really is within that policy).
 set -euo pipefail
 RAW=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 OUT=$2
@@ -19,7 +22,7 @@ done
 $PY -m wheel unpack -d "$W/unpacked" "$RAW" >/dev/null
 TREE=$(ls -d "$W"/unpacked/fastq-*)
 DIST_INFO=$(ls -d "$TREE"/fastq-*.dist-info)
-find "$TREE" -name "*.so" -exec strip --strip-unneeded {} +
+find "$TREE" -name "*.so" -exec ${STRIP:-strip} --strip-unneeded {} +
 find "$TREE/fastq" \( -name "*.cpp" -o -name "*.c" -o -name "*.o" \) -delete
 mkdir -p "$DIST_INFO/licenses/vendored"
 cp "$ROOT/LICENSE" "$ROOT/THIRD_PARTY_NOTICES.md" "$DIST_INFO/licenses/"
@@ -27,4 +30,4 @@ cp "$PREFIX"/licenses/*.LICENSE "$PREFIX/BUILDINFO.txt" "$DIST_INFO/licenses/ven
 mkdir -p "$W/packed"
 $PY -m wheel pack -d "$W/packed" "$TREE" >/dev/null
 mkdir -p "$OUT"
-auditwheel repair -w "$OUT" "$W"/packed/fastq-*.whl >&2
+auditwheel repair ${FASTQ_WHEEL_PLAT:+--plat "$FASTQ_WHEEL_PLAT"} -w "$OUT" "$W"/packed/fastq-*.whl >&2

