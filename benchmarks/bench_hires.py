@@ -157,6 +157,9 @@ def main():
     ap.add_argument("--images", type=int, default=60)
     ap.add_argument("--max-side", default="512,1024", help="comma-separated --max-side values")
     ap.add_argument("--quality", type=int, default=90)
+    ap.add_argument("--intervals", default="",
+                    help="also lossless copies with these restart interval targets (MCUs), e.g. 2,8,16 "
+                         "(the default copy uses fastq prepare's default)")
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--crops", type=int, default=8, help="RRC boxes per image for the PSNR")
     ap.add_argument("--min-width", type=int, default=1800)
@@ -172,12 +175,18 @@ def main():
     root = a.data_dir or tempfile.mkdtemp(prefix="bench_hires_")
     src = os.path.join(root, f"hires_{a.images}_{a.min_width}_{a.max_width}_seed0")
     t = time.perf_counter()
-    paths = testdata.make_hires_dataset(src, a.images, seed=0, min_width=a.min_width, max_width=a.max_width)
+    names = [f"{i:06d}.jpg" for i in range(a.images)]
+    if a.data_dir and all(os.path.isfile(os.path.join(src, n)) for n in names):
+        paths = [os.path.join(src, n) for n in names]  # made by an earlier run with these arguments (seeded)
+    else:
+        paths = testdata.make_hires_dataset(src, a.images, seed=0, min_width=a.min_width,
+                                            max_width=a.max_width)
     print(f"{a.images} camera-like JPEGs in {src} ({time.perf_counter() - t:.1f} s); load "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     names = [os.path.basename(p) for p in paths]
     sets = {"original": src}
-    for label, kw in [("lossless", {})] + [(f"max-side {s}", {"max_side": s, "quality": a.quality}) for s in sides]:
+    extra = [(f"lossless interval {k}", {"interval": int(k)}) for k in a.intervals.split(",") if k]
+    for label, kw in [("lossless", {})] + extra + [(f"max-side {s}", {"max_side": s, "quality": a.quality}) for s in sides]:
         dst = os.path.join(root, "prep_" + label.replace(" ", "_"))
         t = time.perf_counter()
         st = prepare_tree(src, dst, progress=False, **kw)
