@@ -161,11 +161,30 @@ def _walk(src):
 _RESIZE_RECORD = ".fastq-prepare-resize.json"
 
 
-def _resize_record_changed(dst, resize):
-    """Whether dst was made with other training-resolution settings than ``resize``
-    (a folder without the record was made losslessly); the record is updated."""
+def _resize_record(dst, resize, done=False):
+    """Before a run (done=False): whether dst was made with other training-resolution
+    settings than ``resize`` (a folder without the record was made losslessly); if so,
+    the record is marked incomplete until the run ends, so that an interrupted run
+    forces the next one to redo everything too.  After a successful run (done=True):
+    record ``resize`` (or remove the record for lossless)."""
     import json
     path = os.path.join(dst, _RESIZE_RECORD)
+
+    def write(obj):
+        tmp = path + _TMP_SUFFIX
+        with open(tmp, "w") as f:
+            json.dump(obj, f, sort_keys=True)
+        os.replace(tmp, path)
+
+    if done:
+        if resize is None:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        else:
+            write(resize)
+        return False
     try:
         with open(path) as f:
             old = json.load(f)
@@ -176,13 +195,7 @@ def _resize_record_changed(dst, resize):
     if old == resize:
         return False
     os.makedirs(dst, exist_ok=True)
-    if resize is None:
-        os.unlink(path)
-    else:
-        tmp = path + _TMP_SUFFIX
-        with open(tmp, "w") as f:
-            json.dump(resize, f, sort_keys=True)
-        os.replace(tmp, path)
+    write({"incomplete": True})
     return True
 
 
@@ -204,7 +217,7 @@ def prepare_tree(src, dst, *, interval=DEFAULT_INTERVAL, jobs=None, force=False,
     if interval < 1:
         raise ValueError(f"interval must be >= 1 MCU, got {interval}")
     rels = list(_walk(src))
-    if _resize_record_changed(dst, resize):
+    if _resize_record(dst, resize):
         force = True
     stats = {"files": len(rels), "rewritten": 0, "resized": 0, "kept": 0, "copied": 0, "skipped": 0, "errors": [],
              "in_bytes": 0, "out_bytes": 0, "jpeg_in_bytes": 0, "jpeg_out_bytes": 0}
@@ -235,6 +248,7 @@ def prepare_tree(src, dst, *, interval=DEFAULT_INTERVAL, jobs=None, force=False,
                 bar.update(1)
 
     _run_all(one, rels, jobs, bar)
+    _resize_record(dst, resize, done=True)
     return stats
 
 

@@ -150,6 +150,25 @@ def test_tree_resizes_big_keeps_small_lossless(big, tmp_path):
     np.testing.assert_array_equal(_pixels((dst / "a" / "big0.jpg").read_bytes()), _pixels(open(big[0], "rb").read()))
 
 
+def test_interrupted_run_with_new_settings_forces_the_next(big, tmp_path):
+    """A run with other settings that stops on a corrupt file leaves the record marked
+    incomplete: the next run with those settings redoes the files the stopped run did
+    not reach, instead of keeping their lossless outputs because their mtime matches."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "b.jpg").write_bytes(open(big[0], "rb").read())
+    dst = tmp_path / "dst"
+    P.prepare_tree(str(src), str(dst), progress=False, jobs=1)  # lossless
+    (src / "a.jpg").write_bytes(open(big[1], "rb").read()[:20000])  # first in order: stops the run
+    with pytest.raises(E.DecodeError, match="a.jpg"):
+        P.prepare_tree(str(src), str(dst), max_side=128, progress=False, jobs=1)
+    assert json.loads((dst / ".fastq-prepare-resize.json").read_text()) == {"incomplete": True}
+    (src / "a.jpg").unlink()
+    st = P.prepare_tree(str(src), str(dst), max_side=128, progress=False)
+    assert st["resized"] == 1 and max(_pixels((dst / "b.jpg").read_bytes()).shape[:2]) == 128
+    assert json.loads((dst / ".fastq-prepare-resize.json").read_text())["max_side"] == 128
+
+
 def test_corrupt_input_names_the_file(big, tmp_path):
     src = tmp_path / "s"
     src.mkdir()
