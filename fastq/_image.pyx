@@ -317,6 +317,38 @@ def prepare_jpeg(data, int target_mcus=4):
     return result, d
 
 
+def downscale_jpeg(data, int max_side=0, long long max_pixels=0, int quality=90, int target_mcus=4):
+    """Training-resolution copy of one JPEG (lossy; GIL released): when its longer side
+    exceeds ``max_side`` or it has more than ``max_pixels`` pixels (0: no limit), decode,
+    shrink (INTER_AREA, same aspect) and encode at ``quality`` with restart markers
+    (csrc/image/fq_image_prepare.h, fq_jpeg_downscale).  Returns ``(new_bytes or None,
+    info)`` like :func:`prepare_jpeg`; ``None``: within the limits or not decodable to
+    8-bit gray/RGB (``info["why"]``).  Corrupt JPEGs raise fastq.errors.DecodeError."""
+    cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
+    cdef size_t n = len(data)
+    cdef uint8_t *out = NULL
+    cdef fq_prepare_info info
+    cdef fq_err err
+    cdef int rc
+    memset(&err, 0, sizeof(err))
+    with nogil:
+        rc = fq_jpeg_downscale(&buf[0], n, max_side, max_pixels, quality, target_mcus, &out, &info, &err)
+    if rc != 0:
+        raise_fq_error(&err)
+    d = {"status": "rewritten" if info.status == FQ_PREP_REWRITTEN else "kept",
+         "width": info.width, "height": info.height, "mcus_per_row": info.mcus_per_row,
+         "restart_interval": info.restart_interval, "old_restart_interval": info.old_restart_interval,
+         "in_bytes": info.in_bytes, "out_bytes": info.out_bytes,
+         "why": info.why.decode("utf-8", "replace")}
+    if out == NULL:
+        return None, d
+    try:
+        result = (<char *> out)[:info.out_bytes]
+    finally:
+        fq_jpeg_prepare_free(out)
+    return result, d
+
+
 cdef class ImageSpec:
     """An immutable, thread-shareable op chain + output format.
 

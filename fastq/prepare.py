@@ -10,10 +10,19 @@ tree is mirrored.  Reruns skip outputs that are up to date (same mtime as their
 source), so an interrupted run resumes.  Work runs in threads; the native re-encode
 releases the GIL.
 
+Training-resolution copies (opt-in, lossy): with ``max_side=N`` and/or ``max_pixels=P``,
+JPEGs whose longer side exceeds N (or with more than P pixels) are decoded, shrunk
+(INTER_AREA, same aspect) and encoded at ``quality`` with restart markers, EXIF- and
+ICC-free (fastq ignores EXIF orientation, so the pixels keep the orientation fastq
+decodes the original with); JPEGs within the limits take the lossless path, other
+formats are copied as they are.  Lossless is the default (docs/prepare.md).
+
 The library API (keyword arguments after ``src, dst``)::
 
-    prepare_tree(src, dst, interval=4, jobs=None, force=False, progress=True, on_error="raise")
-    prepare_shards(src, dst, fmt="tfrecord", shard_size=1024, prefix="data", shuffle=None, ...)
+    prepare_tree(src, dst, interval=4, jobs=None, force=False, progress=True, on_error="raise",
+                 max_side=None, max_pixels=None, quality=90)
+    prepare_shards(src, dst, fmt="tfrecord", shard_size=1024, prefix="data", shuffle=None, ...,
+                   max_side=None, max_pixels=None, quality=90)
 
 :func:`prepare_shards` writes the images of a class-per-subfolder ``src`` (the order and
 labels of fastq.sources.Folder) into TFRecord or WebDataset tar shards instead.  The
@@ -27,11 +36,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fastq.records import encode_example, tfrecord_frame
 
-__all__ = ["prepare_tree", "prepare_file", "prepare_shards", "DEFAULT_INTERVAL", "DEFAULT_SHARD_SIZE", "FORMATS"]
+__all__ = ["prepare_tree", "prepare_file", "prepare_shards", "DEFAULT_INTERVAL", "DEFAULT_QUALITY", "DEFAULT_SHARD_SIZE", "FORMATS"]
 
 # Target restart interval in MCUs (the chosen one divides the MCUs per row); measured
 # in docs/prepare.md.
 DEFAULT_INTERVAL = 4
+# JPEG quality of training-resolution copies (max_side / max_pixels).
+DEFAULT_QUALITY = 90
 _TMP_SUFFIX = ".fastq-prepare-tmp"
 
 
@@ -62,6 +73,32 @@ def _is_jpeg(head):
     return head[:3] == b"\xff\xd8\xff"
 
 
+def _resize_settings(max_side, max_pixels, quality):
+    """The validated training-resolution settings: a dict, or None for lossless only."""
+    if max_side is None and max_pixels is None:
+        return None
+    if max_side is not None and (not isinstance(max_side, int) or max_side < 1):
+        raise ValueError(f"max_side must be a positive number of pixels, got {max_side!r}")
+    if max_pixels is not None and (not isinstance(max_pixels, int) or max_pixels < 1):
+        raise ValueError(f"max_pixels must be a positive number of pixels, got {max_pixels!r}")
+    if not isinstance(quality, int) or not 1 <= quality <= 100:
+        raise ValueError(f"quality must be 1-100, got {quality!r}")
+    return {"max_side": max_side, "max_pixels": max_pixels, "quality": quality}
+
+
+def _encode_jpeg(data, interval, resize):
+    """(bytes or None to keep data, info, action) for one JPEG: "resized" (training-
+    resolution copy), "rewritten" (lossless restart markers) or "kept"."""
+    from fastq import _image
+    if resize is not None:
+        new, info = _image.downscale_jpeg(data, resize["max_side"] or 0, resize["max_pixels"] or 0,
+                                          resize["quality"], interval)
+        if new is not None:
+            return new, info, "resized"
+    new, info = _image.prepare_jpeg(data, interval)
+    return new, info, ("rewritten" if new is not None else "kept")
+
+
 def _up_to_date(src_st, dst):
     """dst is only ever created by an atomic rename after a complete write, with the
     source's mtime: an equal mtime means it was made from this version of src."""
@@ -71,13 +108,14 @@ def _up_to_date(src_st, dst):
         return False
 
 
-def prepare_file(src, dst, interval=DEFAULT_INTERVAL, force=False):
+def prepare_file(src, dst, interval=DEFAULT_INTERVAL, force=False, *, max_side=None, max_pixels=None,
+                 quality=DEFAULT_QUALITY):
     """Prepare one file.  Returns (action, in_bytes, out_bytes, detail) with action one
-    of "rewritten", "kept" (JPEG copied unchanged), "copied" (not a JPEG), "skipped"
-    (up to date).  Writes dst atomically (temporary file + rename) and gives it the
-    source's mtime.  Raises fastq.errors.DecodeError for a corrupt JPEG."""
-    from fastq import _image
-
+    of "rewritten", "resized" (training-resolution copy: max_side / max_pixels),
+    "kept" (JPEG copied unchanged), "copied" (not a JPEG), "skipped" (up to date).
+    Writes dst atomically (temporary file + rename) and gives it the source's mtime.
+    Raises fastq.errors.DecodeError for a corrupt JPEG."""
+    resize = _resize_settings(max_side, max_pixels, quality)
     st = os.stat(src)
     if not force and _up_to_date(st, dst):
         return "skipped", st.st_size, os.path.getsize(dst), ""
@@ -86,11 +124,13 @@ def prepare_file(src, dst, interval=DEFAULT_INTERVAL, force=False):
     os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
     tmp = dst + _TMP_SUFFIX
     if _is_jpeg(data):
-        new, info = _image.prepare_jpeg(data, interval)
-        if new is not None:
-            action, out, detail = "rewritten", new, f"interval {info['restart_interval']}"
+        new, info, action = _encode_jpeg(data, interval, resize)
+        if action == "resized":
+            out, detail = new, f"{info['width']}x{info['height']} quality {quality}"
+        elif new is not None:
+            out, detail = new, f"interval {info['restart_interval']}"
         else:
-            action, out, detail = "kept", data, info["why"]
+            out, detail = data, info["why"]
     else:
         action, out, detail = "copied", data, ""
     try:
@@ -118,11 +158,56 @@ def _walk(src):
             yield os.path.relpath(p, src)
 
 
+_RESIZE_RECORD = ".fastq-prepare-resize.json"
+
+
+def _resize_record(dst, resize, done=False):
+    """Before a run (done=False): whether dst was made with other training-resolution
+    settings than ``resize`` (a folder without the record was made losslessly); if so,
+    the record is marked incomplete until the run ends, so that an interrupted run
+    forces the next one to redo everything too.  After a successful run (done=True):
+    record ``resize`` (or remove the record for lossless)."""
+    import json
+    path = os.path.join(dst, _RESIZE_RECORD)
+
+    def write(obj):
+        tmp = path + _TMP_SUFFIX
+        with open(tmp, "w") as f:
+            json.dump(obj, f, sort_keys=True)
+        os.replace(tmp, path)
+
+    if done:
+        if resize is None:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        else:
+            write(resize)
+        return False
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except FileNotFoundError:
+        old = None
+    except ValueError:
+        old = {"unreadable": True}
+    if old == resize:
+        return False
+    os.makedirs(dst, exist_ok=True)
+    write({"incomplete": True})
+    return True
+
+
 def prepare_tree(src, dst, *, interval=DEFAULT_INTERVAL, jobs=None, force=False, progress=True,
-                 on_error="raise"):
+                 on_error="raise", max_side=None, max_pixels=None, quality=DEFAULT_QUALITY):
     """Mirror the tree under ``src`` into ``dst`` (see the module doc).  Returns a dict of
     counts and byte totals.  ``on_error="skip"`` records corrupt files in
-    ``stats["errors"]`` (and copies them unchanged) instead of raising."""
+    ``stats["errors"]`` (and copies them unchanged) instead of raising.  ``max_side`` /
+    ``max_pixels`` / ``quality``: training-resolution copies (the module doc); the
+    settings are recorded in ``dst/.fastq-prepare-resize.json`` and a rerun with other
+    settings redoes every file."""
+    resize = _resize_settings(max_side, max_pixels, quality)
     src = os.path.abspath(src)
     dst = os.path.abspath(dst)
     if not os.path.isdir(src):
@@ -132,7 +217,9 @@ def prepare_tree(src, dst, *, interval=DEFAULT_INTERVAL, jobs=None, force=False,
     if interval < 1:
         raise ValueError(f"interval must be >= 1 MCU, got {interval}")
     rels = list(_walk(src))
-    stats = {"files": len(rels), "rewritten": 0, "kept": 0, "copied": 0, "skipped": 0, "errors": [],
+    if _resize_record(dst, resize):
+        force = True
+    stats = {"files": len(rels), "rewritten": 0, "resized": 0, "kept": 0, "copied": 0, "skipped": 0, "errors": [],
              "in_bytes": 0, "out_bytes": 0, "jpeg_in_bytes": 0, "jpeg_out_bytes": 0}
     lock = threading.Lock()
     bar = _progress_bar(progress, len(rels), "file", "fastq prepare")
@@ -141,7 +228,8 @@ def prepare_tree(src, dst, *, interval=DEFAULT_INTERVAL, jobs=None, force=False,
         from fastq import errors as E
         s, d = os.path.join(src, rel), os.path.join(dst, rel)
         try:
-            action, nin, nout, _ = prepare_file(s, d, interval, force)
+            action, nin, nout, _ = prepare_file(s, d, interval, force, max_side=max_side, max_pixels=max_pixels,
+                                                quality=quality)
         except E.DecodeError as e:
             if on_error != "skip":
                 raise E.DecodeError(f"{s}: {e}") from e
@@ -153,13 +241,14 @@ def prepare_tree(src, dst, *, interval=DEFAULT_INTERVAL, jobs=None, force=False,
             stats[action] += 1
             stats["in_bytes"] += nin
             stats["out_bytes"] += nout
-            if action in ("rewritten", "kept") or (action == "skipped" and rel.lower().endswith((".jpg", ".jpeg"))):
+            if action in ("rewritten", "resized", "kept") or (action == "skipped" and rel.lower().endswith((".jpg", ".jpeg"))):
                 stats["jpeg_in_bytes"] += nin
                 stats["jpeg_out_bytes"] += nout
             if bar is not None:
                 bar.update(1)
 
     _run_all(one, rels, jobs, bar)
+    _resize_record(dst, resize, done=True)
     return stats
 
 
@@ -182,15 +271,15 @@ def _image_size(data, path):
     return int(ex["src_shape"][0]), int(ex["src_shape"][1])
 
 
-def _prepared_image(path, interval):
+def _prepared_image(path, interval, resize=None):
     """(bytes to store, format name, height, width) of one image: a JPEG re-encoded
-    with restart markers (or kept when that cannot help), other formats as they are.
-    Raises fastq.errors.DecodeError for an image that does not decode."""
-    from fastq import _image
+    with restart markers (or kept when that cannot help; or shrunk, see
+    _encode_jpeg), other formats as they are.  Raises fastq.errors.DecodeError for an
+    image that does not decode."""
     with open(path, "rb") as f:
         data = f.read()
     if _is_jpeg(data):
-        new, info = _image.prepare_jpeg(data, interval)
+        new, info, _ = _encode_jpeg(data, interval, resize)
         if info["width"] and info["height"]:
             return (new if new is not None else data), "JPEG", int(info["height"]), int(info["width"])
         h, w = _image_size(data, path)
@@ -203,18 +292,20 @@ def _shard_name(fmt, prefix, k, n):
     return f"{prefix}-{k:05d}-of-{n:05d}" + (".tfrecord" if fmt == "tfrecord" else ".tar")
 
 
-def _shard_plan(samples, interval, fmt):
+def _shard_plan(samples, interval, fmt, resize=None):
     """A digest of everything that goes into one shard: rerun skips a shard whose file
     exists with the digest recorded in the manifest."""
     import hashlib
     h = hashlib.sha256(f"{fmt} interval={interval} v1\n".encode())
+    if resize is not None:
+        h.update(f"resize {resize['max_side']} {resize['max_pixels']} {resize['quality']}\n".encode())
     for key, path, rel, label, cls in samples:
         st = os.stat(path)
         h.update(f"{key}\t{rel}\t{label}\t{cls}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
-def _write_shard(fmt, out_path, samples, interval, on_error):
+def _write_shard(fmt, out_path, samples, interval, on_error, resize=None):
     """Write one shard atomically.  Returns (records, in_bytes, out_bytes, errors)."""
     import io
     import tarfile
@@ -227,7 +318,7 @@ def _write_shard(fmt, out_path, samples, interval, on_error):
             tar = tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) if fmt == "tar" else None
             for key, path, rel, label, cls in samples:
                 try:
-                    data, kind, h, w = _prepared_image(path, interval)
+                    data, kind, h, w = _prepared_image(path, interval, resize)
                 except E.DecodeError as e:
                     if on_error != "skip":
                         raise E.DecodeError(f"{path}: {e}") from e
@@ -262,7 +353,7 @@ def _write_shard(fmt, out_path, samples, interval, on_error):
 
 def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, prefix="data",
                    interval=DEFAULT_INTERVAL, jobs=None, force=False, progress=True, on_error="raise",
-                   shuffle=None):
+                   shuffle=None, max_side=None, max_pixels=None, quality=DEFAULT_QUALITY):
     """Write the images of the class-per-subfolder tree ``src`` (the files, order and
     labels of :class:`fastq.sources.Folder`) into shards of ``shard_size`` samples under
     ``dst``: ``fmt="tfrecord"`` (tf.train.Example records) or ``"tar"`` (WebDataset:
@@ -271,9 +362,12 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
     went into each, so a rerun skips the shards that are complete and up to date
     (resumable).  ``shuffle``: a seed; the samples are then written in the order of
     ``numpy.random.default_rng(seed).permutation`` of Folder's order (for streaming
-    readers with small shuffle buffers).  Returns a dict of counts and byte totals."""
+    readers with small shuffle buffers).  ``max_side`` / ``max_pixels`` / ``quality``:
+    training-resolution copies (the module doc).  Returns a dict of counts and byte
+    totals."""
     import json
     from fastq.sources.folder import Folder
+    resize = _resize_settings(max_side, max_pixels, quality)
     if fmt not in ("tfrecord", "tar"):
         raise ValueError(f"format must be 'tfrecord' or 'tar', got {fmt!r}")
     if shard_size < 1:
@@ -310,6 +404,8 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
     manifest = {"format": fmt, "source": src, "class_names": folder.class_names, "samples": len(samples),
                 "shard_size": shard_size, "shards_total": n_shards, "interval": interval, "shuffle": shuffle,
                 "shards": done}
+    if resize is not None:
+        manifest["resize"] = resize
     stats = {"samples": len(samples), "shards": n_shards, "written": 0, "skipped": 0, "records": 0,
              "errors": [], "jpeg_in_bytes": 0, "jpeg_out_bytes": 0, "in_bytes": 0, "out_bytes": 0,
              "class_names": folder.class_names}
@@ -326,7 +422,7 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
         part = samples[k * shard_size:(k + 1) * shard_size]
         name = _shard_name(fmt, prefix, k, n_shards)
         out = os.path.join(dst, name)
-        digest = _shard_plan(part, interval, fmt)
+        digest = _shard_plan(part, interval, fmt, resize)
         rec = done.get(name)
         if rec and rec.get("digest") == digest and os.path.isfile(out) and os.path.getsize(out) == rec.get("bytes"):
             with lock:
@@ -338,7 +434,7 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
                 if bar is not None:
                     bar.update(1)
             return
-        n, nin, nout, errors = _write_shard(fmt, out, part, interval, on_error)
+        n, nin, nout, errors = _write_shard(fmt, out, part, interval, on_error, resize)
         with lock:
             done[name] = {"digest": digest, "bytes": os.path.getsize(out), "records": n, "in_bytes": nin,
                           "out_bytes": nout, "errors": errors, "first": part[0][0]}

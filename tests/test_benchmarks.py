@@ -19,6 +19,7 @@ pytestmark = pytest.mark.slow
 SCRIPTS = {
     "bench_core.py": "test_bench_core",
     "bench_gpu.py": "test_bench_gpu_without_a_gpu_says_so_and_exits_0",
+    "bench_hires.py": "test_bench_hires",
     "bench_image_single.py": "test_bench_image_single",
     "bench_images.py": "test_bench_images",
     "bench_prepare.py": "test_bench_prepare",
@@ -73,6 +74,17 @@ def test_bench_images(tmp_path, data_dir):
     assert not res["failed"], res["failed"]
     assert set(res["peers"]) == {"fastq", "pyloop"} and res["task"]["name"] == "reference"
     assert res["profile"]["images"] == 8 and "per-stage profile" in out
+
+
+def test_bench_hires(tmp_path):
+    out = run("bench_hires.py", "--images", "3", "--passes", "1", "--crops", "2", "--min-width", "300",
+              "--max-width", "400", "--max-side", "128", "--json", str(tmp_path / "h.json"), tmp=tmp_path)
+    res = json.loads((tmp_path / "h.json").read_text())["sets"]
+    assert set(res) == {"original", "lossless", "max-side 128", "lossless, segment decode off"}, out
+    assert res["max-side 128"]["kB_per_image"] < res["original"]["kB_per_image"]
+    # restart segments: the crop reads fewer entropy-coded bytes than the scan down to its bottom row
+    assert res["lossless"]["entropy_kB_read"] < res["original"]["entropy_kB_read"]
+    assert 10 < res["max-side 128"]["psnr_median_db"] < 100 and res["max-side 128"]["upsampled_share"] > 0
 
 
 def test_bench_prepare(tmp_path, data_dir):

@@ -10,6 +10,7 @@
  */
 #include "image/fq_image_prepare.h"
 
+#include <cmath>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,9 @@
 
 #include <jerror.h>
 #include <jpeglib.h>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 
 namespace {
 
@@ -226,9 +230,195 @@ int prepare_impl(State *st, const uint8_t *data, size_t len, int target, fq_prep
     return FQ_OK;
 }
 
+/* Decompression-bomb guard of the downscale's full decode (1 GiB of RGB). */
+const int64_t FQ_DOWNSCALE_MAX_PIXELS = (int64_t)1 << 28;
+
+/* State of one downscale: the decoded and the shrunk pixels live in malloc'ed buffers
+ * (not cv::Mat) so that nothing with a destructor spans the setjmp. */
+struct DownState {
+    struct jpeg_decompress_struct src;
+    struct jpeg_compress_struct dst;
+    PrepErr jerr;
+    MemDest md;
+    bool src_ready, dst_ready;
+    uint8_t *pix, *small;
+};
+
+/* The shrink itself, outside the setjmp frame (OpenCV may throw). */
+int shrink(const uint8_t *pix, int w, int h, int nc, uint8_t *small, int nw, int nh, fq_err *err)
+{
+    try {
+        cv::Mat a(h, w, nc == 1 ? CV_8UC1 : CV_8UC3, const_cast<uint8_t *>(pix));
+        cv::Mat b(nh, nw, nc == 1 ? CV_8UC1 : CV_8UC3, small);
+        cv::resize(a, b, cv::Size(nw, nh), 0, 0, cv::INTER_AREA);
+        if (b.data != small)
+            return fq_set_err(err, FQ_E_UNSUPPORTED, "cv::resize reallocated its output");
+    } catch (const cv::Exception &e) {
+        return fq_set_err(err, FQ_E_UNSUPPORTED, "cv::resize failed: %s", e.what());
+    } catch (const std::bad_alloc &) {
+        return fq_set_err(err, FQ_E_NOMEM, "out of memory shrinking a %dx%d image", w, h);
+    }
+    return FQ_OK;
+}
+
+int downscale_impl(DownState *st, const uint8_t *data, size_t len, int max_side, int64_t max_pixels, int quality,
+                   int target, fq_prepare_info *info, fq_err *err)
+{
+    if (setjmp(st->jerr.jb)) {
+        if (st->jerr.code == FQ_E_NOMEM)
+            return fq_set_err(err, FQ_E_NOMEM, "out of memory re-encoding JPEG: %s", st->jerr.msg);
+        return fq_set_err(err, FQ_E_DECODE, "corrupt JPEG data: %s", st->jerr.msg);
+    }
+    jpeg_create_decompress(&st->src);
+    st->src_ready = true;
+    jpeg_mem_src(&st->src, data, (unsigned long)len);
+    if (jpeg_read_header(&st->src, TRUE) != JPEG_HEADER_OK)
+        return keep(info, "JPEG without an image (tables only)");
+    j_decompress_ptr s = &st->src;
+    const int w = (int)s->image_width, h = (int)s->image_height;
+    info->width = w, info->height = h;
+    info->old_restart_interval = (int)s->restart_interval;
+    double f = 1.0;
+    if (max_side > 0 && (w > max_side || h > max_side))
+        f = (double)max_side / (w > h ? w : h);
+    if (max_pixels > 0 && (double)w * h > (double)max_pixels)
+        f = std::fmin(f, std::sqrt((double)max_pixels / ((double)w * h)));
+    if (f >= 1.0)
+        return keep(info, "within the size limit");
+    if ((double)w * h > (double)FQ_DOWNSCALE_MAX_PIXELS)
+        return fq_set_err(err, FQ_E_TOO_LARGE, "%dx%d image: more than %lld pixels, not decoded for a copy", w, h,
+                          (long long)FQ_DOWNSCALE_MAX_PIXELS);
+    int nw = (int)std::lround(w * f), nh = (int)std::lround(h * f);
+    nw = nw < 1 ? 1 : nw;
+    nh = nh < 1 ? 1 : nh;
+    /* rounding must not break the limits */
+    while (max_side > 0 && (nw > max_side || nh > max_side)) {
+        nw = nw > max_side ? max_side : nw;
+        nh = nh > max_side ? max_side : nh;
+    }
+    while (max_pixels > 0 && (int64_t)nw * nh > max_pixels && (nw > 1 || nh > 1)) {
+        if (nw >= nh)
+            nw--;
+        else
+            nh--;
+    }
+    int nc;
+    if (s->jpeg_color_space == JCS_GRAYSCALE && s->num_components == 1) {
+        s->out_color_space = JCS_GRAYSCALE;
+        nc = 1;
+    } else if (s->num_components == 3 &&
+               (s->jpeg_color_space == JCS_YCbCr || s->jpeg_color_space == JCS_RGB)) {
+        s->out_color_space = JCS_RGB;
+        nc = 3;
+    } else {
+        return keep(info, "not a gray or YCbCr/RGB JPEG (kept on the lossless path)");
+    }
+    jpeg_start_decompress(s);
+    if ((int)s->output_width != w || (int)s->output_height != h || s->output_components != nc)
+        return fq_set_err(err, FQ_E_DECODE, "libjpeg output %ux%ux%d, expected %dx%dx%d", s->output_width,
+                          s->output_height, s->output_components, w, h, nc);
+    const size_t stride = (size_t)w * nc;
+    st->pix = static_cast<uint8_t *>(std::malloc(stride * (size_t)h));
+    st->small = static_cast<uint8_t *>(std::malloc((size_t)nw * nh * nc));
+    if (!st->pix || !st->small)
+        return fq_set_err(err, FQ_E_NOMEM, "out of memory for a %dx%d image", w, h);
+    while (s->output_scanline < s->output_height) {
+        JSAMPROW row = st->pix + stride * s->output_scanline;
+        if (jpeg_read_scanlines(s, &row, 1) != 1)
+            return fq_set_err(err, FQ_E_DECODE, "corrupt JPEG data: no scanline %u", s->output_scanline);
+    }
+    jpeg_finish_decompress(s);
+    int rc = shrink(st->pix, w, h, nc, st->small, nw, nh, err);
+    if (rc != FQ_OK)
+        return rc;
+
+    jpeg_create_compress(&st->dst);
+    st->dst_ready = true;
+    j_compress_ptr d = &st->dst;
+    d->image_width = (JDIMENSION)nw, d->image_height = (JDIMENSION)nh;
+    d->input_components = nc;
+    d->in_color_space = nc == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    jpeg_set_defaults(d); /* YCbCr 4:2:0 for RGB input */
+    jpeg_set_quality(d, quality, TRUE);
+    d->optimize_coding = TRUE;
+    const int mcux = ceil_div(nw, nc == 1 ? 8 : 16);
+    const int ri = pick_interval(mcux, target);
+    d->restart_interval = mcux / ri >= 2 ? (unsigned)ri : 0;
+    d->restart_in_rows = 0;
+    st->md.cap = (size_t)nw * nh * nc / 4 + 4096;
+    st->md.buf = static_cast<uint8_t *>(std::malloc(st->md.cap));
+    if (!st->md.buf)
+        return fq_set_err(err, FQ_E_NOMEM, "out of memory for a %zu-byte JPEG", st->md.cap);
+    st->md.pub.init_destination = md_init;
+    st->md.pub.empty_output_buffer = md_empty;
+    st->md.pub.term_destination = md_term;
+    d->dest = &st->md.pub;
+    jpeg_start_compress(d, TRUE);
+    const size_t nstride = (size_t)nw * nc;
+    while (d->next_scanline < d->image_height) {
+        JSAMPROW row = st->small + nstride * d->next_scanline;
+        if (jpeg_write_scanlines(d, &row, 1) != 1)
+            return fq_set_err(err, FQ_E_UNSUPPORTED, "jpeg_write_scanlines wrote no row");
+    }
+    jpeg_finish_compress(d);
+    info->width = nw, info->height = nh;
+    info->mcus_per_row = mcux;
+    info->restart_interval = (int)d->restart_interval;
+    info->out_bytes = st->md.cap - st->md.pub.free_in_buffer;
+    info->status = FQ_PREP_REWRITTEN;
+    return FQ_OK;
+}
+
 }  // namespace
 
 extern "C" {
+
+int fq_jpeg_downscale(const uint8_t *data, size_t len, int max_side, int64_t max_pixels, int quality,
+                      int target_mcus, uint8_t **out, fq_prepare_info *info, fq_err *err)
+{
+    if (!info || !out || (len && !data))
+        return fq_set_err(err, FQ_E_INVALID, "fq_jpeg_downscale: NULL argument");
+    std::memset(info, 0, sizeof *info);
+    *out = nullptr;
+    info->in_bytes = len;
+    if (target_mcus < 1)
+        return fq_set_err(err, FQ_E_INVALID, "restart interval target must be >= 1 MCU, got %d", target_mcus);
+    if (max_side < 0 || max_pixels < 0 || (max_side == 0 && max_pixels == 0))
+        return fq_set_err(err, FQ_E_INVALID, "fq_jpeg_downscale: need max_side > 0 and/or max_pixels > 0");
+    if (quality < 1 || quality > 100)
+        return fq_set_err(err, FQ_E_INVALID, "JPEG quality must be 1-100, got %d", quality);
+    if (len < 4 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF)
+        return keep(info, "not a JPEG");
+    unsigned sof = 0, prec = 0;
+    first_sof(data, len, &sof, &prec);
+    if (sof != 0 && !(sof == 0xC0 || sof == 0xC1 || sof == 0xC2 || sof == 0xC9 || sof == 0xCA))
+        return keep(info, "lossless or hierarchical JPEG (not re-encoded)");
+    if (sof != 0 && prec != 8)
+        return keep(info, "not an 8-bit JPEG (not re-encoded)");
+    DownState *st = static_cast<DownState *>(std::calloc(1, sizeof(DownState)));
+    if (!st)
+        return fq_set_err(err, FQ_E_NOMEM, "out of memory");
+    st->src.err = jpeg_std_error(&st->jerr.pub);
+    st->dst.err = &st->jerr.pub;
+    st->jerr.pub.error_exit = prep_error_exit;
+    st->jerr.pub.emit_message = prep_emit_message;
+    st->jerr.pub.output_message = prep_output_message;
+    int rc = downscale_impl(st, data, len, max_side, max_pixels, quality, target_mcus, info, err);
+    if (st->dst_ready)
+        jpeg_destroy_compress(&st->dst);
+    if (st->src_ready)
+        jpeg_destroy_decompress(&st->src);
+    std::free(st->pix);
+    std::free(st->small);
+    if (rc == FQ_OK && info->status == FQ_PREP_REWRITTEN) {
+        *out = st->md.buf;
+    } else {
+        std::free(st->md.buf);
+        info->out_bytes = info->status == FQ_PREP_KEPT ? len : 0;
+    }
+    std::free(st);
+    return rc;
+}
 
 int fq_jpeg_prepare(const uint8_t *data, size_t len, int target_mcus, uint8_t **out, fq_prepare_info *info,
                     fq_err *err)

@@ -67,6 +67,25 @@ int fq_jpeg_prepare(const uint8_t *data, size_t len, int target_mcus, uint8_t **
                     fq_err *err);
 void fq_jpeg_prepare_free(uint8_t *buf);
 
+/* Training-resolution copy (opt-in, lossy: `fastq prepare --max-side/--max-pixels`):
+ * when the JPEG in data[0, len) has its longer side above max_side (0: no limit) or
+ * more than max_pixels pixels (0: no limit), decode it fully (libjpeg, 8-bit, gray
+ * stays gray, everything else to RGB), shrink it with cv::resize INTER_AREA keeping
+ * the aspect (new side = max(1, round(side * s)), s the largest factor within both
+ * limits), and encode it at `quality` (1-100; 4:2:0 chroma, optimized Huffman
+ * tables) with restart markers that tile each MCU row as fq_jpeg_prepare would
+ * choose them for target_mcus (none when fewer than 2 segments per row fit).  No
+ * APPn/COM markers are written: the copy is EXIF- and ICC-free; EXIF orientation is
+ * not applied (fastq's decoder ignores it, so the copy's pixels are oriented as
+ * fastq decodes the original).  Status FQ_PREP_REWRITTEN with *out (free with
+ * fq_jpeg_prepare_free) and info->width/height the new size; FQ_PREP_KEPT with
+ * info->why when the image is within the limits or cannot be decoded to 8-bit gray
+ * or RGB by libjpeg (CMYK, 12-bit, lossless: the caller keeps the lossless path).
+ * Corrupt data (any libjpeg warning included) and out of memory: nonzero return with
+ * err set.  Reentrant; needs no GIL. */
+int fq_jpeg_downscale(const uint8_t *data, size_t len, int max_side, int64_t max_pixels, int quality,
+                      int target_mcus, uint8_t **out, fq_prepare_info *info, fq_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,7 +11,7 @@ import time
 
 from fastq.records import parse_example
 
-__all__ = ["BenchInputError", "IMAGE_EXTENSIONS", "default_data_dir", "generated_dataset", "find_images",
+__all__ = ["BenchInputError", "GENERATED", "IMAGE_EXTENSIONS", "default_data_dir", "generated_dataset", "find_images",
            "find_tfrecords", "TFRecordInput", "TFRecordData", "PyRecords"]
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff", ".ppm", ".pgm", ".pnm")
@@ -66,10 +66,21 @@ def _write(msg, out):
     sys.stdout.flush()
 
 
-def generated_dataset(n, data_dir=None, *, progress=True, out=print):
-    """Paths of n generated JPEGs (fastq.bench.testdata, seed 0), built once in
-    data_dir/jpeg_<n>_seed0 and reused while its MANIFEST.json matches."""
-    d = os.path.join(data_dir or default_data_dir(), f"jpeg_{n}_seed0")
+# The generated sets: name -> (folder prefix, default size, testdata function, what it is).
+GENERATED = {
+    "jpeg": ("jpeg", 2000, "make_jpeg_dataset", "ImageNet-like JPEGs, 300-800 px, quality 90"),
+    "hires": ("hires", 300, "make_hires_dataset", "camera-like JPEGs, 1800-3200 px, noise, quality 92"),
+}
+
+
+def generated_dataset(n, data_dir=None, *, progress=True, out=print, kind="jpeg"):
+    """Paths of n generated JPEGs (fastq.bench.testdata, seed 0; ``kind`` names one of
+    GENERATED), built once in data_dir/<prefix>_<n>_seed0 and reused while its
+    MANIFEST.json matches."""
+    if kind not in GENERATED:
+        raise BenchInputError(f"unknown generated set {kind!r} (one of {', '.join(GENERATED)})")
+    prefix, _, fn, what = GENERATED[kind]
+    d = os.path.join(data_dir or default_data_dir(), f"{prefix}_{n}_seed0")
     manifest = os.path.join(d, "MANIFEST.json")
     try:
         with open(manifest) as f:
@@ -80,10 +91,10 @@ def generated_dataset(n, data_dir=None, *, progress=True, out=print):
     except (OSError, ValueError, KeyError):
         pass
     from fastq.bench import testdata
-    out(f"building {n} JPEGs in {d} (fastq.bench.testdata, seed 0) ...")
+    out(f"building {n} {what} in {d} (fastq.bench.testdata, seed 0) ...")
     t = time.perf_counter()
     with _progress_bar(n, "generating JPEGs", progress) as bar:
-        paths = testdata.make_jpeg_dataset(d, n, seed=0, progress=lambda i: bar.update(1))
+        paths = getattr(testdata, fn)(d, n, seed=0, progress=lambda i: bar.update(1))
     with open(manifest, "w") as f:
         json.dump({"files": [os.path.basename(p) for p in paths],
                    "sizes": [os.path.getsize(p) for p in paths],

@@ -10,6 +10,8 @@ single-thread profile, ``python -m fastq.bench.demo`` and every script under
   eval       resize the shorter side to 256 (bilinear) -> center crop 224 ->
              normalize
   small-96   reference at 96 x 96
+  hires      reference on camera-like files (generated set: 1800-3200 px, sensor
+             noise, quality 92, ~1 MB; fastq.bench.testdata.make_hires_dataset)
 
 What each peer runs for a task is in :mod:`fastq.bench.peers`.  Nothing here
 imports more than the standard library (fastq.ops only when the chain is built).
@@ -29,9 +31,11 @@ class Task:
     """One benchmark task: output size, geometry mode ("rrc" random-resized
     crop + flip, or "center": resize shorter side + center crop), jitter."""
 
-    def __init__(self, name, size, mode="rrc", resize=None, jitter=0.0, batch=BATCH):
+    def __init__(self, name, size, mode="rrc", resize=None, jitter=0.0, batch=BATCH, data="jpeg"):
         self.name, self.size, self.mode, self.resize, self.jitter, self.batch = \
             name, size, mode, resize, jitter, batch
+        # the generated set it runs on when no DATA is given (fastq.bench.data.GENERATED)
+        self.data = data
 
     def describe(self):
         if self.mode == "center":
@@ -63,11 +67,12 @@ TASKS = {
     "train": Task("train", SIZE, jitter=0.4),
     "eval": Task("eval", SIZE, mode="center", resize=256),
     "small-96": Task("small-96", 96),
+    "hires": Task("hires", SIZE, data="hires"),
 }
 REFERENCE = TASKS["reference"]
 
 
 def task_from_dict(d):
-    t = Task(d["name"], d["size"])
+    t = Task(d["name"], d["size"])  # d may predate later fields: their defaults stay
     t.__dict__.update(d)
     return t

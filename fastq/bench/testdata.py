@@ -3,7 +3,8 @@
 ``make_jpeg_dataset`` writes ImageNet-like JPEGs (300-800 px sides, quality 90) made
 by random crops and rescales of the photos bundled with scikit-image
 (``skimage/data/*.png|jpg``) and scikit-learn (``sklearn/datasets/images/*.jpg``).
-``make_bad_files`` writes the broken and unusual files the error paths are tested
+``make_hires_dataset`` writes camera-like JPEGs (1800-3200 px wide, sensor-like noise,
+quality 92, about 1 MB each: the ``hires`` bench task).  ``make_bad_files`` writes the broken and unusual files the error paths are tested
 with.  Both need ``cv2`` (``pip install opencv-python-headless``) for encoding; it is
 imported lazily.  The output depends only on the arguments and the bundled photos.
 """
@@ -11,7 +12,7 @@ import os
 
 import numpy as np
 
-__all__ = ["source_photos", "make_jpeg_dataset", "make_bad_files", "BAD_FILE_ERRORS"]
+__all__ = ["source_photos", "make_jpeg_dataset", "make_hires_dataset", "make_bad_files", "BAD_FILE_ERRORS"]
 
 
 def _cv2():
@@ -91,6 +92,65 @@ def make_jpeg_dataset(out_dir, n, *, seed=0, min_side=300, max_side=800, quality
             oh, ow = long_side, max(min_side, min(max_side, round(long_side * cw / ch)))
         interp = cv2.INTER_AREA if ow * oh < cw * ch else cv2.INTER_CUBIC
         out = cv2.resize(crop, (ow, oh), interpolation=interp)
+        if rng.random() < 0.5:
+            out = out[:, ::-1]
+        ok, enc = cv2.imencode(".jpg", np.ascontiguousarray(out), [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+        if not ok:  # pragma: no cover
+            raise RuntimeError("cv2.imencode failed")
+        p = os.path.join(out_dir, f"{i:06d}.jpg")
+        with open(p, "wb") as f:
+            f.write(enc.tobytes())
+        paths.append(p)
+        if progress is not None:
+            progress(i + 1)
+    return paths
+
+
+def make_hires_dataset(out_dir, n, *, seed=0, min_width=1800, max_width=3200, quality=92, noise=4.0,
+                       progress=None):
+    """Write ``n`` camera-like JPEGs ``out_dir/000000.jpg ...`` and return their paths.
+
+    Each image: a bundled photo (chosen at random), a random crop covering 50-100 % of
+    its area with aspect 4:3, 3:2 or 16:9 (landscape, or portrait for one in four),
+    upscaled (INTER_CUBIC) to a width uniform in [min_width, max_width] (the height
+    from the aspect), with sensor-like noise added: gaussian, ``noise`` grey levels
+    per channel plus a 2x2-correlated luma component of the same strength, so that
+    the entropy-coded data is as dense as a camera's (about 1 MB at 2400 px, quality
+    92).  Randomly mirrored, encoded at ``quality`` with 4:2:0 chroma.  Deterministic
+    from ``seed``.  ``progress(i)``, if given, is called after each file.
+    """
+    cv2 = _cv2()
+    if not (0 < min_width <= max_width):
+        raise ValueError(f"need 0 < min_width <= max_width, got {min_width}, {max_width}")
+    os.makedirs(out_dir, exist_ok=True)
+    photos = _load_photos(cv2)
+    rng = np.random.default_rng(seed)
+    aspects = (4 / 3, 3 / 2, 16 / 9)
+    paths = []
+    for i in range(n):
+        _, img = photos[int(rng.integers(len(photos)))]
+        H, W = img.shape[:2]
+        ar = aspects[int(rng.integers(len(aspects)))]
+        portrait = rng.random() < 0.25
+        if portrait:
+            ar = 1 / ar
+        frac = rng.uniform(0.5, 1.0)
+        cw = int(min(W, round(np.sqrt(frac * H * W * ar))))
+        ch = int(min(H, round(cw / ar)))
+        cw = int(min(cw, round(ch * ar)))
+        x = int(rng.integers(0, W - cw + 1))
+        y = int(rng.integers(0, H - ch + 1))
+        crop = img[y:y + ch, x:x + cw]
+        long_side = int(rng.integers(min_width, max_width + 1))
+        if portrait:
+            oh, ow = long_side, max(1, round(long_side * ar))
+        else:
+            ow, oh = long_side, max(1, round(long_side / ar))
+        out = cv2.resize(crop, (ow, oh), interpolation=cv2.INTER_CUBIC).astype(np.float32)
+        out += rng.normal(0.0, noise, out.shape).astype(np.float32)
+        luma = rng.normal(0.0, noise, ((oh + 1) // 2, (ow + 1) // 2, 1)).astype(np.float32)
+        out += np.repeat(np.repeat(luma, 2, axis=0), 2, axis=1)[:oh, :ow]
+        out = np.clip(out + 0.5, 0, 255).astype(np.uint8)
         if rng.random() < 0.5:
             out = out[:, ::-1]
         ok, enc = cv2.imencode(".jpg", np.ascontiguousarray(out), [cv2.IMWRITE_JPEG_QUALITY, int(quality)])

@@ -3,7 +3,7 @@
 import sys
 
 from fastq.cli.base import CliError, command
-from fastq.prepare import DEFAULT_INTERVAL, DEFAULT_SHARD_SIZE, FORMATS, prepare_shards, prepare_tree
+from fastq.prepare import DEFAULT_INTERVAL, DEFAULT_QUALITY, DEFAULT_SHARD_SIZE, FORMATS, prepare_shards, prepare_tree
 
 __all__ = ["ARGS"]
 
@@ -25,6 +25,16 @@ ARGS = [  # the arguments of `fastq prepare`: (names, add_argument kwargs), as a
                              help=f"images per shard (default {DEFAULT_SHARD_SIZE})")),
     (("--shuffle",), dict(type=int, default=None, metavar="SEED",
                           help="shards: write the samples in a seeded random order (default: Folder's order)")),
+    (("--max-side",), dict(type=int, default=None, metavar="N",
+                           help="lossy, opt-in: shrink JPEGs whose longer side exceeds N pixels to N (same "
+                                "aspect, area interpolation) and re-encode them at --quality, EXIF-free; "
+                                "smaller JPEGs stay lossless (default: none, all lossless)")),
+    (("--max-pixels",), dict(type=int, default=None, metavar="P",
+                             help="lossy, opt-in: likewise for JPEGs with more than P pixels (with --max-side: "
+                                  "both limits hold)")),
+    (("--quality",), dict(type=int, default=DEFAULT_QUALITY,
+                          help=f"JPEG quality of the shrunk copies, 1-100 (default {DEFAULT_QUALITY}; "
+                               "only with --max-side / --max-pixels)")),
     (("--prefix",), dict(default="data", help="shard file name prefix (default: data -> "
                                               "data-00000-of-00004.tfrecord / .tar)")),
 ]
@@ -46,17 +56,21 @@ def _run(a):
     """Run the command for parsed arguments `a` (see ARGS).  Raises OSError or
     ValueError for errors the user can fix; returns the exit status otherwise."""
     on_error = "skip" if a.skip_errors else "raise"
+    if a.quality != DEFAULT_QUALITY and a.max_side is None and a.max_pixels is None:
+        raise ValueError("--quality applies only with --max-side or --max-pixels (lossless otherwise)")
+    sizes = dict(max_side=a.max_side, max_pixels=a.max_pixels, quality=a.quality)
     if a.format != "folder":
         s = prepare_shards(a.src, a.dst, fmt=a.format, shard_size=a.shard_size, prefix=a.prefix,
                            interval=a.interval, jobs=a.jobs, force=a.force, progress=not a.quiet,
-                           on_error=on_error, shuffle=a.shuffle)
+                           on_error=on_error, shuffle=a.shuffle, **sizes)
         return _summary(f"{s['samples']} images of {len(s['class_names'])} classes -> {s['records']} records in "
                         f"{s['shards']} {a.format} shard(s) ({s['written']} written, {s['skipped']} up to date); "
                         f"image bytes {s['in_bytes']} -> {s['out_bytes']} "
                         f"({_growth(s['out_bytes'], s['in_bytes']):+.2f} %)", s["errors"], "left out (corrupt)")
     s = prepare_tree(a.src, a.dst, interval=a.interval, jobs=a.jobs, force=a.force, progress=not a.quiet,
-                     on_error=on_error)
-    return _summary(f"{s['files']} files: {s['rewritten']} JPEGs re-encoded, {s['kept']} JPEGs kept, "
+                     on_error=on_error, **sizes)
+    shrunk = f"{s['resized']} JPEGs shrunk (quality {a.quality}), " if s["resized"] else ""
+    return _summary(f"{s['files']} files: {s['rewritten']} JPEGs re-encoded, {shrunk}{s['kept']} JPEGs kept, "
                     f"{s['copied']} other files copied, {s['skipped']} up to date; JPEG bytes "
                     f"{s['jpeg_in_bytes']} -> {s['jpeg_out_bytes']} "
                     f"({_growth(s['jpeg_out_bytes'], s['jpeg_in_bytes']):+.2f} %)", s["errors"],

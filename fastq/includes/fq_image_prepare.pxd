@@ -1,5 +1,5 @@
 # csrc/image/fq_image_prepare.h: lossless restart-marker re-encode; process-wide switches.
-from libc.stdint cimport uint8_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 from fastq.includes.fq_common cimport fq_err
 
@@ -26,3 +26,5 @@ cdef extern from "image/fq_image_prepare.h" nogil:
     int fq_jpeg_prepare(const uint8_t *data, size_t len, int target_mcus, uint8_t **out, fq_prepare_info *info,
                         fq_err *err)
     void fq_jpeg_prepare_free(uint8_t *buf)
+    int fq_jpeg_downscale(const uint8_t *data, size_t len, int max_side, int64_t max_pixels, int quality,
+                          int target_mcus, uint8_t **out, fq_prepare_info *info, fq_err *err)
