@@ -206,6 +206,8 @@ cdef dict _op_explain(const fq_img_op_explain *r):
         d["scale"] = r.params[3]
         d["shear"] = (r.params[4], r.shear_y)
         d["matrix"] = [[r.matrix[0], r.matrix[1], r.matrix[2]], [r.matrix[3], r.matrix[4], r.matrix[5]]]
+    if fields & FQ_EXPLAIN_MAGNITUDE:
+        d["magnitude"] = r.factor[0]
     return d
 
 

@@ -575,3 +575,196 @@ def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32
     h, w = size
     out_shape = (h, w, channels) if layout == "NHWC" else (channels, h, w)
     return CompiledOps(ops, packed, channels, dtype, layout, int(max_pixels), bool(dct_scaling), out_shape)
+
+
+# ---- uint8 augmentation primitives (csrc/image/fq_image_aug.cpp) -----------------------
+#
+# torchvision.transforms.v2.functional semantics on uint8 tensors (SolarizeAdd: TF Model
+# Garden), each applied with probability ``p`` (``u < p``; ``u`` is drawn even when p = 1).
+# A level given as a number is used as is; a ``(min, max)`` pair is drawn uniformly per
+# sample (only when the op is applied).  The level used is in the explain record
+# (``magnitude``).  Exact definitions: docs/ops.md "Augmentation primitives".
+
+
+def _level(op, value, name, lo, hi):
+    if _num(value):
+        rng = (float(value), float(value))
+    else:
+        rng = _pair(op, value, name)
+    if not (lo <= rng[0] <= rng[1] <= hi):
+        _fail(op, f"{name} must be a number or a (min, max) pair with {lo} <= min <= max <= {hi}", value)
+    return rng
+
+
+class _Prob(Op):
+    def __init__(self, p: float = 1.0) -> None:
+        self.p = _prob(type(self).__name__, p)
+
+    def fields(self):
+        return {"p": self.p}
+
+
+class Invert(_Prob):
+    """``255 - x`` with probability ``p``."""
+
+    kind = _K["Invert"]
+
+
+class AutoContrast(_Prob):
+    """Per channel: stretch [min, max] to [0, 255]: ``trunc((x - min) / ((max - min) / 255))``
+    in float32 (unchanged when max == min)."""
+
+    kind = _K["AutoContrast"]
+
+
+class Equalize(_Prob):
+    """Per-channel histogram equalisation, PIL's / torchvision v2's integer algorithm."""
+
+    kind = _K["Equalize"]
+
+
+class Posterize(Op):
+    """Keep the top ``bits`` (0..8) bits of every value: ``x & (0xFF << (8 - bits))``."""
+
+    kind = _K["Posterize"]
+
+    def __init__(self, bits: int, p: float = 1.0) -> None:
+        n = "Posterize"
+        if not (isinstance(bits, numbers.Integral) and not isinstance(bits, bool) and 0 <= bits <= 8):
+            _fail(n, "bits must be an int in [0, 8]", bits)
+        self.bits = int(bits)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"bits": self.bits, "p": self.p}
+
+
+class Solarize(Op):
+    """``255 - x`` where ``x >= threshold`` (float compare), else ``x``; threshold in [0, 256]
+    (a number, or a (min, max) range drawn per sample)."""
+
+    kind = _K["Solarize"]
+
+    def __init__(self, threshold: Range, p: float = 1.0) -> None:
+        self.threshold = _level("Solarize", threshold, "threshold", 0, 256)
+        self.p = _prob("Solarize", p)
+
+    def fields(self):
+        return {"level": self.threshold, "p": self.p}
+
+
+class SolarizeAdd(Op):
+    """TF Model Garden's ``solarize_add``: where ``x < threshold``, ``clip(x + addition, 0, 255)``,
+    else ``x``.  ``addition``: int in [-255, 255]; ``threshold`` in [0, 256]."""
+
+    kind = _K["SolarizeAdd"]
+
+    def __init__(self, addition: int = 0, threshold: float = 128, p: float = 1.0) -> None:
+        n = "SolarizeAdd"
+        if not (isinstance(addition, numbers.Integral) and not isinstance(addition, bool) and -255 <= addition <= 255):
+            _fail(n, "addition must be an int in [-255, 255]", addition)
+        if not (_num(threshold) and 0 <= threshold <= 256):
+            _fail(n, "threshold must be a number in [0, 256]", threshold)
+        self.addition, self.threshold = int(addition), float(threshold)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"addition": self.addition, "threshold": self.threshold, "p": self.p}
+
+
+class _Factor(Op):
+    def __init__(self, factor: Range, p: float = 1.0) -> None:
+        n = type(self).__name__
+        self.factor = _level(n, factor, "factor", 0, 1e6)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"level": self.factor, "p": self.p}
+
+
+class Brightness(_Factor):
+    """``trunc(clamp(x * f))`` (torchvision ``adjust_brightness``)."""
+
+    kind = _K["Brightness"]
+
+
+class Color(_Factor):
+    """Saturation blend with the gray image ``floor(0.2989 R + 0.587 G + 0.114 B)``:
+    ``trunc(clamp(f x + (1 - f) gray))`` (``adjust_saturation``; no-op on 1 channel)."""
+
+    kind = _K["Color"]
+
+
+class Contrast(_Factor):
+    """Blend with the mean of the floored gray image: ``trunc(clamp(f x + (1 - f) mean))``
+    (``adjust_contrast``)."""
+
+    kind = _K["Contrast"]
+
+
+class Sharpness(_Factor):
+    """Blend with the 3x3 smoothing (1s around, 5 in the centre, / 13, rounded) on the
+    interior; the 1-pixel border is kept (``adjust_sharpness``)."""
+
+    kind = _K["Sharpness"]
+
+
+class _Geom(Op):
+    _limit = 1e6
+    _name = "level"
+
+    def __init__(self, level: Range, fill: Fill = 0, p: float = 1.0) -> None:
+        n = type(self).__name__
+        self.level = _level(n, level, self._name, -self._limit, self._limit)
+        self.fill = _fill(n, fill)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"level": self.level, "fill": self.fill, "p": self.p}
+
+
+class Rotate(_Geom):
+    """Rotate by ``angle`` degrees counter-clockwise about the image centre, same size,
+    nearest neighbour, ``fill`` outside (``F.rotate``)."""
+
+    kind = _K["Rotate"]
+    _name = "angle"
+
+    def __init__(self, angle: Range, fill: Fill = 0, p: float = 1.0) -> None:
+        super().__init__(angle, fill, p)
+
+
+class ShearX(_Geom):
+    """``F.affine(shear=[degrees(atan(level)), 0], center=[0, 0])``: x' = x + level * y about
+    the top-left corner, nearest, ``fill`` outside; level in [-100, 100]."""
+
+    kind = _K["ShearX"]
+    _limit = 100
+
+
+class ShearY(_Geom):
+    """As ShearX along y: y' = y + level * x."""
+
+    kind = _K["ShearY"]
+    _limit = 100
+
+
+class TranslateX(_Geom):
+    """Shift right by ``int(pixels)`` (truncated toward zero), ``fill`` where uncovered."""
+
+    kind = _K["TranslateX"]
+    _limit = MAX_SIDE
+    _name = "pixels"
+
+    def __init__(self, pixels: Range, fill: Fill = 0, p: float = 1.0) -> None:
+        super().__init__(pixels, fill, p)
+
+
+class TranslateY(TranslateX):
+    """Shift down by ``int(pixels)``."""
+
+    kind = _K["TranslateY"]
+
+
+__all__ += ["Invert", "AutoContrast", "Equalize", "Posterize", "Solarize", "SolarizeAdd", "Brightness", "Color",
+            "Contrast", "Sharpness", "Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY"]

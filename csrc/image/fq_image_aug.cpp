@@ -1,0 +1,533 @@
+/* fq_image_aug.cpp - the uint8 augmentation primitives (AutoContrast ... TranslateY):
+ * their parameter structs, field lists, check / plan / exec and their op records,
+ * kinds FQ_OP_NORMALIZE + 1 ... (fqi::aug_op_impl; fq_image_ops.cpp chains this table
+ * after its own).  Semantics: torchvision.transforms.v2.functional on uint8 tensors
+ * (SolarizeAdd: TF Model Garden), computed in float32 as torch does; the exact
+ * definitions and the measured differences are in docs/ops.md.  Pure functions of
+ * their arguments (thread-safe). */
+#include "image/internal/fq_image_stages.h"
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include <opencv2/imgproc.hpp>
+
+namespace {
+
+using fqi::Exec;
+using fqi::GEOM_KEEP;
+
+/* ---- parameter structs (doubles only; FQ_FIELD lists below) ------------------- */
+
+struct AugProb {     /* Invert, AutoContrast, Equalize */
+    double p;        /* probability of applying the op */
+};
+struct AugPosterize {
+    double bits;     /* 0..8: keep the top `bits` bits */
+    double p;
+};
+struct AugLevel {    /* Solarize (threshold), Brightness/Color/Contrast/Sharpness (factor) */
+    double level[2]; /* drawn uniformly in [lo, hi] (no draw when lo == hi) */
+    double p;
+};
+struct AugSolarizeAdd {
+    double addition; /* integer in [-255, 255] added to pixels below threshold, clipped */
+    double threshold;
+    double p;
+};
+struct AugGeom {     /* Rotate (degrees), ShearX/Y (level), TranslateX/Y (pixels) */
+    double level[2];
+    double fill[3];  /* per channel, 0..255 */
+    double p;
+};
+
+bool is_int(double v) { return std::isfinite(v) && v == std::floor(v); }
+bool valid_prob(double p) { return std::isfinite(p) && p >= 0 && p <= 1; }
+bool valid_level(const double *l) { return std::isfinite(l[0]) && std::isfinite(l[1]) && l[0] <= l[1]; }
+
+const char *prob_check(const fq_op &op)
+{
+    return valid_prob(fqi::params<AugProb>(op).p) ? nullptr : "p must be in [0, 1]";
+}
+
+const char *posterize_check(const fq_op &op)
+{
+    const AugPosterize &q = fqi::params<AugPosterize>(op);
+    if (!(is_int(q.bits) && q.bits >= 0 && q.bits <= 8))
+        return "bits must be an integer in [0, 8]";
+    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+const char *level_check(const AugLevel &q, double lo, double hi, const char *why)
+{
+    if (!valid_level(q.level) || q.level[0] < lo || q.level[1] > hi)
+        return why;
+    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+const char *solarize_check(const fq_op &op)
+{
+    return level_check(fqi::params<AugLevel>(op), 0, 256, "threshold must satisfy 0 <= min <= max <= 256");
+}
+
+const char *factor_check(const fq_op &op)
+{
+    return level_check(fqi::params<AugLevel>(op), 0, 1e6, "factor must satisfy 0 <= min <= max (finite)");
+}
+
+const char *solarize_add_check(const fq_op &op)
+{
+    const AugSolarizeAdd &q = fqi::params<AugSolarizeAdd>(op);
+    if (!(is_int(q.addition) && q.addition >= -255 && q.addition <= 255))
+        return "addition must be an integer in [-255, 255]";
+    if (!(std::isfinite(q.threshold) && q.threshold >= 0 && q.threshold <= 256))
+        return "threshold must be in [0, 256]";
+    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+const char *geom_check_range(const fq_op &op, double lim, const char *why)
+{
+    const AugGeom &q = fqi::params<AugGeom>(op);
+    if (!valid_level(q.level) || q.level[0] < -lim || q.level[1] > lim)
+        return why;
+    for (double f : q.fill)
+        if (!(std::isfinite(f) && f >= 0 && f <= 255))
+            return "fill must be 3 numbers in [0, 255]";
+    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+const char *rotate_check(const fq_op &op) { return geom_check_range(op, 1e6, "angle range must be finite, min <= max"); }
+const char *shear_check(const fq_op &op) { return geom_check_range(op, 100, "level range must satisfy -100 <= min <= max <= 100"); }
+const char *translate_check(const fq_op &op)
+{
+    return geom_check_range(op, FQ_IMG_MAX_SIDE, "pixels range must satisfy -32768 <= min <= max <= 32768");
+}
+
+int keeps_size(const fq_op &, int *, int *) { return GEOM_KEEP; }
+
+/* ---- planning: u < p decides; then the level (if a range) --------------------------- */
+
+int plan_prob(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    r.applied = fq_rng_uniform(rng) < fqi::params<AugProb>(op).p ? 1 : 0;
+    return FQ_OK;
+}
+
+int plan_posterize(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugPosterize &q = fqi::params<AugPosterize>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    r.factor[0] = q.bits;
+    return FQ_OK;
+}
+
+double draw_level(fq_rng *rng, const double *level, int applied)
+{
+    if (applied && level[0] < level[1])
+        return fq_rng_uniform_range(rng, level[0], level[1]);
+    return level[0];
+}
+
+int plan_level(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugLevel &q = fqi::params<AugLevel>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    r.factor[0] = draw_level(rng, q.level, r.applied);
+    return FQ_OK;
+}
+
+int plan_solarize_add(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugSolarizeAdd &q = fqi::params<AugSolarizeAdd>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    r.factor[0] = q.addition;
+    return FQ_OK;
+}
+
+/* torchvision's _get_inverse_affine_matrix (angle, translate, shear in degrees, scale 1)
+ * about centre (cx, cy) given relative to the image centre; the 2x3 inverse map of
+ * centred output coordinates to centred input coordinates, into r.matrix. */
+void inverse_affine(double angle, double tx, double ty, double shx, double shy, double cx, double cy, double *m)
+{
+    const double d2r = 3.14159265358979323846 / 180.0;
+    double rot = angle * d2r, sx = shx * d2r, sy = shy * d2r;
+    double cos_sy = std::cos(sy), tan_sx = std::tan(sx);
+    double a = std::cos(rot - sy) / cos_sy;
+    double b = -(a * tan_sx + std::sin(rot));
+    double c = std::sin(rot - sy) / cos_sy;
+    double d = std::cos(rot) - c * tan_sx;
+    m[0] = d, m[1] = -b, m[2] = 0, m[3] = -c, m[4] = a, m[5] = 0;
+    m[2] += cx - m[0] * (cx + tx) - m[1] * (cy + ty);
+    m[5] += cy - m[3] * (cx + tx) - m[4] * (cy + ty);
+}
+
+enum GeomKind { G_ROTATE, G_SHEAR_X, G_SHEAR_Y, G_TRANSLATE_X, G_TRANSLATE_Y };
+
+template <int G>
+int plan_geom(const fq_op &op, fq_rng *rng, int64_t, int *ph, int *pw, fq_img_op_explain &r, fq_err *)
+{
+    const AugGeom &q = fqi::params<AugGeom>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    double v = draw_level(rng, q.level, r.applied);
+    const double h = *ph, w = *pw, r2d = 180.0 / 3.14159265358979323846;
+    switch (G) {
+    case G_ROTATE: /* F.rotate(angle): counter-clockwise, about the centre */
+        inverse_affine(-v, 0, 0, 0, 0, 0, 0, r.matrix);
+        break;
+    case G_SHEAR_X: /* F.affine(shear=[degrees(atan(v)), 0], center=[0, 0]) */
+        inverse_affine(0, 0, 0, std::atan(v) * r2d, 0, -w * 0.5, -h * 0.5, r.matrix);
+        break;
+    case G_SHEAR_Y:
+        inverse_affine(0, 0, 0, 0, std::atan(v) * r2d, -w * 0.5, -h * 0.5, r.matrix);
+        break;
+    case G_TRANSLATE_X: /* F.affine(translate=[int(v), 0]) */
+        v = std::trunc(v);
+        inverse_affine(0, v, 0, 0, 0, 0, 0, r.matrix);
+        break;
+    default:
+        v = std::trunc(v);
+        inverse_affine(0, 0, v, 0, 0, 0, 0, r.matrix);
+        break;
+    }
+    r.factor[0] = v;
+    return FQ_OK;
+}
+
+/* ---- execution helpers ------------------------------------------------------------ */
+
+/* one table per channel (c tables of 256), into a fresh buffer */
+void apply_luts(Exec &e, const uint8_t (*lut)[256])
+{
+    const int c = e.cur.channels();
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    for (int y = 0; y < e.cur.rows; y++) {
+        const uint8_t *s = e.cur.ptr<uint8_t>(y);
+        uint8_t *o = d.ptr<uint8_t>(y);
+        for (int x = 0; x < e.cur.cols * c; x += c)
+            for (int k = 0; k < c; k++)
+                o[x + k] = lut[k][s[x + k]];
+    }
+    e.set(d);
+}
+
+void apply_lut(Exec &e, const uint8_t lut[256])
+{
+    uint8_t l3[3][256];
+    for (int k = 0; k < 3; k++)
+        std::memcpy(l3[k], lut, 256);
+    apply_luts(e, l3);
+}
+
+/* float32 in [0, 255] (clamped) -> uint8 by truncation, as torch's .to(torch.uint8) */
+inline uint8_t clamp_trunc(float v) { return (uint8_t)(v < 0.f ? 0.f : (v > 255.f ? 255.f : v)); }
+
+/* torchvision's _blend(x, y, r) = x * r + y * (1 - r) in float32 (the add is an FMA in
+ * torch's vectorised kernel) */
+inline uint8_t blend(float x, float y, float r, float one_minus_r) { return clamp_trunc(std::fmaf(y, one_minus_r, x * r)); }
+
+/* floor(0.2989 R + 0.587 G + 0.114 B) in float32 (torch's mul + two FMA adds), or the
+ * single channel, into a CV_32F image in g1 */
+cv::Mat gray_floor(Exec &e)
+{
+    cv::Mat g = e.s->g1.mat(e.cur.rows, e.cur.cols, CV_32FC1);
+    const int c = e.cur.channels();
+    for (int y = 0; y < e.cur.rows; y++) {
+        const uint8_t *s = e.cur.ptr<uint8_t>(y);
+        float *o = g.ptr<float>(y);
+        for (int x = 0; x < e.cur.cols; x++, s += c)
+            o[x] = c == 1 ? (float)s[0]
+                          : std::floor(std::fmaf((float)s[2], 0.114f, std::fmaf((float)s[1], 0.587f, (float)s[0] * 0.2989f)));
+    }
+    return g;
+}
+
+/* ---- pixel ops ---------------------------------------------------------------------- */
+
+void invert_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = (uint8_t)(255 - v);
+    apply_lut(e, lut);
+}
+
+void posterize_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied || r.factor[0] >= 8)
+        return;
+    const int bits = (int)r.factor[0];
+    const uint8_t mask = (uint8_t)(((1 << bits) - 1) << (8 - bits));
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = (uint8_t)(v & mask);
+    apply_lut(e, lut);
+}
+
+void solarize_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    const float t = (float)r.factor[0];
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = (float)v >= t ? (uint8_t)(255 - v) : (uint8_t)v;
+    apply_lut(e, lut);
+}
+
+void solarize_add_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    const AugSolarizeAdd &q = fqi::params<AugSolarizeAdd>(op);
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++) {
+        int a = v + (int)q.addition;
+        lut[v] = (double)v < q.threshold ? (uint8_t)(a < 0 ? 0 : (a > 255 ? 255 : a)) : (uint8_t)v;
+    }
+    apply_lut(e, lut);
+}
+
+void channel_histograms(const cv::Mat &m, int hist[3][256])
+{
+    const int c = m.channels();
+    std::memset(hist, 0, sizeof(int) * 3 * 256);
+    for (int y = 0; y < m.rows; y++) {
+        const uint8_t *s = m.ptr<uint8_t>(y);
+        for (int x = 0; x < m.cols * c; x += c)
+            for (int k = 0; k < c; k++)
+                hist[k][s[x + k]]++;
+    }
+}
+
+void autocontrast_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    int hist[3][256];
+    channel_histograms(e.cur, hist);
+    uint8_t lut[3][256];
+    for (int k = 0; k < e.cur.channels(); k++) {
+        int lo = 0, hi = 255;
+        while (lo < 255 && hist[k][lo] == 0)
+            lo++;
+        while (hi > 0 && hist[k][hi] == 0)
+            hi--;
+        float mn = (float)lo, inv = (float)(hi - lo) * (float)(1.0 / 255.0);
+        if (hi <= lo)
+            mn = 0.f, inv = 1.f;
+        for (int v = 0; v < 256; v++)
+            lut[k][v] = clamp_trunc(((float)v - mn) / inv);
+    }
+    apply_luts(e, lut);
+}
+
+/* torchvision v2 equalize_image (PIL's ImageOps.equalize): per channel, step = (N - count
+ * of the largest value present) // 255; step 0: unchanged; lut[0] = 0, lut[k] =
+ * min((cum[k-1] + step // 2) // step, 255) */
+void equalize_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    int hist[3][256];
+    channel_histograms(e.cur, hist);
+    const int64_t n = (int64_t)e.cur.rows * e.cur.cols;
+    uint8_t lut[3][256];
+    for (int k = 0; k < e.cur.channels(); k++) {
+        int top = 255;
+        while (top > 0 && hist[k][top] == 0)
+            top--;
+        int64_t step = (n - hist[k][top]) / 255;
+        int64_t cum = 0;
+        lut[k][0] = 0;
+        for (int v = 0; v < 256; v++) {
+            if (step == 0) {
+                lut[k][v] = (uint8_t)v;
+                continue;
+            }
+            if (v > 0) {
+                int64_t q = (cum + step / 2) / step;
+                lut[k][v] = (uint8_t)(q > 255 ? 255 : q);
+            }
+            cum += hist[k][v];
+        }
+    }
+    apply_luts(e, lut);
+}
+
+void brightness_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    const float f = (float)r.factor[0];
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = clamp_trunc((float)v * f);
+    apply_lut(e, lut);
+}
+
+void contrast_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    cv::Mat g = gray_floor(e);
+    double sum = 0;
+    for (int y = 0; y < g.rows; y++) {
+        const float *p = g.ptr<float>(y);
+        for (int x = 0; x < g.cols; x++)
+            sum += p[x];
+    }
+    const float mean = (float)(sum / ((double)g.rows * g.cols));
+    r.contrast_mean = mean;
+    const float f = (float)r.factor[0], f1 = (float)(1.0 - r.factor[0]);
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = blend((float)v, mean, f, f1);
+    apply_lut(e, lut);
+}
+
+void color_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied || e.cur.channels() != 3)
+        return;
+    cv::Mat g = gray_floor(e);
+    const float f = (float)r.factor[0], f1 = (float)(1.0 - r.factor[0]);
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    for (int y = 0; y < e.cur.rows; y++) {
+        const uint8_t *s = e.cur.ptr<uint8_t>(y);
+        const float *gp = g.ptr<float>(y);
+        uint8_t *o = d.ptr<uint8_t>(y);
+        for (int x = 0; x < e.cur.cols; x++)
+            for (int k = 0; k < 3; k++)
+                o[3 * x + k] = blend((float)s[3 * x + k], gp[x], f, f1);
+    }
+    e.set(d);
+}
+
+/* interior: x + (1 - f) * (round(blur) - x), blur = (sum of the 8 neighbours + 5 x) / 13
+ * (never a tie: 13 is odd); the 1-pixel border is kept */
+void sharpness_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
+    if (!r.applied || H <= 2 || W <= 2)
+        return;
+    const float f1 = (float)(1.0 - r.factor[0]);
+    cv::Mat d = e.next(H, W, e.cur.type());
+    e.cur.copyTo(d);
+    for (int y = 1; y < H - 1; y++) {
+        const uint8_t *u = e.cur.ptr<uint8_t>(y - 1), *m = e.cur.ptr<uint8_t>(y), *b = e.cur.ptr<uint8_t>(y + 1);
+        uint8_t *o = d.ptr<uint8_t>(y);
+        for (int i = c; i < (W - 1) * c; i++) {
+            int s = u[i - c] + u[i] + u[i + c] + m[i - c] + 5 * m[i] + m[i + c] + b[i - c] + b[i] + b[i + c];
+            float bl = (float)((2 * s + 13) / 26); /* round(s / 13), s >= 0 */
+            float x = (float)m[i];
+            o[i] = clamp_trunc(std::fmaf(bl - x, f1, x));
+        }
+    }
+    e.set(d);
+}
+
+/* Nearest-neighbour inverse mapping as torchvision's _affine_grid + grid_sample
+ * (align_corners=False) in float32: output pixel centre (x - (W-1)/2, y - (H-1)/2) is
+ * mapped by r.matrix, rounded half to even; outside the image: fill. */
+void geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    e.materialize_flips();
+    const AugGeom &q = fqi::params<AugGeom>(op);
+    const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
+    float t[6];
+    for (int k = 0; k < 3; k++)
+        t[k] = (float)r.matrix[k] / (float)(0.5 * W), t[3 + k] = (float)r.matrix[3 + k] / (float)(0.5 * H);
+    const float sw = (float)W * 0.5f, ow = ((float)W - 1.f) * 0.5f, sh = (float)H * 0.5f, oh = ((float)H - 1.f) * 0.5f;
+    uint8_t fill[3];
+    for (int k = 0; k < 3; k++)
+        fill[k] = (uint8_t)std::nearbyint(q.fill[k]);
+    cv::Mat d = e.next(H, W, e.cur.type());
+    for (int y = 0; y < H; y++) {
+        const float yg = (float)y - oh;
+        uint8_t *o = d.ptr<uint8_t>(y);
+        for (int x = 0; x < W; x++, o += c) {
+            const float xg = (float)x - ow;
+            float gx = xg * t[0] + yg * t[1] + t[2], gy = xg * t[3] + yg * t[4] + t[5];
+            float ix = std::nearbyint(std::fmaf(gx, sw, ow)), iy = std::nearbyint(std::fmaf(gy, sh, oh));
+            if (ix >= 0.f && ix < (float)W && iy >= 0.f && iy < (float)H) {
+                const uint8_t *s = e.cur.ptr<uint8_t>((int)iy) + (int)ix * c;
+                for (int k = 0; k < c; k++)
+                    o[k] = s[k];
+            } else {
+                for (int k = 0; k < c; k++)
+                    o[k] = fill[k];
+            }
+        }
+    }
+    e.set(d);
+}
+
+/* ---- the table ---------------------------------------------------------------------- */
+
+constexpr fq_op_field kProbFields[] = {FQ_FIELD(AugProb, p)};
+constexpr fq_op_field kPosterizeFields[] = {FQ_FIELD(AugPosterize, bits), FQ_FIELD(AugPosterize, p)};
+constexpr fq_op_field kLevelFields[] = {FQ_FIELD(AugLevel, level), FQ_FIELD(AugLevel, p)};
+constexpr fq_op_field kSolarizeAddFields[] = {FQ_FIELD(AugSolarizeAdd, addition), FQ_FIELD(AugSolarizeAdd, threshold),
+                                              FQ_FIELD(AugSolarizeAdd, p)};
+constexpr fq_op_field kGeomFields[] = {FQ_FIELD(AugGeom, level), FQ_FIELD(AugGeom, fill), FQ_FIELD(AugGeom, p)};
+
+#define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
+constexpr unsigned kAM = FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE;
+
+/* kind FQ_OP_NORMALIZE + 1 + i is kAugOps[i]; append only (kinds are part of packed chains) */
+constexpr fqi::OpImpl kAugOps[] = {
+    {"Invert", FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, invert_exec},
+    {"AutoContrast", FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob,
+     autocontrast_exec},
+    {"Equalize", FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, equalize_exec},
+    {"Posterize", kAM, FQ_PARAMS(AugPosterize, kPosterizeFields), posterize_check, keeps_size, plan_posterize,
+     posterize_exec},
+    {"Solarize", kAM, FQ_PARAMS(AugLevel, kLevelFields), solarize_check, keeps_size, plan_level, solarize_exec},
+    {"SolarizeAdd", kAM, FQ_PARAMS(AugSolarizeAdd, kSolarizeAddFields), solarize_add_check, keeps_size,
+     plan_solarize_add, solarize_add_exec},
+    {"Brightness", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, brightness_exec},
+    {"Color", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, color_exec},
+    {"Contrast", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, contrast_exec},
+    {"Sharpness", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, sharpness_exec},
+    {"Rotate", kAM, FQ_PARAMS(AugGeom, kGeomFields), rotate_check, keeps_size, plan_geom<G_ROTATE>, geom_exec},
+    {"ShearX", kAM, FQ_PARAMS(AugGeom, kGeomFields), shear_check, keeps_size, plan_geom<G_SHEAR_X>, geom_exec},
+    {"ShearY", kAM, FQ_PARAMS(AugGeom, kGeomFields), shear_check, keeps_size, plan_geom<G_SHEAR_Y>, geom_exec},
+    {"TranslateX", kAM, FQ_PARAMS(AugGeom, kGeomFields), translate_check, keeps_size, plan_geom<G_TRANSLATE_X>,
+     geom_exec},
+    {"TranslateY", kAM, FQ_PARAMS(AugGeom, kGeomFields), translate_check, keeps_size, plan_geom<G_TRANSLATE_Y>,
+     geom_exec},
+};
+constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
+
+constexpr bool all_fields_cover()
+{
+    for (int i = 0; i < kNumAug; i++)
+        if (!fqi::fields_cover(kAugOps[i].fields, kAugOps[i].n_fields, kAugOps[i].params_size))
+            return false;
+    return true;
+}
+static_assert(all_fields_cover(), "an op's field list must cover its parameter struct, in order");
+
+template <size_t... I>
+constexpr std::array<fq_op_desc, sizeof...(I)> make_descs(std::index_sequence<I...>)
+{
+    return {{fq_op_desc{FQ_OP_NORMALIZE + 1 + (int)I, kAugOps[I].name, kAugOps[I].params_size, kAugOps[I].n_fields,
+                        kAugOps[I].fields}...}};
+}
+constexpr std::array<fq_op_desc, kNumAug> kAugDescs = make_descs(std::make_index_sequence<kNumAug>{});
+
+}  // namespace
+
+namespace fqi {
+
+int aug_op_count() { return kNumAug; }
+const OpImpl *aug_op_impl(int i) { return i >= 0 && i < kNumAug ? &kAugOps[i] : nullptr; }
+const fq_op_desc *aug_op_desc(int i) { return i >= 0 && i < kNumAug ? &kAugDescs[i] : nullptr; }
+
+}  // namespace fqi
