@@ -768,3 +768,58 @@ class TranslateY(TranslateX):
 
 __all__ += ["Invert", "AutoContrast", "Equalize", "Posterize", "Solarize", "SolarizeAdd", "Brightness", "Color",
             "Contrast", "Sharpness", "Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY"]
+
+
+# ---- policies (csrc/image/fq_image_aug_policy.cpp) -------------------------------------
+
+POLICY_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
+              "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
+
+
+def _int_in(op, name, v, lo, hi):
+    if not (isinstance(v, numbers.Integral) and not isinstance(v, bool) and lo <= v <= hi):
+        _fail(op, f"{name} must be an int in [{lo}, {hi}]", v)
+    return int(v)
+
+
+class RandAugment(Op):
+    """torchvision v2 ``RandAugment(num_ops, magnitude, num_magnitude_bins, fill)`` with
+    nearest interpolation: ``num_ops`` times, an op drawn uniformly from
+    :data:`POLICY_OPS` at bin ``magnitude`` of its table (shear 0..0.3, translate
+    0..150/331 of the size, rotate 0..30, enhance 1 +- 0..0.9, posterize
+    ``8 - round(i / ((bins - 1) / 4))`` bits, solarize threshold 255 -> 0), the signed ops
+    negated with probability 1/2.  ``num_ops`` <= 4.  The explain record lists the ops
+    drawn (``policy``: op, magnitude, bin)."""
+
+    kind = _K["RandAugment"]
+
+    def __init__(self, num_ops: int = 2, magnitude: int = 9, num_magnitude_bins: int = 31, fill: Fill = 0) -> None:
+        n = "RandAugment"
+        self.num_ops = _int_in(n, "num_ops", num_ops, 0, 4)
+        self.num_magnitude_bins = _int_in(n, "num_magnitude_bins", num_magnitude_bins, 2, 1000)
+        self.magnitude = _int_in(n, "magnitude", magnitude, 0, self.num_magnitude_bins - 1)
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        return {"num_ops": self.num_ops, "magnitude": self.magnitude, "num_bins": self.num_magnitude_bins,
+                "fill": self.fill}
+
+
+class TrivialAugmentWide(Op):
+    """torchvision v2 ``TrivialAugmentWide(num_magnitude_bins, fill)``, nearest: one op
+    drawn uniformly from :data:`POLICY_OPS`, its bin uniformly from the bins (wide
+    ranges: shear 0.99, translate 32 px, rotate 135, enhance 0.99, posterize
+    ``8 - round(i / ((bins - 1) / 6))``), signed ops negated with probability 1/2."""
+
+    kind = _K["TrivialAugmentWide"]
+
+    def __init__(self, num_magnitude_bins: int = 31, fill: Fill = 0) -> None:
+        n = "TrivialAugmentWide"
+        self.num_magnitude_bins = _int_in(n, "num_magnitude_bins", num_magnitude_bins, 2, 1000)
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        return {"num_bins": self.num_magnitude_bins, "fill": self.fill}
+
+
+__all__ += ["RandAugment", "TrivialAugmentWide", "POLICY_OPS"]

@@ -40,6 +40,8 @@ SAMPLES = {
     "ShearY": O.ShearY((-0.3, 0.2), p=0.5),
     "TranslateX": O.TranslateX((-5, 9), fill=4, p=0.5),
     "TranslateY": O.TranslateY(-3, p=0.5),
+    "RandAugment": O.RandAugment(3, 12, 21, fill=(1, 2, 3)),
+    "TrivialAugmentWide": O.TrivialAugmentWide(15, fill=128),
 }
 
 

@@ -5,7 +5,7 @@
  * (SolarizeAdd: TF Model Garden), computed in float32 as torch does; the exact
  * definitions and the measured differences are in docs/ops.md.  Pure functions of
  * their arguments (thread-safe). */
-#include "image/internal/fq_image_stages.h"
+#include "image/internal/fq_image_aug.h"
 
 #include <array>
 #include <cmath>
@@ -165,32 +165,39 @@ void inverse_affine(double angle, double tx, double ty, double shx, double shy, 
 
 enum GeomKind { G_ROTATE, G_SHEAR_X, G_SHEAR_Y, G_TRANSLATE_X, G_TRANSLATE_Y };
 
+/* the inverse map of geometric op kind G (GeomKind) at level v (trunc'ed for the
+ * translations, as torchvision's int()) for an h x w image, into m */
+void geom_matrix(int G, double *v, double h, double w, double *m)
+{
+    const double r2d = 180.0 / 3.14159265358979323846;
+    switch (G) {
+    case G_ROTATE: /* F.rotate(angle): counter-clockwise, about the centre */
+        inverse_affine(-*v, 0, 0, 0, 0, 0, 0, m);
+        break;
+    case G_SHEAR_X: /* F.affine(shear=[degrees(atan(v)), 0], center=[0, 0]) */
+        inverse_affine(0, 0, 0, std::atan(*v) * r2d, 0, -w * 0.5, -h * 0.5, m);
+        break;
+    case G_SHEAR_Y:
+        inverse_affine(0, 0, 0, 0, std::atan(*v) * r2d, -w * 0.5, -h * 0.5, m);
+        break;
+    case G_TRANSLATE_X: /* F.affine(translate=[int(v), 0]) */
+        *v = std::trunc(*v);
+        inverse_affine(0, *v, 0, 0, 0, 0, 0, m);
+        break;
+    default:
+        *v = std::trunc(*v);
+        inverse_affine(0, 0, *v, 0, 0, 0, 0, m);
+        break;
+    }
+}
+
 template <int G>
 int plan_geom(const fq_op &op, fq_rng *rng, int64_t, int *ph, int *pw, fq_img_op_explain &r, fq_err *)
 {
     const AugGeom &q = fqi::params<AugGeom>(op);
     r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
     double v = draw_level(rng, q.level, r.applied);
-    const double h = *ph, w = *pw, r2d = 180.0 / 3.14159265358979323846;
-    switch (G) {
-    case G_ROTATE: /* F.rotate(angle): counter-clockwise, about the centre */
-        inverse_affine(-v, 0, 0, 0, 0, 0, 0, r.matrix);
-        break;
-    case G_SHEAR_X: /* F.affine(shear=[degrees(atan(v)), 0], center=[0, 0]) */
-        inverse_affine(0, 0, 0, std::atan(v) * r2d, 0, -w * 0.5, -h * 0.5, r.matrix);
-        break;
-    case G_SHEAR_Y:
-        inverse_affine(0, 0, 0, 0, std::atan(v) * r2d, -w * 0.5, -h * 0.5, r.matrix);
-        break;
-    case G_TRANSLATE_X: /* F.affine(translate=[int(v), 0]) */
-        v = std::trunc(v);
-        inverse_affine(0, v, 0, 0, 0, 0, 0, r.matrix);
-        break;
-    default:
-        v = std::trunc(v);
-        inverse_affine(0, 0, v, 0, 0, 0, 0, r.matrix);
-        break;
-    }
+    geom_matrix(G, &v, *ph, *pw, r.matrix);
     r.factor[0] = v;
     return FQ_OK;
 }
@@ -476,6 +483,11 @@ constexpr fq_op_field kLevelFields[] = {FQ_FIELD(AugLevel, level), FQ_FIELD(AugL
 constexpr fq_op_field kSolarizeAddFields[] = {FQ_FIELD(AugSolarizeAdd, addition), FQ_FIELD(AugSolarizeAdd, threshold),
                                               FQ_FIELD(AugSolarizeAdd, p)};
 constexpr fq_op_field kGeomFields[] = {FQ_FIELD(AugGeom, level), FQ_FIELD(AugGeom, fill), FQ_FIELD(AugGeom, p)};
+constexpr fq_op_field kRandAugmentFields[] = {
+    FQ_FIELD(fqi::AugRandAugment, num_ops), FQ_FIELD(fqi::AugRandAugment, magnitude),
+    FQ_FIELD(fqi::AugRandAugment, num_bins), FQ_FIELD(fqi::AugRandAugment, fill)};
+constexpr fq_op_field kTrivialFields[] = {FQ_FIELD(fqi::AugTrivialAugment, num_bins),
+                                          FQ_FIELD(fqi::AugTrivialAugment, fill)};
 
 #define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
 constexpr unsigned kAM = FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE;
@@ -502,6 +514,10 @@ constexpr fqi::OpImpl kAugOps[] = {
      geom_exec},
     {"TranslateY", kAM, FQ_PARAMS(AugGeom, kGeomFields), translate_check, keeps_size, plan_geom<G_TRANSLATE_Y>,
      geom_exec},
+    {"RandAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugRandAugment, kRandAugmentFields), fqi::rand_augment_check,
+     keeps_size, fqi::rand_augment_plan, fqi::policy_exec},
+    {"TrivialAugmentWide", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTrivialAugment, kTrivialFields),
+     fqi::trivial_augment_check, keeps_size, fqi::trivial_augment_plan, fqi::policy_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 
@@ -529,5 +545,26 @@ namespace fqi {
 int aug_op_count() { return kNumAug; }
 const OpImpl *aug_op_impl(int i) { return i >= 0 && i < kNumAug ? &kAugOps[i] : nullptr; }
 const fq_op_desc *aug_op_desc(int i) { return i >= 0 && i < kNumAug ? &kAugDescs[i] : nullptr; }
+
+void aug_apply(Exec &e, int kind, double value, const double fill[3])
+{
+    const OpImpl *impl = op_impl(kind);
+    if (!impl)
+        return;
+    fq_op op;
+    std::memset(&op, 0, sizeof op);
+    op.kind = kind;
+    AugGeom q{{value, value}, {fill[0], fill[1], fill[2]}, 1.0};
+    std::memcpy(op.raw, &q, sizeof q);
+    fq_img_op_explain r;
+    std::memset(&r, 0, sizeof r);
+    r.kind = kind, r.applied = 1;
+    r.in_h = r.out_h = e.cur.rows, r.in_w = r.out_w = e.cur.cols;
+    const int i = kind - FQ_OP_NORMALIZE - 1;
+    if (i >= 10 && i <= 14) /* Rotate .. TranslateY, in GeomKind order */
+        geom_matrix(i - 10, &value, e.cur.rows, e.cur.cols, r.matrix);
+    r.factor[0] = value;
+    impl->exec(e, op, r);
+}
 
 }  // namespace fqi

@@ -61,6 +61,7 @@ cdef extern from "image/fq_image.h" nogil:
         FQ_EXPLAIN_JITTER
         FQ_EXPLAIN_AFFINE
         FQ_EXPLAIN_MAGNITUDE
+        FQ_EXPLAIN_POLICY
 
     ctypedef struct fq_img_op_explain:
         int kind
