@@ -204,35 +204,39 @@ int plan_geom(const fq_op &op, fq_rng *rng, int64_t, int *ph, int *pw, fq_img_op
 
 /* ---- execution helpers ------------------------------------------------------------ */
 
-/* one table per channel (c tables of 256), into a fresh buffer */
+/* one table per channel (lut[k] for channel k of c), into a fresh buffer (cv::LUT) */
 void apply_luts(Exec &e, const uint8_t (*lut)[256])
 {
     const int c = e.cur.channels();
+    uint8_t inter[256 * 3];
+    for (int v = 0; v < 256; v++)
+        for (int k = 0; k < c; k++)
+            inter[v * c + k] = lut[k][v];
+    cv::Mat lm(1, 256, CV_8UC(c), inter);
     cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    for (int y = 0; y < e.cur.rows; y++) {
-        const uint8_t *s = e.cur.ptr<uint8_t>(y);
-        uint8_t *o = d.ptr<uint8_t>(y);
-        for (int x = 0; x < e.cur.cols * c; x += c)
-            for (int k = 0; k < c; k++)
-                o[x + k] = lut[k][s[x + k]];
-    }
+    cv::LUT(e.cur, lm, d);
     e.set(d);
 }
 
 void apply_lut(Exec &e, const uint8_t lut[256])
 {
-    uint8_t l3[3][256];
-    for (int k = 0; k < 3; k++)
-        std::memcpy(l3[k], lut, 256);
-    apply_luts(e, l3);
+    cv::Mat lm(1, 256, CV_8U, const_cast<uint8_t *>(lut));
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    cv::LUT(e.cur, lm, d);
+    e.set(d);
 }
+
+/* fmaf(a, b, c) for the operands used here (a * b has at most 48 significant bits and
+ * a * b + c spans less than 53): the double sum is exact, so one rounding to float is
+ * the fused result, without a libm call (the build targets plain x86-64) */
+inline float fma_exact(float a, float b, float c) { return (float)((double)a * (double)b + (double)c); }
 
 /* float32 in [0, 255] (clamped) -> uint8 by truncation, as torch's .to(torch.uint8) */
 inline uint8_t clamp_trunc(float v) { return (uint8_t)(v < 0.f ? 0.f : (v > 255.f ? 255.f : v)); }
 
 /* torchvision's _blend(x, y, r) = x * r + y * (1 - r) in float32 (the add is an FMA in
  * torch's vectorised kernel) */
-inline uint8_t blend(float x, float y, float r, float one_minus_r) { return clamp_trunc(std::fmaf(y, one_minus_r, x * r)); }
+inline uint8_t blend(float x, float y, float r, float one_minus_r) { return clamp_trunc(fma_exact(y, one_minus_r, x * r)); }
 
 /* floor(0.2989 R + 0.587 G + 0.114 B) in float32 (torch's mul + two FMA adds), or the
  * single channel, into a CV_32F image in g1 */
@@ -245,7 +249,7 @@ cv::Mat gray_floor(Exec &e)
         float *o = g.ptr<float>(y);
         for (int x = 0; x < e.cur.cols; x++, s += c)
             o[x] = c == 1 ? (float)s[0]
-                          : std::floor(std::fmaf((float)s[2], 0.114f, std::fmaf((float)s[1], 0.587f, (float)s[0] * 0.2989f)));
+                          : std::floor(fma_exact((float)s[2], 0.114f, fma_exact((float)s[1], 0.587f, (float)s[0] * 0.2989f)));
     }
     return g;
 }
@@ -431,7 +435,7 @@ void sharpness_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
             int s = u[i - c] + u[i] + u[i + c] + m[i - c] + 5 * m[i] + m[i + c] + b[i - c] + b[i] + b[i + c];
             float bl = (float)((2 * s + 13) / 26); /* round(s / 13), s >= 0 */
             float x = (float)m[i];
-            o[i] = clamp_trunc(std::fmaf(bl - x, f1, x));
+            o[i] = clamp_trunc(fma_exact(bl - x, f1, x));
         }
     }
     e.set(d);
@@ -461,7 +465,7 @@ void geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
         for (int x = 0; x < W; x++, o += c) {
             const float xg = (float)x - ow;
             float gx = xg * t[0] + yg * t[1] + t[2], gy = xg * t[3] + yg * t[4] + t[5];
-            float ix = std::nearbyint(std::fmaf(gx, sw, ow)), iy = std::nearbyint(std::fmaf(gy, sh, oh));
+            float ix = std::nearbyint(fma_exact(gx, sw, ow)), iy = std::nearbyint(fma_exact(gy, sh, oh));
             if (ix >= 0.f && ix < (float)W && iy >= 0.f && iy < (float)H) {
                 const uint8_t *s = e.cur.ptr<uint8_t>((int)iy) + (int)ix * c;
                 for (int k = 0; k < c; k++)
