@@ -766,6 +766,78 @@ class TranslateY(TranslateX):
     kind = _K["TranslateY"]
 
 
+class Gamma(Op):
+    """torchvision v2 ``adjust_gamma``: ``trunc(min(max((x/255)^gamma * gain, 0), 1) * 255.999)``
+    in float32 (the clamp only when gain != 1); ``gamma`` a number or a (min, max) range."""
+
+    kind = _K["Gamma"]
+
+    def __init__(self, gamma: Range, gain: float = 1.0, p: float = 1.0) -> None:
+        n = "Gamma"
+        self.gamma = _level(n, gamma, "gamma", 0, 1e3)
+        if not (_num(gain) and 0 <= gain <= 1e3):
+            _fail(n, "gain must be a number in [0, 1000]", gain)
+        self.gain = float(gain)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"gamma": self.gamma, "gain": self.gain, "p": self.p}
+
+
+class Cutout(Op):
+    """TF Model Garden ``cutout(image, pad_size, replace)``: centre row ~ U{0..H-1}, column
+    ~ U{0..W-1}; the square ``[c - pad_size, c + pad_size)`` (clipped to the image) is set
+    to ``fill``.  Explain: ``box`` (x, y, w, h)."""
+
+    kind = _K["Cutout"]
+
+    def __init__(self, pad_size: int, fill: Fill = 128, p: float = 1.0) -> None:
+        n = "Cutout"
+        self.pad_size = _int_in(n, "pad_size", pad_size, 0, MAX_SIDE)
+        self.fill = _fill(n, fill)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"pad_size": self.pad_size, "fill": self.fill, "p": self.p}
+
+
+# AlexNet's PCA lighting on ImageNet, RGB, 0..255 scale (tensorpack's fbresnet_augmentor)
+LIGHTING_EIGVAL = tuple(v * 255.0 for v in (0.2175, 0.0188, 0.0045))
+LIGHTING_EIGVEC = ((-0.5675, 0.7192, 0.4009), (-0.5808, -0.0045, -0.8140), (-0.5836, -0.6948, 0.4203))
+
+
+class Lighting(Op):
+    """tensorpack ``imgaug.Lighting(std, eigval, eigvec)`` on uint8: ``alpha = float32(N(0,1)
+    * std)`` (3 draws, Box-Muller), ``inc = eigvec @ (alpha * eigval)``, out =
+    ``trunc(clip(x + inc[c], 0, 255))``.  Defaults: the ImageNet constants (RGB, 0..255).
+    Explain: ``alpha``, ``increment``."""
+
+    kind = _K["Lighting"]
+
+    def __init__(self, std: float = 0.1, eigval: Sequence[float] = LIGHTING_EIGVAL,
+                 eigvec: Sequence[Sequence[float]] = LIGHTING_EIGVEC, p: float = 1.0) -> None:
+        n = "Lighting"
+        if not (_num(std) and 0 <= std <= 1e3):
+            _fail(n, "std must be a number in [0, 1000]", std)
+        self.std = float(std)
+        try:
+            ev = np.asarray(eigval, dtype=np.float64)
+            evec = np.asarray(eigvec, dtype=np.float64)
+        except (TypeError, ValueError):
+            _fail(n, "eigval must be 3 numbers and eigvec 3 x 3 numbers", (eigval, eigvec))
+        if ev.shape != (3,) or not np.isfinite(ev).all():
+            _fail(n, "eigval must be 3 finite numbers", eigval)
+        if evec.shape != (3, 3) or not np.isfinite(evec).all():
+            _fail(n, "eigvec must be 3 x 3 finite numbers", eigvec)
+        self.eigval = tuple(float(v) for v in ev)
+        self.eigvec = tuple(tuple(float(v) for v in row) for row in evec)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"std": self.std, "eigval": self.eigval, "eigvec": self.eigvec, "p": self.p}
+
+
+__all__ += ["Gamma", "Cutout", "Lighting", "LIGHTING_EIGVAL", "LIGHTING_EIGVEC"]
 __all__ += ["Invert", "AutoContrast", "Equalize", "Posterize", "Solarize", "SolarizeAdd", "Brightness", "Color",
             "Contrast", "Sharpness", "Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY"]
 

@@ -195,6 +195,13 @@ def test_one_and_two_workers_are_bit_identical():
              O.TranslateY((-20, 20), p=0.5), O.Equalize(0.5), O.AutoContrast(0.5), O.Posterize(4, 0.5),
              O.Solarize((0, 256), 0.5), O.Color((0.1, 1.9), 0.5), O.Contrast((0.1, 1.9), 0.5),
              O.Sharpness((0.1, 1.9), 0.5), O.Brightness((0.1, 1.9), 0.5), O.Invert(0.3), O.SolarizeAdd(60, 128, 0.3)]
+    chain2 = [O.RandomResizedCrop(64), O.HorizontalFlip(), O.RandAugment(), O.TrivialAugmentWide(), O.Gamma((0.5, 2)),
+              O.Cutout(10, p=0.5), O.Lighting(0.3)]
+    for c in (chain, chain2):
+        _same_for_1_and_2_workers(imgs, c)
+
+
+def _same_for_1_and_2_workers(imgs, chain):
     runs = []
     for workers in (1, 2):
         with fastq.Pipeline(fastq.sources.Arrays(imgs), batch_size=4, workers=workers, ops=chain, dtype="uint8",
@@ -237,3 +244,70 @@ def test_the_c_core_refuses_bad_packed_parameters_too():
         _image.ImageSpec(O.CompiledOps((), _image.pack_ops([(O.CenterCrop(4).kind, O.CenterCrop(4).fields()),
                                                              (O.Posterize.kind, bad)]),
                                        3, "uint8", "NHWC", 1 << 26, True, (4, 4, 3)))
+
+
+# ---- Gamma, Cutout, Lighting ---------------------------------------------------------------
+
+@pytest.mark.parametrize("gamma,gain", [(0.5, 1.0), (2.2, 1.0), ((0.3, 3.0), 1.0), (0.8, 1.3)])
+def test_gamma_matches_torchvision(gamma, gain):
+    for name, img in PHOTOS:
+        out, rec = run_op(O.Gamma(gamma, gain=gain), img, index=2)
+        want = tv(tvF.adjust_gamma, img, rec["magnitude"], gain)
+        # torch's vectorised pow (Sleef) and libm's powf may differ in the last ulp
+        _check(out, want, BLEND, f"Gamma({gamma}, {gain}) on {name}")
+
+
+def test_cutout_matches_tf_model_garden():
+    from test_golden import RefRng
+    for name, img in PHOTOS:
+        H, W = img.shape[:2]
+        for index in range(6):
+            out, rec = run_op(O.Cutout(12, fill=(128, 0, 7), p=0.8), img, index=index, seed=4)
+            r = RefRng(4, 0, index)
+            if not r.uniform() < 0.8:
+                assert rec["applied"] is False and np.array_equal(out, img)
+                continue
+            cy, cx = r.below(H), r.below(W)
+            # official/vision/ops/augment.py cutout: pads around the square, then a mask
+            lower, upper = max(0, cy - 12), max(0, H - cy - 12)
+            left, right = max(0, cx - 12), max(0, W - cx - 12)
+            want = img.copy()
+            want[lower:H - upper, left:W - right] = (128, 0, 7)
+            assert np.array_equal(out, want), (name, index)
+            assert rec["box"] == (left, lower, W - right - left, H - upper - lower)
+
+
+def test_lighting_matches_tensorpack():
+    ia = pytest.importorskip("tensorpack.dataflow.imgaug", reason="tensorpack is the reference for Lighting")
+    from test_golden import RefRng
+    ref = ia.Lighting(0.1, eigval=np.asarray(O.LIGHTING_EIGVAL), eigvec=np.asarray(O.LIGHTING_EIGVEC, "float32"))
+    for name, img in PHOTOS:
+        for index in range(4):
+            out, rec = run_op(O.Lighting(0.1), img, index=index, seed=2)
+            r = RefRng(2, 0, index)
+            r.uniform()
+            alpha = []
+            for _ in range(3):
+                u1, u2 = r.uniform(), r.uniform()
+                alpha.append(math.sqrt(-2 * math.log(1 - u1)) * math.cos(2 * math.pi * u2) * 0.1)
+            alpha = np.asarray(alpha, np.float32)  # tensorpack draws float32 alphas too
+            np.testing.assert_array_equal(np.asarray(rec["alpha"], np.float32), alpha)
+            want = ref._augment(img, alpha)
+            d = np.abs(out.astype(int) - want.astype(int))
+            # the increment is summed in another order than numpy's dot: an x + inc landing
+            # within 1e-12 of an integer could truncate the other way
+            assert d.max() <= 1 and (d > 0).mean() <= 1e-4, (name, index, d.max())
+
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda: O.Gamma(-1), "Gamma: gamma must be"),
+    (lambda: O.Gamma(1, gain=-2), "Gamma: gain must be"),
+    (lambda: O.Cutout(-3), "Cutout: pad_size must be an int"),
+    (lambda: O.Cutout(3, fill=256), "Cutout: fill must be"),
+    (lambda: O.Lighting(std=-0.1), "Lighting: std must be"),
+    (lambda: O.Lighting(eigval=(1, 2)), "Lighting: eigval must be 3"),
+    (lambda: O.Lighting(eigvec=((1, 2, 3),)), "Lighting: eigvec must be 3 x 3"),
+])
+def test_bad_parameters_of_gamma_cutout_lighting(make, msg):
+    with pytest.raises(ValueError, match=msg):
+        make()

@@ -42,6 +42,9 @@ SAMPLES = {
     "TranslateY": O.TranslateY(-3, p=0.5),
     "RandAugment": O.RandAugment(3, 12, 21, fill=(1, 2, 3)),
     "TrivialAugmentWide": O.TrivialAugmentWide(15, fill=128),
+    "Gamma": O.Gamma((0.5, 2.0), gain=1.5, p=0.5),
+    "Cutout": O.Cutout(16, fill=(1, 2, 3), p=0.5),
+    "Lighting": O.Lighting(0.2, p=0.5),
 }
 
 

@@ -332,8 +332,9 @@ enum fq_img_explain_fields {
     FQ_EXPLAIN_JITTER = 8,  /* factor, order, contrast_mean */
     FQ_EXPLAIN_AFFINE = 16, /* params, shear_y, matrix */
     FQ_EXPLAIN_MAGNITUDE = 32, /* factor[0]: the level used (fq_image_aug.cpp ops) */
-    FQ_EXPLAIN_POLICY = 64     /* applied ops: order[k] kind (0 Identity), factor[k] magnitude,
+    FQ_EXPLAIN_POLICY = 64,    /* applied ops: order[k] kind (0 Identity), factor[k] magnitude,
                                   params[k] bin (fq_image_aug_policy.cpp) */
+    FQ_EXPLAIN_LIGHTING = 128  /* Lighting: factor[0..2] alpha drawn, params[0..2] increment per channel */
 };
 unsigned fq_img_op_explain_fields(int kind);
 

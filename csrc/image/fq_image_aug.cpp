@@ -7,6 +7,7 @@
  * their arguments (thread-safe). */
 #include "image/internal/fq_image_aug.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -40,6 +41,23 @@ struct AugSolarizeAdd {
 struct AugGeom {     /* Rotate (degrees), ShearX/Y (level), TranslateX/Y (pixels) */
     double level[2];
     double fill[3];  /* per channel, 0..255 */
+    double p;
+};
+
+struct AugGamma {
+    double gamma[2]; /* drawn uniformly in [lo, hi] */
+    double gain;
+    double p;
+};
+struct AugCutout {   /* TF Model Garden cutout */
+    double pad_size; /* half side of the square, integer >= 0 */
+    double fill[3];
+    double p;
+};
+struct AugLighting { /* AlexNet PCA noise (tensorpack imgaug.Lighting) */
+    double std;
+    double eigval[3];
+    double eigvec[3][3];
     double p;
 };
 
@@ -479,6 +497,132 @@ void geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
     e.set(d);
 }
 
+/* ---- Gamma, Cutout, Lighting -------------------------------------------------------- */
+
+const char *gamma_check(const fq_op &op)
+{
+    const AugGamma &q = fqi::params<AugGamma>(op);
+    if (!valid_level(q.gamma) || q.gamma[0] < 0 || q.gamma[1] > 1e3)
+        return "gamma must satisfy 0 <= min <= max <= 1000";
+    if (!(std::isfinite(q.gain) && q.gain >= 0 && q.gain <= 1e3))
+        return "gain must be in [0, 1000]";
+    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+int plan_gamma(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugGamma &q = fqi::params<AugGamma>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    r.factor[0] = draw_level(rng, q.gamma, r.applied);
+    return FQ_OK;
+}
+
+/* torchvision v2 adjust_gamma on uint8: x * f32(1/255), ^gamma (float32), * gain clamped to
+ * [0, 1] when gain != 1, back to uint8 as to_dtype_image: trunc(v * 255.999) */
+void gamma_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    const float g = (float)r.factor[0], gain = (float)fqi::params<AugGamma>(op).gain;
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++) {
+        float t = std::pow((float)v * (float)(1.0 / 255.0), g);
+        if (gain != 1.f)
+            t = std::min(std::max(t * gain, 0.f), 1.f);
+        lut[v] = (uint8_t)(t * (float)(255.0 + 1.0 - 1e-3));
+    }
+    apply_lut(e, lut);
+}
+
+const char *cutout_check(const fq_op &op)
+{
+    const AugCutout &q = fqi::params<AugCutout>(op);
+    if (!(is_int(q.pad_size) && q.pad_size >= 0 && q.pad_size <= FQ_IMG_MAX_SIDE))
+        return "pad_size must be an integer in [0, 32768]";
+    for (double f : q.fill)
+        if (!(std::isfinite(f) && f >= 0 && f <= 255))
+            return "fill must be 3 numbers in [0, 255]";
+    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+/* centre row ~ U{0..H-1}, then column ~ U{0..W-1}; the square [c - pad, c + pad) clipped */
+int plan_cutout(const fq_op &op, fq_rng *rng, int64_t, int *ph, int *pw, fq_img_op_explain &r, fq_err *)
+{
+    const AugCutout &q = fqi::params<AugCutout>(op);
+    const int H = *ph, W = *pw, pad = (int)q.pad_size;
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    if (!r.applied)
+        return FQ_OK;
+    int cy = (int)fq_rng_next_below(rng, (uint64_t)H), cx = (int)fq_rng_next_below(rng, (uint64_t)W);
+    int y0 = std::max(0, cy - pad), y1 = std::min(H, cy + pad), x0 = std::max(0, cx - pad), x1 = std::min(W, cx + pad);
+    r.box[0] = x0, r.box[1] = y0, r.box[2] = x1 - x0, r.box[3] = y1 - y0;
+    return FQ_OK;
+}
+
+void cutout_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    if (!r.applied || r.box[2] <= 0 || r.box[3] <= 0)
+        return;
+    e.materialize_flips();
+    const AugCutout &q = fqi::params<AugCutout>(op);
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    e.cur.copyTo(d);
+    d(cv::Rect(r.box[0], r.box[1], r.box[2], r.box[3]))
+        .setTo(cv::Scalar(std::nearbyint(q.fill[0]), std::nearbyint(q.fill[1]), std::nearbyint(q.fill[2])));
+    e.set(d);
+}
+
+const char *lighting_check(const fq_op &op)
+{
+    const AugLighting &q = fqi::params<AugLighting>(op);
+    if (!(std::isfinite(q.std) && q.std >= 0 && q.std <= 1e3))
+        return "std must be in [0, 1000]";
+    for (int k = 0; k < 3; k++) {
+        if (!std::isfinite(q.eigval[k]) || std::fabs(q.eigval[k]) > 1e4)
+            return "eigval must be 3 finite numbers";
+        for (int j = 0; j < 3; j++)
+            if (!std::isfinite(q.eigvec[k][j]) || std::fabs(q.eigvec[k][j]) > 1e4)
+                return "eigvec must be 3 x 3 finite numbers";
+    }
+    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+/* alpha_k = float32(N(0, 1) * std), N by Box-Muller from two uniforms each (k = 0, 1, 2);
+ * the increment of channel c is sum_j eigvec[c][j] * alpha_j * eigval[j] (double) */
+int plan_lighting(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugLighting &q = fqi::params<AugLighting>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    if (!r.applied)
+        return FQ_OK;
+    for (int k = 0; k < 3; k++) {
+        double u1 = fq_rng_uniform(rng), u2 = fq_rng_uniform(rng);
+        double z = std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * 3.14159265358979323846 * u2);
+        r.factor[k] = (float)(z * q.std);
+    }
+    for (int c = 0; c < 3; c++) {
+        double inc = 0;
+        for (int j = 0; j < 3; j++)
+            inc += q.eigvec[c][j] * (r.factor[j] * q.eigval[j]);
+        r.params[c] = inc;
+    }
+    return FQ_OK;
+}
+
+/* trunc(clip(x + inc[c], 0, 255)) per channel (1 channel: inc[0]) */
+void lighting_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    uint8_t lut[3][256];
+    for (int c = 0; c < 3; c++)
+        for (int v = 0; v < 256; v++) {
+            double t = v + r.params[c];
+            lut[c][v] = (uint8_t)(t < 0 ? 0 : (t > 255 ? 255 : t));
+        }
+    apply_luts(e, lut);
+}
+
 /* ---- the table ---------------------------------------------------------------------- */
 
 constexpr fq_op_field kProbFields[] = {FQ_FIELD(AugProb, p)};
@@ -487,6 +631,11 @@ constexpr fq_op_field kLevelFields[] = {FQ_FIELD(AugLevel, level), FQ_FIELD(AugL
 constexpr fq_op_field kSolarizeAddFields[] = {FQ_FIELD(AugSolarizeAdd, addition), FQ_FIELD(AugSolarizeAdd, threshold),
                                               FQ_FIELD(AugSolarizeAdd, p)};
 constexpr fq_op_field kGeomFields[] = {FQ_FIELD(AugGeom, level), FQ_FIELD(AugGeom, fill), FQ_FIELD(AugGeom, p)};
+constexpr fq_op_field kGammaFields[] = {FQ_FIELD(AugGamma, gamma), FQ_FIELD(AugGamma, gain), FQ_FIELD(AugGamma, p)};
+constexpr fq_op_field kCutoutFields[] = {FQ_FIELD(AugCutout, pad_size), FQ_FIELD(AugCutout, fill),
+                                         FQ_FIELD(AugCutout, p)};
+constexpr fq_op_field kLightingFields[] = {FQ_FIELD(AugLighting, std), FQ_FIELD(AugLighting, eigval),
+                                           FQ_FIELD(AugLighting, eigvec), FQ_FIELD(AugLighting, p)};
 constexpr fq_op_field kRandAugmentFields[] = {
     FQ_FIELD(fqi::AugRandAugment, num_ops), FQ_FIELD(fqi::AugRandAugment, magnitude),
     FQ_FIELD(fqi::AugRandAugment, num_bins), FQ_FIELD(fqi::AugRandAugment, fill)};
@@ -522,6 +671,11 @@ constexpr fqi::OpImpl kAugOps[] = {
      keeps_size, fqi::rand_augment_plan, fqi::policy_exec},
     {"TrivialAugmentWide", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTrivialAugment, kTrivialFields),
      fqi::trivial_augment_check, keeps_size, fqi::trivial_augment_plan, fqi::policy_exec},
+    {"Gamma", kAM, FQ_PARAMS(AugGamma, kGammaFields), gamma_check, keeps_size, plan_gamma, gamma_exec},
+    {"Cutout", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX, FQ_PARAMS(AugCutout, kCutoutFields), cutout_check, keeps_size,
+     plan_cutout, cutout_exec},
+    {"Lighting", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_LIGHTING, FQ_PARAMS(AugLighting, kLightingFields), lighting_check,
+     keeps_size, plan_lighting, lighting_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

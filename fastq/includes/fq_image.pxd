@@ -62,6 +62,7 @@ cdef extern from "image/fq_image.h" nogil:
         FQ_EXPLAIN_AFFINE
         FQ_EXPLAIN_MAGNITUDE
         FQ_EXPLAIN_POLICY
+        FQ_EXPLAIN_LIGHTING
 
     ctypedef struct fq_img_op_explain:
         int kind
