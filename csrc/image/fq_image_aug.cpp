@@ -1,4 +1,5 @@
 /* fq_image_aug.cpp - the uint8 augmentation primitives (AutoContrast ... TranslateY):
+ * the pixel ops here, the geometric ones and Cutout in fq_image_aug_geom.cpp;
  * their parameter structs, field lists, check / plan / exec and their op records,
  * kinds FQ_OP_NORMALIZE + 1 ... (fqi::aug_op_impl; fq_image_ops.cpp chains this table
  * after its own).  Semantics: torchvision.transforms.v2.functional on uint8 tensors
@@ -18,6 +19,8 @@
 namespace {
 
 using fqi::Exec;
+using fqi::fma_exact;
+using fqi::geom_exec;
 using fqi::GEOM_KEEP;
 
 /* ---- parameter structs (doubles only; FQ_FIELD lists below) ------------------- */
@@ -38,20 +41,10 @@ struct AugSolarizeAdd {
     double threshold;
     double p;
 };
-struct AugGeom {     /* Rotate (degrees), ShearX/Y (level), TranslateX/Y (pixels) */
-    double level[2];
-    double fill[3];  /* per channel, 0..255 */
-    double p;
-};
 
 struct AugGamma {
     double gamma[2]; /* drawn uniformly in [lo, hi] */
     double gain;
-    double p;
-};
-struct AugCutout {   /* TF Model Garden cutout */
-    double pad_size; /* half side of the square, integer >= 0 */
-    double fill[3];
     double p;
 };
 struct AugLighting { /* AlexNet PCA noise (tensorpack imgaug.Lighting) */
@@ -105,24 +98,6 @@ const char *solarize_add_check(const fq_op &op)
     return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
 }
 
-const char *geom_check_range(const fq_op &op, double lim, const char *why)
-{
-    const AugGeom &q = fqi::params<AugGeom>(op);
-    if (!valid_level(q.level) || q.level[0] < -lim || q.level[1] > lim)
-        return why;
-    for (double f : q.fill)
-        if (!(std::isfinite(f) && f >= 0 && f <= 255))
-            return "fill must be 3 numbers in [0, 255]";
-    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
-}
-
-const char *rotate_check(const fq_op &op) { return geom_check_range(op, 1e6, "angle range must be finite, min <= max"); }
-const char *shear_check(const fq_op &op) { return geom_check_range(op, 100, "level range must satisfy -100 <= min <= max <= 100"); }
-const char *translate_check(const fq_op &op)
-{
-    return geom_check_range(op, FQ_IMG_MAX_SIDE, "pixels range must satisfy -32768 <= min <= max <= 32768");
-}
-
 int keeps_size(const fq_op &, int *, int *) { return GEOM_KEEP; }
 
 /* ---- planning: u < p decides; then the level (if a range) --------------------------- */
@@ -164,62 +139,6 @@ int plan_solarize_add(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_im
     return FQ_OK;
 }
 
-/* torchvision's _get_inverse_affine_matrix (angle, translate, shear in degrees, scale 1)
- * about centre (cx, cy) given relative to the image centre; the 2x3 inverse map of
- * centred output coordinates to centred input coordinates, into r.matrix. */
-void inverse_affine(double angle, double tx, double ty, double shx, double shy, double cx, double cy, double *m)
-{
-    const double d2r = 3.14159265358979323846 / 180.0;
-    double rot = angle * d2r, sx = shx * d2r, sy = shy * d2r;
-    double cos_sy = std::cos(sy), tan_sx = std::tan(sx);
-    double a = std::cos(rot - sy) / cos_sy;
-    double b = -(a * tan_sx + std::sin(rot));
-    double c = std::sin(rot - sy) / cos_sy;
-    double d = std::cos(rot) - c * tan_sx;
-    m[0] = d, m[1] = -b, m[2] = 0, m[3] = -c, m[4] = a, m[5] = 0;
-    m[2] += cx - m[0] * (cx + tx) - m[1] * (cy + ty);
-    m[5] += cy - m[3] * (cx + tx) - m[4] * (cy + ty);
-}
-
-enum GeomKind { G_ROTATE, G_SHEAR_X, G_SHEAR_Y, G_TRANSLATE_X, G_TRANSLATE_Y };
-
-/* the inverse map of geometric op kind G (GeomKind) at level v (trunc'ed for the
- * translations, as torchvision's int()) for an h x w image, into m */
-void geom_matrix(int G, double *v, double h, double w, double *m)
-{
-    const double r2d = 180.0 / 3.14159265358979323846;
-    switch (G) {
-    case G_ROTATE: /* F.rotate(angle): counter-clockwise, about the centre */
-        inverse_affine(-*v, 0, 0, 0, 0, 0, 0, m);
-        break;
-    case G_SHEAR_X: /* F.affine(shear=[degrees(atan(v)), 0], center=[0, 0]) */
-        inverse_affine(0, 0, 0, std::atan(*v) * r2d, 0, -w * 0.5, -h * 0.5, m);
-        break;
-    case G_SHEAR_Y:
-        inverse_affine(0, 0, 0, 0, std::atan(*v) * r2d, -w * 0.5, -h * 0.5, m);
-        break;
-    case G_TRANSLATE_X: /* F.affine(translate=[int(v), 0]) */
-        *v = std::trunc(*v);
-        inverse_affine(0, *v, 0, 0, 0, 0, 0, m);
-        break;
-    default:
-        *v = std::trunc(*v);
-        inverse_affine(0, 0, *v, 0, 0, 0, 0, m);
-        break;
-    }
-}
-
-template <int G>
-int plan_geom(const fq_op &op, fq_rng *rng, int64_t, int *ph, int *pw, fq_img_op_explain &r, fq_err *)
-{
-    const AugGeom &q = fqi::params<AugGeom>(op);
-    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
-    double v = draw_level(rng, q.level, r.applied);
-    geom_matrix(G, &v, *ph, *pw, r.matrix);
-    r.factor[0] = v;
-    return FQ_OK;
-}
-
 /* ---- execution helpers ------------------------------------------------------------ */
 
 /* one table per channel (lut[k] for channel k of c), into a fresh buffer (cv::LUT) */
@@ -244,10 +163,6 @@ void apply_lut(Exec &e, const uint8_t lut[256])
     e.set(d);
 }
 
-/* fmaf(a, b, c) for the operands used here (a * b has at most 48 significant bits and
- * a * b + c spans less than 53): the double sum is exact, so one rounding to float is
- * the fused result, without a libm call (the build targets plain x86-64) */
-inline float fma_exact(float a, float b, float c) { return (float)((double)a * (double)b + (double)c); }
 
 /* float32 in [0, 255] (clamped) -> uint8 by truncation, as torch's .to(torch.uint8) */
 inline uint8_t clamp_trunc(float v) { return (uint8_t)(v < 0.f ? 0.f : (v > 255.f ? 255.f : v)); }
@@ -459,44 +374,6 @@ void sharpness_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
     e.set(d);
 }
 
-/* Nearest-neighbour inverse mapping as torchvision's _affine_grid + grid_sample
- * (align_corners=False) in float32: output pixel centre (x - (W-1)/2, y - (H-1)/2) is
- * mapped by r.matrix, rounded half to even; outside the image: fill. */
-void geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
-{
-    if (!r.applied)
-        return;
-    e.materialize_flips();
-    const AugGeom &q = fqi::params<AugGeom>(op);
-    const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
-    float t[6];
-    for (int k = 0; k < 3; k++)
-        t[k] = (float)r.matrix[k] / (float)(0.5 * W), t[3 + k] = (float)r.matrix[3 + k] / (float)(0.5 * H);
-    const float sw = (float)W * 0.5f, ow = ((float)W - 1.f) * 0.5f, sh = (float)H * 0.5f, oh = ((float)H - 1.f) * 0.5f;
-    uint8_t fill[3];
-    for (int k = 0; k < 3; k++)
-        fill[k] = (uint8_t)std::nearbyint(q.fill[k]);
-    cv::Mat d = e.next(H, W, e.cur.type());
-    for (int y = 0; y < H; y++) {
-        const float yg = (float)y - oh;
-        uint8_t *o = d.ptr<uint8_t>(y);
-        for (int x = 0; x < W; x++, o += c) {
-            const float xg = (float)x - ow;
-            float gx = xg * t[0] + yg * t[1] + t[2], gy = xg * t[3] + yg * t[4] + t[5];
-            float ix = std::nearbyint(fma_exact(gx, sw, ow)), iy = std::nearbyint(fma_exact(gy, sh, oh));
-            if (ix >= 0.f && ix < (float)W && iy >= 0.f && iy < (float)H) {
-                const uint8_t *s = e.cur.ptr<uint8_t>((int)iy) + (int)ix * c;
-                for (int k = 0; k < c; k++)
-                    o[k] = s[k];
-            } else {
-                for (int k = 0; k < c; k++)
-                    o[k] = fill[k];
-            }
-        }
-    }
-    e.set(d);
-}
-
 /* ---- Gamma, Cutout, Lighting -------------------------------------------------------- */
 
 const char *gamma_check(const fq_op &op)
@@ -532,44 +409,6 @@ void gamma_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
         lut[v] = (uint8_t)(t * (float)(255.0 + 1.0 - 1e-3));
     }
     apply_lut(e, lut);
-}
-
-const char *cutout_check(const fq_op &op)
-{
-    const AugCutout &q = fqi::params<AugCutout>(op);
-    if (!(is_int(q.pad_size) && q.pad_size >= 0 && q.pad_size <= FQ_IMG_MAX_SIDE))
-        return "pad_size must be an integer in [0, 32768]";
-    for (double f : q.fill)
-        if (!(std::isfinite(f) && f >= 0 && f <= 255))
-            return "fill must be 3 numbers in [0, 255]";
-    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
-}
-
-/* centre row ~ U{0..H-1}, then column ~ U{0..W-1}; the square [c - pad, c + pad) clipped */
-int plan_cutout(const fq_op &op, fq_rng *rng, int64_t, int *ph, int *pw, fq_img_op_explain &r, fq_err *)
-{
-    const AugCutout &q = fqi::params<AugCutout>(op);
-    const int H = *ph, W = *pw, pad = (int)q.pad_size;
-    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
-    if (!r.applied)
-        return FQ_OK;
-    int cy = (int)fq_rng_next_below(rng, (uint64_t)H), cx = (int)fq_rng_next_below(rng, (uint64_t)W);
-    int y0 = std::max(0, cy - pad), y1 = std::min(H, cy + pad), x0 = std::max(0, cx - pad), x1 = std::min(W, cx + pad);
-    r.box[0] = x0, r.box[1] = y0, r.box[2] = x1 - x0, r.box[3] = y1 - y0;
-    return FQ_OK;
-}
-
-void cutout_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
-{
-    if (!r.applied || r.box[2] <= 0 || r.box[3] <= 0)
-        return;
-    e.materialize_flips();
-    const AugCutout &q = fqi::params<AugCutout>(op);
-    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    e.cur.copyTo(d);
-    d(cv::Rect(r.box[0], r.box[1], r.box[2], r.box[3]))
-        .setTo(cv::Scalar(std::nearbyint(q.fill[0]), std::nearbyint(q.fill[1]), std::nearbyint(q.fill[2])));
-    e.set(d);
 }
 
 const char *lighting_check(const fq_op &op)
@@ -630,10 +469,10 @@ constexpr fq_op_field kPosterizeFields[] = {FQ_FIELD(AugPosterize, bits), FQ_FIE
 constexpr fq_op_field kLevelFields[] = {FQ_FIELD(AugLevel, level), FQ_FIELD(AugLevel, p)};
 constexpr fq_op_field kSolarizeAddFields[] = {FQ_FIELD(AugSolarizeAdd, addition), FQ_FIELD(AugSolarizeAdd, threshold),
                                               FQ_FIELD(AugSolarizeAdd, p)};
-constexpr fq_op_field kGeomFields[] = {FQ_FIELD(AugGeom, level), FQ_FIELD(AugGeom, fill), FQ_FIELD(AugGeom, p)};
+constexpr fq_op_field kGeomFields[] = {FQ_FIELD(fqi::AugGeom, level), FQ_FIELD(fqi::AugGeom, fill), FQ_FIELD(fqi::AugGeom, p)};
 constexpr fq_op_field kGammaFields[] = {FQ_FIELD(AugGamma, gamma), FQ_FIELD(AugGamma, gain), FQ_FIELD(AugGamma, p)};
-constexpr fq_op_field kCutoutFields[] = {FQ_FIELD(AugCutout, pad_size), FQ_FIELD(AugCutout, fill),
-                                         FQ_FIELD(AugCutout, p)};
+constexpr fq_op_field kCutoutFields[] = {FQ_FIELD(fqi::AugCutout, pad_size), FQ_FIELD(fqi::AugCutout, fill),
+                                         FQ_FIELD(fqi::AugCutout, p)};
 constexpr fq_op_field kLightingFields[] = {FQ_FIELD(AugLighting, std), FQ_FIELD(AugLighting, eigval),
                                            FQ_FIELD(AugLighting, eigvec), FQ_FIELD(AugLighting, p)};
 constexpr fq_op_field kRandAugmentFields[] = {
@@ -660,20 +499,20 @@ constexpr fqi::OpImpl kAugOps[] = {
     {"Color", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, color_exec},
     {"Contrast", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, contrast_exec},
     {"Sharpness", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, sharpness_exec},
-    {"Rotate", kAM, FQ_PARAMS(AugGeom, kGeomFields), rotate_check, keeps_size, plan_geom<G_ROTATE>, geom_exec},
-    {"ShearX", kAM, FQ_PARAMS(AugGeom, kGeomFields), shear_check, keeps_size, plan_geom<G_SHEAR_X>, geom_exec},
-    {"ShearY", kAM, FQ_PARAMS(AugGeom, kGeomFields), shear_check, keeps_size, plan_geom<G_SHEAR_Y>, geom_exec},
-    {"TranslateX", kAM, FQ_PARAMS(AugGeom, kGeomFields), translate_check, keeps_size, plan_geom<G_TRANSLATE_X>,
+    {"Rotate", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::rotate_check, keeps_size, fqi::plan_rotate, fqi::geom_exec},
+    {"ShearX", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_x, fqi::geom_exec},
+    {"ShearY", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_y, fqi::geom_exec},
+    {"TranslateX", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_x,
      geom_exec},
-    {"TranslateY", kAM, FQ_PARAMS(AugGeom, kGeomFields), translate_check, keeps_size, plan_geom<G_TRANSLATE_Y>,
+    {"TranslateY", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_y,
      geom_exec},
     {"RandAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugRandAugment, kRandAugmentFields), fqi::rand_augment_check,
      keeps_size, fqi::rand_augment_plan, fqi::policy_exec},
     {"TrivialAugmentWide", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTrivialAugment, kTrivialFields),
      fqi::trivial_augment_check, keeps_size, fqi::trivial_augment_plan, fqi::policy_exec},
     {"Gamma", kAM, FQ_PARAMS(AugGamma, kGammaFields), gamma_check, keeps_size, plan_gamma, gamma_exec},
-    {"Cutout", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX, FQ_PARAMS(AugCutout, kCutoutFields), cutout_check, keeps_size,
-     plan_cutout, cutout_exec},
+    {"Cutout", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX, FQ_PARAMS(fqi::AugCutout, kCutoutFields), fqi::cutout_check, keeps_size,
+     fqi::plan_cutout, fqi::cutout_exec},
     {"Lighting", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_LIGHTING, FQ_PARAMS(AugLighting, kLightingFields), lighting_check,
      keeps_size, plan_lighting, lighting_exec},
 };
@@ -712,7 +551,7 @@ void aug_apply(Exec &e, int kind, double value, const double fill[3])
     fq_op op;
     std::memset(&op, 0, sizeof op);
     op.kind = kind;
-    AugGeom q{{value, value}, {fill[0], fill[1], fill[2]}, 1.0};
+    fqi::AugGeom q{{value, value}, {fill[0], fill[1], fill[2]}, 1.0};
     std::memcpy(op.raw, &q, sizeof q);
     fq_img_op_explain r;
     std::memset(&r, 0, sizeof r);
