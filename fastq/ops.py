@@ -894,4 +894,23 @@ class TrivialAugmentWide(Op):
         return {"num_bins": self.num_magnitude_bins, "fill": self.fill}
 
 
-__all__ += ["RandAugment", "TrivialAugmentWide", "POLICY_OPS"]
+class AutoAugment(Op):
+    """torchvision v2 ``AutoAugment(AutoAugmentPolicy.IMAGENET, fill)``, nearest: one of the
+    25 two-op sub-policies drawn uniformly; each op applied if ``u <= p``, at its bin of
+    10 (the RandAugment tables with 10 bins; Invert too), signed ops negated with
+    probability 1/2.  Explain: ``subpolicy`` and ``policy`` (the ops applied)."""
+
+    kind = _K["AutoAugment"]
+
+    def __init__(self, policy: str = "imagenet", fill: Fill = 0) -> None:
+        n = "AutoAugment"
+        if policy != "imagenet":
+            _fail(n, "policy must be 'imagenet' (the only one implemented)", policy)
+        self.policy = policy
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        return {"policy": 0, "fill": self.fill}
+
+
+__all__ += ["RandAugment", "TrivialAugmentWide", "AutoAugment", "POLICY_OPS"]

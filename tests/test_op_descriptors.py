@@ -45,6 +45,7 @@ SAMPLES = {
     "Gamma": O.Gamma((0.5, 2.0), gain=1.5, p=0.5),
     "Cutout": O.Cutout(16, fill=(1, 2, 3), p=0.5),
     "Lighting": O.Lighting(0.2, p=0.5),
+    "AutoAugment": O.AutoAugment(fill=(4, 5, 6)),
 }
 
 

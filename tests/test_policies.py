@@ -151,3 +151,53 @@ def test_every_bin_of_every_table_is_torchs():
                     for d in run(make(bins, m), img, index)[1]["policy"]:
                         want, _ = table_value(tvp, d["op"], bins, d["bin"], h, w)
                         assert want is None or abs(d["magnitude"]) == abs(want), (bins, d, want)
+
+
+# ---- AutoAugment (imagenet) ------------------------------------------------------------------
+
+def test_auto_augment_replays_through_torchvision():
+    tvp = v2.AutoAugment(fill=[10, 20, 30])
+    subs = tvp._policies
+    for name, img in PHOTOS:
+        h, w = img.shape[:2]
+        for index in range(16):
+            out, rec = run(O.AutoAugment(fill=(10, 20, 30)), img, index)
+            sub = subs[rec["subpolicy"]]
+            drawn = rec["policy"]
+            # the ops applied are a subsequence of the sub-policy, each at its own bin of 10
+            pos = 0
+            for d in drawn:
+                while pos < 2 and sub[pos][0] != d["op"]:
+                    pos += 1
+                assert pos < 2, (sub, drawn)
+                _, _, bin_ = sub[pos]
+                want, signed = table_value(tvp, d["op"], 10, bin_ or 0, h, w)
+                if bin_ is None:
+                    assert d["magnitude"] == 0.0
+                else:
+                    assert abs(d["magnitude"]) == abs(want) and (signed or d["magnitude"] == want), (d, want)
+                pos += 1
+            want = replay(tvp, img, drawn)
+            px = np.abs(out.astype(int) - want.astype(int)).max(axis=-1) > 0
+            assert px.mean() <= 0.005, f"{name} sample {index}: {drawn}: {px.mean():.3%} of pixels differ"
+
+
+def test_auto_augment_frequencies():
+    subs = v2.AutoAugment()._policies
+    img = PHOTOS[5][1]
+    n = 1000
+    chosen = collections.Counter()
+    expected_applied, applied = 0.0, 0
+    for index in range(n):
+        rec = run(O.AutoAugment(), img, index)[1]
+        chosen[rec["subpolicy"]] += 1
+        expected_applied += sum(p for _, p, _ in subs[rec["subpolicy"]])
+        applied += len(rec["policy"])
+    assert _chi2(chosen, 25, n) < 51.18, chosen  # df 24, p = 0.001
+    var = sum(p * (1 - p) for s in subs for _, p, _ in s) / 25 * n
+    assert abs(applied - expected_applied) <= 4 * math.sqrt(var), (applied, expected_applied)
+
+
+def test_auto_augment_bad_policy():
+    with pytest.raises(ValueError, match="AutoAugment: policy must be 'imagenet'"):
+        O.AutoAugment("cifar10")

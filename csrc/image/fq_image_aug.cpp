@@ -478,6 +478,8 @@ constexpr fq_op_field kLightingFields[] = {FQ_FIELD(AugLighting, std), FQ_FIELD(
 constexpr fq_op_field kRandAugmentFields[] = {
     FQ_FIELD(fqi::AugRandAugment, num_ops), FQ_FIELD(fqi::AugRandAugment, magnitude),
     FQ_FIELD(fqi::AugRandAugment, num_bins), FQ_FIELD(fqi::AugRandAugment, fill)};
+constexpr fq_op_field kAutoAugmentFields[] = {FQ_FIELD(fqi::AugAutoAugment, policy),
+                                              FQ_FIELD(fqi::AugAutoAugment, fill)};
 constexpr fq_op_field kTrivialFields[] = {FQ_FIELD(fqi::AugTrivialAugment, num_bins),
                                           FQ_FIELD(fqi::AugTrivialAugment, fill)};
 
@@ -515,6 +517,8 @@ constexpr fqi::OpImpl kAugOps[] = {
      fqi::plan_cutout, fqi::cutout_exec},
     {"Lighting", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_LIGHTING, FQ_PARAMS(AugLighting, kLightingFields), lighting_check,
      keeps_size, plan_lighting, lighting_exec},
+    {"AutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugAutoAugment, kAutoAugmentFields), fqi::auto_augment_check,
+     keeps_size, fqi::auto_augment_plan, fqi::policy_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

@@ -13,11 +13,35 @@ namespace {
 
 /* torchvision v2's op list, in its dict order */
 enum PolicyOp { P_IDENTITY, P_SHEAR_X, P_SHEAR_Y, P_TRANSLATE_X, P_TRANSLATE_Y, P_ROTATE, P_BRIGHTNESS, P_COLOR,
-                P_CONTRAST, P_SHARPNESS, P_POSTERIZE, P_SOLARIZE, P_AUTOCONTRAST, P_EQUALIZE, P_COUNT };
+                P_CONTRAST, P_SHARPNESS, P_POSTERIZE, P_SOLARIZE, P_AUTOCONTRAST, P_EQUALIZE, P_COUNT,
+                P_INVERT = P_COUNT /* AutoAugment only */ };
 
-const char *const kNames[P_COUNT] = {"Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate",
+const char *const kNames[P_COUNT + 1] = {"Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate",
                                      "Brightness", "Color", "Contrast", "Sharpness", "Posterize", "Solarize",
-                                     "AutoContrast", "Equalize"};
+                                     "AutoContrast", "Equalize", "Invert"};
+
+/* torchvision v2 AutoAugment(AutoAugmentPolicy.IMAGENET): 25 sub-policies of two
+ * (op, probability, bin of 10; -1: no magnitude) */
+struct SubOp {
+    int op;
+    double p;
+    int bin;
+};
+const SubOp kImageNet[25][2] = {
+    {{P_POSTERIZE, 0.4, 8}, {P_ROTATE, 0.6, 9}},     {{P_SOLARIZE, 0.6, 5}, {P_AUTOCONTRAST, 0.6, -1}},
+    {{P_EQUALIZE, 0.8, -1}, {P_EQUALIZE, 0.6, -1}},  {{P_POSTERIZE, 0.6, 7}, {P_POSTERIZE, 0.6, 6}},
+    {{P_EQUALIZE, 0.4, -1}, {P_SOLARIZE, 0.2, 4}},   {{P_EQUALIZE, 0.4, -1}, {P_ROTATE, 0.8, 8}},
+    {{P_SOLARIZE, 0.6, 3}, {P_EQUALIZE, 0.6, -1}},   {{P_POSTERIZE, 0.8, 5}, {P_EQUALIZE, 1.0, -1}},
+    {{P_ROTATE, 0.2, 3}, {P_SOLARIZE, 0.6, 8}},      {{P_EQUALIZE, 0.6, -1}, {P_POSTERIZE, 0.4, 6}},
+    {{P_ROTATE, 0.8, 8}, {P_COLOR, 0.4, 0}},         {{P_ROTATE, 0.4, 9}, {P_EQUALIZE, 0.6, -1}},
+    {{P_EQUALIZE, 0.0, -1}, {P_EQUALIZE, 0.8, -1}},  {{P_INVERT, 0.6, -1}, {P_EQUALIZE, 1.0, -1}},
+    {{P_COLOR, 0.6, 4}, {P_CONTRAST, 1.0, 8}},       {{P_ROTATE, 0.8, 8}, {P_COLOR, 1.0, 2}},
+    {{P_COLOR, 0.8, 8}, {P_SOLARIZE, 0.8, 7}},       {{P_SHARPNESS, 0.4, 7}, {P_INVERT, 0.6, -1}},
+    {{P_SHEAR_X, 0.6, 5}, {P_EQUALIZE, 1.0, -1}},    {{P_COLOR, 0.4, 0}, {P_EQUALIZE, 0.6, -1}},
+    {{P_EQUALIZE, 0.4, -1}, {P_SOLARIZE, 0.2, 4}},   {{P_SOLARIZE, 0.6, 5}, {P_AUTOCONTRAST, 0.6, -1}},
+    {{P_INVERT, 0.6, -1}, {P_EQUALIZE, 1.0, -1}},    {{P_COLOR, 0.6, 4}, {P_CONTRAST, 1.0, 8}},
+    {{P_EQUALIZE, 0.8, -1}, {P_EQUALIZE, 0.6, -1}},
+};
 
 bool signed_op(int o) { return o >= P_SHEAR_X && o <= P_SHARPNESS; }
 bool has_magnitude(int o) { return o >= P_SHEAR_X && o <= P_SOLARIZE; }
@@ -86,6 +110,35 @@ void draw_one(fq_rng *rng, int k, int bin, int n, int h, int w, bool wide, fq_im
 
 namespace fqi {
 
+const char *auto_augment_check(const fq_op &op)
+{
+    const AugAutoAugment &q = params<AugAutoAugment>(op);
+    if (q.policy != 0)
+        return "policy must be 0 (imagenet)";
+    return valid_fill(q.fill) ? nullptr : "fill must be 3 numbers in [0, 255]";
+}
+
+/* sub-policy U{0..24}; per op: applied if u <= p; then, signed ops, negated if u <= 0.5;
+ * the ops applied are listed (r.applied of them); params[4] = the sub-policy */
+int auto_augment_plan(const fq_op &, fq_rng *rng, int64_t, int *h, int *w, fq_img_op_explain &r, fq_err *)
+{
+    const int sp = (int)fq_rng_next_below(rng, 25);
+    r.applied = 0;
+    r.params[4] = sp;
+    for (const SubOp &s : kImageNet[sp]) {
+        if (!(fq_rng_uniform(rng) <= s.p))
+            continue;
+        double m = s.bin >= 0 ? magnitude(s.op, s.bin, 10, *h, *w, false) : 0.0;
+        if (signed_op(s.op) && fq_rng_uniform(rng) <= 0.5)
+            m = -m;
+        const int k = r.applied++;
+        r.order[k] = fq_img_op_kind(kNames[s.op]);
+        r.factor[k] = m;
+        r.params[k] = s.bin >= 0 ? s.bin : 0;
+    }
+    return FQ_OK;
+}
+
 const char *rand_augment_check(const fq_op &op)
 {
     const AugRandAugment &q = params<AugRandAugment>(op);
@@ -125,8 +178,10 @@ int trivial_augment_plan(const fq_op &op, fq_rng *rng, int64_t, int *h, int *w, 
 void policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 {
     /* fill is the last field of both structs */
-    const double *fill = op.kind == fq_img_op_kind("RandAugment") ? params<AugRandAugment>(op).fill
-                                                                    : params<AugTrivialAugment>(op).fill;
+    const char *policy = fq_img_op_name(op.kind);
+    const double *fill = !std::strcmp(policy, "RandAugment")          ? params<AugRandAugment>(op).fill
+                         : !std::strcmp(policy, "TrivialAugmentWide") ? params<AugTrivialAugment>(op).fill
+                                                                       : params<AugAutoAugment>(op).fill;
     for (int k = 0; k < r.applied && k < 4; k++) {
         const int kind = r.order[k];
         if (kind <= 0)

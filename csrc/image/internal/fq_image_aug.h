@@ -70,7 +70,16 @@ struct AugTrivialAugment {
     double fill[3];
 };
 
+/* AutoAugment: policy 0 = torchvision's AutoAugmentPolicy.IMAGENET */
+struct AugAutoAugment {
+    double policy;
+    double fill[3];
+};
+
 const char *rand_augment_check(const fq_op &op);
+const char *auto_augment_check(const fq_op &op);
+int auto_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                      fq_err *err);
 const char *trivial_augment_check(const fq_op &op);
 int rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
                       fq_err *err);
