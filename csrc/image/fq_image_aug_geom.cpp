@@ -11,6 +11,21 @@
 
 namespace fqi {
 
+namespace {
+
+/* nearbyint (half to even) for |v| < 2^22 without a libm call (plain x86-64 has no
+ * roundss): adding and removing 1.5 * 2^23 rounds in the default rounding mode.  Larger
+ * |v| (far outside any image) come back unchanged; NaN stays NaN (then: outside). */
+inline float round_even(float v)
+{
+    if (!(std::fabs(v) < 4194304.f))
+        return v;
+    volatile float t = v + 12582912.f; /* volatile: keep the two roundings apart */
+    return t - 12582912.f;
+}
+
+}  // namespace
+
 const char *geom_check_range(const fq_op &op, double lim, const char *why)
 {
     const AugGeom &q = fqi::params<AugGeom>(op);
@@ -107,7 +122,7 @@ void geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
         for (int x = 0; x < W; x++, o += c) {
             const float xg = (float)x - ow;
             float gx = xg * t[0] + yg * t[1] + t[2], gy = xg * t[3] + yg * t[4] + t[5];
-            float ix = std::nearbyint(fma_exact(gx, sw, ow)), iy = std::nearbyint(fma_exact(gy, sh, oh));
+            float ix = round_even(fma_exact(gx, sw, ow)), iy = round_even(fma_exact(gy, sh, oh));
             if (ix >= 0.f && ix < (float)W && iy >= 0.f && iy < (float)H) {
                 const uint8_t *s = e.cur.ptr<uint8_t>((int)iy) + (int)ix * c;
                 for (int k = 0; k < c; k++)
