@@ -201,3 +201,57 @@ def test_auto_augment_frequencies():
 def test_auto_augment_bad_policy():
     with pytest.raises(ValueError, match="AutoAugment: policy must be 'imagenet'"):
         O.AutoAugment("cifar10")
+
+
+# ---- golden draws (tests/data/golden.json "policy_draws") --------------------------------------
+
+SIGNED = {"ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color", "Contrast", "Sharpness"}
+
+
+def _ref_policy_draws(kind, seed, epoch, index, h, w):
+    """Independent replay of the documented draws (docs/ops.md "Policies") with the reference
+    generator of tests/test_golden.py and torchvision's own magnitude tables."""
+    from test_golden import RefRng
+    r = RefRng(seed, epoch, index)
+    out = []
+
+    def one(tvp, name, bin_, bins):
+        m, signed = table_value(tvp, name, bins, bin_, h, w)
+        if m is None:
+            return {"op": name, "magnitude": 0.0, "bin": 0}
+        if signed and r.uniform() <= 0.5:
+            m = -m
+        return {"op": name, "magnitude": m, "bin": bin_}
+
+    if kind == "RandAugment":
+        tvp = v2.RandAugment()
+        for _ in range(2):
+            out.append(one(tvp, O.POLICY_OPS[r.below(14)], 9, 31))
+        return {"policy": out}
+    if kind == "TrivialAugmentWide":
+        tvp = v2.TrivialAugmentWide()
+        name = O.POLICY_OPS[r.below(14)]
+        has = tvp._AUGMENTATION_SPACE[name][0](31, h, w) is not None
+        return {"policy": [one(tvp, name, r.below(31) if has else 0, 31)]}
+    tvp = v2.AutoAugment()
+    sp = r.below(25)
+    for name, p, bin_ in tvp._policies[sp]:
+        if r.uniform() <= p:
+            out.append(one(tvp, name, bin_ if bin_ is not None else 0, 10))
+    return {"policy": out, "subpolicy": sp}
+
+
+@pytest.mark.parametrize("kind", ["RandAugment", "TrivialAugmentWide", "AutoAugment"])
+def test_policy_draws_are_frozen_and_match_an_independent_replay(kind):
+    from test_golden import GOLDEN
+    frozen = GOLDEN["policy_draws"][kind]
+    rng = np.random.default_rng(11)
+    img = rng.integers(0, 256, (50, 70, 3), dtype=np.uint8)
+    op = getattr(O, kind)()
+    for index, want in enumerate(frozen):
+        h, w = img.shape[:2]
+        spec = _image.ImageSpec(O.compile_ops([O.CenterCrop((h, w)), op], dtype="uint8"))
+        rec = spec.process_array(img, 1234, 3, index)[1]["ops"][-1]
+        got = {k: rec[k] for k in ("policy", "subpolicy") if k in rec}
+        assert got == want, (index, got, want)
+        assert _ref_policy_draws(kind, 1234, 3, index, h, w) == want, index
