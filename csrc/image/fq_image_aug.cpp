@@ -169,7 +169,10 @@ inline uint8_t clamp_trunc(float v) { return (uint8_t)(v < 0.f ? 0.f : (v > 255.
 
 /* torchvision's _blend(x, y, r) = x * r + y * (1 - r) in float32 (the add is an FMA in
  * torch's vectorised kernel) */
-inline uint8_t blend(float x, float y, float r, float one_minus_r) { return clamp_trunc(fma_exact(y, one_minus_r, x * r)); }
+inline uint8_t blend(float x, float y, float r, float one_minus_r)
+{
+    return clamp_trunc(fma_exact(y, one_minus_r, x * r));
+}
 
 /* floor(0.2989 R + 0.587 G + 0.114 B) in float32 (torch's mul + two FMA adds), or the
  * single channel, into a CV_32F image in g1 */
@@ -182,7 +185,8 @@ cv::Mat gray_floor(Exec &e)
         float *o = g.ptr<float>(y);
         for (int x = 0; x < e.cur.cols; x++, s += c)
             o[x] = c == 1 ? (float)s[0]
-                          : std::floor(fma_exact((float)s[2], 0.114f, fma_exact((float)s[1], 0.587f, (float)s[0] * 0.2989f)));
+                          : std::floor(fma_exact((float)s[2], 0.114f,
+                                                 fma_exact((float)s[1], 0.587f, (float)s[0] * 0.2989f)));
     }
     return g;
 }
@@ -469,7 +473,8 @@ constexpr fq_op_field kPosterizeFields[] = {FQ_FIELD(AugPosterize, bits), FQ_FIE
 constexpr fq_op_field kLevelFields[] = {FQ_FIELD(AugLevel, level), FQ_FIELD(AugLevel, p)};
 constexpr fq_op_field kSolarizeAddFields[] = {FQ_FIELD(AugSolarizeAdd, addition), FQ_FIELD(AugSolarizeAdd, threshold),
                                               FQ_FIELD(AugSolarizeAdd, p)};
-constexpr fq_op_field kGeomFields[] = {FQ_FIELD(fqi::AugGeom, level), FQ_FIELD(fqi::AugGeom, fill), FQ_FIELD(fqi::AugGeom, p)};
+constexpr fq_op_field kGeomFields[] = {FQ_FIELD(fqi::AugGeom, level), FQ_FIELD(fqi::AugGeom, fill),
+                                       FQ_FIELD(fqi::AugGeom, p)};
 constexpr fq_op_field kGammaFields[] = {FQ_FIELD(AugGamma, gamma), FQ_FIELD(AugGamma, gain), FQ_FIELD(AugGamma, p)};
 constexpr fq_op_field kCutoutFields[] = {FQ_FIELD(fqi::AugCutout, pad_size), FQ_FIELD(fqi::AugCutout, fill),
                                          FQ_FIELD(fqi::AugCutout, p)};
@@ -501,9 +506,12 @@ constexpr fqi::OpImpl kAugOps[] = {
     {"Color", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, color_exec},
     {"Contrast", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, contrast_exec},
     {"Sharpness", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, sharpness_exec},
-    {"Rotate", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::rotate_check, keeps_size, fqi::plan_rotate, fqi::geom_exec},
-    {"ShearX", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_x, fqi::geom_exec},
-    {"ShearY", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_y, fqi::geom_exec},
+    {"Rotate", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::rotate_check, keeps_size, fqi::plan_rotate,
+     fqi::geom_exec},
+    {"ShearX", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_x,
+     fqi::geom_exec},
+    {"ShearY", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_y,
+     fqi::geom_exec},
     {"TranslateX", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_x,
      geom_exec},
     {"TranslateY", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_y,
@@ -513,8 +521,8 @@ constexpr fqi::OpImpl kAugOps[] = {
     {"TrivialAugmentWide", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTrivialAugment, kTrivialFields),
      fqi::trivial_augment_check, keeps_size, fqi::trivial_augment_plan, fqi::policy_exec},
     {"Gamma", kAM, FQ_PARAMS(AugGamma, kGammaFields), gamma_check, keeps_size, plan_gamma, gamma_exec},
-    {"Cutout", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX, FQ_PARAMS(fqi::AugCutout, kCutoutFields), fqi::cutout_check, keeps_size,
-     fqi::plan_cutout, fqi::cutout_exec},
+    {"Cutout", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX, FQ_PARAMS(fqi::AugCutout, kCutoutFields), fqi::cutout_check,
+     keeps_size, fqi::plan_cutout, fqi::cutout_exec},
     {"Lighting", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_LIGHTING, FQ_PARAMS(AugLighting, kLightingFields), lighting_check,
      keeps_size, plan_lighting, lighting_exec},
     {"AutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugAutoAugment, kAutoAugmentFields), fqi::auto_augment_check,

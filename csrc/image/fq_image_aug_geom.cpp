@@ -37,8 +37,14 @@ const char *geom_check_range(const fq_op &op, double lim, const char *why)
     return aug_valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
 }
 
-const char *rotate_check(const fq_op &op) { return geom_check_range(op, 1e6, "angle range must be finite, min <= max"); }
-const char *shear_check(const fq_op &op) { return geom_check_range(op, 100, "level range must satisfy -100 <= min <= max <= 100"); }
+const char *rotate_check(const fq_op &op)
+{
+    return geom_check_range(op, 1e6, "angle range must be finite, min <= max");
+}
+const char *shear_check(const fq_op &op)
+{
+    return geom_check_range(op, 100, "level range must satisfy -100 <= min <= max <= 100");
+}
 const char *translate_check(const fq_op &op)
 {
     return geom_check_range(op, FQ_IMG_MAX_SIDE, "pixels range must satisfy -32768 <= min <= max <= 32768");
