@@ -20,8 +20,7 @@ inline float round_even(float v)
 {
     if (!(std::fabs(v) < 4194304.f))
         return v;
-    volatile float t = v + 12582912.f; /* volatile: keep the two roundings apart */
-    return t - 12582912.f;
+    return (v + 12582912.f) - 12582912.f; /* not folded: no -ffast-math; SSE float, no excess precision */
 }
 
 }  // namespace
