@@ -837,7 +837,33 @@ class Lighting(Op):
         return {"std": self.std, "eigval": self.eigval, "eigvec": self.eigvec, "p": self.p}
 
 
-__all__ += ["Gamma", "Cutout", "Lighting", "LIGHTING_EIGVAL", "LIGHTING_EIGVEC"]
+class GaussianBlur(Op):
+    """torchvision v2 ``GaussianBlur(kernel_size, sigma)``: sigma ~ U(sigma) per sample (a
+    number: fixed); kernel ``softmax(-(x / sigma)^2)`` over ``x = linspace(-lim, lim, k)``,
+    ``lim = (k - 1) / (2 sqrt 2)``, in float32; separable float32 convolution with
+    reflect borders, rounded half to even.  ``kernel_size``: odd int or ``(kx, ky)``
+    (width first, as torchvision); an image not larger than half the kernel is left as is."""
+
+    kind = _K["GaussianBlur"]
+
+    def __init__(self, kernel_size: Union[int, Tuple[int, int]], sigma: Range = (0.1, 2.0), p: float = 1.0) -> None:
+        n = "GaussianBlur"
+        ks = (kernel_size, kernel_size) if isinstance(kernel_size, numbers.Integral) else kernel_size
+        try:
+            kx, ky = ks
+        except (TypeError, ValueError):
+            _fail(n, "kernel_size must be an odd int or a pair of odd ints", kernel_size)
+        self.kernel_size = (_int_in(n, "kernel_size", kx, 1, 255), _int_in(n, "kernel_size", ky, 1, 255))
+        if not all(k % 2 == 1 for k in self.kernel_size):
+            _fail(n, "kernel_size must be odd", kernel_size)
+        self.sigma = _level(n, sigma, "sigma", 1e-12, 1e3)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"ksize": self.kernel_size, "sigma": self.sigma, "p": self.p}
+
+
+__all__ += ["GaussianBlur", "Gamma", "Cutout", "Lighting", "LIGHTING_EIGVAL", "LIGHTING_EIGVEC"]
 __all__ += ["Invert", "AutoContrast", "Equalize", "Posterize", "Solarize", "SolarizeAdd", "Brightness", "Color",
             "Contrast", "Sharpness", "Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY"]
 

@@ -196,7 +196,7 @@ def test_one_and_two_workers_are_bit_identical():
              O.Solarize((0, 256), 0.5), O.Color((0.1, 1.9), 0.5), O.Contrast((0.1, 1.9), 0.5),
              O.Sharpness((0.1, 1.9), 0.5), O.Brightness((0.1, 1.9), 0.5), O.Invert(0.3), O.SolarizeAdd(60, 128, 0.3)]
     chain2 = [O.RandomResizedCrop(64), O.HorizontalFlip(), O.RandAugment(), O.TrivialAugmentWide(), O.Gamma((0.5, 2)),
-              O.Cutout(10, p=0.5), O.Lighting(0.3)]
+              O.Cutout(10, p=0.5), O.Lighting(0.3), O.GaussianBlur(5, p=0.5), O.AutoAugment()]
     for c in (chain, chain2):
         _same_for_1_and_2_workers(imgs, c)
 
@@ -309,5 +309,31 @@ def test_lighting_matches_tensorpack():
     (lambda: O.Lighting(eigvec=((1, 2, 3),)), "Lighting: eigvec must be 3 x 3"),
 ])
 def test_bad_parameters_of_gamma_cutout_lighting(make, msg):
+    with pytest.raises(ValueError, match=msg):
+        make()
+
+
+@pytest.mark.parametrize("ks,sigma", [(3, 0.8), (5, (0.1, 2.0)), ((7, 3), 1.3), (9, 3.0), (1, 1.0), (23, 5.0)])
+def test_gaussian_blur_matches_torchvision(ks, sigma):
+    k = [ks, ks] if isinstance(ks, int) else list(ks)
+    for name, img in PHOTOS:
+        for index in range(2):
+            out, rec = run_op(O.GaussianBlur(ks, sigma), img, index=index)
+            if img.shape[1] <= k[0] // 2 or img.shape[0] <= k[1] // 2:
+                # torchvision refuses (reflect padding larger than the image); fastq leaves it
+                assert np.array_equal(out, img)
+                continue
+            want = tv(tvF.gaussian_blur, img, k, [rec["magnitude"]] * 2)
+            # torch sums the 2-D kernel in another order (and its exp is Sleef's): a value
+            # within float noise of .5 may round the other way (measured: <= 3e-5 of values)
+            _check(out, want, BLEND, f"GaussianBlur({ks}, {sigma}) on {name}")
+
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda: O.GaussianBlur(4), "GaussianBlur: kernel_size must be odd"),
+    (lambda: O.GaussianBlur((3, 301)), "GaussianBlur: kernel_size must be an int in"),
+    (lambda: O.GaussianBlur(3, sigma=0), "GaussianBlur: sigma must be"),
+])
+def test_bad_gaussian_blur(make, msg):
     with pytest.raises(ValueError, match=msg):
         make()

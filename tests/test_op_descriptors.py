@@ -46,6 +46,7 @@ SAMPLES = {
     "Cutout": O.Cutout(16, fill=(1, 2, 3), p=0.5),
     "Lighting": O.Lighting(0.2, p=0.5),
     "AutoAugment": O.AutoAugment(fill=(4, 5, 6)),
+    "GaussianBlur": O.GaussianBlur((5, 3), sigma=(0.5, 1.5), p=0.5),
 }
 
 

@@ -485,6 +485,8 @@ constexpr fq_op_field kRandAugmentFields[] = {
     FQ_FIELD(fqi::AugRandAugment, num_bins), FQ_FIELD(fqi::AugRandAugment, fill)};
 constexpr fq_op_field kAutoAugmentFields[] = {FQ_FIELD(fqi::AugAutoAugment, policy),
                                               FQ_FIELD(fqi::AugAutoAugment, fill)};
+constexpr fq_op_field kBlurFields[] = {FQ_FIELD(fqi::AugBlur, ksize), FQ_FIELD(fqi::AugBlur, sigma),
+                                       FQ_FIELD(fqi::AugBlur, p)};
 constexpr fq_op_field kTrivialFields[] = {FQ_FIELD(fqi::AugTrivialAugment, num_bins),
                                           FQ_FIELD(fqi::AugTrivialAugment, fill)};
 
@@ -527,6 +529,8 @@ constexpr fqi::OpImpl kAugOps[] = {
      keeps_size, plan_lighting, lighting_exec},
     {"AutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugAutoAugment, kAutoAugmentFields), fqi::auto_augment_check,
      keeps_size, fqi::auto_augment_plan, fqi::policy_exec},
+    {"GaussianBlur", kAM, FQ_PARAMS(fqi::AugBlur, kBlurFields), fqi::blur_check, keeps_size, fqi::plan_blur,
+     fqi::blur_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

@@ -53,6 +53,16 @@ const char *cutout_check(const fq_op &op);
 int plan_cutout(const fq_op &, fq_rng *, int64_t, int *, int *, fq_img_op_explain &, fq_err *);
 void cutout_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 
+/* GaussianBlur (fq_image_aug_filter.cpp) */
+struct AugBlur {
+    double ksize[2]; /* odd: x (width), y (height), torchvision's order */
+    double sigma[2]; /* drawn uniformly in [lo, hi] */
+    double p;
+};
+const char *blur_check(const fq_op &op);
+int plan_blur(const fq_op &, fq_rng *, int64_t, int *, int *, fq_img_op_explain &, fq_err *);
+void blur_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+
 /* Run primitive op `kind` (Invert ... TranslateY) on e.cur at level `value`, in the
  * primitive's own terms (a factor, bits, a threshold, degrees, pixels), applied
  * unconditionally; geometric ops fill with fill[3].  Draws nothing. */
