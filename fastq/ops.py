@@ -848,7 +848,7 @@ class GaussianBlur(Op):
 
     def __init__(self, kernel_size: Union[int, Tuple[int, int]], sigma: Range = (0.1, 2.0), p: float = 1.0) -> None:
         n = "GaussianBlur"
-        ks = (kernel_size, kernel_size) if isinstance(kernel_size, numbers.Integral) else kernel_size
+        ks: Any = (kernel_size, kernel_size) if isinstance(kernel_size, numbers.Integral) else kernel_size
         try:
             kx, ky = ks
         except (TypeError, ValueError):
