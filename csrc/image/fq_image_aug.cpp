@@ -543,6 +543,10 @@ constexpr bool all_fields_cover()
 }
 static_assert(all_fields_cover(), "an op's field list must cover its parameter struct, in order");
 
+constexpr bool same(const char *a, const char *b) { return *a == *b && (*a == 0 || same(a + 1, b + 1)); }
+static_assert(same(kAugOps[10].name, "Rotate") && same(kAugOps[14].name, "TranslateY"),
+              "aug_apply maps records 10..14 to GeomKind");
+
 template <size_t... I>
 constexpr std::array<fq_op_desc, sizeof...(I)> make_descs(std::index_sequence<I...>)
 {
