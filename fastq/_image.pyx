@@ -211,6 +211,16 @@ cdef dict _op_explain(const fq_img_op_explain *r):
         d["scale"] = r.params[3]
         d["shear"] = (r.params[4], r.shear_y)
         d["matrix"] = [[r.matrix[0], r.matrix[1], r.matrix[2]], [r.matrix[3], r.matrix[4], r.matrix[5]]]
+    if fields & FQ_EXPLAIN_MAGNITUDE:
+        d["magnitude"] = r.factor[0]
+    if fields & FQ_EXPLAIN_LIGHTING and r.applied:
+        d["alpha"] = (r.factor[0], r.factor[1], r.factor[2])
+        d["increment"] = (r.params[0], r.params[1], r.params[2])
+    if fields & FQ_EXPLAIN_POLICY:  # the ops a policy drew: torchvision's names and magnitudes
+        d["policy"] = [{"op": "Identity" if r.order[k] == 0 else fq_img_op_name(r.order[k]).decode(),
+                        "magnitude": r.factor[k], "bin": int(r.params[k])} for k in range(min(r.applied, 4))]
+        if d["op"] == "AutoAugment":
+            d["subpolicy"] = int(r.params[4])
     return d
 
 

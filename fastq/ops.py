@@ -575,3 +575,368 @@ def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32
     h, w = size
     out_shape = (h, w, channels) if layout == "NHWC" else (channels, h, w)
     return CompiledOps(ops, packed, channels, dtype, layout, int(max_pixels), bool(dct_scaling), out_shape)
+
+
+# ---- uint8 augmentation primitives (csrc/image/fq_image_aug.cpp) -----------------------
+#
+# torchvision.transforms.v2.functional semantics on uint8 tensors (SolarizeAdd: TF Model
+# Garden), each applied with probability ``p`` (``u < p``; ``u`` is drawn even when p = 1).
+# A level given as a number is used as is; a ``(min, max)`` pair is drawn uniformly per
+# sample (only when the op is applied).  The level used is in the explain record
+# (``magnitude``).  Exact definitions: docs/ops.md "Augmentation primitives".
+
+
+def _level(op, value, name, lo, hi):
+    if _num(value):
+        rng = (float(value), float(value))
+    else:
+        rng = _pair(op, value, name)
+    if not (lo <= rng[0] <= rng[1] <= hi):
+        _fail(op, f"{name} must be a number or a (min, max) pair with {lo} <= min <= max <= {hi}", value)
+    return rng
+
+
+class _Prob(Op):
+    def __init__(self, p: float = 1.0) -> None:
+        self.p = _prob(type(self).__name__, p)
+
+    def fields(self):
+        return {"p": self.p}
+
+
+class Invert(_Prob):
+    """``255 - x`` with probability ``p``."""
+
+    kind = _K["Invert"]
+
+
+class AutoContrast(_Prob):
+    """Per channel: stretch [min, max] to [0, 255]: ``trunc((x - min) / ((max - min) / 255))``
+    in float32 (unchanged when max == min)."""
+
+    kind = _K["AutoContrast"]
+
+
+class Equalize(_Prob):
+    """Per-channel histogram equalisation, PIL's / torchvision v2's integer algorithm."""
+
+    kind = _K["Equalize"]
+
+
+class Posterize(Op):
+    """Keep the top ``bits`` (0..8) bits of every value: ``x & (0xFF << (8 - bits))``."""
+
+    kind = _K["Posterize"]
+
+    def __init__(self, bits: int, p: float = 1.0) -> None:
+        n = "Posterize"
+        if not (isinstance(bits, numbers.Integral) and not isinstance(bits, bool) and 0 <= bits <= 8):
+            _fail(n, "bits must be an int in [0, 8]", bits)
+        self.bits = int(bits)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"bits": self.bits, "p": self.p}
+
+
+class Solarize(Op):
+    """``255 - x`` where ``x >= threshold`` (float compare), else ``x``; threshold in [0, 256]
+    (a number, or a (min, max) range drawn per sample)."""
+
+    kind = _K["Solarize"]
+
+    def __init__(self, threshold: Range, p: float = 1.0) -> None:
+        self.threshold = _level("Solarize", threshold, "threshold", 0, 256)
+        self.p = _prob("Solarize", p)
+
+    def fields(self):
+        return {"level": self.threshold, "p": self.p}
+
+
+class SolarizeAdd(Op):
+    """TF Model Garden's ``solarize_add``: where ``x < threshold``, ``clip(x + addition, 0, 255)``,
+    else ``x``.  ``addition``: int in [-255, 255]; ``threshold`` in [0, 256]."""
+
+    kind = _K["SolarizeAdd"]
+
+    def __init__(self, addition: int = 0, threshold: float = 128, p: float = 1.0) -> None:
+        n = "SolarizeAdd"
+        if not (isinstance(addition, numbers.Integral) and not isinstance(addition, bool) and -255 <= addition <= 255):
+            _fail(n, "addition must be an int in [-255, 255]", addition)
+        if not (_num(threshold) and 0 <= threshold <= 256):
+            _fail(n, "threshold must be a number in [0, 256]", threshold)
+        self.addition, self.threshold = int(addition), float(threshold)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"addition": self.addition, "threshold": self.threshold, "p": self.p}
+
+
+class _Factor(Op):
+    def __init__(self, factor: Range, p: float = 1.0) -> None:
+        n = type(self).__name__
+        self.factor = _level(n, factor, "factor", 0, 1e6)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"level": self.factor, "p": self.p}
+
+
+class Brightness(_Factor):
+    """``trunc(clamp(x * f))`` (torchvision ``adjust_brightness``)."""
+
+    kind = _K["Brightness"]
+
+
+class Color(_Factor):
+    """Saturation blend with the gray image ``floor(0.2989 R + 0.587 G + 0.114 B)``:
+    ``trunc(clamp(f x + (1 - f) gray))`` (``adjust_saturation``; no-op on 1 channel)."""
+
+    kind = _K["Color"]
+
+
+class Contrast(_Factor):
+    """Blend with the mean of the floored gray image: ``trunc(clamp(f x + (1 - f) mean))``
+    (``adjust_contrast``)."""
+
+    kind = _K["Contrast"]
+
+
+class Sharpness(_Factor):
+    """Blend with the 3x3 smoothing (1s around, 5 in the centre, / 13, rounded) on the
+    interior; the 1-pixel border is kept (``adjust_sharpness``)."""
+
+    kind = _K["Sharpness"]
+
+
+class _Geom(Op):
+    _limit = 1e6
+    _name = "level"
+
+    def __init__(self, level: Range, fill: Fill = 0, p: float = 1.0) -> None:
+        n = type(self).__name__
+        self.level = _level(n, level, self._name, -self._limit, self._limit)
+        self.fill = _fill(n, fill)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"level": self.level, "fill": self.fill, "p": self.p}
+
+
+class Rotate(_Geom):
+    """Rotate by ``angle`` degrees counter-clockwise about the image centre, same size,
+    nearest neighbour, ``fill`` outside (``F.rotate``)."""
+
+    kind = _K["Rotate"]
+    _name = "angle"
+
+    def __init__(self, angle: Range, fill: Fill = 0, p: float = 1.0) -> None:
+        super().__init__(angle, fill, p)
+
+
+class ShearX(_Geom):
+    """``F.affine(shear=[degrees(atan(level)), 0], center=[0, 0])``: x' = x + level * y about
+    the top-left corner, nearest, ``fill`` outside; level in [-100, 100]."""
+
+    kind = _K["ShearX"]
+    _limit = 100
+
+
+class ShearY(_Geom):
+    """As ShearX along y: y' = y + level * x."""
+
+    kind = _K["ShearY"]
+    _limit = 100
+
+
+class TranslateX(_Geom):
+    """Shift right by ``int(pixels)`` (truncated toward zero), ``fill`` where uncovered."""
+
+    kind = _K["TranslateX"]
+    _limit = MAX_SIDE
+    _name = "pixels"
+
+    def __init__(self, pixels: Range, fill: Fill = 0, p: float = 1.0) -> None:
+        super().__init__(pixels, fill, p)
+
+
+class TranslateY(TranslateX):
+    """Shift down by ``int(pixels)``."""
+
+    kind = _K["TranslateY"]
+
+
+class Gamma(Op):
+    """torchvision v2 ``adjust_gamma``: ``trunc(min(max((x/255)^gamma * gain, 0), 1) * 255.999)``
+    in float32 (the clamp only when gain != 1); ``gamma`` a number or a (min, max) range."""
+
+    kind = _K["Gamma"]
+
+    def __init__(self, gamma: Range, gain: float = 1.0, p: float = 1.0) -> None:
+        n = "Gamma"
+        self.gamma = _level(n, gamma, "gamma", 0, 1e3)
+        if not (_num(gain) and 0 <= gain <= 1e3):
+            _fail(n, "gain must be a number in [0, 1000]", gain)
+        self.gain = float(gain)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"gamma": self.gamma, "gain": self.gain, "p": self.p}
+
+
+class Cutout(Op):
+    """TF Model Garden ``cutout(image, pad_size, replace)``: centre row ~ U{0..H-1}, column
+    ~ U{0..W-1}; the square ``[c - pad_size, c + pad_size)`` (clipped to the image) is set
+    to ``fill``.  Explain: ``box`` (x, y, w, h)."""
+
+    kind = _K["Cutout"]
+
+    def __init__(self, pad_size: int, fill: Fill = 128, p: float = 1.0) -> None:
+        n = "Cutout"
+        self.pad_size = _int_in(n, "pad_size", pad_size, 0, MAX_SIDE)
+        self.fill = _fill(n, fill)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"pad_size": self.pad_size, "fill": self.fill, "p": self.p}
+
+
+# AlexNet's PCA lighting on ImageNet, RGB, 0..255 scale (tensorpack's fbresnet_augmentor)
+LIGHTING_EIGVAL = tuple(v * 255.0 for v in (0.2175, 0.0188, 0.0045))
+LIGHTING_EIGVEC = ((-0.5675, 0.7192, 0.4009), (-0.5808, -0.0045, -0.8140), (-0.5836, -0.6948, 0.4203))
+
+
+class Lighting(Op):
+    """tensorpack ``imgaug.Lighting(std, eigval, eigvec)`` on uint8: ``alpha = float32(N(0,1)
+    * std)`` (3 draws, Box-Muller), ``inc = eigvec @ (alpha * eigval)``, out =
+    ``trunc(clip(x + inc[c], 0, 255))``.  Defaults: the ImageNet constants (RGB, 0..255).
+    Explain: ``alpha``, ``increment``."""
+
+    kind = _K["Lighting"]
+
+    def __init__(self, std: float = 0.1, eigval: Sequence[float] = LIGHTING_EIGVAL,
+                 eigvec: Sequence[Sequence[float]] = LIGHTING_EIGVEC, p: float = 1.0) -> None:
+        n = "Lighting"
+        if not (_num(std) and 0 <= std <= 1e3):
+            _fail(n, "std must be a number in [0, 1000]", std)
+        self.std = float(std)
+        try:
+            ev = np.asarray(eigval, dtype=np.float64)
+            evec = np.asarray(eigvec, dtype=np.float64)
+        except (TypeError, ValueError):
+            _fail(n, "eigval must be 3 numbers and eigvec 3 x 3 numbers", (eigval, eigvec))
+        if ev.shape != (3,) or not np.isfinite(ev).all():
+            _fail(n, "eigval must be 3 finite numbers", eigval)
+        if evec.shape != (3, 3) or not np.isfinite(evec).all():
+            _fail(n, "eigvec must be 3 x 3 finite numbers", eigvec)
+        self.eigval = tuple(float(v) for v in ev)
+        self.eigvec = tuple(tuple(float(v) for v in row) for row in evec)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"std": self.std, "eigval": self.eigval, "eigvec": self.eigvec, "p": self.p}
+
+
+class GaussianBlur(Op):
+    """torchvision v2 ``GaussianBlur(kernel_size, sigma)``: sigma ~ U(sigma) per sample (a
+    number: fixed); kernel ``softmax(-(x / sigma)^2)`` over ``x = linspace(-lim, lim, k)``,
+    ``lim = (k - 1) / (2 sqrt 2)``, in float32; separable float32 convolution with
+    reflect borders, rounded half to even.  ``kernel_size``: odd int or ``(kx, ky)``
+    (width first, as torchvision); an image not larger than half the kernel is left as is."""
+
+    kind = _K["GaussianBlur"]
+
+    def __init__(self, kernel_size: Union[int, Tuple[int, int]], sigma: Range = (0.1, 2.0), p: float = 1.0) -> None:
+        n = "GaussianBlur"
+        ks: Any = (kernel_size, kernel_size) if isinstance(kernel_size, numbers.Integral) else kernel_size
+        try:
+            kx, ky = ks
+        except (TypeError, ValueError):
+            _fail(n, "kernel_size must be an odd int or a pair of odd ints", kernel_size)
+        self.kernel_size = (_int_in(n, "kernel_size", kx, 1, 255), _int_in(n, "kernel_size", ky, 1, 255))
+        if not all(k % 2 == 1 for k in self.kernel_size):
+            _fail(n, "kernel_size must be odd", kernel_size)
+        self.sigma = _level(n, sigma, "sigma", 1e-12, 1e3)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"ksize": self.kernel_size, "sigma": self.sigma, "p": self.p}
+
+
+__all__ += ["GaussianBlur", "Gamma", "Cutout", "Lighting", "LIGHTING_EIGVAL", "LIGHTING_EIGVEC"]
+__all__ += ["Invert", "AutoContrast", "Equalize", "Posterize", "Solarize", "SolarizeAdd", "Brightness", "Color",
+            "Contrast", "Sharpness", "Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY"]
+
+
+# ---- policies (csrc/image/fq_image_aug_policy.cpp) -------------------------------------
+
+POLICY_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
+              "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
+
+
+def _int_in(op, name, v, lo, hi):
+    if not (isinstance(v, numbers.Integral) and not isinstance(v, bool) and lo <= v <= hi):
+        _fail(op, f"{name} must be an int in [{lo}, {hi}]", v)
+    return int(v)
+
+
+class RandAugment(Op):
+    """torchvision v2 ``RandAugment(num_ops, magnitude, num_magnitude_bins, fill)`` with
+    nearest interpolation: ``num_ops`` times, an op drawn uniformly from
+    :data:`POLICY_OPS` at bin ``magnitude`` of its table (shear 0..0.3, translate
+    0..150/331 of the size, rotate 0..30, enhance 1 +- 0..0.9, posterize
+    ``8 - round(i / ((bins - 1) / 4))`` bits, solarize threshold 255 -> 0), the signed ops
+    negated with probability 1/2.  ``num_ops`` <= 4.  The explain record lists the ops
+    drawn (``policy``: op, magnitude, bin)."""
+
+    kind = _K["RandAugment"]
+
+    def __init__(self, num_ops: int = 2, magnitude: int = 9, num_magnitude_bins: int = 31, fill: Fill = 0) -> None:
+        n = "RandAugment"
+        self.num_ops = _int_in(n, "num_ops", num_ops, 0, 4)
+        self.num_magnitude_bins = _int_in(n, "num_magnitude_bins", num_magnitude_bins, 2, 1000)
+        self.magnitude = _int_in(n, "magnitude", magnitude, 0, self.num_magnitude_bins - 1)
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        return {"num_ops": self.num_ops, "magnitude": self.magnitude, "num_bins": self.num_magnitude_bins,
+                "fill": self.fill}
+
+
+class TrivialAugmentWide(Op):
+    """torchvision v2 ``TrivialAugmentWide(num_magnitude_bins, fill)``, nearest: one op
+    drawn uniformly from :data:`POLICY_OPS`, its bin uniformly from the bins (wide
+    ranges: shear 0.99, translate 32 px, rotate 135, enhance 0.99, posterize
+    ``8 - round(i / ((bins - 1) / 6))``), signed ops negated with probability 1/2."""
+
+    kind = _K["TrivialAugmentWide"]
+
+    def __init__(self, num_magnitude_bins: int = 31, fill: Fill = 0) -> None:
+        n = "TrivialAugmentWide"
+        self.num_magnitude_bins = _int_in(n, "num_magnitude_bins", num_magnitude_bins, 2, 1000)
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        return {"num_bins": self.num_magnitude_bins, "fill": self.fill}
+
+
+class AutoAugment(Op):
+    """torchvision v2 ``AutoAugment(AutoAugmentPolicy.IMAGENET, fill)``, nearest: one of the
+    25 two-op sub-policies drawn uniformly; each op applied if ``u <= p``, at its bin of
+    10 (the RandAugment tables with 10 bins; Invert too), signed ops negated with
+    probability 1/2.  Explain: ``subpolicy`` and ``policy`` (the ops applied)."""
+
+    kind = _K["AutoAugment"]
+
+    def __init__(self, policy: str = "imagenet", fill: Fill = 0) -> None:
+        n = "AutoAugment"
+        if policy != "imagenet":
+            _fail(n, "policy must be 'imagenet' (the only one implemented)", policy)
+        self.policy = policy
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        return {"policy": 0, "fill": self.fill}
+
+
+__all__ += ["RandAugment", "TrivialAugmentWide", "AutoAugment", "POLICY_OPS"]

@@ -25,12 +25,34 @@ SAMPLES = {
                                    border="replicate", fill=9, interpolation="nearest"),
     "Grayscale": O.Grayscale(0.5),
     "Normalize": O.Normalize(mean=(0.1, 0.2, 0.3), std=(0.4, 0.5, 0.6)),
+    "Invert": O.Invert(0.5),
+    "AutoContrast": O.AutoContrast(0.25),
+    "Equalize": O.Equalize(0.75),
+    "Posterize": O.Posterize(3, p=0.5),
+    "Solarize": O.Solarize((10, 200), p=0.5),
+    "SolarizeAdd": O.SolarizeAdd(-30, 99, p=0.5),
+    "Brightness": O.Brightness((0.5, 1.5), p=0.5),
+    "Color": O.Color(0.4, p=0.5),
+    "Contrast": O.Contrast((0.2, 1.2), p=0.5),
+    "Sharpness": O.Sharpness(1.9, p=0.5),
+    "Rotate": O.Rotate((-30, 10), fill=(1, 2, 3), p=0.5),
+    "ShearX": O.ShearX(0.3, fill=7, p=0.5),
+    "ShearY": O.ShearY((-0.3, 0.2), p=0.5),
+    "TranslateX": O.TranslateX((-5, 9), fill=4, p=0.5),
+    "TranslateY": O.TranslateY(-3, p=0.5),
+    "RandAugment": O.RandAugment(3, 12, 21, fill=(1, 2, 3)),
+    "TrivialAugmentWide": O.TrivialAugmentWide(15, fill=128),
+    "Gamma": O.Gamma((0.5, 2.0), gain=1.5, p=0.5),
+    "Cutout": O.Cutout(16, fill=(1, 2, 3), p=0.5),
+    "Lighting": O.Lighting(0.2, p=0.5),
+    "AutoAugment": O.AutoAugment(fill=(4, 5, 6)),
+    "GaussianBlur": O.GaussianBlur((5, 3), sigma=(0.5, 1.5), p=0.5),
 }
 
 
 def _op_classes():
     return {name: cls for name, cls in vars(O).items()
-            if inspect.isclass(cls) and issubclass(cls, O.Op) and cls is not O.Op}
+            if inspect.isclass(cls) and issubclass(cls, O.Op) and cls is not O.Op and not name.startswith("_")}
 
 
 def test_every_c_op_has_a_python_class_and_back():

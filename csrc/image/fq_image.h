@@ -246,7 +246,8 @@ typedef struct fq_img_op_explain {
     int box[4];         /* crops: x, y, w, h in input coordinates (RandomCrop: in padded
                            coordinates; CenterCrop: may be negative = zero padding) */
     int pad[4];         /* RandomCrop: padding left, top, right, bottom actually applied */
-    double factor[4];   /* ColorJitter: brightness, contrast, saturation, hue factors */
+    double factor[4];   /* ColorJitter: brightness, contrast, saturation, hue factors;
+                           augmentation primitives: factor[0] = the level used */
     int order[4];       /* ColorJitter: indices into factor in the order applied, -1 = none */
     double contrast_mean; /* ColorJitter: mean gray level used by contrast (computed) */
     double params[5];   /* RandomAffine: angle, tx, ty, scale, shear_x; */
@@ -329,7 +330,11 @@ enum fq_img_explain_fields {
     FQ_EXPLAIN_PAD = 2,     /* pad */
     FQ_EXPLAIN_APPLIED = 4, /* applied (drawn with probability p) */
     FQ_EXPLAIN_JITTER = 8,  /* factor, order, contrast_mean */
-    FQ_EXPLAIN_AFFINE = 16  /* params, shear_y, matrix */
+    FQ_EXPLAIN_AFFINE = 16, /* params, shear_y, matrix */
+    FQ_EXPLAIN_MAGNITUDE = 32, /* factor[0]: the level used (fq_image_aug.cpp ops) */
+    FQ_EXPLAIN_POLICY = 64,    /* applied ops: order[k] kind (0 Identity), factor[k] magnitude,
+                                  params[k] bin (fq_image_aug_policy.cpp) */
+    FQ_EXPLAIN_LIGHTING = 128  /* Lighting: factor[0..2] alpha drawn, params[0..2] increment per channel */
 };
 unsigned fq_img_op_explain_fields(int kind);
 

@@ -528,7 +528,7 @@ constexpr bool all_fields_cover()
     return true;
 }
 static_assert(all_fields_cover(), "an op's field list must cover its parameter struct, in order");
-static_assert(kNumOps >= FQ_OP_NORMALIZE, "the named kinds of enum fq_op_kind have records");
+static_assert(kNumOps == FQ_OP_NORMALIZE, "the named kinds of enum fq_op_kind have records; fq_image_aug.cpp follows");
 
 /* The public descriptors (fq_img_op_desc), made from the records at compile time. */
 template <size_t... I>
@@ -545,12 +545,16 @@ namespace fqi {
 const OpImpl *op_impl(int kind)
 {
     /* the table is in kind order; the enum's names are checked against it by the tests */
-    return kind > FQ_OP_NONE && kind <= kNumOps ? &kOps[kind - 1] : nullptr;
+    /* then the augmentation primitives of fq_image_aug.cpp */
+    return kind > FQ_OP_NONE && kind <= kNumOps ? &kOps[kind - 1] : aug_op_impl(kind - kNumOps - 1);
 }
 
-int op_count() { return kNumOps; }
+int op_count() { return kNumOps + aug_op_count(); }
 
-const fq_op_desc *op_desc(int kind) { return kind > FQ_OP_NONE && kind <= kNumOps ? &kDescs[kind - 1] : nullptr; }
+const fq_op_desc *op_desc(int kind)
+{
+    return kind > FQ_OP_NONE && kind <= kNumOps ? &kDescs[kind - 1] : aug_op_desc(kind - kNumOps - 1);
+}
 
 int cv_border(int b)
 {

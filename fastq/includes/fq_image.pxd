@@ -60,6 +60,9 @@ cdef extern from "image/fq_image.h" nogil:
         FQ_EXPLAIN_APPLIED
         FQ_EXPLAIN_JITTER
         FQ_EXPLAIN_AFFINE
+        FQ_EXPLAIN_MAGNITUDE
+        FQ_EXPLAIN_POLICY
+        FQ_EXPLAIN_LIGHTING
 
     ctypedef struct fq_img_op_explain:
         int kind

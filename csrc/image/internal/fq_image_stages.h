@@ -3,6 +3,7 @@
  *
  *   fq_image_spec.cpp    the immutable spec: chain rules, output tables, name tables
  *   fq_image_ops.cpp     one record per op kind: check / geometry / plan / execute / explain
+ *   fq_image_aug.cpp     the same for the uint8 augmentation primitives (AutoContrast ...)
  *   fq_image_plan.cpp    make_plan (every random draw of a sample) and plan_decode (what
  *                        the JPEG decoder does of op 0: ROI, DCT scale, resampling)
  *   fq_image_exec.cpp    the ping-pong executor over the scratch buffers, exec_ops
@@ -94,6 +95,12 @@ const OpImpl *op_impl(int kind);
 int op_count();
 /* The public descriptor of kind (fq_img_op_desc), nullptr for an unknown kind. */
 const fq_op_desc *op_desc(int kind);
+
+/* The augmentation primitives' table (fq_image_aug.cpp): record / descriptor i of
+ * kind FQ_OP_NORMALIZE + 1 + i (nullptr outside 0 .. aug_op_count() - 1). */
+int aug_op_count();
+const OpImpl *aug_op_impl(int i);
+const fq_op_desc *aug_op_desc(int i);
 
 /* The parameters of op as its kind's struct P (a struct of doubles at the start of
  * fq_op.raw; the named union members of fq_op are the same memory). */

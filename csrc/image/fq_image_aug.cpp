@@ -1,0 +1,587 @@
+/* fq_image_aug.cpp - the uint8 augmentation primitives (AutoContrast ... TranslateY):
+ * the pixel ops here, the geometric ones and Cutout in fq_image_aug_geom.cpp;
+ * their parameter structs, field lists, check / plan / exec and their op records,
+ * kinds FQ_OP_NORMALIZE + 1 ... (fqi::aug_op_impl; fq_image_ops.cpp chains this table
+ * after its own).  Semantics: torchvision.transforms.v2.functional on uint8 tensors
+ * (SolarizeAdd: TF Model Garden), computed in float32 as torch does; the exact
+ * definitions and the measured differences are in docs/ops.md.  Pure functions of
+ * their arguments (thread-safe). */
+#include "image/internal/fq_image_aug.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include <opencv2/imgproc.hpp>
+
+namespace {
+
+using fqi::Exec;
+using fqi::fma_exact;
+using fqi::geom_exec;
+using fqi::GEOM_KEEP;
+
+/* ---- parameter structs (doubles only; FQ_FIELD lists below) ------------------- */
+
+struct AugProb {     /* Invert, AutoContrast, Equalize */
+    double p;        /* probability of applying the op */
+};
+struct AugPosterize {
+    double bits;     /* 0..8: keep the top `bits` bits */
+    double p;
+};
+struct AugLevel {    /* Solarize (threshold), Brightness/Color/Contrast/Sharpness (factor) */
+    double level[2]; /* drawn uniformly in [lo, hi] (no draw when lo == hi) */
+    double p;
+};
+struct AugSolarizeAdd {
+    double addition; /* integer in [-255, 255] added to pixels below threshold, clipped */
+    double threshold;
+    double p;
+};
+
+struct AugGamma {
+    double gamma[2]; /* drawn uniformly in [lo, hi] */
+    double gain;
+    double p;
+};
+struct AugLighting { /* AlexNet PCA noise (tensorpack imgaug.Lighting) */
+    double std;
+    double eigval[3];
+    double eigvec[3][3];
+    double p;
+};
+
+bool is_int(double v) { return std::isfinite(v) && v == std::floor(v); }
+bool valid_prob(double p) { return std::isfinite(p) && p >= 0 && p <= 1; }
+bool valid_level(const double *l) { return std::isfinite(l[0]) && std::isfinite(l[1]) && l[0] <= l[1]; }
+
+const char *prob_check(const fq_op &op)
+{
+    return valid_prob(fqi::params<AugProb>(op).p) ? nullptr : "p must be in [0, 1]";
+}
+
+const char *posterize_check(const fq_op &op)
+{
+    const AugPosterize &q = fqi::params<AugPosterize>(op);
+    if (!(is_int(q.bits) && q.bits >= 0 && q.bits <= 8))
+        return "bits must be an integer in [0, 8]";
+    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+const char *level_check(const AugLevel &q, double lo, double hi, const char *why)
+{
+    if (!valid_level(q.level) || q.level[0] < lo || q.level[1] > hi)
+        return why;
+    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+const char *solarize_check(const fq_op &op)
+{
+    return level_check(fqi::params<AugLevel>(op), 0, 256, "threshold must satisfy 0 <= min <= max <= 256");
+}
+
+const char *factor_check(const fq_op &op)
+{
+    return level_check(fqi::params<AugLevel>(op), 0, 1e6, "factor must satisfy 0 <= min <= max (finite)");
+}
+
+const char *solarize_add_check(const fq_op &op)
+{
+    const AugSolarizeAdd &q = fqi::params<AugSolarizeAdd>(op);
+    if (!(is_int(q.addition) && q.addition >= -255 && q.addition <= 255))
+        return "addition must be an integer in [-255, 255]";
+    if (!(std::isfinite(q.threshold) && q.threshold >= 0 && q.threshold <= 256))
+        return "threshold must be in [0, 256]";
+    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+int keeps_size(const fq_op &, int *, int *) { return GEOM_KEEP; }
+
+/* ---- planning: u < p decides; then the level (if a range) --------------------------- */
+
+int plan_prob(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    r.applied = fq_rng_uniform(rng) < fqi::params<AugProb>(op).p ? 1 : 0;
+    return FQ_OK;
+}
+
+int plan_posterize(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugPosterize &q = fqi::params<AugPosterize>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    r.factor[0] = q.bits;
+    return FQ_OK;
+}
+
+double draw_level(fq_rng *rng, const double *level, int applied)
+{
+    if (applied && level[0] < level[1])
+        return fq_rng_uniform_range(rng, level[0], level[1]);
+    return level[0];
+}
+
+int plan_level(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugLevel &q = fqi::params<AugLevel>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    r.factor[0] = draw_level(rng, q.level, r.applied);
+    return FQ_OK;
+}
+
+int plan_solarize_add(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugSolarizeAdd &q = fqi::params<AugSolarizeAdd>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    r.factor[0] = q.addition;
+    return FQ_OK;
+}
+
+/* ---- execution helpers ------------------------------------------------------------ */
+
+/* one table per channel (lut[k] for channel k of c), into a fresh buffer (cv::LUT) */
+void apply_luts(Exec &e, const uint8_t (*lut)[256])
+{
+    const int c = e.cur.channels();
+    uint8_t inter[256 * 3];
+    for (int v = 0; v < 256; v++)
+        for (int k = 0; k < c; k++)
+            inter[v * c + k] = lut[k][v];
+    cv::Mat lm(1, 256, CV_8UC(c), inter);
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    cv::LUT(e.cur, lm, d);
+    e.set(d);
+}
+
+void apply_lut(Exec &e, const uint8_t lut[256])
+{
+    cv::Mat lm(1, 256, CV_8U, const_cast<uint8_t *>(lut));
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    cv::LUT(e.cur, lm, d);
+    e.set(d);
+}
+
+
+/* float32 in [0, 255] (clamped) -> uint8 by truncation, as torch's .to(torch.uint8) */
+inline uint8_t clamp_trunc(float v) { return (uint8_t)(v < 0.f ? 0.f : (v > 255.f ? 255.f : v)); }
+
+/* torchvision's _blend(x, y, r) = x * r + y * (1 - r) in float32 (the add is an FMA in
+ * torch's vectorised kernel) */
+inline uint8_t blend(float x, float y, float r, float one_minus_r)
+{
+    return clamp_trunc(fma_exact(y, one_minus_r, x * r));
+}
+
+/* floor(0.2989 R + 0.587 G + 0.114 B) in float32 (torch's mul + two FMA adds), or the
+ * single channel, into a CV_32F image in g1 */
+cv::Mat gray_floor(Exec &e)
+{
+    cv::Mat g = e.s->g1.mat(e.cur.rows, e.cur.cols, CV_32FC1);
+    const int c = e.cur.channels();
+    for (int y = 0; y < e.cur.rows; y++) {
+        const uint8_t *s = e.cur.ptr<uint8_t>(y);
+        float *o = g.ptr<float>(y);
+        for (int x = 0; x < e.cur.cols; x++, s += c)
+            o[x] = c == 1 ? (float)s[0]
+                          : std::floor(fma_exact((float)s[2], 0.114f,
+                                                 fma_exact((float)s[1], 0.587f, (float)s[0] * 0.2989f)));
+    }
+    return g;
+}
+
+/* ---- pixel ops ---------------------------------------------------------------------- */
+
+void invert_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = (uint8_t)(255 - v);
+    apply_lut(e, lut);
+}
+
+void posterize_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied || r.factor[0] >= 8)
+        return;
+    const int bits = (int)r.factor[0];
+    const uint8_t mask = (uint8_t)(((1 << bits) - 1) << (8 - bits));
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = (uint8_t)(v & mask);
+    apply_lut(e, lut);
+}
+
+void solarize_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    const float t = (float)r.factor[0];
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = (float)v >= t ? (uint8_t)(255 - v) : (uint8_t)v;
+    apply_lut(e, lut);
+}
+
+void solarize_add_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    const AugSolarizeAdd &q = fqi::params<AugSolarizeAdd>(op);
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++) {
+        int a = v + (int)q.addition;
+        lut[v] = (double)v < q.threshold ? (uint8_t)(a < 0 ? 0 : (a > 255 ? 255 : a)) : (uint8_t)v;
+    }
+    apply_lut(e, lut);
+}
+
+void channel_histograms(const cv::Mat &m, int hist[3][256])
+{
+    const int c = m.channels();
+    std::memset(hist, 0, sizeof(int) * 3 * 256);
+    for (int y = 0; y < m.rows; y++) {
+        const uint8_t *s = m.ptr<uint8_t>(y);
+        for (int x = 0; x < m.cols * c; x += c)
+            for (int k = 0; k < c; k++)
+                hist[k][s[x + k]]++;
+    }
+}
+
+void autocontrast_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    int hist[3][256];
+    channel_histograms(e.cur, hist);
+    uint8_t lut[3][256];
+    for (int k = 0; k < e.cur.channels(); k++) {
+        int lo = 0, hi = 255;
+        while (lo < 255 && hist[k][lo] == 0)
+            lo++;
+        while (hi > 0 && hist[k][hi] == 0)
+            hi--;
+        float mn = (float)lo, inv = (float)(hi - lo) * (float)(1.0 / 255.0);
+        if (hi <= lo)
+            mn = 0.f, inv = 1.f;
+        for (int v = 0; v < 256; v++)
+            lut[k][v] = clamp_trunc(((float)v - mn) / inv);
+    }
+    apply_luts(e, lut);
+}
+
+/* torchvision v2 equalize_image (PIL's ImageOps.equalize): per channel, step = (N - count
+ * of the largest value present) // 255; step 0: unchanged; lut[0] = 0, lut[k] =
+ * min((cum[k-1] + step // 2) // step, 255) */
+void equalize_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    int hist[3][256];
+    channel_histograms(e.cur, hist);
+    const int64_t n = (int64_t)e.cur.rows * e.cur.cols;
+    uint8_t lut[3][256];
+    for (int k = 0; k < e.cur.channels(); k++) {
+        int top = 255;
+        while (top > 0 && hist[k][top] == 0)
+            top--;
+        int64_t step = (n - hist[k][top]) / 255;
+        int64_t cum = 0;
+        lut[k][0] = 0;
+        for (int v = 0; v < 256; v++) {
+            if (step == 0) {
+                lut[k][v] = (uint8_t)v;
+                continue;
+            }
+            if (v > 0) {
+                int64_t q = (cum + step / 2) / step;
+                lut[k][v] = (uint8_t)(q > 255 ? 255 : q);
+            }
+            cum += hist[k][v];
+        }
+    }
+    apply_luts(e, lut);
+}
+
+void brightness_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    const float f = (float)r.factor[0];
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = clamp_trunc((float)v * f);
+    apply_lut(e, lut);
+}
+
+void contrast_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    cv::Mat g = gray_floor(e);
+    double sum = 0;
+    for (int y = 0; y < g.rows; y++) {
+        const float *p = g.ptr<float>(y);
+        for (int x = 0; x < g.cols; x++)
+            sum += p[x];
+    }
+    const float mean = (float)(sum / ((double)g.rows * g.cols));
+    r.contrast_mean = mean;
+    const float f = (float)r.factor[0], f1 = (float)(1.0 - r.factor[0]);
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = blend((float)v, mean, f, f1);
+    apply_lut(e, lut);
+}
+
+void color_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied || e.cur.channels() != 3)
+        return;
+    cv::Mat g = gray_floor(e);
+    const float f = (float)r.factor[0], f1 = (float)(1.0 - r.factor[0]);
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    for (int y = 0; y < e.cur.rows; y++) {
+        const uint8_t *s = e.cur.ptr<uint8_t>(y);
+        const float *gp = g.ptr<float>(y);
+        uint8_t *o = d.ptr<uint8_t>(y);
+        for (int x = 0; x < e.cur.cols; x++)
+            for (int k = 0; k < 3; k++)
+                o[3 * x + k] = blend((float)s[3 * x + k], gp[x], f, f1);
+    }
+    e.set(d);
+}
+
+/* interior: x + (1 - f) * (round(blur) - x), blur = (sum of the 8 neighbours + 5 x) / 13
+ * (never a tie: 13 is odd); the 1-pixel border is kept */
+void sharpness_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
+    if (!r.applied || H <= 2 || W <= 2)
+        return;
+    const float f1 = (float)(1.0 - r.factor[0]);
+    cv::Mat d = e.next(H, W, e.cur.type());
+    e.cur.copyTo(d);
+    for (int y = 1; y < H - 1; y++) {
+        const uint8_t *u = e.cur.ptr<uint8_t>(y - 1), *m = e.cur.ptr<uint8_t>(y), *b = e.cur.ptr<uint8_t>(y + 1);
+        uint8_t *o = d.ptr<uint8_t>(y);
+        for (int i = c; i < (W - 1) * c; i++) {
+            int s = u[i - c] + u[i] + u[i + c] + m[i - c] + 5 * m[i] + m[i + c] + b[i - c] + b[i] + b[i + c];
+            float bl = (float)((2 * s + 13) / 26); /* round(s / 13), s >= 0 */
+            float x = (float)m[i];
+            o[i] = clamp_trunc(fma_exact(bl - x, f1, x));
+        }
+    }
+    e.set(d);
+}
+
+/* ---- Gamma, Cutout, Lighting -------------------------------------------------------- */
+
+const char *gamma_check(const fq_op &op)
+{
+    const AugGamma &q = fqi::params<AugGamma>(op);
+    if (!valid_level(q.gamma) || q.gamma[0] < 0 || q.gamma[1] > 1e3)
+        return "gamma must satisfy 0 <= min <= max <= 1000";
+    if (!(std::isfinite(q.gain) && q.gain >= 0 && q.gain <= 1e3))
+        return "gain must be in [0, 1000]";
+    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+int plan_gamma(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugGamma &q = fqi::params<AugGamma>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    r.factor[0] = draw_level(rng, q.gamma, r.applied);
+    return FQ_OK;
+}
+
+/* torchvision v2 adjust_gamma on uint8: x * f32(1/255), ^gamma (float32), * gain clamped to
+ * [0, 1] when gain != 1, back to uint8 as to_dtype_image: trunc(v * 255.999) */
+void gamma_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    const float g = (float)r.factor[0], gain = (float)fqi::params<AugGamma>(op).gain;
+    uint8_t lut[256];
+    for (int v = 0; v < 256; v++) {
+        float t = std::pow((float)v * (float)(1.0 / 255.0), g);
+        if (gain != 1.f)
+            t = std::min(std::max(t * gain, 0.f), 1.f);
+        lut[v] = (uint8_t)(t * (float)(255.0 + 1.0 - 1e-3));
+    }
+    apply_lut(e, lut);
+}
+
+const char *lighting_check(const fq_op &op)
+{
+    const AugLighting &q = fqi::params<AugLighting>(op);
+    if (!(std::isfinite(q.std) && q.std >= 0 && q.std <= 1e3))
+        return "std must be in [0, 1000]";
+    for (int k = 0; k < 3; k++) {
+        if (!std::isfinite(q.eigval[k]) || std::fabs(q.eigval[k]) > 1e4)
+            return "eigval must be 3 finite numbers";
+        for (int j = 0; j < 3; j++)
+            if (!std::isfinite(q.eigvec[k][j]) || std::fabs(q.eigvec[k][j]) > 1e4)
+                return "eigvec must be 3 x 3 finite numbers";
+    }
+    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+/* alpha_k = float32(N(0, 1) * std), N by Box-Muller from two uniforms each (k = 0, 1, 2);
+ * the increment of channel c is sum_j eigvec[c][j] * alpha_j * eigval[j] (double) */
+int plan_lighting(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugLighting &q = fqi::params<AugLighting>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    if (!r.applied)
+        return FQ_OK;
+    for (int k = 0; k < 3; k++) {
+        double u1 = fq_rng_uniform(rng), u2 = fq_rng_uniform(rng);
+        double z = std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * 3.14159265358979323846 * u2);
+        r.factor[k] = (float)(z * q.std);
+    }
+    for (int c = 0; c < 3; c++) {
+        double inc = 0;
+        for (int j = 0; j < 3; j++)
+            inc += q.eigvec[c][j] * (r.factor[j] * q.eigval[j]);
+        r.params[c] = inc;
+    }
+    return FQ_OK;
+}
+
+/* trunc(clip(x + inc[c], 0, 255)) per channel (1 channel: inc[0]) */
+void lighting_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    uint8_t lut[3][256];
+    for (int c = 0; c < 3; c++)
+        for (int v = 0; v < 256; v++) {
+            double t = v + r.params[c];
+            lut[c][v] = (uint8_t)(t < 0 ? 0 : (t > 255 ? 255 : t));
+        }
+    apply_luts(e, lut);
+}
+
+/* ---- the table ---------------------------------------------------------------------- */
+
+constexpr fq_op_field kProbFields[] = {FQ_FIELD(AugProb, p)};
+constexpr fq_op_field kPosterizeFields[] = {FQ_FIELD(AugPosterize, bits), FQ_FIELD(AugPosterize, p)};
+constexpr fq_op_field kLevelFields[] = {FQ_FIELD(AugLevel, level), FQ_FIELD(AugLevel, p)};
+constexpr fq_op_field kSolarizeAddFields[] = {FQ_FIELD(AugSolarizeAdd, addition), FQ_FIELD(AugSolarizeAdd, threshold),
+                                              FQ_FIELD(AugSolarizeAdd, p)};
+constexpr fq_op_field kGeomFields[] = {FQ_FIELD(fqi::AugGeom, level), FQ_FIELD(fqi::AugGeom, fill),
+                                       FQ_FIELD(fqi::AugGeom, p)};
+constexpr fq_op_field kGammaFields[] = {FQ_FIELD(AugGamma, gamma), FQ_FIELD(AugGamma, gain), FQ_FIELD(AugGamma, p)};
+constexpr fq_op_field kCutoutFields[] = {FQ_FIELD(fqi::AugCutout, pad_size), FQ_FIELD(fqi::AugCutout, fill),
+                                         FQ_FIELD(fqi::AugCutout, p)};
+constexpr fq_op_field kLightingFields[] = {FQ_FIELD(AugLighting, std), FQ_FIELD(AugLighting, eigval),
+                                           FQ_FIELD(AugLighting, eigvec), FQ_FIELD(AugLighting, p)};
+constexpr fq_op_field kRandAugmentFields[] = {
+    FQ_FIELD(fqi::AugRandAugment, num_ops), FQ_FIELD(fqi::AugRandAugment, magnitude),
+    FQ_FIELD(fqi::AugRandAugment, num_bins), FQ_FIELD(fqi::AugRandAugment, fill)};
+constexpr fq_op_field kAutoAugmentFields[] = {FQ_FIELD(fqi::AugAutoAugment, policy),
+                                              FQ_FIELD(fqi::AugAutoAugment, fill)};
+constexpr fq_op_field kBlurFields[] = {FQ_FIELD(fqi::AugBlur, ksize), FQ_FIELD(fqi::AugBlur, sigma),
+                                       FQ_FIELD(fqi::AugBlur, p)};
+constexpr fq_op_field kTrivialFields[] = {FQ_FIELD(fqi::AugTrivialAugment, num_bins),
+                                          FQ_FIELD(fqi::AugTrivialAugment, fill)};
+
+#define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
+constexpr unsigned kAM = FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE;
+
+/* kind FQ_OP_NORMALIZE + 1 + i is kAugOps[i]; append only (kinds are part of packed chains) */
+constexpr fqi::OpImpl kAugOps[] = {
+    {"Invert", FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, invert_exec},
+    {"AutoContrast", FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob,
+     autocontrast_exec},
+    {"Equalize", FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, equalize_exec},
+    {"Posterize", kAM, FQ_PARAMS(AugPosterize, kPosterizeFields), posterize_check, keeps_size, plan_posterize,
+     posterize_exec},
+    {"Solarize", kAM, FQ_PARAMS(AugLevel, kLevelFields), solarize_check, keeps_size, plan_level, solarize_exec},
+    {"SolarizeAdd", kAM, FQ_PARAMS(AugSolarizeAdd, kSolarizeAddFields), solarize_add_check, keeps_size,
+     plan_solarize_add, solarize_add_exec},
+    {"Brightness", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, brightness_exec},
+    {"Color", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, color_exec},
+    {"Contrast", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, contrast_exec},
+    {"Sharpness", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, sharpness_exec},
+    {"Rotate", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::rotate_check, keeps_size, fqi::plan_rotate,
+     fqi::geom_exec},
+    {"ShearX", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_x,
+     fqi::geom_exec},
+    {"ShearY", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_y,
+     fqi::geom_exec},
+    {"TranslateX", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_x,
+     geom_exec},
+    {"TranslateY", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_y,
+     geom_exec},
+    {"RandAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugRandAugment, kRandAugmentFields), fqi::rand_augment_check,
+     keeps_size, fqi::rand_augment_plan, fqi::policy_exec},
+    {"TrivialAugmentWide", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTrivialAugment, kTrivialFields),
+     fqi::trivial_augment_check, keeps_size, fqi::trivial_augment_plan, fqi::policy_exec},
+    {"Gamma", kAM, FQ_PARAMS(AugGamma, kGammaFields), gamma_check, keeps_size, plan_gamma, gamma_exec},
+    {"Cutout", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX, FQ_PARAMS(fqi::AugCutout, kCutoutFields), fqi::cutout_check,
+     keeps_size, fqi::plan_cutout, fqi::cutout_exec},
+    {"Lighting", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_LIGHTING, FQ_PARAMS(AugLighting, kLightingFields), lighting_check,
+     keeps_size, plan_lighting, lighting_exec},
+    {"AutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugAutoAugment, kAutoAugmentFields), fqi::auto_augment_check,
+     keeps_size, fqi::auto_augment_plan, fqi::policy_exec},
+    {"GaussianBlur", kAM, FQ_PARAMS(fqi::AugBlur, kBlurFields), fqi::blur_check, keeps_size, fqi::plan_blur,
+     fqi::blur_exec},
+};
+constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
+
+constexpr bool all_fields_cover()
+{
+    for (int i = 0; i < kNumAug; i++)
+        if (!fqi::fields_cover(kAugOps[i].fields, kAugOps[i].n_fields, kAugOps[i].params_size))
+            return false;
+    return true;
+}
+static_assert(all_fields_cover(), "an op's field list must cover its parameter struct, in order");
+
+constexpr bool same(const char *a, const char *b) { return *a == *b && (*a == 0 || same(a + 1, b + 1)); }
+static_assert(same(kAugOps[10].name, "Rotate") && same(kAugOps[14].name, "TranslateY"),
+              "aug_apply maps records 10..14 to GeomKind");
+
+template <size_t... I>
+constexpr std::array<fq_op_desc, sizeof...(I)> make_descs(std::index_sequence<I...>)
+{
+    return {{fq_op_desc{FQ_OP_NORMALIZE + 1 + (int)I, kAugOps[I].name, kAugOps[I].params_size, kAugOps[I].n_fields,
+                        kAugOps[I].fields}...}};
+}
+constexpr std::array<fq_op_desc, kNumAug> kAugDescs = make_descs(std::make_index_sequence<kNumAug>{});
+
+}  // namespace
+
+namespace fqi {
+
+int aug_op_count() { return kNumAug; }
+const OpImpl *aug_op_impl(int i) { return i >= 0 && i < kNumAug ? &kAugOps[i] : nullptr; }
+const fq_op_desc *aug_op_desc(int i) { return i >= 0 && i < kNumAug ? &kAugDescs[i] : nullptr; }
+
+void aug_apply(Exec &e, int kind, double value, const double fill[3])
+{
+    const OpImpl *impl = op_impl(kind);
+    if (!impl)
+        return;
+    fq_op op;
+    std::memset(&op, 0, sizeof op);
+    op.kind = kind;
+    fqi::AugGeom q{{value, value}, {fill[0], fill[1], fill[2]}, 1.0};
+    std::memcpy(op.raw, &q, sizeof q);
+    fq_img_op_explain r;
+    std::memset(&r, 0, sizeof r);
+    r.kind = kind, r.applied = 1;
+    r.in_h = r.out_h = e.cur.rows, r.in_w = r.out_w = e.cur.cols;
+    const int i = kind - FQ_OP_NORMALIZE - 1;
+    if (i >= 10 && i <= 14) /* Rotate .. TranslateY, in GeomKind order */
+        geom_matrix(i - 10, &value, e.cur.rows, e.cur.cols, r.matrix);
+    r.factor[0] = value;
+    impl->exec(e, op, r);
+}
+
+}  // namespace fqi

@@ -1,0 +1,194 @@
+/* fq_image_aug_geom.cpp - the geometric augmentation primitives (Rotate, ShearX/Y,
+ * TranslateX/Y: torchvision v2's affine with nearest sampling and fill) and Cutout (TF
+ * Model Garden); their records are in the table of fq_image_aug.cpp.  Semantics:
+ * docs/ops.md "Augmentation primitives".  Pure functions of their arguments. */
+#include "image/internal/fq_image_aug.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <opencv2/core.hpp>
+
+namespace fqi {
+
+namespace {
+
+/* nearbyint (half to even) for |v| < 2^22 without a libm call (plain x86-64 has no
+ * roundss): adding and removing 1.5 * 2^23 rounds in the default rounding mode.  Larger
+ * |v| (far outside any image) come back unchanged; NaN stays NaN (then: outside). */
+inline float round_even(float v)
+{
+    if (!(std::fabs(v) < 4194304.f))
+        return v;
+    return (v + 12582912.f) - 12582912.f; /* not folded: no -ffast-math; SSE float, no excess precision */
+}
+
+}  // namespace
+
+const char *geom_check_range(const fq_op &op, double lim, const char *why)
+{
+    const AugGeom &q = fqi::params<AugGeom>(op);
+    if (!aug_valid_level(q.level) || q.level[0] < -lim || q.level[1] > lim)
+        return why;
+    for (double f : q.fill)
+        if (!(std::isfinite(f) && f >= 0 && f <= 255))
+            return "fill must be 3 numbers in [0, 255]";
+    return aug_valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+const char *rotate_check(const fq_op &op)
+{
+    return geom_check_range(op, 1e6, "angle range must be finite, min <= max");
+}
+const char *shear_check(const fq_op &op)
+{
+    return geom_check_range(op, 100, "level range must satisfy -100 <= min <= max <= 100");
+}
+const char *translate_check(const fq_op &op)
+{
+    return geom_check_range(op, FQ_IMG_MAX_SIDE, "pixels range must satisfy -32768 <= min <= max <= 32768");
+}
+
+/* torchvision's _get_inverse_affine_matrix (angle, translate, shear in degrees, scale 1)
+ * about centre (cx, cy) given relative to the image centre; the 2x3 inverse map of
+ * centred output coordinates to centred input coordinates, into r.matrix. */
+void inverse_affine(double angle, double tx, double ty, double shx, double shy, double cx, double cy, double *m)
+{
+    const double d2r = 3.14159265358979323846 / 180.0;
+    double rot = angle * d2r, sx = shx * d2r, sy = shy * d2r;
+    double cos_sy = std::cos(sy), tan_sx = std::tan(sx);
+    double a = std::cos(rot - sy) / cos_sy;
+    double b = -(a * tan_sx + std::sin(rot));
+    double c = std::sin(rot - sy) / cos_sy;
+    double d = std::cos(rot) - c * tan_sx;
+    m[0] = d, m[1] = -b, m[2] = 0, m[3] = -c, m[4] = a, m[5] = 0;
+    m[2] += cx - m[0] * (cx + tx) - m[1] * (cy + ty);
+    m[5] += cy - m[3] * (cx + tx) - m[4] * (cy + ty);
+}
+
+
+/* the inverse map of geometric op kind G (GeomKind) at level v (trunc'ed for the
+ * translations, as torchvision's int()) for an h x w image, into m */
+void geom_matrix(int G, double *v, double h, double w, double *m)
+{
+    const double r2d = 180.0 / 3.14159265358979323846;
+    switch (G) {
+    case G_ROTATE: /* F.rotate(angle): counter-clockwise, about the centre */
+        inverse_affine(-*v, 0, 0, 0, 0, 0, 0, m);
+        break;
+    case G_SHEAR_X: /* F.affine(shear=[degrees(atan(v)), 0], center=[0, 0]) */
+        inverse_affine(0, 0, 0, std::atan(*v) * r2d, 0, -w * 0.5, -h * 0.5, m);
+        break;
+    case G_SHEAR_Y:
+        inverse_affine(0, 0, 0, 0, std::atan(*v) * r2d, -w * 0.5, -h * 0.5, m);
+        break;
+    case G_TRANSLATE_X: /* F.affine(translate=[int(v), 0]) */
+        *v = std::trunc(*v);
+        inverse_affine(0, *v, 0, 0, 0, 0, 0, m);
+        break;
+    default:
+        *v = std::trunc(*v);
+        inverse_affine(0, 0, *v, 0, 0, 0, 0, m);
+        break;
+    }
+}
+
+int plan_geom(int G, const fq_op &op, fq_rng *rng, int *ph, int *pw, fq_img_op_explain &r)
+{
+    const AugGeom &q = fqi::params<AugGeom>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    double v = aug_draw_level(rng, q.level, r.applied);
+    geom_matrix(G, &v, *ph, *pw, r.matrix);
+    r.factor[0] = v;
+    return FQ_OK;
+}
+
+/* Nearest-neighbour inverse mapping as torchvision's _affine_grid + grid_sample
+ * (align_corners=False) in float32: output pixel centre (x - (W-1)/2, y - (H-1)/2) is
+ * mapped by r.matrix, rounded half to even; outside the image: fill. */
+void geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    e.materialize_flips();
+    const AugGeom &q = fqi::params<AugGeom>(op);
+    const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
+    float t[6];
+    for (int k = 0; k < 3; k++)
+        t[k] = (float)r.matrix[k] / (float)(0.5 * W), t[3 + k] = (float)r.matrix[3 + k] / (float)(0.5 * H);
+    const float sw = (float)W * 0.5f, ow = ((float)W - 1.f) * 0.5f, sh = (float)H * 0.5f, oh = ((float)H - 1.f) * 0.5f;
+    uint8_t fill[3];
+    for (int k = 0; k < 3; k++)
+        fill[k] = (uint8_t)std::nearbyint(q.fill[k]);
+    cv::Mat d = e.next(H, W, e.cur.type());
+    for (int y = 0; y < H; y++) {
+        const float yg = (float)y - oh;
+        uint8_t *o = d.ptr<uint8_t>(y);
+        for (int x = 0; x < W; x++, o += c) {
+            const float xg = (float)x - ow;
+            float gx = xg * t[0] + yg * t[1] + t[2], gy = xg * t[3] + yg * t[4] + t[5];
+            float ix = round_even(fma_exact(gx, sw, ow)), iy = round_even(fma_exact(gy, sh, oh));
+            if (ix >= 0.f && ix < (float)W && iy >= 0.f && iy < (float)H) {
+                const uint8_t *s = e.cur.ptr<uint8_t>((int)iy) + (int)ix * c;
+                for (int k = 0; k < c; k++)
+                    o[k] = s[k];
+            } else {
+                for (int k = 0; k < c; k++)
+                    o[k] = fill[k];
+            }
+        }
+    }
+    e.set(d);
+}
+
+const char *cutout_check(const fq_op &op)
+{
+    const AugCutout &q = fqi::params<AugCutout>(op);
+    if (!(aug_is_int(q.pad_size) && q.pad_size >= 0 && q.pad_size <= FQ_IMG_MAX_SIDE))
+        return "pad_size must be an integer in [0, 32768]";
+    for (double f : q.fill)
+        if (!(std::isfinite(f) && f >= 0 && f <= 255))
+            return "fill must be 3 numbers in [0, 255]";
+    return aug_valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
+}
+
+/* centre row ~ U{0..H-1}, then column ~ U{0..W-1}; the square [c - pad, c + pad) clipped */
+int plan_cutout(const fq_op &op, fq_rng *rng, int64_t, int *ph, int *pw, fq_img_op_explain &r, fq_err *)
+{
+    const AugCutout &q = fqi::params<AugCutout>(op);
+    const int H = *ph, W = *pw, pad = (int)q.pad_size;
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    if (!r.applied)
+        return FQ_OK;
+    int cy = (int)fq_rng_next_below(rng, (uint64_t)H), cx = (int)fq_rng_next_below(rng, (uint64_t)W);
+    int y0 = std::max(0, cy - pad), y1 = std::min(H, cy + pad), x0 = std::max(0, cx - pad), x1 = std::min(W, cx + pad);
+    r.box[0] = x0, r.box[1] = y0, r.box[2] = x1 - x0, r.box[3] = y1 - y0;
+    return FQ_OK;
+}
+
+void cutout_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    if (!r.applied || r.box[2] <= 0 || r.box[3] <= 0)
+        return;
+    e.materialize_flips();
+    const AugCutout &q = fqi::params<AugCutout>(op);
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    e.cur.copyTo(d);
+    d(cv::Rect(r.box[0], r.box[1], r.box[2], r.box[3]))
+        .setTo(cv::Scalar(std::nearbyint(q.fill[0]), std::nearbyint(q.fill[1]), std::nearbyint(q.fill[2])));
+    e.set(d);
+}
+
+
+#define FQ_GEOM_PLAN(fn, G)                                                                                        \
+    int fn(const fq_op &op, fq_rng *rng, int64_t, int *ph, int *pw, fq_img_op_explain &r, fq_err *)               \
+    {                                                                                                              \
+        return plan_geom(G, op, rng, ph, pw, r);                                                                   \
+    }
+FQ_GEOM_PLAN(plan_rotate, G_ROTATE)
+FQ_GEOM_PLAN(plan_shear_x, G_SHEAR_X)
+FQ_GEOM_PLAN(plan_shear_y, G_SHEAR_Y)
+FQ_GEOM_PLAN(plan_translate_x, G_TRANSLATE_X)
+FQ_GEOM_PLAN(plan_translate_y, G_TRANSLATE_Y)
+
+}  // namespace fqi

@@ -1,0 +1,103 @@
+/* fq_image_aug.h - private declarations shared by the augmentation primitives
+ * (fq_image_aug.cpp) and the policies built on them (fq_image_aug_policy.cpp). */
+#ifndef FQ_IMAGE_AUG_H
+#define FQ_IMAGE_AUG_H
+
+#include <cmath>
+
+#include "image/internal/fq_image_stages.h"
+
+namespace fqi {
+
+struct AugGeom {     /* Rotate (degrees), ShearX/Y (level), TranslateX/Y (pixels) */
+    double level[2]; /* drawn uniformly in [lo, hi] (no draw when lo == hi) */
+    double fill[3];  /* per channel, 0..255 */
+    double p;
+};
+struct AugCutout {   /* TF Model Garden cutout */
+    double pad_size; /* half side of the square, integer >= 0 */
+    double fill[3];
+    double p;
+};
+
+inline bool aug_is_int(double v) { return std::isfinite(v) && v == std::floor(v); }
+inline bool aug_valid_prob(double p) { return std::isfinite(p) && p >= 0 && p <= 1; }
+inline bool aug_valid_level(const double *l) { return std::isfinite(l[0]) && std::isfinite(l[1]) && l[0] <= l[1]; }
+/* the level of an applied op: U(lo, hi) when lo < hi (one draw), else lo (no draw) */
+inline double aug_draw_level(fq_rng *rng, const double *level, int applied)
+{
+    if (applied && level[0] < level[1])
+        return fq_rng_uniform_range(rng, level[0], level[1]);
+    return level[0];
+}
+
+/* fmaf(a, b, c) for the operands used here (a * b has at most 48 significant bits and
+ * a * b + c spans less than 53): the double sum is exact, so one rounding to float is
+ * the fused result, without a libm call (the build targets plain x86-64) */
+inline float fma_exact(float a, float b, float c) { return (float)((double)a * (double)b + (double)c); }
+
+/* geometric ops, in this order from Rotate in the table (fq_image_aug_geom.cpp) */
+enum GeomKind { G_ROTATE, G_SHEAR_X, G_SHEAR_Y, G_TRANSLATE_X, G_TRANSLATE_Y };
+/* the inverse map of geometric op G at level *v (truncated for translations) for h x w */
+void geom_matrix(int G, double *v, double h, double w, double *m);
+const char *rotate_check(const fq_op &op);
+const char *shear_check(const fq_op &op);
+const char *translate_check(const fq_op &op);
+int plan_rotate(const fq_op &, fq_rng *, int64_t, int *, int *, fq_img_op_explain &, fq_err *);
+int plan_shear_x(const fq_op &, fq_rng *, int64_t, int *, int *, fq_img_op_explain &, fq_err *);
+int plan_shear_y(const fq_op &, fq_rng *, int64_t, int *, int *, fq_img_op_explain &, fq_err *);
+int plan_translate_x(const fq_op &, fq_rng *, int64_t, int *, int *, fq_img_op_explain &, fq_err *);
+int plan_translate_y(const fq_op &, fq_rng *, int64_t, int *, int *, fq_img_op_explain &, fq_err *);
+void geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+const char *cutout_check(const fq_op &op);
+int plan_cutout(const fq_op &, fq_rng *, int64_t, int *, int *, fq_img_op_explain &, fq_err *);
+void cutout_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+
+/* GaussianBlur (fq_image_aug_filter.cpp) */
+struct AugBlur {
+    double ksize[2]; /* odd: x (width), y (height), torchvision's order */
+    double sigma[2]; /* drawn uniformly in [lo, hi] */
+    double p;
+};
+const char *blur_check(const fq_op &op);
+int plan_blur(const fq_op &, fq_rng *, int64_t, int *, int *, fq_img_op_explain &, fq_err *);
+void blur_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+
+/* Run primitive op `kind` (Invert ... TranslateY) on e.cur at level `value`, in the
+ * primitive's own terms (a factor, bits, a threshold, degrees, pixels), applied
+ * unconditionally; geometric ops fill with fill[3].  Draws nothing. */
+void aug_apply(Exec &e, int kind, double value, const double fill[3]);
+
+/* RandAugment: num_ops (1..4) ops drawn uniformly from torchvision v2's 14, each at
+ * bin `magnitude` of num_bins, signed ops negated with probability 1/2. */
+struct AugRandAugment {
+    double num_ops, magnitude, num_bins;
+    double fill[3];
+};
+/* TrivialAugmentWide: one op, its bin drawn uniformly from num_bins. */
+struct AugTrivialAugment {
+    double num_bins;
+    double fill[3];
+};
+
+/* AutoAugment: policy 0 = torchvision's AutoAugmentPolicy.IMAGENET */
+struct AugAutoAugment {
+    double policy;
+    double fill[3];
+};
+
+const char *rand_augment_check(const fq_op &op);
+const char *auto_augment_check(const fq_op &op);
+int auto_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                      fq_err *err);
+const char *trivial_augment_check(const fq_op &op);
+int rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                      fq_err *err);
+int trivial_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                         fq_err *err);
+/* runs the r.applied ops of r.order (kinds, 0 = Identity) at magnitudes r.factor */
+void policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+
+}  // namespace fqi
+
+#endif
