@@ -16,6 +16,8 @@ import os
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.torch  # torchvision v2 (on torch) is the reference
+
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
 import fastq
 from fastq import _image

@@ -13,6 +13,8 @@ import math
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.torch  # torchvision v2 (on torch) is the reference
+
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
 from fastq import _image
 from fastq import ops as O
