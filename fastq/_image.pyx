@@ -297,6 +297,25 @@ def set_simd_write(bint on):
     fq_img_simd_write_set(1 if on else 0)
 
 
+cdef _prepared(int rc, fq_err *err, uint8_t *out, fq_prepare_info *info):
+    """``(new_bytes or None, info dict)`` of fq_jpeg_prepare / fq_jpeg_downscale; frees
+    ``out``; raises the C error."""
+    if rc != 0:
+        raise_fq_error(err)
+    d = {"status": "rewritten" if info.status == FQ_PREP_REWRITTEN else "kept",
+         "width": info.width, "height": info.height, "mcus_per_row": info.mcus_per_row,
+         "restart_interval": info.restart_interval, "old_restart_interval": info.old_restart_interval,
+         "in_bytes": info.in_bytes, "out_bytes": info.out_bytes,
+         "why": info.why.decode("utf-8", "replace")}
+    if out == NULL:
+        return None, d
+    try:
+        result = (<char *> out)[:info.out_bytes]
+    finally:
+        fq_jpeg_prepare_free(out)
+    return result, d
+
+
 def prepare_jpeg(data, int target_mcus=4):
     """Losslessly re-encode one JPEG with a restart marker every ~target_mcus MCUs that
     tiles each MCU row (GIL released).  Returns ``(new_bytes or None, info)``; ``None``
@@ -311,20 +330,7 @@ def prepare_jpeg(data, int target_mcus=4):
     memset(&err, 0, sizeof(err))
     with nogil:
         rc = fq_jpeg_prepare(&buf[0], n, target_mcus, &out, &info, &err)
-    if rc != 0:
-        raise_fq_error(&err)
-    d = {"status": "rewritten" if info.status == FQ_PREP_REWRITTEN else "kept",
-         "width": info.width, "height": info.height, "mcus_per_row": info.mcus_per_row,
-         "restart_interval": info.restart_interval, "old_restart_interval": info.old_restart_interval,
-         "in_bytes": info.in_bytes, "out_bytes": info.out_bytes,
-         "why": info.why.decode("utf-8", "replace")}
-    if out == NULL:
-        return None, d
-    try:
-        result = (<char *> out)[:info.out_bytes]
-    finally:
-        fq_jpeg_prepare_free(out)
-    return result, d
+    return _prepared(rc, &err, out, &info)
 
 
 def downscale_jpeg(data, int max_side=0, long long max_pixels=0, int quality=90, int target_mcus=4):
@@ -343,20 +349,7 @@ def downscale_jpeg(data, int max_side=0, long long max_pixels=0, int quality=90,
     memset(&err, 0, sizeof(err))
     with nogil:
         rc = fq_jpeg_downscale(&buf[0], n, max_side, max_pixels, quality, target_mcus, &out, &info, &err)
-    if rc != 0:
-        raise_fq_error(&err)
-    d = {"status": "rewritten" if info.status == FQ_PREP_REWRITTEN else "kept",
-         "width": info.width, "height": info.height, "mcus_per_row": info.mcus_per_row,
-         "restart_interval": info.restart_interval, "old_restart_interval": info.old_restart_interval,
-         "in_bytes": info.in_bytes, "out_bytes": info.out_bytes,
-         "why": info.why.decode("utf-8", "replace")}
-    if out == NULL:
-        return None, d
-    try:
-        result = (<char *> out)[:info.out_bytes]
-    finally:
-        fq_jpeg_prepare_free(out)
-    return result, d
+    return _prepared(rc, &err, out, &info)
 
 
 cdef class ImageSpec:

@@ -235,14 +235,16 @@ const int64_t FQ_DOWNSCALE_MAX_PIXELS = (int64_t)1 << 28;
 
 /* State of one downscale: the decoded and the shrunk pixels live in malloc'ed buffers
  * (not cv::Mat) so that nothing with a destructor spans the setjmp. */
-struct DownState {
-    struct jpeg_decompress_struct src;
-    struct jpeg_compress_struct dst;
-    PrepErr jerr;
-    MemDest md;
-    bool src_ready, dst_ready;
+struct DownState : State {
     uint8_t *pix, *small;
 };
+
+void free_pixels(State *) {}
+void free_pixels(DownState *st)
+{
+    std::free(st->pix);
+    std::free(st->small);
+}
 
 /* The shrink itself, outside the setjmp frame (OpenCV may throw). */
 int shrink(const uint8_t *pix, int w, int h, int nc, uint8_t *small, int nw, int nh, fq_err *err)
@@ -369,6 +371,45 @@ int downscale_impl(DownState *st, const uint8_t *data, size_t len, int max_side,
     return FQ_OK;
 }
 
+/* What both entry points do around their work: a file that is not an 8-bit baseline or
+ * progressive JPEG is "kept" (info->why says why); otherwise the state is allocated with
+ * libjpeg's error handlers installed, `work(st)` runs, and everything is freed except a
+ * rewritten result, which goes to *out (the caller frees it with fq_jpeg_prepare_free). */
+template <class S, class Work>
+int run_rewrite(const uint8_t *data, size_t len, uint8_t **out, fq_prepare_info *info, fq_err *err, Work work)
+{
+    if (len < 4 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF)
+        return keep(info, "not a JPEG");
+    unsigned sof = 0, prec = 0;
+    first_sof(data, len, &sof, &prec);
+    if (sof != 0 && !(sof == 0xC0 || sof == 0xC1 || sof == 0xC2 || sof == 0xC9 || sof == 0xCA))
+        return keep(info, "lossless or hierarchical JPEG (not re-encoded)");
+    if (sof != 0 && prec != 8)
+        return keep(info, "not an 8-bit JPEG (not re-encoded)");
+    S *st = static_cast<S *>(std::calloc(1, sizeof(S)));
+    if (!st)
+        return fq_set_err(err, FQ_E_NOMEM, "out of memory");
+    st->src.err = jpeg_std_error(&st->jerr.pub);
+    st->dst.err = &st->jerr.pub;
+    st->jerr.pub.error_exit = prep_error_exit;
+    st->jerr.pub.emit_message = prep_emit_message;
+    st->jerr.pub.output_message = prep_output_message;
+    int rc = work(st);
+    if (st->dst_ready)
+        jpeg_destroy_compress(&st->dst);
+    if (st->src_ready)
+        jpeg_destroy_decompress(&st->src);
+    free_pixels(st);
+    if (rc == FQ_OK && info->status == FQ_PREP_REWRITTEN) {
+        *out = st->md.buf;
+    } else {
+        std::free(st->md.buf);
+        info->out_bytes = info->status == FQ_PREP_KEPT ? len : 0;
+    }
+    std::free(st);
+    return rc;
+}
+
 }  // namespace
 
 extern "C" {
@@ -387,37 +428,9 @@ int fq_jpeg_downscale(const uint8_t *data, size_t len, int max_side, int64_t max
         return fq_set_err(err, FQ_E_INVALID, "fq_jpeg_downscale: need max_side > 0 and/or max_pixels > 0");
     if (quality < 1 || quality > 100)
         return fq_set_err(err, FQ_E_INVALID, "JPEG quality must be 1-100, got %d", quality);
-    if (len < 4 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF)
-        return keep(info, "not a JPEG");
-    unsigned sof = 0, prec = 0;
-    first_sof(data, len, &sof, &prec);
-    if (sof != 0 && !(sof == 0xC0 || sof == 0xC1 || sof == 0xC2 || sof == 0xC9 || sof == 0xCA))
-        return keep(info, "lossless or hierarchical JPEG (not re-encoded)");
-    if (sof != 0 && prec != 8)
-        return keep(info, "not an 8-bit JPEG (not re-encoded)");
-    DownState *st = static_cast<DownState *>(std::calloc(1, sizeof(DownState)));
-    if (!st)
-        return fq_set_err(err, FQ_E_NOMEM, "out of memory");
-    st->src.err = jpeg_std_error(&st->jerr.pub);
-    st->dst.err = &st->jerr.pub;
-    st->jerr.pub.error_exit = prep_error_exit;
-    st->jerr.pub.emit_message = prep_emit_message;
-    st->jerr.pub.output_message = prep_output_message;
-    int rc = downscale_impl(st, data, len, max_side, max_pixels, quality, target_mcus, info, err);
-    if (st->dst_ready)
-        jpeg_destroy_compress(&st->dst);
-    if (st->src_ready)
-        jpeg_destroy_decompress(&st->src);
-    std::free(st->pix);
-    std::free(st->small);
-    if (rc == FQ_OK && info->status == FQ_PREP_REWRITTEN) {
-        *out = st->md.buf;
-    } else {
-        std::free(st->md.buf);
-        info->out_bytes = info->status == FQ_PREP_KEPT ? len : 0;
-    }
-    std::free(st);
-    return rc;
+    return run_rewrite<DownState>(data, len, out, info, err, [&](DownState *st) {
+        return downscale_impl(st, data, len, max_side, max_pixels, quality, target_mcus, info, err);
+    });
 }
 
 int fq_jpeg_prepare(const uint8_t *data, size_t len, int target_mcus, uint8_t **out, fq_prepare_info *info,
@@ -430,35 +443,8 @@ int fq_jpeg_prepare(const uint8_t *data, size_t len, int target_mcus, uint8_t **
     info->in_bytes = len;
     if (target_mcus < 1)
         return fq_set_err(err, FQ_E_INVALID, "restart interval target must be >= 1 MCU, got %d", target_mcus);
-    if (len < 4 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF)
-        return keep(info, "not a JPEG");
-    unsigned sof = 0, prec = 0;
-    first_sof(data, len, &sof, &prec);
-    if (sof != 0 && !(sof == 0xC0 || sof == 0xC1 || sof == 0xC2 || sof == 0xC9 || sof == 0xCA))
-        return keep(info, "lossless or hierarchical JPEG (not re-encoded)");
-    if (sof != 0 && prec != 8)
-        return keep(info, "not an 8-bit JPEG (not re-encoded)");
-    State *st = static_cast<State *>(std::calloc(1, sizeof(State)));
-    if (!st)
-        return fq_set_err(err, FQ_E_NOMEM, "out of memory");
-    st->src.err = jpeg_std_error(&st->jerr.pub);
-    st->dst.err = &st->jerr.pub;
-    st->jerr.pub.error_exit = prep_error_exit;
-    st->jerr.pub.emit_message = prep_emit_message;
-    st->jerr.pub.output_message = prep_output_message;
-    int rc = prepare_impl(st, data, len, target_mcus, info, err);
-    if (st->dst_ready)
-        jpeg_destroy_compress(&st->dst);
-    if (st->src_ready)
-        jpeg_destroy_decompress(&st->src);
-    if (rc == FQ_OK && info->status == FQ_PREP_REWRITTEN) {
-        *out = st->md.buf;
-    } else {
-        std::free(st->md.buf);
-        info->out_bytes = info->status == FQ_PREP_KEPT ? len : 0;
-    }
-    std::free(st);
-    return rc;
+    return run_rewrite<State>(data, len, out, info, err,
+                              [&](State *st) { return prepare_impl(st, data, len, target_mcus, info, err); });
 }
 
 void fq_jpeg_prepare_free(uint8_t *buf) { std::free(buf); }
