@@ -150,13 +150,18 @@ struct State {
     bool src_ready, dst_ready;
 };
 
+/* The error of a libjpeg failure that longjmp'ed back (prep_error_exit recorded it). */
+int libjpeg_failure(const PrepErr &e, fq_err *err)
+{
+    if (e.code == FQ_E_NOMEM)
+        return fq_set_err(err, FQ_E_NOMEM, "out of memory re-encoding JPEG: %s", e.msg);
+    return fq_set_err(err, FQ_E_DECODE, "corrupt JPEG data: %s", e.msg);
+}
+
 int prepare_impl(State *st, const uint8_t *data, size_t len, int target, fq_prepare_info *info, fq_err *err)
 {
-    if (setjmp(st->jerr.jb)) {
-        if (st->jerr.code == FQ_E_NOMEM)
-            return fq_set_err(err, FQ_E_NOMEM, "out of memory re-encoding JPEG: %s", st->jerr.msg);
-        return fq_set_err(err, FQ_E_DECODE, "corrupt JPEG data: %s", st->jerr.msg);
-    }
+    if (setjmp(st->jerr.jb))
+        return libjpeg_failure(st->jerr, err);
     jpeg_create_decompress(&st->src);
     st->src_ready = true;
     jpeg_mem_src(&st->src, data, (unsigned long)len);
@@ -266,11 +271,8 @@ int shrink(const uint8_t *pix, int w, int h, int nc, uint8_t *small, int nw, int
 int downscale_impl(DownState *st, const uint8_t *data, size_t len, int max_side, int64_t max_pixels, int quality,
                    int target, fq_prepare_info *info, fq_err *err)
 {
-    if (setjmp(st->jerr.jb)) {
-        if (st->jerr.code == FQ_E_NOMEM)
-            return fq_set_err(err, FQ_E_NOMEM, "out of memory re-encoding JPEG: %s", st->jerr.msg);
-        return fq_set_err(err, FQ_E_DECODE, "corrupt JPEG data: %s", st->jerr.msg);
-    }
+    if (setjmp(st->jerr.jb))
+        return libjpeg_failure(st->jerr, err);
     jpeg_create_decompress(&st->src);
     st->src_ready = true;
     jpeg_mem_src(&st->src, data, (unsigned long)len);

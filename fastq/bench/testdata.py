@@ -58,6 +58,21 @@ def _load_photos(cv2, min_side=64):
     return out
 
 
+def _flip_and_write(img, rng, out_dir, i, quality):
+    """Mirror `img` with probability 0.5 (one draw of `rng`), write it as
+    `out_dir/<i:06d>.jpg` at JPEG `quality`; returns the path."""
+    cv2 = _cv2()
+    if rng.random() < 0.5:
+        img = img[:, ::-1]
+    ok, enc = cv2.imencode(".jpg", np.ascontiguousarray(img), [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    if not ok:  # pragma: no cover
+        raise RuntimeError("cv2.imencode failed")
+    p = os.path.join(out_dir, f"{i:06d}.jpg")
+    with open(p, "wb") as f:
+        f.write(enc.tobytes())
+    return p
+
+
 def make_jpeg_dataset(out_dir, n, *, seed=0, min_side=300, max_side=800, quality=90, progress=None):
     """Write ``n`` JPEGs ``out_dir/000000.jpg ...`` and return their paths.
 
@@ -92,15 +107,7 @@ def make_jpeg_dataset(out_dir, n, *, seed=0, min_side=300, max_side=800, quality
             oh, ow = long_side, max(min_side, min(max_side, round(long_side * cw / ch)))
         interp = cv2.INTER_AREA if ow * oh < cw * ch else cv2.INTER_CUBIC
         out = cv2.resize(crop, (ow, oh), interpolation=interp)
-        if rng.random() < 0.5:
-            out = out[:, ::-1]
-        ok, enc = cv2.imencode(".jpg", np.ascontiguousarray(out), [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
-        if not ok:  # pragma: no cover
-            raise RuntimeError("cv2.imencode failed")
-        p = os.path.join(out_dir, f"{i:06d}.jpg")
-        with open(p, "wb") as f:
-            f.write(enc.tobytes())
-        paths.append(p)
+        paths.append(_flip_and_write(out, rng, out_dir, i, quality))
         if progress is not None:
             progress(i + 1)
     return paths
@@ -151,15 +158,7 @@ def make_hires_dataset(out_dir, n, *, seed=0, min_width=1800, max_width=3200, qu
         luma = rng.normal(0.0, noise, ((oh + 1) // 2, (ow + 1) // 2, 1)).astype(np.float32)
         out += np.repeat(np.repeat(luma, 2, axis=0), 2, axis=1)[:oh, :ow]
         out = np.clip(out + 0.5, 0, 255).astype(np.uint8)
-        if rng.random() < 0.5:
-            out = out[:, ::-1]
-        ok, enc = cv2.imencode(".jpg", np.ascontiguousarray(out), [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
-        if not ok:  # pragma: no cover
-            raise RuntimeError("cv2.imencode failed")
-        p = os.path.join(out_dir, f"{i:06d}.jpg")
-        with open(p, "wb") as f:
-            f.write(enc.tobytes())
-        paths.append(p)
+        paths.append(_flip_and_write(out, rng, out_dir, i, quality))
         if progress is not None:
             progress(i + 1)
     return paths
