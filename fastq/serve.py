@@ -27,7 +27,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from fastq.errors import FastqError
 
@@ -215,7 +215,7 @@ def _seconds(text):
 
 
 # (names, add_argument kwargs) of each subcommand, registered by fastq.cli
-DISPATCHER_ARGS = [
+DISPATCHER_ARGS: List[Tuple[Tuple[str, ...], Dict[str, Any]]] = [
     (("--port",), dict(type=_port, default=5050, help="port to listen on (default %(default)s; 0: any free port)")),
     (("--work-dir",), dict(help="journal folder: with --fault-tolerant a restarted dispatcher resumes its jobs")),
     (("--fault-tolerant",), dict(action="store_true", help="journal state to --work-dir (needs --work-dir)")),
@@ -226,7 +226,7 @@ DISPATCHER_ARGS = [
     (("--timeout",), dict(type=_seconds, help="stop after this many seconds (default: run until SIGTERM/Ctrl-C); "
                                               "30 s later the process is ended by SIGALRM whatever it is doing")),
 ]
-WORKER_ARGS = [
+WORKER_ARGS: List[Tuple[Tuple[str, ...], Dict[str, Any]]] = [
     (("--dispatcher",), dict(required=True, metavar="HOST:PORT", help="the dispatcher's address")),
     (("--port",), dict(type=_port, default=0, help="port to listen on (default: any free port)")),
     (("--advertise",), dict(default="localhost", metavar="HOST",
