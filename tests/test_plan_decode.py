@@ -112,9 +112,11 @@ def test_plan_decode_errors():
 def test_constants_come_from_the_c_core():
     assert O.FQ_OP_DTYPE is _image.FQ_OP_DTYPE and O.FQ_OP_DTYPE.itemsize == 136
     assert O.DEFAULT_MAX_PIXELS == 1 << 26 and O.MAX_OPS == 16 and O.MAX_SIDE == 32768
-    assert _image.OP_KINDS == {"RandomResizedCrop": 1, "Resize": 2, "CenterCrop": 3, "RandomCrop": 4,
-                               "HorizontalFlip": 5, "VerticalFlip": 6, "ColorJitter": 7, "RandomAffine": 8,
-                               "Grayscale": 9, "Normalize": 10}
+    first = {"RandomResizedCrop": 1, "Resize": 2, "CenterCrop": 3, "RandomCrop": 4, "HorizontalFlip": 5,
+             "VerticalFlip": 6, "ColorJitter": 7, "RandomAffine": 8, "Grayscale": 9, "Normalize": 10}
+    assert {k: v for k, v in _image.OP_KINDS.items() if v <= 10} == first
+    # the augmentation ops' table (fq_image_aug.cpp) continues the kinds after Normalize, densely
+    assert sorted(_image.OP_KINDS.values()) == list(range(1, len(_image.OP_KINDS) + 1))
     # every op class of fastq.ops has its record in C under its own name
     for cls in (O.RandomResizedCrop, O.Resize, O.CenterCrop, O.RandomCrop, O.HorizontalFlip, O.VerticalFlip,
                 O.ColorJitter, O.RandomAffine, O.Grayscale, O.Normalize):
