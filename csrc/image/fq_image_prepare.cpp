@@ -91,6 +91,21 @@ static boolean md_empty(j_compress_ptr c)
 static void md_term(j_compress_ptr) {}
 }
 
+/* Allocate md's first cap bytes and make it c's destination (the buffer grows in
+ * md_empty; md.buf is freed by the caller's state on every path). */
+int attach_mem_dest(j_compress_ptr c, MemDest *md, size_t cap, fq_err *err)
+{
+    md->cap = cap;
+    md->buf = static_cast<uint8_t *>(std::malloc(cap));
+    if (!md->buf)
+        return fq_set_err(err, FQ_E_NOMEM, "out of memory for a %zu-byte JPEG", cap);
+    md->pub.init_destination = md_init;
+    md->pub.empty_output_buffer = md_empty;
+    md->pub.term_destination = md_term;
+    c->dest = &md->pub;
+    return FQ_OK;
+}
+
 /* Interval (in MCUs) that divides mcux into at least 2 segments and is nearest to
  * target on a log scale (ties: the smaller one); mcux itself when mcux < 2. */
 int pick_interval(int mcux, int target)
@@ -207,14 +222,8 @@ int prepare_impl(State *st, const uint8_t *data, size_t len, int target, fq_prep
     d->restart_in_rows = 0;
     d->optimize_coding = TRUE; /* per-image Huffman tables: offsets most of the RST cost */
     d->arith_code = FALSE;
-    st->md.cap = len + len / 8 + 4096;
-    st->md.buf = static_cast<uint8_t *>(std::malloc(st->md.cap));
-    if (!st->md.buf)
-        return fq_set_err(err, FQ_E_NOMEM, "out of memory for a %zu-byte JPEG", st->md.cap);
-    st->md.pub.init_destination = md_init;
-    st->md.pub.empty_output_buffer = md_empty;
-    st->md.pub.term_destination = md_term;
-    d->dest = &st->md.pub;
+    if (int rc = attach_mem_dest(d, &st->md, len + len / 8 + 4096, err))
+        return rc;
     jpeg_write_coefficients(d, coef);
     /* the markers jpegtran copies with -copy all, except the JFIF/Adobe ones the
      * compressor writes itself */
@@ -349,14 +358,8 @@ int downscale_impl(DownState *st, const uint8_t *data, size_t len, int max_side,
     const int ri = pick_interval(mcux, target);
     d->restart_interval = mcux / ri >= 2 ? (unsigned)ri : 0;
     d->restart_in_rows = 0;
-    st->md.cap = (size_t)nw * nh * nc / 4 + 4096;
-    st->md.buf = static_cast<uint8_t *>(std::malloc(st->md.cap));
-    if (!st->md.buf)
-        return fq_set_err(err, FQ_E_NOMEM, "out of memory for a %zu-byte JPEG", st->md.cap);
-    st->md.pub.init_destination = md_init;
-    st->md.pub.empty_output_buffer = md_empty;
-    st->md.pub.term_destination = md_term;
-    d->dest = &st->md.pub;
+    if (int rc = attach_mem_dest(d, &st->md, (size_t)nw * nh * nc / 4 + 4096, err))
+        return rc;
     jpeg_start_compress(d, TRUE);
     const size_t nstride = (size_t)nw * nc;
     while (d->next_scanline < d->image_height) {
