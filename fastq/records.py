@@ -15,6 +15,8 @@ Both directions are checked against TensorFlow's ``tf.train.Example``,
 """
 import struct
 
+import numpy as np
+
 __all__ = ["encode_example", "tfrecord_frame", "parse_example"]
 
 
@@ -42,18 +44,34 @@ def _ld(field, payload):
 
 
 def encode_example(features):
-    """Serialize a tf.train.Example from {key: bytes | int | [bytes] | [int]} (keys in
-    sorted order, int64 lists packed: what TF's own serializer writes for them)."""
+    """Serialize a tf.train.Example from {key: bytes | int | float | [bytes] | [int] |
+    [float] | numpy array} (keys in sorted order, int64 and float lists packed: what
+    TF's own serializer writes for them).  A numpy array's dtype decides its list type
+    (floating: float_list of float32, integer: int64_list), so an empty float feature
+    is ``np.zeros(0, np.float32)``; an empty Python list is a bytes list."""
     entries = []
     for key in sorted(features):
         v = features[key]
+        if isinstance(v, np.ndarray):
+            if np.issubdtype(v.dtype, np.floating):
+                payload = np.ascontiguousarray(v.reshape(-1), "<f4").tobytes()
+                entries.append(_ld(1, _ld(1, key.encode()) + _ld(2, _ld(2, _ld(1, payload) if payload else b""))))
+                continue
+            if not np.issubdtype(v.dtype, np.integer):
+                raise TypeError(f"feature {key!r}: a numpy array of {v.dtype} (floating or integer expected)")
+            ints = b"".join(_varint(int(x)) for x in v.reshape(-1))
+            entries.append(_ld(1, _ld(1, key.encode()) + _ld(2, _ld(3, _ld(1, ints) if ints else b""))))
+            continue
         vals = v if isinstance(v, (list, tuple)) else [v]
         if all(isinstance(x, bytes) for x in vals):
             feature = _ld(1, b"".join(_ld(1, x) for x in vals))  # Feature.bytes_list
-        elif all(isinstance(x, int) for x in vals):
-            feature = _ld(3, _ld(1, b"".join(_varint(x) for x in vals)) if vals else b"")  # int64_list
+        elif all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in vals):
+            feature = _ld(3, _ld(1, b"".join(_varint(int(x)) for x in vals)) if vals else b"")  # int64_list
+        elif all(isinstance(x, (float, np.floating, int, np.integer)) and not isinstance(x, bool) for x in vals):
+            payload = struct.pack(f"<{len(vals)}f", *(float(x) for x in vals))
+            feature = _ld(2, _ld(1, payload))  # float_list, packed
         else:
-            raise TypeError(f"feature {key!r}: bytes or int values expected, got {v!r}")
+            raise TypeError(f"feature {key!r}: bytes, int or float values expected, got {v!r}")
         entries.append(_ld(1, _ld(1, key.encode()) + _ld(2, feature)))
     return _ld(1, b"".join(entries))  # Example.features
 
