@@ -174,14 +174,15 @@ def write(corpus, d):
     return paths
 
 
-def run(paths, workers, *, shuffle=False, queue_size=4):
+def run(paths, workers, *, shuffle=False, queue_size=4, ops=None):
     """Decode every file through a fresh Pipeline (batch 1, on_error="raise";
     after a failure the epoch is resumed past the failed sample).  shuffle=True
     visits the files in another order (same outputs: a sample's augmentation
-    depends on its index, not its position).  Returns {path: ("ok", bytes) |
-    ("error", class name, message, index, path)}."""
+    depends on its index, not its position); ops: the chain (default OPS).
+    Returns {path: ("ok", bytes) | ("error", class name, message, index, path)}."""
     p = fastq.Pipeline(fastq.sources.Files(paths), batch_size=1, queue_size=queue_size, workers=workers,
-                       ops=OPS, dtype="uint8", seed=3, shuffle=shuffle, return_index=True, stall_timeout=60)
+                       ops=OPS if ops is None else ops, dtype="uint8", seed=3, shuffle=shuffle, return_index=True,
+                       stall_timeout=60)
     out = {}
     pos = 0
     try:
