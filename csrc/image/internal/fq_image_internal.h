@@ -110,7 +110,7 @@ void affine_init(F32Affine *k, const float (*lut)[256], const double *mean, cons
  * the table lookup; returns false (nothing written) when it does not apply (no
  * AVX2/FMA, k not exact).  May throw std::bad_alloc. */
 bool write_f32_hwc_simd(const F32Affine &k, const float (*lut)[256], const cv::Mat &img, bool hf, bool vf,
-                        float *out);
+                        float *out, bool bgr = false);
 
 }  // namespace fqi
 
