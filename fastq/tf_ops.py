@@ -228,6 +228,9 @@ def _op_attrs(ops, dtype, layout, channels, max_pixels, dct_scaling):
     from fastq import ops as fops
     kw = {} if max_pixels is None else {"max_pixels": max_pixels}
     c = fops.compile_ops(ops, dtype=dtype, layout=layout, channels=channels, dct_scaling=dct_scaling, **kw)
+    if c.channel_order != "RGB":  # the kernel's format has no channel order attr (yet)
+        raise ValueError(f"decode_augment: channels={channels!r} is not supported by the TensorFlow op; "
+                         f"use 3 or 1 and reverse the channel axis, or a Pipeline")
     if c.layout == "NHWC":
         h, w = c.out_shape[0], c.out_shape[1]
     else:
