@@ -203,7 +203,8 @@ enum fq_channel_order { FQ_ORDER_RGB = 0, FQ_ORDER_BGR = 1 };
 typedef struct fq_img_spec fq_img_spec;
 
 /* Validate the chain and build an immutable spec.  Errors: FQ_E_INVALID (with the
- * op index and the reason), FQ_E_NOMEM. */
+ * op index and the reason; besides the chain rules: the format's fields, and one
+ * RandomErasing value for channels == 1), FQ_E_NOMEM. */
 int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq_img_spec **out,
                        fq_err *err);
 void fq_img_spec_free(fq_img_spec *spec);
@@ -304,8 +305,9 @@ typedef struct fq_img_chain_info {
 } fq_img_chain_info;
 
 /* The rules of an op chain, the one place they are written: every op's parameters are
- * valid, at most FQ_IMG_MAX_OPS ops, Normalize at most once and last and only with a
- * float dtype (dtype: FQ_DT_*), and the chain gives a fixed output size.  info (may be
+ * valid, at most FQ_IMG_MAX_OPS ops, Normalize at most once and last (only RandomErasing
+ * may follow it) and only with a float dtype (dtype: FQ_DT_*), RandomErasing at most once
+ * and last, and the chain gives a fixed output size.  info (may be
  * NULL) is filled as far as known even when a rule fails.  FQ_OK or FQ_E_INVALID with
  * the reason.  fq_img_spec_create applies exactly these rules. */
 int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info *info, fq_err *err);
