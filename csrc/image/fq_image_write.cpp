@@ -9,6 +9,7 @@
  * follow their channel). */
 #include "image/internal/fq_image_aug.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -118,16 +119,29 @@ void erase_box(const fq_img_spec *sp, const fq_img_op_explain &r, void *out)
     const bool bgr = sp->fmt.channel_order == FQ_ORDER_BGR && C == 3, chw = sp->fmt.layout == FQ_LAYOUT_CHW;
     T *o = static_cast<T *>(out);
     const size_t plane = (size_t)H * W;
-    T cv[3];
-    for (int c = 0; c < 3; c++)
-        cv[c] = out_value<T>(r.factor[c], sp->fmt.dtype);
-    const bool rnd = r.params[2] != 0;
+    if (r.params[2] == 0) { /* constant: one value per output channel */
+        T pix[3];
+        for (int c = 0; c < C; c++)
+            pix[bgr ? C - 1 - c : c] = out_value<T>(r.factor[c], sp->fmt.dtype);
+        for (int y = y0; y < y0 + bh; y++) {
+            if (chw) {
+                for (int oc = 0; oc < C; oc++)
+                    std::fill_n(o + (size_t)oc * plane + (size_t)y * W + x0, bw, pix[oc]);
+            } else {
+                T *q = o + ((size_t)y * W + x0) * C;
+                for (int x = 0; x < bw; x++)
+                    for (int oc = 0; oc < C; oc++)
+                        q[x * C + oc] = pix[oc];
+            }
+        }
+        return;
+    }
     Normal nrm(r.params[0]);
     for (int y = y0; y < y0 + bh; y++)
         for (int x = x0; x < x0 + bw; x++)
             for (int c = 0; c < C; c++) {
                 const int oc = bgr ? C - 1 - c : c;
-                const T v = rnd ? out_value<T>(nrm.next(), sp->fmt.dtype) : cv[c];
+                const T v = out_value<T>(nrm.next(), sp->fmt.dtype);
                 if (chw)
                     o[(size_t)oc * plane + (size_t)y * W + x] = v;
                 else
@@ -163,7 +177,8 @@ void write_out(const fq_img_spec *sp, const cv::Mat &img, bool hf, bool vf, void
             size_t rb = (size_t)img.cols * img.channels();
             for (int y = 0; y < img.rows; y++)
                 std::memcpy(static_cast<uint8_t *>(out) + y * rb, img.ptr<uint8_t>(y), rb);
-        } else {
+        } else if (!(bgr && layout == FQ_LAYOUT_HWC &&
+                     fqi::write_u8_bgr_hwc_simd(img, hf, vf, static_cast<uint8_t *>(out)))) {
             write_any<uint8_t>(img, hf, vf, layout, bgr, g_id_lut.t, out);
         }
         if (er)

@@ -174,7 +174,19 @@ bool write_f32_hwc_simd(const F32Affine &k, const float (*lut)[256], const cv::M
     return true;
 }
 
+bool write_u8_bgr_hwc_simd(const cv::Mat &img, bool hf, bool vf, uint8_t *out)
+{
+    if (!g_simd_write.load(std::memory_order_relaxed) || !cpu_ok() || img.channels() != 3 || img.depth() != CV_8U)
+        return false;
+    const int h = img.rows, w = img.cols;
+    for (int y = 0; y < h; y++)
+        bgr_row(img.ptr<uint8_t>(vf ? h - 1 - y : y), w, hf, out + (size_t)y * w * 3);
+    return true;
+}
+
 #else
+
+bool write_u8_bgr_hwc_simd(const cv::Mat &, bool, bool, uint8_t *) { return false; }
 
 bool write_f32_hwc_simd(const F32Affine &, const float (*)[256], const cv::Mat &, bool, bool, float *, bool)
 {
