@@ -155,7 +155,15 @@ def test_tf_element_spec_and_kernel_refusal(jpegs):
                         dtype="float16") as q:
         y = np.array(next(iter(q))[0])
     assert x.tobytes() == y[..., ::-1].tobytes()
+    # the in-graph op: its channel_order attr, same bytes as the Pipeline's
     from fastq import tf_ops
-    with pytest.raises(ValueError, match="not supported by the TensorFlow op"):
-        tf_ops.decode_augment(tf.constant([b"x"]), tf.constant([0], tf.int64), ops=[O.Resize((8, 8))],
-                              channels="BGR")
+    enc = tf.constant([open(p, "rb").read() for p in jpegs[:4]])
+    idx = tf.constant([0, 1, 2, 3], tf.int64)
+    chain = [O.RandomResizedCrop((9, 13)), O.HorizontalFlip(), NORM]
+    for layout, axis in (("NHWC", -1), ("NCHW", 1)):
+        kw = dict(ops=chain, seed=4, dtype="float32", layout=layout)
+        rgb = tf_ops.decode_augment(enc, idx, channels="RGB", **kw).numpy()
+        bgr = tf_ops.decode_augment(enc, idx, channels="BGR", **kw).numpy()
+        assert bgr.shape == rgb.shape and bgr.tobytes() == np.flip(rgb, axis).tobytes()
+        with fastq.Pipeline(fastq.sources.Files(jpegs[:4]), batch_size=4, channels="BGR", **kw) as p:
+            assert np.array(next(iter(p))[0]).tobytes() == bgr.tobytes()
