@@ -400,7 +400,8 @@ cdef class ImageSpec:
             key = channels.upper()
             if key not in ("RGB", "BGR", "GRAY"):
                 raise ValueError(f"channels must be 3, 1, 'RGB', 'BGR' or 'gray', got {channels!r}")
-            channels, order = (1, FQ_ORDER_RGB) if key == "GRAY" else (3, FQ_ORDER_BGR if key == "BGR" else FQ_ORDER_RGB)
+            channels = 1 if key == "GRAY" else 3
+            order = FQ_ORDER_BGR if key == "BGR" else FQ_ORDER_RGB
         fmt.channels = channels
         fmt.channel_order = order
         fmt.dtype = _DTYPES[dtype][0]

@@ -82,8 +82,8 @@ int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info
     const int tail = (n_ops > 0 && ops[n_ops - 1].kind == kErase) ? n_ops - 1 : n_ops;
     for (int i = 0; i < tail; i++)
         if (ops[i].kind == kErase)
-            return fq_set_err(err, FQ_E_INVALID, "RandomErasing must be the last op (after Normalize; it is op %d of %d)",
-                              i, n_ops);
+            return fq_set_err(err, FQ_E_INVALID,
+                              "RandomErasing must be the last op (after Normalize; it is op %d of %d)", i, n_ops);
     for (int i = 0; i < n_ops; i++) {
         const fqi::OpImpl *impl = fqi::op_impl(ops[i].kind);
         if (!impl)
@@ -105,7 +105,8 @@ int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info
             first_norm = i;
     }
     if (first_norm >= 0 && first_norm != tail - 1)
-        return fq_set_err(err, FQ_E_INVALID, "Normalize must be the last op (only RandomErasing may follow it; it is op %d of %d)",
+        return fq_set_err(err, FQ_E_INVALID,
+                          "Normalize must be the last op (only RandomErasing may follow it; it is op %d of %d)",
                           first_norm, n_ops);
     info->normalize = first_norm >= 0;
     if (!info->out_h)
@@ -144,8 +145,9 @@ int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq
     if (fmt->channels == 1 && n_ops > 0 && ops[n_ops - 1].kind == erase_kind) {
         const fqi::AugErase &q = fqi::params<fqi::AugErase>(ops[n_ops - 1]);
         if (!q.random && (q.value[1] != q.value[0] || q.value[2] != q.value[0]))
-            return fq_set_err(err, FQ_E_INVALID, "op %d (RandomErasing): channels=1 needs a single value, got (%g, %g, %g)",
-                              n_ops - 1, q.value[0], q.value[1], q.value[2]);
+            return fq_set_err(err, FQ_E_INVALID,
+                              "op %d (RandomErasing): channels=1 needs a single value, got (%g, %g, %g)", n_ops - 1,
+                              q.value[0], q.value[1], q.value[2]);
     }
     fq_img_spec *sp = new (std::nothrow) fq_img_spec;
     if (!sp)
