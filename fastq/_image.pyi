@@ -1,6 +1,6 @@
 # Type stubs for the Cython module fastq/_image.pyx (+ _imgtask.pxi): the per-sample
 # image path and the native image task.
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -32,7 +32,8 @@ class ImageSpec:
     channels: int
     max_pixels: int
     dct_scaling: bool
-    def __init__(self, packed_ops: Any, channels: int = ..., dtype: str = ..., layout: str = ...,
+    channel_order: str  # "RGB" or "BGR" (RandomErasing / channels="BGR" topic)
+    def __init__(self, packed_ops: Any, channels: Union[int, str] = ..., dtype: str = ..., layout: str = ...,
                  max_pixels: Optional[int] = ..., dct_scaling: bool = ...) -> None: ...
     @property
     def row_bytes(self) -> int: ...

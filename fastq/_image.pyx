@@ -213,6 +213,9 @@ cdef dict _op_explain(const fq_img_op_explain *r):
         d["matrix"] = [[r.matrix[0], r.matrix[1], r.matrix[2]], [r.matrix[3], r.matrix[4], r.matrix[5]]]
     if fields & FQ_EXPLAIN_MAGNITUDE:
         d["magnitude"] = r.factor[0]
+    if fields & FQ_EXPLAIN_ERASE:  # RandomErasing: the value (RGB order) or "random", tries drawn
+        d["value"] = "random" if r.params[2] != 0 else (r.factor[0], r.factor[1], r.factor[2])
+        d["tries"] = int(r.params[1])
     if fields & FQ_EXPLAIN_LIGHTING and r.applied:
         d["alpha"] = (r.factor[0], r.factor[1], r.factor[2])
         d["increment"] = (r.params[0], r.params[1], r.params[2])
@@ -370,6 +373,7 @@ cdef class ImageSpec:
     cdef readonly int channels
     cdef readonly object max_pixels
     cdef readonly bint dct_scaling
+    cdef readonly str channel_order
 
     def __cinit__(self):
         self.spec = NULL
@@ -381,6 +385,7 @@ cdef class ImageSpec:
             c = packed_ops
             packed_ops, channels, dtype, layout = c.packed_ops, c.channels, c.dtype, c.layout
             max_pixels, dct_scaling = c.max_pixels, c.dct_scaling
+            channels = getattr(c, "channel_order", "RGB") if c.channels == 3 else 1
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
         if layout not in _LAYOUTS:
@@ -389,7 +394,16 @@ cdef class ImageSpec:
         cdef fq_img_format fmt
         cdef fq_err err
         memset(&err, 0, sizeof(err))
+        # channels: 3 / "RGB", "BGR" (the output channels reversed), 1 / "gray"
+        order = FQ_ORDER_RGB
+        if isinstance(channels, str):
+            key = channels.upper()
+            if key not in ("RGB", "BGR", "GRAY"):
+                raise ValueError(f"channels must be 3, 1, 'RGB', 'BGR' or 'gray', got {channels!r}")
+            channels = 1 if key == "GRAY" else 3
+            order = FQ_ORDER_BGR if key == "BGR" else FQ_ORDER_RGB
         fmt.channels = channels
+        fmt.channel_order = order
         fmt.dtype = _DTYPES[dtype][0]
         fmt.layout = _LAYOUTS[layout]
         fmt.max_pixels = DEFAULT_MAX_PIXELS if max_pixels is None else max_pixels
@@ -410,6 +424,7 @@ cdef class ImageSpec:
         self.channels = ch
         self.max_pixels = fmt.max_pixels
         self.dct_scaling = bool(dct_scaling)
+        self.channel_order = "BGR" if order == FQ_ORDER_BGR else "RGB"
         self._np_dtype = numpy_dtype(dtype)
         self._lock = threading.Lock()
 

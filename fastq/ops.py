@@ -514,6 +514,7 @@ class CompiledOps:
     max_pixels: int
     dct_scaling: bool
     out_shape: tuple
+    channel_order: str = "RGB"  # "BGR": the output channels reversed (channels="BGR")
 
 
 def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32", layout: str = "NHWC",
@@ -528,7 +529,9 @@ def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32
     chain without any size-changing op (even an empty one) then keeps that size.
     ``Normalize`` at most once and last, and only with a float dtype.  ``dtype``:
     uint8, float32, float16, bfloat16 (a name, numpy dtype or tf.DType); ``layout``:
-    NHWC or NCHW (any case); ``channels``: 3 (RGB) or 1 (gray); ``max_pixels``:
+    NHWC or NCHW (any case); ``channels``: 3 or "RGB", "BGR" (RGB reversed, fused into
+    the write; Normalize's mean/std stay in RGB order and follow their channel), 1 or
+    "gray"; ``max_pixels``:
     encoded images declaring more pixels fail with ImageTooLargeError before
     decoding; ``dct_scaling``: allow approximate JPEG DCT-domain downscaling when the
     first op is RandomResizedCrop or Resize (see docs/ops.md).
@@ -547,10 +550,7 @@ def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32
             raise ValueError(f"compile_ops: op {i} is not a fastq.ops op: {op!r}")
     dtype = dtype_name(dtype)
     layout = layout_name(layout)
-    if isinstance(channels, numbers.Integral) and not isinstance(channels, bool):
-        channels = int(channels)
-    if channels not in (1, 3):
-        raise ValueError(f"compile_ops: channels must be 1 or 3, got {channels!r}")
+    channels, channel_order = channels_order(channels)
     if not (isinstance(max_pixels, numbers.Integral) and max_pixels > 0):
         raise ValueError(f"compile_ops: max_pixels must be a positive int, got {max_pixels!r}")
     # the chain rules are the C core's (fq_img_chain_check); only the input_size case
@@ -574,7 +574,8 @@ def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32
     size = chain["out_size"]
     h, w = size
     out_shape = (h, w, channels) if layout == "NHWC" else (channels, h, w)
-    return CompiledOps(ops, packed, channels, dtype, layout, int(max_pixels), bool(dct_scaling), out_shape)
+    return CompiledOps(ops, packed, channels, dtype, layout, int(max_pixels), bool(dct_scaling), out_shape,
+                       channel_order)
 
 
 # ---- uint8 augmentation primitives (csrc/image/fq_image_aug.cpp) -----------------------
@@ -940,3 +941,71 @@ class AutoAugment(Op):
 
 
 __all__ += ["RandAugment", "TrivialAugmentWide", "AutoAugment", "POLICY_OPS"]
+
+
+# ---- output channel order and RandomErasing (topic: write; csrc/image/fq_image_write.cpp,
+# csrc/image/fq_image_aug_erase.cpp) -------------------------------------------------------
+
+def channels_order(channels: Any, where: str = "compile_ops") -> Tuple[int, str]:
+    """``(channels, channel_order)`` from the ``channels`` option: 3 or "RGB" -> (3, "RGB"),
+    "BGR" -> (3, "BGR"), 1 or "gray" -> (1, "RGB") (names in any case)."""
+    if isinstance(channels, str):
+        key = channels.upper()
+        if key in ("RGB", "BGR"):
+            return 3, key
+        if key == "GRAY":
+            return 1, "RGB"
+    elif isinstance(channels, numbers.Integral) and not isinstance(channels, bool) and int(channels) in (1, 3):
+        return int(channels), "RGB"
+    raise ValueError(f"{where}: channels must be 3, 1, 'RGB', 'BGR' or 'gray', got {channels!r}")
+
+
+class RandomErasing(Op):
+    """torchvision v2 ``RandomErasing(p, scale, ratio, value)`` on the OUTPUT values (after
+    ``Normalize``; it must be the last op of the chain).  With probability ``p``, up to 10
+    tries: ``area = H W U(scale)``, ``r = exp(U(log ratio))`` (``ratio`` is height / width),
+    ``h = round(sqrt(area r))``, ``w = round(sqrt(area / r))``, accepted if ``h < H`` and
+    ``w < W``; then top ~ U{0..H-h}, left ~ U{0..W-w}.  No accepted try: nothing is erased
+    (``applied`` False).  The box is written with ``value`` instead of the output values:
+    a number, 3 numbers (per channel, RGB order: with ``channels="BGR"`` each value follows
+    its channel, as Normalize's mean/std), or ``"random"``: per-element standard normal
+    values (Box-Muller on the sample's own random stream; torchvision's exact numbers cannot
+    be reproduced).  uint8 output: the value rounded half to even and clipped to 0..255.
+    ``channels=1`` needs one value.  Every draw happens at plan time, in chain order.
+    Explain: ``applied``, ``box`` (x, y, w, h in output coordinates), ``value``, ``tries``."""
+
+    kind = _K["RandomErasing"]
+
+    def __init__(self, p: float = 0.5, scale: Pair = (0.02, 0.33), ratio: Pair = (0.3, 3.3),
+                 value: Union[float, Sequence[float], str] = 0) -> None:
+        n = "RandomErasing"
+        self.p = _prob(n, p)
+        self.scale = _pair(n, scale, "scale")
+        if not (0 <= self.scale[0] <= self.scale[1] <= 1):
+            _fail(n, "scale must satisfy 0 <= min <= max <= 1", scale)
+        self.ratio = _pair(n, ratio, "ratio")
+        if not (0 < self.ratio[0] <= self.ratio[1] <= 1e6):
+            _fail(n, "ratio must satisfy 0 < min <= max <= 1e6", ratio)
+        if isinstance(value, str):
+            if value != "random":
+                _fail(n, "value must be a number, 3 numbers or 'random'", value)
+            self.value: Any = "random"
+        else:
+            vals: Any = (value,) if _num(value) else value
+            try:
+                vals = tuple(vals)
+            except TypeError:
+                _fail(n, "value must be a number, 3 numbers or 'random'", value)
+            if len(vals) == 1:
+                vals = vals * 3
+            if len(vals) != 3 or not all(_num(v) and abs(v) <= 1e30 for v in vals):
+                _fail(n, "value must be a number, 3 numbers or 'random'", value)
+            self.value = tuple(float(v) for v in vals)
+
+    def fields(self):
+        rnd = self.value == "random"
+        return {"p": self.p, "scale": self.scale, "ratio": self.ratio,
+                "value": (0.0, 0.0, 0.0) if rnd else self.value, "random": 1.0 if rnd else 0.0}
+
+
+__all__ += ["RandomErasing", "channels_order"]

@@ -236,11 +236,11 @@ def _op_attrs(ops, dtype, layout, channels, max_pixels, dct_scaling):
     out_type = {"uint8": tf.uint8, "float32": tf.float32, "float16": tf.float16, "bfloat16": tf.bfloat16}[c.dtype]
     return dict(ops=np.ascontiguousarray(c.packed_ops).tobytes(), out_size=[int(h), int(w)], out_type=out_type,
                 channels=int(c.channels), layout=c.layout, max_pixels=int(c.max_pixels),
-                dct_scaling=bool(c.dct_scaling))
+                dct_scaling=bool(c.dct_scaling), channel_order=c.channel_order)
 
 
 def decode_augment(encoded: Any, index: Any, *, ops: Any, seed: int = 0, epoch: Any = 0, dtype: Any = "uint8",
-                   layout: str = "NHWC", channels: int = 3, max_pixels: Optional[int] = None,
+                   layout: str = "NHWC", channels: Union[int, str] = 3, max_pixels: Optional[int] = None,
                    dct_scaling: bool = True, on_error: str = "raise", num_threads: int = 0,
                    name: Optional[str] = None) -> Any:
     """Decode and augment a batch: ``encoded`` string[B] (JPEG/PNG/... bytes),

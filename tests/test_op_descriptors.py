@@ -47,6 +47,8 @@ SAMPLES = {
     "Lighting": O.Lighting(0.2, p=0.5),
     "AutoAugment": O.AutoAugment(fill=(4, 5, 6)),
     "GaussianBlur": O.GaussianBlur((5, 3), sigma=(0.5, 1.5), p=0.5),
+    # topic write: RandomErasing (fq_image_aug_erase.cpp)
+    "RandomErasing": O.RandomErasing(0.7, scale=(0.1, 0.2), ratio=(0.5, 2.0), value=(0.5, -1.0, 2.0)),
 }
 
 

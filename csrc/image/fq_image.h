@@ -192,12 +192,19 @@ typedef struct fq_img_format {
     int64_t max_pixels; /* encoded images whose header declares more pixels fail with
                            FQ_E_TOO_LARGE before any pixel buffer is allocated; <= 0: default */
     int dct_scaling;    /* allow JPEG DCT-domain downscaling (approximate; see docs/ops.md) */
+    int channel_order;  /* FQ_ORDER_RGB (0, also for channels == 1) or FQ_ORDER_BGR: an index
+                           permutation of the output channel in the final write; Normalize's
+                           mean/std (given in RGB order) follow their channel */
 } fq_img_format;
+
+/* Output channel order of fq_img_format.channel_order. */
+enum fq_channel_order { FQ_ORDER_RGB = 0, FQ_ORDER_BGR = 1 };
 
 typedef struct fq_img_spec fq_img_spec;
 
 /* Validate the chain and build an immutable spec.  Errors: FQ_E_INVALID (with the
- * op index and the reason), FQ_E_NOMEM. */
+ * op index and the reason; besides the chain rules: the format's fields, and one
+ * RandomErasing value for channels == 1), FQ_E_NOMEM. */
 int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq_img_spec **out,
                        fq_err *err);
 void fq_img_spec_free(fq_img_spec *spec);
@@ -298,8 +305,9 @@ typedef struct fq_img_chain_info {
 } fq_img_chain_info;
 
 /* The rules of an op chain, the one place they are written: every op's parameters are
- * valid, at most FQ_IMG_MAX_OPS ops, Normalize at most once and last and only with a
- * float dtype (dtype: FQ_DT_*), and the chain gives a fixed output size.  info (may be
+ * valid, at most FQ_IMG_MAX_OPS ops, Normalize at most once and last (only RandomErasing
+ * may follow it) and only with a float dtype (dtype: FQ_DT_*), RandomErasing at most once
+ * and last, and the chain gives a fixed output size.  info (may be
  * NULL) is filled as far as known even when a rule fails.  FQ_OK or FQ_E_INVALID with
  * the reason.  fq_img_spec_create applies exactly these rules. */
 int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info *info, fq_err *err);
@@ -334,7 +342,10 @@ enum fq_img_explain_fields {
     FQ_EXPLAIN_MAGNITUDE = 32, /* factor[0]: the level used (fq_image_aug.cpp ops) */
     FQ_EXPLAIN_POLICY = 64,    /* applied ops: order[k] kind (0 Identity), factor[k] magnitude,
                                   params[k] bin (fq_image_aug_policy.cpp) */
-    FQ_EXPLAIN_LIGHTING = 128  /* Lighting: factor[0..2] alpha drawn, params[0..2] increment per channel */
+    FQ_EXPLAIN_LIGHTING = 128, /* Lighting: factor[0..2] alpha drawn, params[0..2] increment per channel */
+    FQ_EXPLAIN_ERASE = 256     /* RandomErasing: box (output coordinates), factor[0..2] value (RGB order),
+                                  params[0] key of the "random" value stream, params[1] tries drawn,
+                                  params[2] 1 when the values are "random" */
 };
 unsigned fq_img_op_explain_fields(int kind);
 

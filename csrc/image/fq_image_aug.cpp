@@ -531,6 +531,9 @@ constexpr fqi::OpImpl kAugOps[] = {
      keeps_size, fqi::auto_augment_plan, fqi::policy_exec},
     {"GaussianBlur", kAM, FQ_PARAMS(fqi::AugBlur, kBlurFields), fqi::blur_check, keeps_size, fqi::plan_blur,
      fqi::blur_exec},
+    /* RandomErasing (fq_image_aug_erase.cpp): planned here, written by the final write */
+    {"RandomErasing", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX | FQ_EXPLAIN_ERASE,
+     FQ_PARAMS(fqi::AugErase, fqi::kEraseFields), fqi::erase_check, keeps_size, fqi::plan_erase, fqi::erase_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

@@ -81,7 +81,7 @@ int run_full(const fq_img_spec *sp, fq_img_scratch *s, const cv::Mat &img, Plan 
     uint64_t t0 = fq_now_ns();
     exec_ops(sp, &pl, 0, e);
     uint64_t t1 = fq_now_ns();
-    write_out(sp, e.cur, e.hflip, e.vflip, out_row);
+    write_out(sp, e.cur, e.hflip, e.vflip, out_row, pl);
     s->times.ops_ns = t1 - t0, s->times.write_ns = fq_now_ns() - t1;
     return FQ_OK;
 }

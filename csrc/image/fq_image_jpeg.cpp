@@ -122,7 +122,7 @@ int process_jpeg(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data, 
     int start = finish_first_op(dp, dec, e);
     exec_ops(sp, &pl, start, e);
     const uint64_t t_write = fq_now_ns();
-    write_out(sp, e.cur, e.hflip, e.vflip, out_row);
+    write_out(sp, e.cur, e.hflip, e.vflip, out_row, pl);
     s->times.ops_ns = t_write - t_ops, s->times.write_ns = fq_now_ns() - t_write;
     fill_explain_tail(ex, pl, sp);
     return FQ_OK;

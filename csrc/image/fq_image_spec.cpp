@@ -1,7 +1,7 @@
 /* fq_image_spec.cpp - the immutable spec: the chain rules (fq_img_chain_check, the one
  * place they are written), the output tables (Normalize or x/255 per channel, per
  * dtype), and the name tables of the C API.  A spec is read-only once created. */
-#include "image/internal/fq_image_stages.h"
+#include "image/internal/fq_image_aug.h"
 
 #include <cstring>
 #include <new>
@@ -58,6 +58,11 @@ uint16_t float_to_bfloat16(float f)
 
 }  // namespace
 
+namespace fqi {
+uint16_t f32_to_f16(float f) { return float_to_half(f); }
+uint16_t f32_to_bf16(float f) { return float_to_bfloat16(f); }
+}  // namespace fqi
+
 extern "C" {
 
 int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info *info, fq_err *err)
@@ -72,6 +77,13 @@ int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info
     if (n_ops < 0 || n_ops > FQ_IMG_MAX_OPS)
         return fq_set_err(err, FQ_E_INVALID, "an op chain has 0..%d ops, got %d", FQ_IMG_MAX_OPS, n_ops);
     int first_norm = -1;
+    /* RandomErasing: at most once and last (after Normalize: it erases output values) */
+    static const int kErase = fq_img_op_kind("RandomErasing");
+    const int tail = (n_ops > 0 && ops[n_ops - 1].kind == kErase) ? n_ops - 1 : n_ops;
+    for (int i = 0; i < tail; i++)
+        if (ops[i].kind == kErase)
+            return fq_set_err(err, FQ_E_INVALID,
+                              "RandomErasing must be the last op (after Normalize; it is op %d of %d)", i, n_ops);
     for (int i = 0; i < n_ops; i++) {
         const fqi::OpImpl *impl = fqi::op_impl(ops[i].kind);
         if (!impl)
@@ -92,8 +104,10 @@ int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info
         if (ops[i].kind == FQ_OP_NORMALIZE && first_norm < 0)
             first_norm = i;
     }
-    if (first_norm >= 0 && first_norm != n_ops - 1)
-        return fq_set_err(err, FQ_E_INVALID, "Normalize must be the last op (it is op %d of %d)", first_norm, n_ops);
+    if (first_norm >= 0 && first_norm != tail - 1)
+        return fq_set_err(err, FQ_E_INVALID,
+                          "Normalize must be the last op (only RandomErasing may follow it; it is op %d of %d)",
+                          first_norm, n_ops);
     info->normalize = first_norm >= 0;
     if (!info->out_h)
         return fq_set_err(err, FQ_E_INVALID,
@@ -115,20 +129,38 @@ int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq
         return fq_set_err(err, FQ_E_INVALID, "unknown dtype %d", fmt->dtype);
     if (fmt->layout != FQ_LAYOUT_HWC && fmt->layout != FQ_LAYOUT_CHW)
         return fq_set_err(err, FQ_E_INVALID, "unknown layout %d", fmt->layout);
+    if (fmt->channel_order != FQ_ORDER_RGB && (fmt->channel_order != FQ_ORDER_BGR || fmt->channels != 3))
+        return fq_set_err(err, FQ_E_INVALID, "channel_order must be RGB (0) or, with 3 channels, BGR (1), got %d",
+                          fmt->channel_order);
     fq_img_chain_info info;
     int rc = fq_img_chain_check(ops, n_ops, fmt->dtype, &info, err);
     if (rc)
         return rc;
     const int h = info.out_h, w = info.out_w;
-    const fq_op *norm = info.normalize ? &ops[n_ops - 1] : nullptr;
+    const fq_op *norm = nullptr;
+    for (int i = 0; i < n_ops; i++)
+        if (ops[i].kind == FQ_OP_NORMALIZE)
+            norm = &ops[i];
+    const int erase_kind = fq_img_op_kind("RandomErasing");
+    if (fmt->channels == 1 && n_ops > 0 && ops[n_ops - 1].kind == erase_kind) {
+        const fqi::AugErase &q = fqi::params<fqi::AugErase>(ops[n_ops - 1]);
+        if (!q.random && (q.value[1] != q.value[0] || q.value[2] != q.value[0]))
+            return fq_set_err(err, FQ_E_INVALID,
+                              "op %d (RandomErasing): channels=1 needs a single value, got (%g, %g, %g)", n_ops - 1,
+                              q.value[0], q.value[1], q.value[2]);
+    }
     fq_img_spec *sp = new (std::nothrow) fq_img_spec;
     if (!sp)
         return fq_set_err(err, FQ_E_NOMEM, "out of memory");
     std::memset(sp, 0, sizeof *sp);
     sp->n_ops = 0;
+    sp->erase_at = -1;
     for (int i = 0; i < n_ops; i++)
-        if (ops[i].kind != FQ_OP_NORMALIZE)
+        if (ops[i].kind != FQ_OP_NORMALIZE) {
+            if (ops[i].kind == erase_kind)
+                sp->erase_at = sp->n_ops;
             sp->ops[sp->n_ops++] = ops[i];
+        }
     sp->fmt = *fmt;
     if (sp->fmt.max_pixels <= 0)
         sp->fmt.max_pixels = FQ_IMG_DEFAULT_MAX_PIXELS;

@@ -62,10 +62,11 @@ static bool cpu_ok()
     return ok;
 }
 
-/* n values of p (channel of element i = (c0 + i) % C) -> q.  lut for the tail. */
+/* n values of p (output channel of element i = i % C, read through lut[sc(i % C)]: sc
+ * reverses the channels when bgr) -> q.  lut for the tail. */
 template <int C>
 __attribute__((target("avx2,fma"))) static void row_avx2(const uint8_t *p, float *q, int n, const __m256d *A,
-                                                         const __m256d *B, const float (*lut)[256])
+                                                         const __m256d *B, const float (*lut)[256], bool bgr)
 {
     /* element i of a block of 8*C: lanes of the two 4-double halves of step j use
      * A[2j], A[2j+1] (period 8*C elements: 24 for RGB, 8 for gray) */
@@ -82,17 +83,45 @@ __attribute__((target("avx2,fma"))) static void row_avx2(const uint8_t *p, float
         }
     }
     for (; i < n; i++)
-        q[i] = lut[i % C][p[i]];
+        q[i] = lut[bgr ? C - 1 - i % C : i % C][p[i]];
+}
+
+/* an RGB row of w pixels in BGR order into d; with hf also in reverse pixel order, which
+ * is the whole row's bytes reversed */
+__attribute__((target("avx2,fma"))) static void bgr_row(const uint8_t *p, int w, bool hf, uint8_t *d)
+{
+    const int n = 3 * w;
+    int i = 0;
+    if (hf) {
+        const __m128i m = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+        for (; i + 16 <= n; i += 16) {
+            __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + (n - 16 - i)));
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(d + i), _mm_shuffle_epi8(s, m));
+        }
+        for (; i < n; i++)
+            d[i] = p[n - 1 - i];
+        return;
+    }
+    /* 4 pixels (12 bytes) per shuffle of the 16 bytes that start with them */
+    const __m128i m = _mm_setr_epi8(2, 1, 0, 5, 4, 3, 8, 7, 6, 11, 10, 9, -1, -1, -1, -1);
+    for (; i + 16 <= n; i += 12) {
+        __m128i r = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + i)), m);
+        std::memcpy(d + i, &r, 12);
+    }
+    for (; i < n; i += 3)
+        d[i] = p[i + 2], d[i + 1] = p[i + 1], d[i + 2] = p[i];
 }
 
 template <int C>
 __attribute__((target("avx2,fma"))) static void write_avx2(const F32Affine &k, const float (*lut)[256],
                                                            const cv::Mat &img, bool hf, bool vf, float *out,
-                                                           uint8_t *rev)
+                                                           uint8_t *rev, bool bgr)
 {
     alignas(32) double a[8 * C], b[8 * C];
-    for (int e = 0; e < 8 * C; e++)
-        a[e] = k.a[e % C], b[e] = k.b[e % C];
+    for (int e = 0; e < 8 * C; e++) { /* output channel e % C is source channel sc */
+        const int sc = bgr ? C - 1 - e % C : e % C;
+        a[e] = k.a[sc], b[e] = k.b[sc];
+    }
     __m256d A[2 * C], B[2 * C];
     for (int j = 0; j < 2 * C; j++)
         A[j] = _mm256_load_pd(a + 4 * j), B[j] = _mm256_load_pd(b + 4 * j);
@@ -100,7 +129,10 @@ __attribute__((target("avx2,fma"))) static void write_avx2(const F32Affine &k, c
     (void)n;
     for (int y = 0; y < h; y++) {
         const uint8_t *p = img.ptr<uint8_t>(vf ? h - 1 - y : y);
-        if (hf) { /* reverse the pixel order of the row into rev */
+        if (C == 3 && bgr) { /* the row in output channel order into rev */
+            bgr_row(p, w, hf, rev);
+            p = rev;
+        } else if (hf) { /* reverse the pixel order of the row into rev */
             int x = 0;
             if (C == 3) {
                 /* 4 pixels (12 bytes) per shuffle of the 16 bytes that end with them
@@ -123,27 +155,40 @@ __attribute__((target("avx2,fma"))) static void write_avx2(const F32Affine &k, c
                     rev[x * C + c] = p[(w - 1 - x) * C + c];
             p = rev;
         }
-        row_avx2<C>(p, out + (size_t)y * n, n, A, B, lut);
+        row_avx2<C>(p, out + (size_t)y * n, n, A, B, lut, bgr);
     }
 }
 
 bool write_f32_hwc_simd(const F32Affine &k, const float (*lut)[256], const cv::Mat &img, bool hf, bool vf,
-                        float *out)
+                        float *out, bool bgr)
 {
     const int C = img.channels();
     if (!k.exact || !g_simd_write.load(std::memory_order_relaxed) || !cpu_ok() || (C != 1 && C != 3) || img.depth() != CV_8U)
         return false;
-    std::vector<uint8_t> rev(hf ? (size_t)img.cols * C : 0); /* may throw: callers catch */
+    bgr = bgr && C == 3;
+    std::vector<uint8_t> rev(hf || bgr ? (size_t)img.cols * C : 0); /* may throw: callers catch */
     if (C == 3)
-        write_avx2<3>(k, lut, img, hf, vf, out, rev.data());
+        write_avx2<3>(k, lut, img, hf, vf, out, rev.data(), bgr);
     else
-        write_avx2<1>(k, lut, img, hf, vf, out, rev.data());
+        write_avx2<1>(k, lut, img, hf, vf, out, rev.data(), false);
+    return true;
+}
+
+bool write_u8_bgr_hwc_simd(const cv::Mat &img, bool hf, bool vf, uint8_t *out)
+{
+    if (!g_simd_write.load(std::memory_order_relaxed) || !cpu_ok() || img.channels() != 3 || img.depth() != CV_8U)
+        return false;
+    const int h = img.rows, w = img.cols;
+    for (int y = 0; y < h; y++)
+        bgr_row(img.ptr<uint8_t>(vf ? h - 1 - y : y), w, hf, out + (size_t)y * w * 3);
     return true;
 }
 
 #else
 
-bool write_f32_hwc_simd(const F32Affine &, const float (*)[256], const cv::Mat &, bool, bool, float *)
+bool write_u8_bgr_hwc_simd(const cv::Mat &, bool, bool, uint8_t *) { return false; }
+
+bool write_f32_hwc_simd(const F32Affine &, const float (*)[256], const cv::Mat &, bool, bool, float *, bool)
 {
     (void)g_simd_write;
     return false;

@@ -235,6 +235,7 @@ REGISTER_OP("FastqDecodeAugment")
     .Attr("dct_scaling: bool = true")
     .Attr("on_error: {'raise', 'skip'} = 'raise'")
     .Attr("num_threads: int >= 0 = 0")
+    .Attr("channel_order: {'RGB', 'BGR'} = 'RGB'")
     .SetShapeFn([](shape_inference::InferenceContext *c) {
         shape_inference::ShapeHandle enc, idx, ep;
         TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 1, &enc));
@@ -283,6 +284,10 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
         OP_REQUIRES_OK(c, c->GetAttr("dct_scaling", &dct));
         OP_REQUIRES_OK(c, c->GetAttr("on_error", &on_error));
         OP_REQUIRES_OK(c, c->GetAttr("num_threads", &num_threads));
+        std::string channel_order;
+        OP_REQUIRES_OK(c, c->GetAttr("channel_order", &channel_order));
+        OP_REQUIRES(c, channel_order == "RGB" || channels == 3,
+                    Invalid("FastqDecodeAugment: channel_order BGR needs channels 3"));
         OP_REQUIRES(c, ops.size() % sizeof(fq_op) == 0 && ops.size() / sizeof(fq_op) <= FQ_IMG_MAX_OPS,
                     Invalid("FastqDecodeAugment: attr ops must be a packed array of at most ",
                                             FQ_IMG_MAX_OPS, " fq_op records of ", sizeof(fq_op),
@@ -307,6 +312,7 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
         fmt.layout = nhwc_ ? FQ_LAYOUT_HWC : FQ_LAYOUT_CHW;
         fmt.max_pixels = max_pixels;
         fmt.dct_scaling = dct ? 1 : 0;
+        fmt.channel_order = channel_order == "BGR" ? FQ_ORDER_BGR : FQ_ORDER_RGB;
         fq_err err;
         std::memset(&err, 0, sizeof err);
         fq_img_spec *spec = nullptr;

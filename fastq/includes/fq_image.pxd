@@ -35,6 +35,7 @@ cdef extern from "image/fq_image.h" nogil:
         int layout
         int64_t max_pixels
         int dct_scaling
+        int channel_order
 
     ctypedef struct fq_img_spec:
         pass
@@ -63,6 +64,9 @@ cdef extern from "image/fq_image.h" nogil:
         FQ_EXPLAIN_MAGNITUDE
         FQ_EXPLAIN_POLICY
         FQ_EXPLAIN_LIGHTING
+        FQ_EXPLAIN_ERASE
+        FQ_ORDER_RGB
+        FQ_ORDER_BGR
 
     ctypedef struct fq_img_op_explain:
         int kind

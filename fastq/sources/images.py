@@ -30,7 +30,9 @@ IMAGE_OPTIONS: Tuple[Tuple[str, Any, str], ...] = (
                          "(a name, numpy dtype or tf.DType).  Float outputs are x / 255 unless the "
                          "chain ends with Normalize; the conversion is fused into the native write."),
     ("layout", "NHWC", "'NHWC' or 'NCHW' (any case)."),
-    ("channels", 3, "3 (RGB) or 1 (gray)."),
+    ("channels", 3, "3 or 'RGB', 'BGR' (the RGB channels reversed, fused into the native write; "
+                    "Normalize's mean/std and RandomErasing's value stay given in RGB order and follow "
+                    "their channel, as tensorpack users expect), 1 or 'gray'."),
     ("seed", 0, "non-negative int: with the epoch and the sample's dataset index it fixes every "
                 "random choice (augmentation, shuffle order, replacements), whatever the number "
                 "of workers."),

@@ -98,6 +98,22 @@ int trivial_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *
 /* runs the r.applied ops of r.order (kinds, 0 = Identity) at magnitudes r.factor */
 void policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 
+/* ---- RandomErasing (fq_image_aug_erase.cpp) ---------------------------------------- */
+
+struct AugErase {      /* torchvision v2 RandomErasing, applied on the output values */
+    double p;
+    double scale[2];   /* area fraction range, 0 <= lo <= hi <= 1 */
+    double ratio[2];   /* aspect (h/w) range, 0 < lo <= hi, drawn log-uniformly */
+    double value[3];   /* per channel (RGB order), on the output scale; unused when random */
+    double random;     /* 1: per-element standard normal values, 0: value */
+};
+constexpr fq_op_field kEraseFields[] = {FQ_FIELD(AugErase, p), FQ_FIELD(AugErase, scale), FQ_FIELD(AugErase, ratio),
+                                        FQ_FIELD(AugErase, value), FQ_FIELD(AugErase, random)};
+const char *erase_check(const fq_op &op);
+int plan_erase(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
+/* nothing: the final write erases the planned box (write_out reads the record) */
+void erase_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+
 }  // namespace fqi
 
 #endif

@@ -110,7 +110,10 @@ void affine_init(F32Affine *k, const float (*lut)[256], const double *mean, cons
  * the table lookup; returns false (nothing written) when it does not apply (no
  * AVX2/FMA, k not exact).  May throw std::bad_alloc. */
 bool write_f32_hwc_simd(const F32Affine &k, const float (*lut)[256], const cv::Mat &img, bool hf, bool vf,
-                        float *out);
+                        float *out, bool bgr = false);
+/* NHWC uint8 write of a 3-channel img in BGR order with optional flips (SSSE3 shuffles);
+ * false (nothing written) without AVX2 or when the SIMD write is off. */
+bool write_u8_bgr_hwc_simd(const cv::Mat &img, bool hf, bool vf, uint8_t *out);
 
 }  // namespace fqi
 

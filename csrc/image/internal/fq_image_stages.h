@@ -32,6 +32,7 @@ struct fq_img_spec {
     float lut_f32[3][256];
     uint16_t lut_f16[3][256]; /* float16 or bfloat16 bits, as fmt.dtype says */
     fqi::F32Affine f32k;      /* SIMD form of lut_f32 (fq_image_write_simd.cpp) */
+    int erase_at;             /* index in ops of the trailing RandomErasing, -1: none */
 };
 
 namespace fqi {
@@ -151,8 +152,13 @@ void plan_decode(const fq_img_spec *sp, const Plan &pl, int src_h, int src_w, fq
 /* Run ops [start, pl->n) on e.cur. */
 void exec_ops(const fq_img_spec *sp, Plan *pl, int start, Exec &e);
 
-/* The fused final write of one sample (flips, normalize table, dtype, layout). */
-void write_out(const fq_img_spec *sp, const cv::Mat &img, bool hf, bool vf, void *out);
+/* The fused final write of one sample (flips, normalize table, dtype, layout, channel
+ * order, the RandomErasing box of pl). */
+void write_out(const fq_img_spec *sp, const cv::Mat &img, bool hf, bool vf, void *out, const Plan &pl);
+
+/* float32 -> IEEE binary16 / bfloat16 bits, round to nearest even (fq_image_spec.cpp) */
+uint16_t f32_to_f16(float f);
+uint16_t f32_to_bf16(float f);
 
 /* The JPEG path of fq_img_process_encoded (explain fields of the source and decode). */
 int process_jpeg(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data, size_t len, uint64_t seed,
