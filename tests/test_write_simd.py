@@ -36,3 +36,28 @@ def test_float32_write_is_exact(norm, channels):
             finally:
                 _image.set_simd_write(True)
             assert table.tobytes() == out.tobytes()
+
+
+@pytest.mark.parametrize("channels, order", [(3, "RGB"), (3, "BGR"), (1, "gray")])
+def test_uint8_write_is_exact(channels, order):
+    """The SSSE3 uint8 NHWC write (pixels reversed for a horizontal flip, rows for a
+    vertical one, channels for BGR) against numpy, widths that exercise the 4-pixel
+    and 16-pixel shuffles and their tails, and equal to the table write."""
+    rng = np.random.default_rng(7)
+    for h, w in [(7, 1), (5, 3), (3, 4), (9, 5), (9, 17), (31, 45), (64, 224)]:
+        img = rng.integers(0, 256, (h, w, 3), np.uint8)
+        src = img if channels == 3 else img[:, :, :1].copy()
+        for hf, vf in [(0, 0), (1, 0), (0, 1), (1, 1)]:
+            chain = [O.CenterCrop((h, w)), O.HorizontalFlip(hf), O.VerticalFlip(vf)]
+            spec = _image.ImageSpec(O.compile_ops(chain, dtype="uint8", channels=order))
+            out, _ = spec.process_array(src)
+            want = src[::-1 if vf else 1, ::-1 if hf else 1]
+            if order == "BGR":
+                want = want[:, :, ::-1]
+            np.testing.assert_array_equal(out, want.reshape(out.shape), err_msg=f"{h}x{w} hf={hf} vf={vf}")
+            _image.set_simd_write(False)
+            try:
+                table, _ = spec.process_array(src)
+            finally:
+                _image.set_simd_write(True)
+            assert table.tobytes() == out.tobytes()

@@ -177,8 +177,8 @@ void write_out(const fq_img_spec *sp, const cv::Mat &img, bool hf, bool vf, void
             size_t rb = (size_t)img.cols * img.channels();
             for (int y = 0; y < img.rows; y++)
                 std::memcpy(static_cast<uint8_t *>(out) + y * rb, img.ptr<uint8_t>(y), rb);
-        } else if (!(bgr && layout == FQ_LAYOUT_HWC &&
-                     fqi::write_u8_bgr_hwc_simd(img, hf, vf, static_cast<uint8_t *>(out)))) {
+        } else if (!((layout == FQ_LAYOUT_HWC || img.channels() == 1) &&
+                     fqi::write_u8_hwc_simd(img, hf, vf, bgr, static_cast<uint8_t *>(out)))) {
             write_any<uint8_t>(img, hf, vf, layout, bgr, g_id_lut.t, out);
         }
         if (er)

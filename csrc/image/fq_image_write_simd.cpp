@@ -112,6 +112,32 @@ __attribute__((target("avx2,fma"))) static void bgr_row(const uint8_t *p, int w,
         d[i] = p[i + 2], d[i + 1] = p[i + 1], d[i + 2] = p[i];
 }
 
+/* a row of w pixels of C channels in reverse pixel order (channel order kept) into d */
+template <int C>
+__attribute__((target("avx2,fma"))) static void reverse_row(const uint8_t *p, int w, uint8_t *d)
+{
+    int x = 0;
+    if (C == 3) {
+        /* 4 pixels (12 bytes) per shuffle of the 16 bytes that end with them
+         * (the load starts 4 bytes early so it never reads past the row) */
+        const __m128i m = _mm_setr_epi8(13, 14, 15, 10, 11, 12, 7, 8, 9, 4, 5, 6, -1, -1, -1, -1);
+        for (; x + 4 <= w && 3 * (w - 4 - x) >= 4; x += 4) {
+            __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 3 * (w - 4 - x) - 4));
+            __m128i r = _mm_shuffle_epi8(s, m);
+            std::memcpy(d + 3 * x, &r, 12);
+        }
+    } else {
+        const __m128i m = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+        for (; x + 16 <= w; x += 16) {
+            __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + (w - 16 - x)));
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(d + x), _mm_shuffle_epi8(s, m));
+        }
+    }
+    for (; x < w; x++)
+        for (int c = 0; c < C; c++)
+            d[x * C + c] = p[(w - 1 - x) * C + c];
+}
+
 template <int C>
 __attribute__((target("avx2,fma"))) static void write_avx2(const F32Affine &k, const float (*lut)[256],
                                                            const cv::Mat &img, bool hf, bool vf, float *out,
@@ -133,26 +159,7 @@ __attribute__((target("avx2,fma"))) static void write_avx2(const F32Affine &k, c
             bgr_row(p, w, hf, rev);
             p = rev;
         } else if (hf) { /* reverse the pixel order of the row into rev */
-            int x = 0;
-            if (C == 3) {
-                /* 4 pixels (12 bytes) per shuffle of the 16 bytes that end with them
-                 * (the load starts 4 bytes early so it never reads past the row) */
-                const __m128i m = _mm_setr_epi8(13, 14, 15, 10, 11, 12, 7, 8, 9, 4, 5, 6, -1, -1, -1, -1);
-                for (; x + 4 <= w && 3 * (w - 4 - x) >= 4; x += 4) {
-                    __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 3 * (w - 4 - x) - 4));
-                    __m128i r = _mm_shuffle_epi8(s, m);
-                    std::memcpy(rev + 3 * x, &r, 12);
-                }
-            } else {
-                const __m128i m = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-                for (; x + 16 <= w; x += 16) {
-                    __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + (w - 16 - x)));
-                    _mm_storeu_si128(reinterpret_cast<__m128i *>(rev + x), _mm_shuffle_epi8(s, m));
-                }
-            }
-            for (; x < w; x++)
-                for (int c = 0; c < C; c++)
-                    rev[x * C + c] = p[(w - 1 - x) * C + c];
+            reverse_row<C>(p, w, rev);
             p = rev;
         }
         row_avx2<C>(p, out + (size_t)y * n, n, A, B, lut, bgr);
@@ -174,19 +181,31 @@ bool write_f32_hwc_simd(const F32Affine &k, const float (*lut)[256], const cv::M
     return true;
 }
 
-bool write_u8_bgr_hwc_simd(const cv::Mat &img, bool hf, bool vf, uint8_t *out)
+bool write_u8_hwc_simd(const cv::Mat &img, bool hf, bool vf, bool bgr, uint8_t *out)
 {
-    if (!g_simd_write.load(std::memory_order_relaxed) || !cpu_ok() || img.channels() != 3 || img.depth() != CV_8U)
+    const int C = img.channels();
+    if (!g_simd_write.load(std::memory_order_relaxed) || !cpu_ok() || (C != 1 && C != 3) ||
+        img.depth() != CV_8U || (bgr && C != 3))
         return false;
     const int h = img.rows, w = img.cols;
-    for (int y = 0; y < h; y++)
-        bgr_row(img.ptr<uint8_t>(vf ? h - 1 - y : y), w, hf, out + (size_t)y * w * 3);
+    for (int y = 0; y < h; y++) {
+        const uint8_t *p = img.ptr<uint8_t>(vf ? h - 1 - y : y);
+        uint8_t *d = out + (size_t)y * w * C;
+        if (bgr)
+            bgr_row(p, w, hf, d);
+        else if (hf && C == 3)
+            reverse_row<3>(p, w, d);
+        else if (hf)
+            reverse_row<1>(p, w, d);
+        else
+            std::memcpy(d, p, (size_t)w * C);
+    }
     return true;
 }
 
 #else
 
-bool write_u8_bgr_hwc_simd(const cv::Mat &, bool, bool, uint8_t *) { return false; }
+bool write_u8_hwc_simd(const cv::Mat &, bool, bool, bool, uint8_t *) { return false; }
 
 bool write_f32_hwc_simd(const F32Affine &, const float (*)[256], const cv::Mat &, bool, bool, float *, bool)
 {

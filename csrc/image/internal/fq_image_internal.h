@@ -111,9 +111,10 @@ void affine_init(F32Affine *k, const float (*lut)[256], const double *mean, cons
  * AVX2/FMA, k not exact).  May throw std::bad_alloc. */
 bool write_f32_hwc_simd(const F32Affine &k, const float (*lut)[256], const cv::Mat &img, bool hf, bool vf,
                         float *out, bool bgr = false);
-/* NHWC uint8 write of a 3-channel img in BGR order with optional flips (SSSE3 shuffles);
- * false (nothing written) without AVX2 or when the SIMD write is off. */
-bool write_u8_bgr_hwc_simd(const cv::Mat &img, bool hf, bool vf, uint8_t *out);
+/* NHWC uint8 write of a 1- or 3-channel img with optional flips, in BGR order when bgr
+ * (3 channels; SSSE3 shuffles); false (nothing written) without AVX2 or when the SIMD
+ * write is off. */
+bool write_u8_hwc_simd(const cv::Mat &img, bool hf, bool vf, bool bgr, uint8_t *out);
 
 }  // namespace fqi
 
