@@ -72,11 +72,21 @@ class MixUpCutMix:
     torchvision); timm's ``cutmix_minmax`` and ``mode="pair"`` are not offered.
     """
 
+    mixup_alpha: float
+    cutmix_alpha: float
+    switch_prob: float
+    prob: float
+    label_smoothing: float
+    num_classes: int
+    mode: str
+    seed: Optional[int]
+    layout: Optional[str]
+
     def __init__(self, mixup_alpha: float = 1.0, cutmix_alpha: float = 0.0, switch_prob: float = 0.5,
                  prob: float = 1.0, label_smoothing: float = 0.1, *, num_classes: Optional[int] = None,
                  mode: str = "batch", seed: Optional[int] = None, layout: Optional[str] = None) -> None:
         for name, v in (("mixup_alpha", mixup_alpha), ("cutmix_alpha", cutmix_alpha)):
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v) or v < 0:
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(float(v)) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
         if mixup_alpha <= 0 and cutmix_alpha <= 0:
             raise ValueError("MixUpCutMix: mixup_alpha or cutmix_alpha must be > 0 (0 disables that one)")
