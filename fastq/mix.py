@@ -215,9 +215,9 @@ class _BoundMix:
         row, msg = _image.mix_apply(self.params, self.seed, epoch, batch_index, images, self.dtype_code,
                                     self.layout_code, labels.reshape(n), self.ltype, soft)
         if row >= 0:
-            raise ValueError(f"MixUpCutMix: label {int(labels.reshape(n)[row])} of {self._name(epoch, batch_index, row)} "
-                             f"is outside [0, num_classes={self.mix.num_classes}) (batch {batch_index} of epoch "
-                             f"{epoch}, row {row})")
+            bad = int(labels.reshape(n)[row])
+            raise ValueError(f"MixUpCutMix: label {bad} of {self._name(epoch, batch_index, row)} is outside "
+                             f"[0, num_classes={self.mix.num_classes}) (batch {batch_index} of epoch {epoch}, row {row})")
         out = list(arrays)
         out[self.LABEL] = soft
         return tuple(out)

@@ -376,3 +376,40 @@ def test_keras_mixup_cutmix_example():
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "soft labels: (8, 4) float32" in res.stdout
     assert res.stdout.rstrip().endswith("OK")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "uint8", "float32"])
+def test_native_mixup_rounding_with_a_ragged_row(dtype):
+    """45 values per row: the float16 F16C path (8 at a time) and its scalar tail agree
+    with numpy's b * (1 - lam) + a * lam in float32, then the documented rounding."""
+    import platform
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="bfloat16 needs ml_dtypes")
+    rs = np.random.RandomState(1)
+    npdt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    x = (rs.randint(0, 256, (5, 3, 5, 3)) if dtype == "uint8" else rs.rand(5, 3, 5, 3) * 4).astype(npdt)
+    labels = np.arange(5, dtype=np.int32) % 3
+    soft = np.empty((5, 3), np.float32)
+    params = (0.7, 0.0, 0.5, 1.0, 0.0, 3, False)
+    ex = _image.mix_draws(params, 9, 2, 4, 5, 3, 5)[0]
+    orig = x.copy()
+    assert _image.mix_apply(params, 9, 2, 4, x, _image.MIX_DTYPES[dtype], 0, labels,
+                            _image.MIX_LABEL_TYPES["int32"], soft) == (-1, "")
+    lam, m = np.float32(ex["lam"]), np.float32(1.0 - ex["lam"])
+    v = np.roll(orig, 1, 0).astype(np.float32) * m + orig.astype(np.float32) * lam
+    want = np.minimum(np.floor(v + np.float32(0.5)), 255).astype(np.uint8) if dtype == "uint8" else v.astype(npdt)
+    if platform.machine() in ("x86_64", "AMD64"):  # no fused multiply-add there
+        assert x.tobytes() == want.tobytes()
+    else:
+        np.testing.assert_allclose(x.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1)
+    np.testing.assert_allclose(soft, ex["lam"] * np.eye(3)[labels] + (1 - ex["lam"]) * np.eye(3)[np.roll(labels, 1)],
+                               atol=1e-7)
+
+
+def test_prob_zero_leaves_images_and_smooths_labels():
+    mix = fastq.MixUpCutMix(mixup_alpha=1.0, cutmix_alpha=1.0, prob=0.0, label_smoothing=0.2, num_classes=K)
+    plain, mixed = _pipes(mix)
+    with plain, mixed:
+        for (x, y), (gx, gy) in zip(_epoch(plain), _epoch(mixed)):
+            assert x.tobytes() == gx.tobytes()
+            np.testing.assert_allclose(gy, _smooth(y, 0.2), atol=1e-7)
+        assert mixed.explain_batch(0, 0)["mode"] is None and mixed.explain_batch(0, 0)["lam"] == 1.0
