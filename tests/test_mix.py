@@ -413,3 +413,34 @@ def test_prob_zero_leaves_images_and_smooths_labels():
             assert x.tobytes() == gx.tobytes()
             np.testing.assert_allclose(gy, _smooth(y, 0.2), atol=1e-7)
         assert mixed.explain_batch(0, 0)["mode"] is None and mixed.explain_batch(0, 0)["lam"] == 1.0
+
+
+def test_tfrecord_labels_become_soft_in_the_slot(tmp_path):
+    """A TFRecord's labels (written natively after the image) are mixed as well; the
+    soft labels are the slot's extra output (the batch stays a view of the slot)."""
+    cv2 = pytest.importorskip("cv2", reason="encodes the PNG images")
+    from fastq.records import encode_example, tfrecord_frame
+    imgs, labels = _data(12)
+    path = tmp_path / "train.tfrecord"
+    with open(path, "wb") as f:
+        for im, lab in zip(imgs, labels):
+            f.write(tfrecord_frame(encode_example({"image/encoded": cv2.imencode(".png", im)[1].tobytes(),
+                                                   "image/class/label": int(lab)})))
+    mix = fastq.CutMix(1.0, num_classes=K, label_smoothing=0.1)
+    kw = dict(batch_size=4, workers=2, ops=[fops.Resize((H, W))], return_index=True)
+    with fastq.Pipeline(fastq.sources.TFRecord([str(path)]), **kw) as plain, \
+            fastq.Pipeline(fastq.sources.TFRecord([str(path)]), mix=mix, **kw) as mixed:
+        assert [s for s in mixed.output_spec] == [((H, W, 3), np.dtype(np.float32)), ((K,), np.dtype(np.float32)),
+                                                   ((), np.dtype(np.int64))]
+        n = 0
+        for b, ((x, y, i), batch) in enumerate(zip(plain, mixed)):
+            gx, gy, gi = batch
+            assert gy.base is gx.base  # both view the slot (its Lease)
+            np.testing.assert_array_equal(gi, i)
+            np.testing.assert_array_equal(y, labels[i])
+            ox, oy = _tv_mix(x.transpose(0, 3, 1, 2), _smooth(y, 0.1), mixed.explain_batch(0, b))
+            np.testing.assert_array_equal(gx, ox.transpose(0, 2, 3, 1))
+            np.testing.assert_allclose(gy, oy, atol=1e-6)
+            n += 1
+            del gx, gy, gi, batch
+        assert n == 3
