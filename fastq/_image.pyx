@@ -517,3 +517,4 @@ cdef class ImageSpec:
                              stride, seed, epoch, index)
 include "_imgtask.pxi"
 include "_records.pxi"
+include "_mix.pxi"

@@ -57,7 +57,7 @@ Batch = Tuple[np.ndarray, ...]  # one batch: a numpy view of a slot per output
 
 
 _PIPELINE_ARGS = ("source", "batch_size", "queue_size", "workers", "drop_remainder", "stall_timeout",
-                  "pin_memory")
+                  "pin_memory", "mix")
 _IMAGE_OPTION_NAMES = tuple(name for name, _, _ in IMAGE_OPTIONS)
 
 
@@ -146,6 +146,10 @@ class Pipeline:
         CUDA runtime so host-to-device copies are fast and asynchronous.
         "auto" pins when a CUDA runtime can be loaded and says why not in
         ``stats()`` otherwise; True makes that a PinMemoryError.
+    mix : fastq.MixUpCutMix, optional
+        Batch-level MixUp / CutMix (see fastq.mix): mixes each batch in place
+        when the consumer takes it; the labels output becomes float32 soft
+        labels of shape (num_classes,).  :meth:`explain_batch` gives the draws.
 
     Options of the native image sources (Files, Bytes, Arrays), passed as more
     keywords (a Python iterable source takes none of them):
@@ -159,7 +163,7 @@ class Pipeline:
 
     def __init__(self, source: Any, *, batch_size: int, queue_size: int = 4, workers: Optional[int] = None,
                  drop_remainder: bool = True, stall_timeout: float = 60.0, pin_memory: Union[str, bool] = "auto",
-                 **source_options: Any) -> None:
+                 mix: Any = None, **source_options: Any) -> None:
         batch_size = _count("batch_size", batch_size)
         queue_size = _count("queue_size", queue_size)
         if queue_size < 2:
@@ -169,6 +173,11 @@ class Pipeline:
                 "could never write the next batch and the loop would stall")
         if workers is not None:
             workers = _count("workers", workers)
+        if mix is not None:
+            from fastq.mix import MixUpCutMix
+            if not isinstance(mix, MixUpCutMix):
+                raise TypeError(f"mix must be a fastq.MixUpCutMix (or fastq.MixUp / fastq.CutMix), got "
+                                f"{type(mix).__name__}")
         if pin_memory not in ("auto", True, False):
             raise ValueError(f"pin_memory must be 'auto', True or False, got {pin_memory!r}")
         if not isinstance(source, Source):
@@ -210,6 +219,19 @@ class Pipeline:
         self._active: Optional[_EpochIterator] = None  # the live epoch iterator
         self._pid = os.getpid()
         self._active_s = 0.0     # wall seconds of finished epoch iterations (stats()["stages"])
+        self.mix = mix
+        self._mix = None  # the bound fastq.mix._BoundMix (native image sources: now; others: at first use)
+        if mix is not None:
+            from fastq.mix import _native_image_backend
+            if _native_image_backend(self._backend):
+                self._mixer()
+
+    def _mixer(self):
+        """The MixUp/CutMix bound to the backend (None without mix)."""
+        if self.mix is not None and self._mix is None:
+            from fastq.mix import _BoundMix
+            self._mix = _BoundMix(self.mix, self._backend, self.batch_size)
+        return self._mix
 
     # -- introspection ----------------------------------------------------
     def _num_samples(self):
@@ -255,8 +277,11 @@ class Pipeline:
 
     @property
     def output_spec(self) -> List[Tuple[Tuple[int, ...], np.dtype]]:
-        """List of (per-sample shape, numpy dtype), one per output."""
-        return self._backend.output_spec()
+        """List of (per-sample shape, numpy dtype), one per output (with ``mix``:
+        the labels output is float32 of shape (num_classes,))."""
+        specs = self._backend.output_spec()
+        mixer = self._mixer()
+        return mixer.public_spec(specs) if mixer is not None else specs
 
     @property
     def epoch(self) -> int:
@@ -344,6 +369,26 @@ class Pipeline:
         augmentation can be replayed with another library."""
         return self._backend.explain(int(epoch), int(index))
 
+    def explain_batch(self, epoch: int, batch_index: int) -> Dict[str, Any]:
+        """What ``mix`` draws for batch `batch_index` of `epoch`: ``mode``
+        (None, "mixup" or "cutmix"), ``lam`` (the weight of each row's own image
+        and label; CutMix: corrected to the pasted area), ``lam_drawn`` (the Beta
+        draw), ``box`` (CutMix: x0, y0, x1, y1, end-exclusive), ``partner`` (row
+        i is mixed with row partner[i] = i - 1, torchvision's roll(1)); with
+        mode="elem" these are per row in ``draws``."""
+        mixer = self._mixer()
+        if mixer is None:
+            raise TypeError("explain_batch() needs a Pipeline built with mix=...")
+        epoch, batch_index = int(epoch), int(batch_index)
+        rows = self.batch_size
+        n = self._num_samples()
+        if n is not None:
+            nb = self._batches_per_epoch()
+            if not 0 <= batch_index < (nb if nb is not None else batch_index + 1):
+                raise IndexError(f"batch index {batch_index} out of range [0, {nb})")
+            rows = min(self.batch_size, n - batch_index * self.batch_size)
+        return mixer.explain(epoch, batch_index, rows)
+
     def _effective_workers(self):
         return self._backend.workers
 
@@ -381,6 +426,9 @@ class Pipeline:
         st = self._state
         if st.ring is None:
             specs = self._backend.output_spec()
+            mixer = self._mixer()
+            if mixer is not None:
+                specs = mixer.ring_spec(specs)  # + the soft labels' output, where the producers allow it
             st.ring = _core.Ring(self.queue_size, self.batch_size, [d for _, d in specs],
                                  [s for s, _ in specs], arena_align=4096)
             self._pin(st.ring)
@@ -504,8 +552,17 @@ class _EpochIterator:
         if res is None:
             self._finish()
             raise StopIteration
+        batch = res[1]
+        mixer = p._mix
+        if mixer is not None:
+            try:
+                batch = mixer.apply(batch, self.epoch, self.position)  # in place, GIL released
+            except BaseException:
+                del batch, res  # the slot goes back
+                self._finish()
+                raise
         self.position += 1
-        return res[1]
+        return batch
 
     def close(self):
         """Abandon the rest of this epoch (producers stop)."""

@@ -1,0 +1,251 @@
+"""Batch-level MixUp / CutMix: ``fastq.Pipeline(..., mix=fastq.MixUpCutMix(...))``.
+
+    mix = fastq.MixUpCutMix(mixup_alpha=0.2, cutmix_alpha=1.0, switch_prob=0.5,
+                            label_smoothing=0.1, num_classes=1000)
+    pipe = fastq.Pipeline(fastq.sources.Files(paths, labels), batch_size=64, ops=[...], mix=mix)
+    for images, soft_labels in pipe:   # soft_labels: float32 (64, 1000), rows sum to 1
+        ...
+
+Semantics: torchvision.transforms.v2 MixUp / CutMix with timm's ``Mixup`` arguments
+(see docs/mix.md and csrc/image/fq_batch_mix.h).  The partner of row i is row i - 1
+(row 0's is the last row: torchvision's ``batch.roll(1, 0)``); MixUp blends the two
+images with lambda ~ Beta(alpha, alpha), CutMix pastes a box of the partner and
+corrects lambda to the pasted area; the integer labels become one-hot rows with
+label smoothing, mixed with the same lambda.  ``mode="batch"``: one draw per batch;
+``mode="elem"``: one draw per row (applied or not, MixUp or CutMix, lambda, box).
+
+Every draw is a function of (seed, epoch, batch index) only, so the batches are
+bit-identical for any number of workers and across ``state_dict`` /
+``load_state_dict``.  The mixing runs in native code with the GIL released, in place
+in the batch's slot, when the consumer takes the batch; the soft labels of a native
+image source (Files, Bytes, Arrays, Folder, TFRecord, WebDataset) are written into
+an extra output of the slot.  :meth:`fastq.Pipeline.explain_batch` returns the draws.
+"""
+import numbers
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+__all__ = ["MixUpCutMix", "MixUp", "CutMix"]
+
+_MODES = ("batch", "elem")
+
+
+def _prob(name, v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0.0 <= float(v) <= 1.0:
+        raise ValueError(f"{name} must be a number in [0, 1], got {v!r}")
+    return float(v)
+
+
+class MixUpCutMix:
+    """MixUp and/or CutMix over whole batches (timm ``Mixup`` argument names).
+
+    Parameters
+    ----------
+    mixup_alpha : float
+        Beta(alpha, alpha) of MixUp's lambda; 0 disables MixUp.
+    cutmix_alpha : float
+        Beta(alpha, alpha) of CutMix's lambda; 0 disables CutMix.
+    switch_prob : float
+        With both enabled, the probability of CutMix (else MixUp).
+    prob : float
+        Probability that a batch (mode "batch") or a row (mode "elem") is mixed at
+        all; otherwise its images are left as they are and its labels are the
+        smoothed one-hot rows.
+    label_smoothing : float
+        timm's smoothing: off = s / num_classes, on = 1 - s + off.
+    num_classes : int
+        Required: the width of the soft labels (float32, per-sample shape
+        ``(num_classes,)``).  A label outside ``[0, num_classes)`` is a ValueError
+        naming the sample.
+    mode : "batch" or "elem"
+        One draw per batch (torchvision, timm "batch") or one per row (timm "elem";
+        the partner is still the previous row).
+    seed : int or None
+        Seed of the draws; None: the source's ``seed`` option (0 for sources
+        without one).
+    layout : None, "NHWC" or "NCHW"
+        Only for a Python iterable source (native image sources know their layout);
+        None means NHWC.
+
+    CutMix's lambda is always corrected to the pasted area (timm ``correct_lam=True``,
+    torchvision); timm's ``cutmix_minmax`` and ``mode="pair"`` are not offered.
+    """
+
+    mixup_alpha: float
+    cutmix_alpha: float
+    switch_prob: float
+    prob: float
+    label_smoothing: float
+    num_classes: int
+    mode: str
+    seed: Optional[int]
+    layout: Optional[str]
+
+    def __init__(self, mixup_alpha: float = 1.0, cutmix_alpha: float = 0.0, switch_prob: float = 0.5,
+                 prob: float = 1.0, label_smoothing: float = 0.1, *, num_classes: Optional[int] = None,
+                 mode: str = "batch", seed: Optional[int] = None, layout: Optional[str] = None) -> None:
+        for name, v in (("mixup_alpha", mixup_alpha), ("cutmix_alpha", cutmix_alpha)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(float(v)) or v < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if mixup_alpha <= 0 and cutmix_alpha <= 0:
+            raise ValueError("MixUpCutMix: mixup_alpha or cutmix_alpha must be > 0 (0 disables that one)")
+        if num_classes is None:
+            raise ValueError("MixUpCutMix: num_classes is required (the width of the soft labels)")
+        if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral) or num_classes < 1:
+            raise ValueError(f"num_classes must be an int >= 1, got {num_classes!r}")
+        ls = label_smoothing
+        if isinstance(ls, bool) or not isinstance(ls, numbers.Real) or not 0.0 <= float(ls) < 1.0:
+            raise ValueError(f"label_smoothing must be a number in [0, 1), got {ls!r}")
+        if mode not in _MODES:
+            raise ValueError(f"mode must be 'batch' or 'elem', got {mode!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
+            raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
+        if layout is not None:
+            from fastq.ops import layout_name
+            layout = layout_name(layout, "MixUpCutMix")
+        self.mixup_alpha = float(mixup_alpha)
+        self.cutmix_alpha = float(cutmix_alpha)
+        self.switch_prob = _prob("switch_prob", switch_prob)
+        self.prob = _prob("prob", prob)
+        self.label_smoothing = float(ls)
+        self.num_classes = int(num_classes)
+        self.mode = mode
+        self.seed = None if seed is None else int(seed)
+        self.layout = layout
+
+    def _params(self) -> Tuple[Any, ...]:
+        return (self.mixup_alpha, self.cutmix_alpha, self.switch_prob, self.prob, self.label_smoothing,
+                self.num_classes, self.mode == "elem")
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(mixup_alpha={self.mixup_alpha}, cutmix_alpha={self.cutmix_alpha}, "
+                f"switch_prob={self.switch_prob}, prob={self.prob}, label_smoothing={self.label_smoothing}, "
+                f"num_classes={self.num_classes}, mode={self.mode!r}, seed={self.seed})")
+
+
+def MixUp(alpha: float = 1.0, *, num_classes: Optional[int] = None, label_smoothing: float = 0.0,
+          prob: float = 1.0, mode: str = "batch", seed: Optional[int] = None,
+          layout: Optional[str] = None) -> MixUpCutMix:
+    """MixUp alone (torchvision.transforms.v2.MixUp: alpha 1.0, no smoothing)."""
+    return MixUpCutMix(mixup_alpha=alpha, cutmix_alpha=0.0, prob=prob, label_smoothing=label_smoothing,
+                       num_classes=num_classes, mode=mode, seed=seed, layout=layout)
+
+
+def CutMix(alpha: float = 1.0, *, num_classes: Optional[int] = None, label_smoothing: float = 0.0,
+           prob: float = 1.0, mode: str = "batch", seed: Optional[int] = None,
+           layout: Optional[str] = None) -> MixUpCutMix:
+    """CutMix alone (torchvision.transforms.v2.CutMix: alpha 1.0, no smoothing)."""
+    return MixUpCutMix(mixup_alpha=0.0, cutmix_alpha=alpha, prob=prob, label_smoothing=label_smoothing,
+                       num_classes=num_classes, mode=mode, seed=seed, layout=layout)
+
+
+def _native_image_backend(backend):
+    from fastq.sources.images import _ImageBackend
+    return isinstance(backend, _ImageBackend)
+
+
+def _has_no_labels(backend):
+    """True when the backend surely writes no labels (its output 1 would be
+    something else, e.g. the sample index)."""
+    if _native_image_backend(backend):
+        return backend.labels is None and getattr(backend.source, "_label_output", None) is None
+    if hasattr(backend, "label_spec"):  # Stream
+        return not backend.label_spec
+    return False
+
+
+class _BoundMix:
+    """A MixUpCutMix bound to one Pipeline's backend: which outputs are the image
+    and the labels, the soft-label output, and the per-batch native call."""
+
+    LABEL = 1  # the labels are the output after the image (every fastq source)
+
+    def __init__(self, mix: MixUpCutMix, backend: Any, batch_size: int) -> None:
+        from fastq import _image
+        self.mix = mix
+        self.backend = backend
+        self.batch_size = batch_size
+        self.params = mix._params()
+        specs = backend.output_spec()
+        src = getattr(backend, "source", None)
+        what = type(getattr(src, "obj", src)).__name__ if src is not None else "the source"
+        if _has_no_labels(backend) or len(specs) < 2:
+            raise ValueError(f"mix=MixUpCutMix needs class labels, but {what} gives no labels "
+                             f"(pass labels=... to the source, or label_key for TFRecord)")
+        (ishape, idt), (lshape, ldt) = specs[0], specs[1]
+        ldt = np.dtype(ldt)
+        if ldt.name not in _image.MIX_LABEL_TYPES or tuple(lshape) not in ((), (1,)):
+            raise ValueError(f"mix=MixUpCutMix needs one integer class label per sample as the output after the "
+                             f"image; {what}'s output 1 is {ldt} with per-sample shape {tuple(lshape)}")
+        idt = np.dtype(idt)
+        if idt.name not in _image.MIX_DTYPES or len(ishape) != 3:
+            raise ValueError(f"mix=MixUpCutMix needs images of rank 3 (per sample) and dtype uint8, float32, "
+                             f"float16 or bfloat16; the source gives {idt} {tuple(ishape)}")
+        compiled = getattr(backend, "compiled", None)
+        layout = getattr(compiled, "layout", None) or mix.layout or "NHWC"
+        self.layout = layout
+        self.layout_code = 0 if layout == "NHWC" else 1
+        self.hw = (ishape[0], ishape[1]) if layout == "NHWC" else (ishape[1], ishape[2])
+        self.dtype_code = _image.MIX_DTYPES[idt.name]
+        self.ltype = _image.MIX_LABEL_TYPES[ldt.name]
+        self.seed = mix.seed if mix.seed is not None else int(getattr(backend, "seed", 0) or 0)
+        # native image tasks write only their own outputs: the slot can hold one more
+        # (the soft labels); Python producers copy whole samples, so they get none
+        self.in_ring = _native_image_backend(backend)
+        self.soft_spec = ((mix.num_classes,), np.dtype(np.float32))
+
+    def public_spec(self, specs: List[Tuple[Tuple[int, ...], np.dtype]]) -> List[Tuple[Tuple[int, ...], np.dtype]]:
+        out = list(specs)
+        out[self.LABEL] = self.soft_spec
+        return out
+
+    def ring_spec(self, specs: List[Tuple[Tuple[int, ...], np.dtype]]) -> List[Tuple[Tuple[int, ...], np.dtype]]:
+        return list(specs) + [self.soft_spec] if self.in_ring else list(specs)
+
+    def apply(self, arrays: Tuple[np.ndarray, ...], epoch: int, batch_index: int) -> Tuple[np.ndarray, ...]:
+        from fastq import _image
+        images, labels = arrays[0], arrays[self.LABEL]
+        n = images.shape[0]
+        if self.in_ring:
+            soft = arrays[-1]
+            arrays = arrays[:-1]
+        else:
+            soft = np.empty((n, self.mix.num_classes), np.float32)
+        row, msg = _image.mix_apply(self.params, self.seed, epoch, batch_index, images, self.dtype_code,
+                                    self.layout_code, labels.reshape(n), self.ltype, soft)
+        if row >= 0:
+            bad = int(labels.reshape(n)[row])
+            raise ValueError(f"MixUpCutMix: label {bad} of {self._name(epoch, batch_index, row)} is outside "
+                             f"[0, num_classes={self.mix.num_classes}) (batch {batch_index} of epoch {epoch}, row {row})")
+        out = list(arrays)
+        out[self.LABEL] = soft
+        return tuple(out)
+
+    def _name(self, epoch, batch_index, row):
+        b = self.backend
+        if hasattr(b, "order"):
+            index = int(b.order(epoch)[batch_index * self.batch_size + row])
+            src = b.source
+            where = ""
+            if hasattr(src, "path"):
+                try:
+                    where = f" ({src.path(index)})"
+                except Exception:  # noqa: BLE001 - the path is a courtesy
+                    where = ""
+            return f"sample {index}{where}"
+        return f"the sample in row {row}"
+
+    def explain(self, epoch: int, batch_index: int, rows: int) -> Dict[str, Any]:
+        from fastq import _image
+        h, w = self.hw
+        draws = _image.mix_draws(self.params, self.seed, epoch, batch_index, rows, h, w)
+        out: Dict[str, Any] = {"epoch": epoch, "batch_index": batch_index, "seed": self.seed, "rows": rows,
+                               "per": self.mix.mode, "partner": [(i - 1) % rows for i in range(rows)],
+                               "num_classes": self.mix.num_classes, "label_smoothing": self.mix.label_smoothing,
+                               "image_size": (h, w), "layout": self.layout}
+        if self.mix.mode == "batch":
+            out.update(draws[0])
+        else:
+            out["draws"] = draws
+        return out
