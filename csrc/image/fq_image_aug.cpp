@@ -531,6 +531,11 @@ constexpr fqi::OpImpl kAugOps[] = {
      keeps_size, fqi::auto_augment_plan, fqi::policy_exec},
     {"GaussianBlur", kAM, FQ_PARAMS(fqi::AugBlur, kBlurFields), fqi::blur_check, keeps_size, fqi::plan_blur,
      fqi::blur_exec},
+    /* custom ops (fq_image_custom.cpp): a user C function / a Python callable of the spec's side table */
+    {"CustomOp", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
+     fqi::custom_check, keeps_size, fqi::custom_plan, fqi::custom_exec},
+    {"PyFunc", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
+     fqi::custom_check, keeps_size, fqi::custom_plan, fqi::custom_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 
