@@ -48,6 +48,11 @@ SAMPLES = {
     "AutoAugment": O.AutoAugment(fill=(4, 5, 6)),
     "GaussianBlur": O.GaussianBlur((5, 3), sigma=(0.5, 1.5), p=0.5),
 }
+# custom ops (tests/test_custom_op.py runs them; no library is loaded before a spec is built)
+SAMPLES.update({
+    "CustomOp": O.CustomOp("/nonexistent/libmyop.so", "my_op", params=[1.5, -2], p=0.5),
+    "PyFunc": O.PyFunc(lambda image, rng: None, p=0.5),
+})
 
 
 def _op_classes():

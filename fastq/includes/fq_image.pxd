@@ -3,6 +3,7 @@ from libc.stdint cimport uint8_t, int64_t, uint64_t
 
 from fastq.includes.fq_common cimport fq_err
 from fastq.includes.fq_stage_times cimport fq_stage_times
+from fastq.includes.fastq_custom_op cimport fq_custom_rng
 
 cdef extern from "image/fq_image.h" nogil:
     # struct fq_op: kind + the parameters (raw: the flat view of the union).  Which
@@ -136,10 +137,7 @@ cdef extern from "image/fq_image.h" nogil:
     const char *fq_img_format_name(int fmt)
     const char *fq_img_dtype_name(int dtype)
 
-# custom ops: CustomOp / PyFunc (fq_image_custom.cpp)
-from fastq.includes.fastq_custom_op cimport fq_custom_rng
-
-cdef extern from "image/fq_image.h" nogil:
+    # custom ops: CustomOp / PyFunc (fq_image_custom.cpp)
     enum:
         FQ_EXPLAIN_CUSTOM
     ctypedef struct fq_img_custom_def:
