@@ -358,6 +358,10 @@ def test_pyfunc_in_place_and_returned_forms_match_numpy():
         out, ex = _spec([O.PyFunc(halve), O.HorizontalFlip(1.0), O.PyFunc(swap)]).process_array(img, index=i)
         np.testing.assert_array_equal(out, (img // 2)[:, ::-1, ::-1])
         assert [r["op"] for r in _custom_records(ex)] == ["PyFunc", "PyFunc"]
+    # a returned view of the image itself (overlapping memory) is copied back correctly
+    for fn in (lambda im, rng: im[::-1], lambda im, rng: im[:, ::-1], lambda im, rng: im):
+        out, _ = _spec([O.Resize((12, 10)), O.PyFunc(fn)]).process_array(imgs[0])
+        np.testing.assert_array_equal(out, fn(imgs[0], None))
 
 
 def test_pyfunc_rng_is_the_samples_and_deterministic():
