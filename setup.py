@@ -124,7 +124,8 @@ def _find_system():
                "On Debian/Ubuntu install them with:\n    " + APT_HINT,
                "(or point FASTQ_INCLUDE_DIRS / FASTQ_OPENCV_INCLUDE / FASTQ_LIBRARY_DIRS at them,",
                " " + VENDORED_HINT + ")"])
-    return include_dirs, library_dirs, ["opencv_imgcodecs", "opencv_imgproc", "opencv_core", "jpeg", "z"]
+    # dl: CustomOp loads user libraries (csrc/image/fq_image_custom.cpp)
+    return include_dirs, library_dirs, ["opencv_imgcodecs", "opencv_imgproc", "opencv_core", "jpeg", "z", "dl"]
 
 
 def _native():
@@ -165,6 +166,8 @@ CYTHON_FLAGS = CXX_FLAGS + ["-Wno-unused-function", "-Wno-unused-parameter",
 EXPORTS_MAP = "{ global: PyInit_*; fastq_capi_v1; local: *; };\n"
 # What fastq.tf_ops compiles against the installed TensorFlow, as paths under csrc/: shipped
 # in the package as fastq/_tf_kernel/<same path> (BuildPy), read from csrc/ in a checkout.
+# C headers users compile against, installed flat in fastq/include/ (fastq.get_include())
+PUBLIC_HEADERS = ["image/fastq_custom_op.h"]
 TF_KERNEL_FILES = ["tf/fq_tf_kernel.cc", "image/fq_capi.h", "image/fq_image.h", "core/fq_common.h",
                    "core/fq_stage_times.h"]
 
@@ -305,6 +308,11 @@ class BuildPy(build_py):
         super().run()
         for rel in TF_KERNEL_FILES:
             dst = os.path.join(self.build_lib, "fastq", "_tf_kernel", rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            self.copy_file(os.path.join("csrc", rel), dst)
+        # the public header of custom ops (fastq.get_include(); docs/custom_ops.md)
+        for rel in PUBLIC_HEADERS:
+            dst = os.path.join(self.build_lib, "fastq", "include", os.path.basename(rel))
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             self.copy_file(os.path.join("csrc", rel), dst)
 

@@ -219,6 +219,8 @@ cdef dict _op_explain(const fq_img_op_explain *r):
     if fields & FQ_EXPLAIN_LIGHTING and r.applied:
         d["alpha"] = (r.factor[0], r.factor[1], r.factor[2])
         d["increment"] = (r.params[0], r.params[1], r.params[2])
+    if fields & FQ_EXPLAIN_CUSTOM and r.applied:  # CustomOp / PyFunc: the key of the op's stream
+        d["rng_key"] = (<uint64_t> r.params[0] << 32) | <uint64_t> r.params[1]
     if fields & FQ_EXPLAIN_POLICY:  # the ops a policy drew: torchvision's names and magnitudes
         d["policy"] = [{"op": "Identity" if r.order[k] == 0 else fq_img_op_name(r.order[k]).decode(),
                         "magnitude": r.factor[k], "bin": int(r.params[k])} for k in range(min(r.applied, 4))]
@@ -381,8 +383,10 @@ cdef class ImageSpec:
 
     def __init__(self, packed_ops, channels=3, dtype="float32", layout="NHWC", max_pixels=None,
                  dct_scaling=True):
+        op_objs = ()  # the fastq.ops objects, when known: CustomOp / PyFunc bind through them
         if hasattr(packed_ops, "packed_ops"):  # fastq.ops.CompiledOps
             c = packed_ops
+            op_objs = tuple(c.ops)
             packed_ops, channels, dtype, layout = c.packed_ops, c.channels, c.dtype, c.layout
             max_pixels, dct_scaling = c.max_pixels, c.dct_scaling
             channels = getattr(c, "channel_order", "RGB") if c.channels == 3 else 1
@@ -392,8 +396,6 @@ cdef class ImageSpec:
             raise ValueError(f"layout must be one of {sorted(_LAYOUTS)}, got {layout!r}")
         arr = _as_op_array(packed_ops)
         cdef fq_img_format fmt
-        cdef fq_err err
-        memset(&err, 0, sizeof(err))
         # channels: 3 / "RGB", "BGR" (the output channels reversed), 1 / "gray"
         order = FQ_ORDER_RGB
         if isinstance(channels, str):
@@ -408,11 +410,7 @@ cdef class ImageSpec:
         fmt.layout = _LAYOUTS[layout]
         fmt.max_pixels = DEFAULT_MAX_PIXELS if max_pixels is None else max_pixels
         fmt.dct_scaling = 1 if dct_scaling else 0
-        cdef cnp.ndarray a = arr
-        cdef int n = len(arr)
-        cdef const fq_op *ops = <const fq_op *> a.data if n > 0 else NULL
-        if fq_img_spec_create(ops, n, &fmt, &self.spec, &err) != 0:
-            raise_fq_error(&err)
+        _spec_create(arr, op_objs, &fmt, &self.spec)  # _custom.pxi
         self.scratch = fq_img_scratch_new()
         if self.scratch == NULL:
             raise MemoryError()
@@ -518,3 +516,4 @@ cdef class ImageSpec:
 include "_imgtask.pxi"
 include "_records.pxi"
 include "_mix.pxi"
+include "_custom.pxi"

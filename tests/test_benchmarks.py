@@ -23,6 +23,7 @@ SCRIPTS = {
     "bench_image_single.py": "test_bench_image_single",
     "bench_images.py": "test_bench_images",
     "bench_prepare.py": "test_bench_prepare",
+    "bench_pyfunc.py": "test_bench_pyfunc",
     "bench_sources.py": "test_bench_sources",
     "bench_tf.py": "test_bench_tf",
     "bench_tf_kernel.py": "test_bench_tf_kernel",
@@ -124,3 +125,11 @@ def test_bench_tf_kernel(tmp_path):
     out = run("bench_tf_kernel.py", "--tiny", "--json", str(tmp_path / "k.json"), tmp=tmp_path)
     res = json.loads((tmp_path / "k.json").read_text())
     assert res["local"]["cpu_s_per_image_uint8"] > 0 and res["model_8gpu_3000"]["cpu_cores"] > 0, out[-2000:]
+
+
+def test_bench_pyfunc(tmp_path):
+    out = run("bench_pyfunc.py", "--images", "16", "--size", "64", "--workers", "2", "--batch", "8", "--repeats", "1",
+              "--json", str(tmp_path / "p.json"), tmp=tmp_path)
+    assert "pyfunc overhead:" in out
+    res = json.loads((tmp_path / "p.json").read_text())
+    assert set(res["median"]) == {"chain", "chain + PyFunc(identity)", "chain + PyFunc(identity) x4"}

@@ -34,3 +34,10 @@ def test_train_tensorpack_example():
     assert "[dataflow] 2 epochs x 4 steps" in out
     assert "[native] 2 epochs x 4 steps" in out
     assert out.rstrip().endswith("OK")
+
+
+def test_keras_mixup_cutmix_example():
+    out = run_example("examples/keras_mixup_cutmix.py", "--images", "32", "--size", "32", "--epochs", "2",
+                      "--batch-size", "8", timeout=300)
+    assert "soft labels: (8, 4) float32" in out
+    assert out.rstrip().endswith("OK")

@@ -50,6 +50,11 @@ SAMPLES = {
     # topic write: RandomErasing (fq_image_aug_erase.cpp)
     "RandomErasing": O.RandomErasing(0.7, scale=(0.1, 0.2), ratio=(0.5, 2.0), value=(0.5, -1.0, 2.0)),
 }
+# custom ops (tests/test_custom_op.py runs them; no library is loaded before a spec is built)
+SAMPLES.update({
+    "CustomOp": O.CustomOp("/nonexistent/libmyop.so", "my_op", params=[1.5, -2], p=0.5),
+    "PyFunc": O.PyFunc(lambda image, rng: None, p=0.5),
+})
 
 
 def _op_classes():

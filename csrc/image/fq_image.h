@@ -201,6 +201,7 @@ typedef struct fq_img_format {
 enum fq_channel_order { FQ_ORDER_RGB = 0, FQ_ORDER_BGR = 1 };
 
 typedef struct fq_img_spec fq_img_spec;
+struct fq_custom_rng; /* image/fastq_custom_op.h */
 
 /* Validate the chain and build an immutable spec.  Errors: FQ_E_INVALID (with the
  * op index and the reason; besides the chain rules: the format's fields, and one
@@ -343,9 +344,11 @@ enum fq_img_explain_fields {
     FQ_EXPLAIN_POLICY = 64,    /* applied ops: order[k] kind (0 Identity), factor[k] magnitude,
                                   params[k] bin (fq_image_aug_policy.cpp) */
     FQ_EXPLAIN_LIGHTING = 128, /* Lighting: factor[0..2] alpha drawn, params[0..2] increment per channel */
-    FQ_EXPLAIN_ERASE = 256     /* RandomErasing: box (output coordinates), factor[0..2] value (RGB order),
+    FQ_EXPLAIN_ERASE = 256,    /* RandomErasing: box (output coordinates), factor[0..2] value (RGB order),
                                   params[0] key of the "random" value stream, params[1] tries drawn,
                                   params[2] 1 when the values are "random" */
+    FQ_EXPLAIN_CUSTOM = 512    /* CustomOp / PyFunc: params[0], params[1] the high and low 32 bits of the
+                                  op's rng key (its stream starts there; fq_image_custom.cpp) */
 };
 unsigned fq_img_op_explain_fields(int kind);
 
@@ -364,6 +367,42 @@ void fq_img_set_opencv_threads(int n);
 
 /* Name of an op kind ("RandomResizedCrop", ...) or "?" */
 const char *fq_img_op_name(int kind);
+
+/* ---- custom ops: CustomOp and PyFunc (fq_image_custom.cpp) --------------- */
+
+/* A user function bound to a spec: the ops CustomOp and PyFunc name one by its place in
+ * the `custom` array of fq_img_spec_create_custom (their parameter `slot`).  The ABI
+ * a library implements is image/fastq_custom_op.h (installed; docs/custom_ops.md). */
+typedef struct fq_img_custom_def {
+    /* a shared library: dlopen(library, RTLD_NOW | RTLD_LOCAL), then the symbols
+     * `symbol`, `symbol`_abi_version (must return FASTQ_CUSTOM_OP_ABI_VERSION) and the
+     * optional `symbol`_init / `symbol`_free; params (n_params doubles, copied) go to
+     * init and to every call */
+    const char *library;
+    const char *symbol;
+    const double *params;
+    int n_params;
+    /* or (library == NULL) a function given directly (bindings: the PyFunc trampoline),
+     * with its state and release(state), called exactly once: when the spec is freed, or
+     * before fq_img_spec_create_custom returns an error; name is used in messages */
+    int (*fn)(void *state, uint8_t *pixels, int h, int w, int c, size_t row_stride, const double *params,
+              int n_params, struct fq_custom_rng *rng, char *errmsg, size_t errmsg_len);
+    void *state;
+    void (*release)(void *state);
+    const char *name;
+} fq_img_custom_def;
+
+/* fq_img_spec_create with the user functions the chain's CustomOp / PyFunc ops name: the
+ * spec loads and owns them (init now, free with the spec).  fq_img_spec_create is this
+ * with none: a chain with a CustomOp / PyFunc then fails with FQ_E_INVALID.  Errors:
+ * FQ_E_INVALID (op i names a missing slot; library, symbol or ABI version not found,
+ * init failed: the message names library and symbol), FQ_E_NOMEM. */
+int fq_img_spec_create_custom(const fq_op *ops, int n_ops, const fq_img_format *fmt,
+                              const fq_img_custom_def *custom, int n_custom, fq_img_spec **out, fq_err *err);
+
+/* Load library + symbol as fq_img_spec_create_custom would, check the ABI version,
+ * unload (init is not run).  FQ_OK or FQ_E_INVALID naming what is missing. */
+int fq_img_custom_probe(const char *library, const char *symbol, fq_err *err);
 
 #ifdef __cplusplus
 }

@@ -123,7 +123,7 @@ int fq_img_process_encoded(const fq_img_spec *spec, fq_img_scratch *s, const uin
         rc = fqi::make_plan(spec, img.rows, img.cols, seed, epoch, index, &pl, err);
         if (rc)
             return rc;
-        rc = fqi::run_full(spec, s, img, pl, out_row);
+        rc = fqi::run_full(spec, s, img, pl, out_row, err);
         fqi::fill_explain_tail(ex, pl, spec);
         return rc;
     });
@@ -160,7 +160,7 @@ int fq_img_process_array(const fq_img_spec *spec, fq_img_scratch *s, const uint8
         int rc = fqi::make_plan(spec, h, w, seed, epoch, index, &pl, err);
         if (rc)
             return rc;
-        rc = fqi::run_full(spec, s, img, pl, out_row);
+        rc = fqi::run_full(spec, s, img, pl, out_row, err);
         fqi::fill_explain_tail(ex, pl, spec);
         return rc;
     });

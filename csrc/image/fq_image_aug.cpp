@@ -534,6 +534,11 @@ constexpr fqi::OpImpl kAugOps[] = {
     /* RandomErasing (fq_image_aug_erase.cpp): planned here, written by the final write */
     {"RandomErasing", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX | FQ_EXPLAIN_ERASE,
      FQ_PARAMS(fqi::AugErase, fqi::kEraseFields), fqi::erase_check, keeps_size, fqi::plan_erase, fqi::erase_exec},
+    /* custom ops (fq_image_custom.cpp): a user C function / a Python callable of the spec's side table */
+    {"CustomOp", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
+     fqi::custom_check, keeps_size, fqi::custom_plan, fqi::custom_exec},
+    {"PyFunc", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
+     fqi::custom_check, keeps_size, fqi::custom_plan, fqi::custom_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

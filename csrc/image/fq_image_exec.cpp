@@ -69,17 +69,21 @@ void Exec::crop_pad(const int box[4], int border, const double *fill)
 
 void exec_ops(const fq_img_spec *sp, Plan *pl, int start, Exec &e)
 {
-    for (int i = start; i < pl->n; i++)
+    e.sp = sp;
+    for (int i = start; i < pl->n && e.rc == FQ_OK; i++)
         op_impl(sp->ops[i].kind)->exec(e, sp->ops[i], pl->r[i]);
 }
 
-int run_full(const fq_img_spec *sp, fq_img_scratch *s, const cv::Mat &img, Plan &pl, void *out_row)
+int run_full(const fq_img_spec *sp, fq_img_scratch *s, const cv::Mat &img, Plan &pl, void *out_row, fq_err *err)
 {
     Exec e;
     e.s = s;
+    e.err = err;
     e.set(img);
     uint64_t t0 = fq_now_ns();
     exec_ops(sp, &pl, 0, e);
+    if (e.rc)
+        return e.rc;
     uint64_t t1 = fq_now_ns();
     write_out(sp, e.cur, e.hflip, e.vflip, out_row, pl);
     s->times.ops_ns = t1 - t0, s->times.write_ns = fq_now_ns() - t1;

@@ -119,8 +119,11 @@ int process_jpeg(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data, 
     s->times.decode_ns = t_ops - t_dec;
     Exec e;
     e.s = s;
+    e.err = err;
     int start = finish_first_op(dp, dec, e);
     exec_ops(sp, &pl, start, e);
+    if (e.rc)
+        return e.rc;
     const uint64_t t_write = fq_now_ns();
     write_out(sp, e.cur, e.hflip, e.vflip, out_row, pl);
     s->times.ops_ns = t_write - t_ops, s->times.write_ns = fq_now_ns() - t_write;

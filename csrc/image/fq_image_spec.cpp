@@ -118,7 +118,8 @@ int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info
     return FQ_OK;
 }
 
-int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq_img_spec **out, fq_err *err)
+/* the spec without its custom ops (fq_img_spec_create_custom binds them) */
+static int spec_create_base(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq_img_spec **out, fq_err *err)
 {
     if (!out || !fmt || (n_ops > 0 && !ops))
         return fq_set_err(err, FQ_E_INVALID, "fq_img_spec_create: NULL argument");
@@ -183,7 +184,34 @@ int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq
     return FQ_OK;
 }
 
-void fq_img_spec_free(fq_img_spec *spec) { delete spec; }
+int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq_img_spec **out, fq_err *err)
+{
+    return fq_img_spec_create_custom(ops, n_ops, fmt, nullptr, 0, out, err);
+}
+
+int fq_img_spec_create_custom(const fq_op *ops, int n_ops, const fq_img_format *fmt,
+                              const fq_img_custom_def *custom, int n_custom, fq_img_spec **out, fq_err *err)
+{
+    fq_img_spec *sp = nullptr;
+    int rc = spec_create_base(ops, n_ops, fmt, &sp, err);
+    if (rc == FQ_OK)
+        rc = fqi::custom_bind(sp, custom, n_custom, err);
+    else
+        fqi::custom_bind(nullptr, custom, n_custom, nullptr); /* only releases what custom hands over */
+    if (rc) {
+        fq_img_spec_free(sp);
+        return rc;
+    }
+    *out = sp;
+    return FQ_OK;
+}
+
+void fq_img_spec_free(fq_img_spec *spec)
+{
+    if (spec)
+        fqi::custom_release(spec);
+    delete spec;
+}
 
 int fq_img_spec_out_shape(const fq_img_spec *spec, int *h, int *w, int *c)
 {

@@ -3,6 +3,7 @@ from libc.stdint cimport uint8_t, int64_t, uint64_t
 
 from fastq.includes.fq_common cimport fq_err
 from fastq.includes.fq_stage_times cimport fq_stage_times
+from fastq.includes.fastq_custom_op cimport fq_custom_rng
 
 cdef extern from "image/fq_image.h" nogil:
     # struct fq_op: kind + the parameters (raw: the flat view of the union).  Which
@@ -139,3 +140,20 @@ cdef extern from "image/fq_image.h" nogil:
     const char *fq_img_border_name(int border)
     const char *fq_img_format_name(int fmt)
     const char *fq_img_dtype_name(int dtype)
+
+    # custom ops: CustomOp / PyFunc (fq_image_custom.cpp)
+    enum:
+        FQ_EXPLAIN_CUSTOM
+    ctypedef struct fq_img_custom_def:
+        const char *library
+        const char *symbol
+        const double *params
+        int n_params
+        int (*fn)(void *state, uint8_t *pixels, int h, int w, int c, size_t row_stride, const double *params,
+                  int n_params, fq_custom_rng *rng, char *errmsg, size_t errmsg_len)
+        void *state
+        void (*release)(void *state)
+        const char *name
+    int fq_img_spec_create_custom(const fq_op *ops, int n_ops, const fq_img_format *fmt,
+                                  const fq_img_custom_def *custom, int n_custom, fq_img_spec **out, fq_err *err)
+    int fq_img_custom_probe(const char *library, const char *symbol, fq_err *err)

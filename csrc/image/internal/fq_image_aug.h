@@ -113,6 +113,16 @@ const char *erase_check(const fq_op &op);
 int plan_erase(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
 /* nothing: the final write erases the planned box (write_out reads the record) */
 void erase_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+/* CustomOp / PyFunc (fq_image_custom.cpp): the user function of slot `slot` of the
+ * spec's custom table, applied with probability p */
+struct AugCustom {
+    double slot;
+    double p;
+};
+inline constexpr fq_op_field kCustomFields[] = {FQ_FIELD(AugCustom, slot), FQ_FIELD(AugCustom, p)};
+const char *custom_check(const fq_op &op);
+int custom_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
+void custom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 
 }  // namespace fqi
 

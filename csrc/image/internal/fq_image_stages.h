@@ -33,6 +33,10 @@ struct fq_img_spec {
     uint16_t lut_f16[3][256]; /* float16 or bfloat16 bits, as fmt.dtype says */
     fqi::F32Affine f32k;      /* SIMD form of lut_f32 (fq_image_write_simd.cpp) */
     int erase_at;             /* index in ops of the trailing RandomErasing, -1: none */
+    /* the user functions of CustomOp / PyFunc ops, by slot (fq_image_custom.cpp; owned,
+     * released by fq_img_spec_free) */
+    struct fq_img_custom_slot *custom;
+    int n_custom;
 };
 
 namespace fqi {
@@ -51,6 +55,12 @@ struct Exec {
     cv::Mat cur;
     const void *cur_buf = nullptr; /* which Buf holds cur (nullptr: not a/b) */
     bool hflip = false, vflip = false;
+    /* the error channel of ops that can fail (CustomOp / PyFunc): an op sets rc (an FQ_E_*
+     * code, via fail()) and the message into err; exec_ops stops at the first failure and
+     * its caller returns rc.  sp: the spec being run (set by exec_ops). */
+    const fq_img_spec *sp = nullptr;
+    fq_err *err = nullptr;
+    int rc = FQ_OK;
 
     /* an h x w buffer of type that does not alias cur (may throw std::bad_alloc) */
     cv::Mat next(int h, int w, int type);
@@ -149,7 +159,8 @@ int make_plan(const fq_img_spec *sp, int H, int W, uint64_t seed, uint64_t epoch
 /* How much of op 0 (already planned) the JPEG decoder does for an src_h x src_w JPEG. */
 void plan_decode(const fq_img_spec *sp, const Plan &pl, int src_h, int src_w, fq_img_decode_plan *dp);
 
-/* Run ops [start, pl->n) on e.cur. */
+/* Run ops [start, pl->n) on e.cur; stops at the first op that sets e.rc (the caller
+ * returns e.rc, its message is in e.err). */
 void exec_ops(const fq_img_spec *sp, Plan *pl, int start, Exec &e);
 
 /* The fused final write of one sample (flips, normalize table, dtype, layout, channel
@@ -165,7 +176,12 @@ int process_jpeg(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data, 
                  uint64_t epoch, uint64_t index, void *out_row, fq_img_explain *ex, fq_err *err);
 
 /* Run the whole chain on a decoded full image, then write it. */
-int run_full(const fq_img_spec *sp, fq_img_scratch *s, const cv::Mat &img, Plan &pl, void *out_row);
+int run_full(const fq_img_spec *sp, fq_img_scratch *s, const cv::Mat &img, Plan &pl, void *out_row, fq_err *err);
+
+/* Custom ops (fq_image_custom.cpp): load / check the user functions of a new spec
+ * (FQ_OK or an error; on error what was loaded is released), and release them. */
+int custom_bind(fq_img_spec *sp, const fq_img_custom_def *custom, int n_custom, fq_err *err);
+void custom_release(fq_img_spec *sp);
 
 /* Explain: reset (scale 8/8) and copy the plan + output shape into it (ex may be NULL). */
 void init_explain(fq_img_explain *ex);
