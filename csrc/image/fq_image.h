@@ -253,6 +253,13 @@ typedef struct fq_img_op_explain {
     double params[5];   /* RandomAffine: angle, tx, ty, scale, shear_x; */
     double shear_y;     /* RandomAffine: shear_y */
     double matrix[6];   /* RandomAffine: forward 2x3 matrix (dst = M [x y 1]^T) */
+    /* compositions (RandomApply / RandomChoice / RandomOrder, FQ_EXPLAIN_COMPOSE) */
+    int parent;         /* every op: index of the composition it is a child of, -1 at top level */
+    int n_run;          /* a composition: how many of its children ran */
+    int run[FQ_IMG_MAX_OPS]; /* a composition: the children that ran, as positions (0-based) among
+                           its direct children, in the order run; a child that did not run (or
+                           any op under a composition that did not run) has applied = 0 and made
+                           no draws */
 } fq_img_op_explain;
 
 typedef struct fq_img_explain {
@@ -334,7 +341,9 @@ enum fq_img_explain_fields {
     FQ_EXPLAIN_MAGNITUDE = 32, /* factor[0]: the level used (fq_image_aug.cpp ops) */
     FQ_EXPLAIN_POLICY = 64,    /* applied ops: order[k] kind (0 Identity), factor[k] magnitude,
                                   params[k] bin (fq_image_aug_policy.cpp) */
-    FQ_EXPLAIN_LIGHTING = 128  /* Lighting: factor[0..2] alpha drawn, params[0..2] increment per channel */
+    FQ_EXPLAIN_LIGHTING = 128, /* Lighting: factor[0..2] alpha drawn, params[0..2] increment per channel */
+    FQ_EXPLAIN_COMPOSE = 256   /* a composition: the first parameter is its number of direct children
+                                  (the op subtrees that follow it); n_run, run (fq_image_compose.cpp) */
 };
 unsigned fq_img_op_explain_fields(int kind);
 

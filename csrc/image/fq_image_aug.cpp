@@ -531,6 +531,13 @@ constexpr fqi::OpImpl kAugOps[] = {
      keeps_size, fqi::auto_augment_plan, fqi::policy_exec},
     {"GaussianBlur", kAM, FQ_PARAMS(fqi::AugBlur, kBlurFields), fqi::blur_check, keeps_size, fqi::plan_blur,
      fqi::blur_exec},
+    /* compose: the compositions (fq_image_compose.cpp; the subtree's geometry is compose_tree's) */
+    {"RandomApply", FQ_EXPLAIN_COMPOSE | FQ_EXPLAIN_APPLIED, FQ_PARAMS(fqi::ComposeApply, fqi::kComposeApplyFields),
+     fqi::random_apply_check, keeps_size, fqi::random_apply_plan, fqi::compose_exec},
+    {"RandomChoice", FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeChoice, fqi::kComposeChoiceFields),
+     fqi::random_choice_check, keeps_size, fqi::random_choice_plan, fqi::compose_exec},
+    {"RandomOrder", FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeOrder, fqi::kComposeOrderFields), fqi::random_order_check,
+     keeps_size, fqi::random_order_plan, fqi::compose_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 
