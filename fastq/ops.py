@@ -982,8 +982,8 @@ class _Compose(Op):
                 _fail(n, f"transforms[{k}]: Normalize cannot be inside a composition (it must be the last op)", t)
         flat = sum(1 for _ in _rows(transforms))
         if flat > MAX_OPS - 1:
-            _fail(n, f"at most {MAX_OPS - 1} child ops (counting the ops inside nested compositions), got {flat}",
-                  len(transforms))
+            raise ValueError(f"{n}: at most {MAX_OPS - 1} child ops (counting the ops inside nested compositions), "
+                             f"got {flat}")
         return transforms
 
     def pack(self):

@@ -47,6 +47,10 @@ SAMPLES = {
     "Lighting": O.Lighting(0.2, p=0.5),
     "AutoAugment": O.AutoAugment(fill=(4, 5, 6)),
     "GaussianBlur": O.GaussianBlur((5, 3), sigma=(0.5, 1.5), p=0.5),
+    # compose: compositions (their children are packed as the rows after them, see test_compose.py)
+    "RandomApply": O.RandomApply([O.Invert(0.5), O.HorizontalFlip()], p=0.3),
+    "RandomChoice": O.RandomChoice([O.Invert(), O.Equalize(), O.Posterize(3)], p=[1, 2, 1]),
+    "RandomOrder": O.RandomOrder([O.Invert(), O.RandomApply(O.Equalize(), 0.5)]),
 }
 
 

@@ -70,7 +70,7 @@ int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info
     if (n_ops > 0 && !ops)
         return fq_set_err(err, FQ_E_INVALID, "fq_img_chain_check: NULL argument");
     if (n_ops < 0 || n_ops > FQ_IMG_MAX_OPS)
-        return fq_set_err(err, FQ_E_INVALID, "an op chain has 0..%d ops, got %d", FQ_IMG_MAX_OPS, n_ops);
+        return fq_set_err(err, FQ_E_INVALID, "an op chain has 0..%d ops (each op inside a composition counts), got %d", FQ_IMG_MAX_OPS, n_ops);
     int first_norm = -1;
     for (int i = 0; i < n_ops; i++) {
         const fqi::OpImpl *impl = fqi::op_impl(ops[i].kind);
