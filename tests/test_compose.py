@@ -139,7 +139,7 @@ CHAINS = [
     ("nested", [O.RandomOrder([O.RandomApply([O.AutoContrast(), O.HorizontalFlip(1.0)], p=0.6),
                                O.RandomChoice([O.Equalize(), O.Solarize(100), O.RandomApply(O.Invert(), 0.5)]),
                                O.Brightness((0.5, 1.5))]), O.Invert(0.5)], True),
-    ("fixed-size-choice", [O.RandomChoice([O.CenterCrop((30, 40)), O.RandomCrop((30, 40))]),
+    ("fixed-size-choice", [O.VerticalFlip(0.5), O.RandomChoice([O.CenterCrop((30, 40)), O.RandomCrop((30, 40))]),
                            O.RandomApply([O.HorizontalFlip(1.0), O.Equalize()], p=0.5)], True),
     ("flips-and-rotate", [O.RandomApply([O.HorizontalFlip(1.0)], p=0.5),
                           O.RandomOrder([O.Rotate((-30, 30)), O.VerticalFlip(1.0), O.Invert()])], False),
