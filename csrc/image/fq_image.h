@@ -342,7 +342,7 @@ enum fq_img_explain_fields {
     FQ_EXPLAIN_POLICY = 64,    /* applied ops: order[k] kind (0 Identity), factor[k] magnitude,
                                   params[k] bin (fq_image_aug_policy.cpp) */
     FQ_EXPLAIN_LIGHTING = 128, /* Lighting: factor[0..2] alpha drawn, params[0..2] increment per channel */
-    FQ_EXPLAIN_COMPOSE = 256   /* a composition: the first parameter is its number of direct children
+    FQ_EXPLAIN_COMPOSE = 512   /* a composition: the first parameter is its number of direct children
                                   (the op subtrees that follow it); n_run, run (fq_image_compose.cpp) */
 };
 unsigned fq_img_op_explain_fields(int kind);

@@ -142,6 +142,9 @@ int subtree(Tree &t, int i, int parent)
                               "(%d ops)", i, impl->name, n, t.n);
         if (t.ops[c].kind == FQ_OP_NORMALIZE)
             return fail_child(t, c, i, "Normalize cannot be inside a composition (it must be the last op)");
+        static const int kErase = fq_img_op_kind("RandomErasing"); /* FQ_OP_NONE where it does not exist */
+        if (kErase != FQ_OP_NONE && t.ops[c].kind == kErase)
+            return fail_child(t, c, i, "RandomErasing cannot be inside a composition (it must be the last op)");
         int rc = subtree(t, c, i);
         if (rc)
             return rc;

@@ -78,17 +78,10 @@ int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info
             return fq_set_err(err, FQ_E_INVALID, "op %d: unknown op kind %d", i, ops[i].kind);
         if (const char *why = impl->check(ops[i]))
             return fq_set_err(err, FQ_E_INVALID, "op %d (%s): %s", i, impl->name, why);
-        if (ops[i].kind == FQ_OP_NORMALIZE && first_norm < 0)
-            first_norm = i;
-    }
-    /* the geometry of each top-level item (an op, or a composition's subtree) */
-    int span[FQ_IMG_MAX_OPS], parent[FQ_IMG_MAX_OPS], geom[FQ_IMG_MAX_OPS], gh[FQ_IMG_MAX_OPS], gw[FQ_IMG_MAX_OPS];
-    if (int rc = fqi::compose_tree(ops, n_ops, span, parent, geom, gh, gw, err))
-        return rc;
-    for (int i = 0; i < n_ops; i += span[i]) {
-        switch (geom[i]) {
+        int h = 0, w = 0;
+        switch (impl->geometry(ops[i], &h, &w)) {
         case fqi::GEOM_FIXED:
-            info->out_h = gh[i], info->out_w = gw[i], info->keeps_size = 0;
+            info->out_h = h, info->out_w = w, info->keeps_size = 0;
             break;
         case fqi::GEOM_VARIABLE:
             info->out_h = info->out_w = 0, info->keeps_size = 0;
@@ -96,10 +89,18 @@ int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info
         default:
             break;
         }
+        if (ops[i].kind == FQ_OP_NORMALIZE && first_norm < 0)
+            first_norm = i;
     }
     if (first_norm >= 0 && first_norm != n_ops - 1)
         return fq_set_err(err, FQ_E_INVALID, "Normalize must be the last op (it is op %d of %d)", first_norm, n_ops);
     info->normalize = first_norm >= 0;
+    /* compose: the compositions' structure and size rules (fq_image_compose.cpp).  Given
+     * them, the loop above gave the chain's geometry: a composition's record keeps the size
+     * and the alternatives of a RandomChoice all give the one size the loop saw */
+    int span[FQ_IMG_MAX_OPS], parent[FQ_IMG_MAX_OPS], geom[FQ_IMG_MAX_OPS], gh[FQ_IMG_MAX_OPS], gw[FQ_IMG_MAX_OPS];
+    if (int rc = fqi::compose_tree(ops, n_ops, span, parent, geom, gh, gw, err))
+        return rc;
     if (!info->out_h)
         return fq_set_err(err, FQ_E_INVALID,
                           "the op chain does not give a fixed output size: it needs a crop or an exact "
@@ -134,13 +135,6 @@ int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq
     for (int i = 0; i < n_ops; i++)
         if (ops[i].kind != FQ_OP_NORMALIZE)
             sp->ops[sp->n_ops++] = ops[i];
-    /* Normalize is last and never inside a composition: the tree of the rest is the same */
-    int geom[FQ_IMG_MAX_OPS], gh[FQ_IMG_MAX_OPS], gw[FQ_IMG_MAX_OPS];
-    rc = fqi::compose_tree(sp->ops, sp->n_ops, sp->span, sp->parent, geom, gh, gw, err);
-    if (rc) {
-        delete sp;
-        return rc;
-    }
     sp->fmt = *fmt;
     if (sp->fmt.max_pixels <= 0)
         sp->fmt.max_pixels = FQ_IMG_DEFAULT_MAX_PIXELS;
@@ -159,6 +153,13 @@ int fq_img_spec_create(const fq_op *ops, int n_ops, const fq_img_format *fmt, fq
         }
     }
     fqi::affine_init(&sp->f32k, sp->lut_f32, norm ? norm->normalize.mean : nullptr, norm ? norm->normalize.std : nullptr, norm != nullptr);
+    /* compose: the tree of the ops kept (Normalize is never inside a composition) */
+    int geom[FQ_IMG_MAX_OPS], gh[FQ_IMG_MAX_OPS], gw[FQ_IMG_MAX_OPS];
+    rc = fqi::compose_tree(sp->ops, sp->n_ops, sp->span, sp->parent, geom, gh, gw, err);
+    if (rc) {
+        delete sp;
+        return rc;
+    }
     *out = sp;
     return FQ_OK;
 }

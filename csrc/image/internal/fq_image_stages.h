@@ -26,17 +26,17 @@
 struct fq_img_spec {
     fq_op ops[FQ_IMG_MAX_OPS]; /* without the trailing Normalize */
     int n_ops;
+    /* the tree of compositions (fq_image_compose.cpp): ops[i] and the span[i] - 1 ops after
+     * it are op i's subtree (1 for a plain op); parent[i] is the composition op i is a
+     * direct child of, -1 at top level */
+    int span[FQ_IMG_MAX_OPS];
+    int parent[FQ_IMG_MAX_OPS];
     fq_img_format fmt;
     int out_h, out_w, out_c;
     size_t row_bytes;
     float lut_f32[3][256];
     uint16_t lut_f16[3][256]; /* float16 or bfloat16 bits, as fmt.dtype says */
     fqi::F32Affine f32k;      /* SIMD form of lut_f32 (fq_image_write_simd.cpp) */
-    /* the tree of compositions (fq_image_compose.cpp): ops[i] and the span[i] - 1 ops after
-     * it are op i's subtree (1 for a plain op); parent[i] is the composition op i is a
-     * direct child of, -1 at top level */
-    int span[FQ_IMG_MAX_OPS];
-    int parent[FQ_IMG_MAX_OPS];
 };
 
 namespace fqi {
