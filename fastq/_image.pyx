@@ -252,7 +252,49 @@ cdef dict _explain(const fq_img_explain *ex):
             d["jitter"] = {k: o[k] for k in ("order",) + _JITTER}
         if o["op"] == "RandomAffine" and "affine" not in d:
             d["affine"] = o["matrix"]
+    if any(ex.ops[i].parent >= 0 for i in range(ex.n_ops)):
+        _compose_explain(ex, d)  # compose
     return d
+
+
+# ---- compose: what the compositions (RandomApply / RandomChoice / RandomOrder) drew ----
+cdef _compose_explain(const fq_img_explain *ex, dict d):
+    """Add to an explain dict whose chain has compositions: per composition ``children``
+    (op indices of its direct children), ``ran`` (those that ran, in the order run),
+    RandomChoice ``chosen`` / RandomOrder ``order`` (positions among the children); per op
+    under a composition ``parent`` and ``skipped`` (it did not run and drew nothing); and
+    ``exec_order``: the plain ops that ran, in the order they ran."""
+    cdef int n = ex.n_ops
+    parent = [ex.ops[i].parent for i in range(n)]
+    comp = [bool(fq_img_op_explain_fields(ex.ops[i].kind) & FQ_EXPLAIN_COMPOSE) for i in range(n)]
+    runs = [[ex.ops[i].run[k] for k in range(ex.ops[i].n_run)] for i in range(n)]
+    _compose_fill(d, parent, comp, runs)
+
+
+def _compose_fill(d, parent, comp, runs):
+    n = len(parent)
+    children = {i: [j for j in range(n) if parent[j] == i] for i in range(n)}
+    ran, order = set(), []
+    stack = [i for i in reversed(range(n)) if parent[i] < 0]
+    while stack:  # depth first, in the order run
+        i = stack.pop()
+        ran.add(i)
+        if comp[i]:
+            stack.extend(children[i][k] for k in reversed(runs[i]))
+        else:
+            order.append(i)
+    for i, o in enumerate(d["ops"]):
+        if comp[i]:
+            o["children"] = children[i]
+            o["ran"] = [children[i][k] for k in runs[i]]
+            if o["op"] == "RandomChoice":
+                o["chosen"] = runs[i][0] if runs[i] else None
+            elif o["op"] == "RandomOrder":
+                o["order"] = runs[i]
+        if parent[i] >= 0:
+            o["parent"] = parent[i]
+            o["skipped"] = i not in ran
+    d["exec_order"] = order
 
 
 def native_versions():

@@ -555,7 +555,7 @@ def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32
         raise ValueError(f"compile_ops: max_pixels must be a positive int, got {max_pixels!r}")
     # the chain rules are the C core's (fq_img_chain_check); only the input_size case
     # and the wording of the advice are decided here
-    packed = _image.pack_ops((op.kind, op.fields()) for op in ops)
+    packed = _image.pack_ops(_rows(ops))
     chain = _image.check_chain(packed, dtype)
     if chain["out_size"] is None and input_size is not None and chain["keeps_size"]:
         # every input is already input_size: an exact-size CenterCrop is the identity
@@ -563,7 +563,7 @@ def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32
         if len(ops) >= MAX_OPS:
             raise ValueError(f"compile_ops: at most {MAX_OPS - 1} ops when the chain keeps the input size")
         ops = (CenterCrop(_size("compile_ops", input_size, "input_size")),) + ops
-        packed = _image.pack_ops((op.kind, op.fields()) for op in ops)
+        packed = _image.pack_ops(_rows(ops))
         chain = _image.check_chain(packed, dtype)
     if chain["error"] is not None:
         if not ops:
@@ -1100,3 +1100,128 @@ class PyFunc(Op):
 
 
 __all__ += ["CustomOp", "PyFunc"]
+# ---- compose: compositions (csrc/image/fq_image_compose.cpp) ---------------------------
+#
+# torchvision.transforms.v2 RandomApply / RandomChoice / RandomOrder.  Packed flat: the
+# composition's record (its number of direct children first) followed by each child's
+# rows (a child may be a composition: nesting is allowed).  Every record takes one of the
+# MAX_OPS (16) places.  The composition draws first (one uniform; RandomOrder a Fisher-Yates
+# permutation), then the children that run draw, in the order they run; children that do
+# not run draw nothing.  Size rule (checked by the C core, naming the op): the children of
+# RandomApply and RandomOrder keep the image size; the alternatives of RandomChoice all keep
+# it or all give one fixed size.  Explain: docs/ops.md "Composition".
+
+
+def _rows(ops):
+    """The ``(kind, fields)`` rows of a chain, compositions flattened depth first (what
+    ``_image.pack_ops`` packs)."""
+    for op in ops:
+        yield op.kind, op.fields()
+        if isinstance(op, _Compose):
+            yield from _rows(op.transforms)
+
+
+class _Compose(Op):
+    _name = "?"
+
+    def _children(self, transforms, one_ok=False):
+        n = self._name
+        if isinstance(transforms, Op) and one_ok:
+            transforms = [transforms]
+        if isinstance(transforms, (str, bytes, dict, Op)) or not hasattr(transforms, "__iter__"):
+            _fail(n, "transforms must be a list of fastq.ops ops", transforms)
+        transforms = tuple(transforms)
+        if not transforms:
+            _fail(n, "transforms must not be empty", list(transforms))
+        for k, t in enumerate(transforms):
+            if not isinstance(t, Op):
+                _fail(n, f"transforms[{k}] is not a fastq.ops op", t)
+            if isinstance(t, Normalize):
+                _fail(n, f"transforms[{k}]: Normalize cannot be inside a composition (it must be the last op)", t)
+        flat = sum(1 for _ in _rows(transforms))
+        if flat > MAX_OPS - 1:
+            raise ValueError(f"{n}: at most {MAX_OPS - 1} child ops (counting the ops inside nested compositions), "
+                             f"got {flat}")
+        return transforms
+
+    def pack(self):
+        return self.kind, tuple(sorted(self.fields().items())), tuple(t.pack() for t in self.transforms)
+
+    def _extra(self):
+        return ""
+
+    def __repr__(self):
+        return f"{type(self).__name__}([{', '.join(map(repr, self.transforms))}]{self._extra()})"
+
+
+class RandomApply(_Compose):
+    """torchvision v2 ``RandomApply(transforms, p=0.5)``: with probability ``p`` (``u < p``,
+    one uniform drawn per sample) run all ``transforms`` in order, else none of them (they
+    then draw nothing).  ``transforms``: one op or a list; each must keep the image size.
+    Explain: ``applied``, ``children``, ``ran``."""
+
+    kind = _K["RandomApply"]
+    _name = "RandomApply"
+
+    def __init__(self, transforms: Union["Op", Sequence["Op"]], p: float = 0.5) -> None:
+        self.transforms = self._children(transforms, one_ok=True)
+        self.p = _prob(self._name, p)
+
+    def fields(self):
+        return {"n": len(self.transforms), "p": self.p}
+
+    def _extra(self):
+        return f", p={self.p!r}"
+
+
+class RandomChoice(_Compose):
+    """torchvision v2 ``RandomChoice(transforms, p=None)``: run exactly one of
+    ``transforms``, drawn with probabilities ``p`` (uniform when None; normalised to sum 1;
+    non-negative, not all zero, one per op; at most 15 ops).  The alternatives must all keep
+    the image size or all give one fixed size.  Explain: ``chosen`` (its position),
+    ``children``, ``ran``."""
+
+    kind = _K["RandomChoice"]
+    _name = "RandomChoice"
+
+    def __init__(self, transforms: Sequence["Op"], p: Optional[Sequence[float]] = None) -> None:
+        n = self._name
+        self.transforms = self._children(transforms)
+        k = len(self.transforms)
+        if p is None:
+            probs = [1.0] * k
+        else:
+            if isinstance(p, (str, bytes)) or not hasattr(p, "__len__"):
+                _fail(n, "p must be None or a list of probabilities, one per op", p)
+            if len(p) != k:
+                _fail(n, f"p must have one probability per op ({k})", p)
+            if not all(_num(v) and v >= 0 for v in p) or not sum(p) > 0:
+                _fail(n, "p must be finite numbers >= 0, not all zero", p)
+            probs = [float(v) for v in p]
+        total = math.fsum(probs)
+        self.p = tuple(v / total for v in probs)
+
+    def fields(self):
+        return {"n": len(self.transforms), "p": self.p + (0.0,) * (MAX_OPS - 1 - len(self.p))}
+
+    def _extra(self):
+        return f", p={list(self.p)!r}"
+
+
+class RandomOrder(_Compose):
+    """torchvision v2 ``RandomOrder(transforms)``: run all ``transforms`` in a random
+    order (a Fisher-Yates permutation on the sample's stream, as ColorJitter draws its
+    order); each must keep the image size.  Explain: ``order`` (positions, in the order
+    run), ``children``, ``ran``."""
+
+    kind = _K["RandomOrder"]
+    _name = "RandomOrder"
+
+    def __init__(self, transforms: Sequence["Op"]) -> None:
+        self.transforms = self._children(transforms)
+
+    def fields(self):
+        return {"n": len(self.transforms)}
+
+
+__all__ += ["RandomApply", "RandomChoice", "RandomOrder"]

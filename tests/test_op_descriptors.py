@@ -49,6 +49,10 @@ SAMPLES = {
     "GaussianBlur": O.GaussianBlur((5, 3), sigma=(0.5, 1.5), p=0.5),
     # topic write: RandomErasing (fq_image_aug_erase.cpp)
     "RandomErasing": O.RandomErasing(0.7, scale=(0.1, 0.2), ratio=(0.5, 2.0), value=(0.5, -1.0, 2.0)),
+    # compose: compositions (their children are packed as the rows after them, see test_compose.py)
+    "RandomApply": O.RandomApply([O.Invert(0.5), O.HorizontalFlip()], p=0.3),
+    "RandomChoice": O.RandomChoice([O.Invert(), O.Equalize(), O.Posterize(3)], p=[1, 2, 1]),
+    "RandomOrder": O.RandomOrder([O.Invert(), O.RandomApply(O.Equalize(), 0.5)]),
 }
 # custom ops (tests/test_custom_op.py runs them; no library is loaded before a spec is built)
 SAMPLES.update({

@@ -261,6 +261,13 @@ typedef struct fq_img_op_explain {
     double params[5];   /* RandomAffine: angle, tx, ty, scale, shear_x; */
     double shear_y;     /* RandomAffine: shear_y */
     double matrix[6];   /* RandomAffine: forward 2x3 matrix (dst = M [x y 1]^T) */
+    /* compositions (RandomApply / RandomChoice / RandomOrder, FQ_EXPLAIN_COMPOSE) */
+    int parent;         /* every op: index of the composition it is a child of, -1 at top level */
+    int n_run;          /* a composition: how many of its children ran */
+    int run[FQ_IMG_MAX_OPS]; /* a composition: the children that ran, as positions (0-based) among
+                           its direct children, in the order run; a child that did not run (or
+                           any op under a composition that did not run) has applied = 0 and made
+                           no draws */
 } fq_img_op_explain;
 
 typedef struct fq_img_explain {
@@ -347,8 +354,10 @@ enum fq_img_explain_fields {
     FQ_EXPLAIN_ERASE = 256,    /* RandomErasing: box (output coordinates), factor[0..2] value (RGB order),
                                   params[0] key of the "random" value stream, params[1] tries drawn,
                                   params[2] 1 when the values are "random" */
-    FQ_EXPLAIN_CUSTOM = 512    /* CustomOp / PyFunc: params[0], params[1] the high and low 32 bits of the
+    FQ_EXPLAIN_CUSTOM = 512,   /* CustomOp / PyFunc: params[0], params[1] the high and low 32 bits of the
                                   op's rng key (its stream starts there; fq_image_custom.cpp) */
+    FQ_EXPLAIN_COMPOSE = 1024  /* a composition: the first parameter is its number of direct children
+                                  (the op subtrees that follow it); n_run, run (fq_image_compose.cpp) */
 };
 unsigned fq_img_op_explain_fields(int kind);
 

@@ -18,6 +18,8 @@
 
 namespace {
 
+using fqi::apply_lut;
+using fqi::apply_luts;
 using fqi::Exec;
 using fqi::fma_exact;
 using fqi::geom_exec;
@@ -42,17 +44,6 @@ struct AugSolarizeAdd {
     double p;
 };
 
-struct AugGamma {
-    double gamma[2]; /* drawn uniformly in [lo, hi] */
-    double gain;
-    double p;
-};
-struct AugLighting { /* AlexNet PCA noise (tensorpack imgaug.Lighting) */
-    double std;
-    double eigval[3];
-    double eigvec[3][3];
-    double p;
-};
 
 bool is_int(double v) { return std::isfinite(v) && v == std::floor(v); }
 bool valid_prob(double p) { return std::isfinite(p) && p >= 0 && p <= 1; }
@@ -140,29 +131,6 @@ int plan_solarize_add(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_im
 }
 
 /* ---- execution helpers ------------------------------------------------------------ */
-
-/* one table per channel (lut[k] for channel k of c), into a fresh buffer (cv::LUT) */
-void apply_luts(Exec &e, const uint8_t (*lut)[256])
-{
-    const int c = e.cur.channels();
-    uint8_t inter[256 * 3];
-    for (int v = 0; v < 256; v++)
-        for (int k = 0; k < c; k++)
-            inter[v * c + k] = lut[k][v];
-    cv::Mat lm(1, 256, CV_8UC(c), inter);
-    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    cv::LUT(e.cur, lm, d);
-    e.set(d);
-}
-
-void apply_lut(Exec &e, const uint8_t lut[256])
-{
-    cv::Mat lm(1, 256, CV_8U, const_cast<uint8_t *>(lut));
-    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    cv::LUT(e.cur, lm, d);
-    e.set(d);
-}
-
 
 /* float32 in [0, 255] (clamped) -> uint8 by truncation, as torch's .to(torch.uint8) */
 inline uint8_t clamp_trunc(float v) { return (uint8_t)(v < 0.f ? 0.f : (v > 255.f ? 255.f : v)); }
@@ -378,94 +346,6 @@ void sharpness_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
     e.set(d);
 }
 
-/* ---- Gamma, Cutout, Lighting -------------------------------------------------------- */
-
-const char *gamma_check(const fq_op &op)
-{
-    const AugGamma &q = fqi::params<AugGamma>(op);
-    if (!valid_level(q.gamma) || q.gamma[0] < 0 || q.gamma[1] > 1e3)
-        return "gamma must satisfy 0 <= min <= max <= 1000";
-    if (!(std::isfinite(q.gain) && q.gain >= 0 && q.gain <= 1e3))
-        return "gain must be in [0, 1000]";
-    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
-}
-
-int plan_gamma(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
-{
-    const AugGamma &q = fqi::params<AugGamma>(op);
-    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
-    r.factor[0] = draw_level(rng, q.gamma, r.applied);
-    return FQ_OK;
-}
-
-/* torchvision v2 adjust_gamma on uint8: x * f32(1/255), ^gamma (float32), * gain clamped to
- * [0, 1] when gain != 1, back to uint8 as to_dtype_image: trunc(v * 255.999) */
-void gamma_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
-{
-    if (!r.applied)
-        return;
-    const float g = (float)r.factor[0], gain = (float)fqi::params<AugGamma>(op).gain;
-    uint8_t lut[256];
-    for (int v = 0; v < 256; v++) {
-        float t = std::pow((float)v * (float)(1.0 / 255.0), g);
-        if (gain != 1.f)
-            t = std::min(std::max(t * gain, 0.f), 1.f);
-        lut[v] = (uint8_t)(t * (float)(255.0 + 1.0 - 1e-3));
-    }
-    apply_lut(e, lut);
-}
-
-const char *lighting_check(const fq_op &op)
-{
-    const AugLighting &q = fqi::params<AugLighting>(op);
-    if (!(std::isfinite(q.std) && q.std >= 0 && q.std <= 1e3))
-        return "std must be in [0, 1000]";
-    for (int k = 0; k < 3; k++) {
-        if (!std::isfinite(q.eigval[k]) || std::fabs(q.eigval[k]) > 1e4)
-            return "eigval must be 3 finite numbers";
-        for (int j = 0; j < 3; j++)
-            if (!std::isfinite(q.eigvec[k][j]) || std::fabs(q.eigvec[k][j]) > 1e4)
-                return "eigvec must be 3 x 3 finite numbers";
-    }
-    return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
-}
-
-/* alpha_k = float32(N(0, 1) * std), N by Box-Muller from two uniforms each (k = 0, 1, 2);
- * the increment of channel c is sum_j eigvec[c][j] * alpha_j * eigval[j] (double) */
-int plan_lighting(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
-{
-    const AugLighting &q = fqi::params<AugLighting>(op);
-    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
-    if (!r.applied)
-        return FQ_OK;
-    for (int k = 0; k < 3; k++) {
-        double u1 = fq_rng_uniform(rng), u2 = fq_rng_uniform(rng);
-        double z = std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * 3.14159265358979323846 * u2);
-        r.factor[k] = (float)(z * q.std);
-    }
-    for (int c = 0; c < 3; c++) {
-        double inc = 0;
-        for (int j = 0; j < 3; j++)
-            inc += q.eigvec[c][j] * (r.factor[j] * q.eigval[j]);
-        r.params[c] = inc;
-    }
-    return FQ_OK;
-}
-
-/* trunc(clip(x + inc[c], 0, 255)) per channel (1 channel: inc[0]) */
-void lighting_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
-{
-    if (!r.applied)
-        return;
-    uint8_t lut[3][256];
-    for (int c = 0; c < 3; c++)
-        for (int v = 0; v < 256; v++) {
-            double t = v + r.params[c];
-            lut[c][v] = (uint8_t)(t < 0 ? 0 : (t > 255 ? 255 : t));
-        }
-    apply_luts(e, lut);
-}
-
 /* ---- the table ---------------------------------------------------------------------- */
 
 constexpr fq_op_field kProbFields[] = {FQ_FIELD(AugProb, p)};
@@ -475,11 +355,12 @@ constexpr fq_op_field kSolarizeAddFields[] = {FQ_FIELD(AugSolarizeAdd, addition)
                                               FQ_FIELD(AugSolarizeAdd, p)};
 constexpr fq_op_field kGeomFields[] = {FQ_FIELD(fqi::AugGeom, level), FQ_FIELD(fqi::AugGeom, fill),
                                        FQ_FIELD(fqi::AugGeom, p)};
-constexpr fq_op_field kGammaFields[] = {FQ_FIELD(AugGamma, gamma), FQ_FIELD(AugGamma, gain), FQ_FIELD(AugGamma, p)};
+constexpr fq_op_field kGammaFields[] = {FQ_FIELD(fqi::AugGamma, gamma), FQ_FIELD(fqi::AugGamma, gain),
+                                        FQ_FIELD(fqi::AugGamma, p)};
 constexpr fq_op_field kCutoutFields[] = {FQ_FIELD(fqi::AugCutout, pad_size), FQ_FIELD(fqi::AugCutout, fill),
                                          FQ_FIELD(fqi::AugCutout, p)};
-constexpr fq_op_field kLightingFields[] = {FQ_FIELD(AugLighting, std), FQ_FIELD(AugLighting, eigval),
-                                           FQ_FIELD(AugLighting, eigvec), FQ_FIELD(AugLighting, p)};
+constexpr fq_op_field kLightingFields[] = {FQ_FIELD(fqi::AugLighting, std), FQ_FIELD(fqi::AugLighting, eigval),
+                                           FQ_FIELD(fqi::AugLighting, eigvec), FQ_FIELD(fqi::AugLighting, p)};
 constexpr fq_op_field kRandAugmentFields[] = {
     FQ_FIELD(fqi::AugRandAugment, num_ops), FQ_FIELD(fqi::AugRandAugment, magnitude),
     FQ_FIELD(fqi::AugRandAugment, num_bins), FQ_FIELD(fqi::AugRandAugment, fill)};
@@ -522,11 +403,12 @@ constexpr fqi::OpImpl kAugOps[] = {
      keeps_size, fqi::rand_augment_plan, fqi::policy_exec},
     {"TrivialAugmentWide", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTrivialAugment, kTrivialFields),
      fqi::trivial_augment_check, keeps_size, fqi::trivial_augment_plan, fqi::policy_exec},
-    {"Gamma", kAM, FQ_PARAMS(AugGamma, kGammaFields), gamma_check, keeps_size, plan_gamma, gamma_exec},
+    {"Gamma", kAM, FQ_PARAMS(fqi::AugGamma, kGammaFields), fqi::gamma_check, keeps_size, fqi::plan_gamma,
+     fqi::gamma_exec},
     {"Cutout", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX, FQ_PARAMS(fqi::AugCutout, kCutoutFields), fqi::cutout_check,
      keeps_size, fqi::plan_cutout, fqi::cutout_exec},
-    {"Lighting", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_LIGHTING, FQ_PARAMS(AugLighting, kLightingFields), lighting_check,
-     keeps_size, plan_lighting, lighting_exec},
+    {"Lighting", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_LIGHTING, FQ_PARAMS(fqi::AugLighting, kLightingFields),
+     fqi::lighting_check, keeps_size, fqi::plan_lighting, fqi::lighting_exec},
     {"AutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugAutoAugment, kAutoAugmentFields), fqi::auto_augment_check,
      keeps_size, fqi::auto_augment_plan, fqi::policy_exec},
     {"GaussianBlur", kAM, FQ_PARAMS(fqi::AugBlur, kBlurFields), fqi::blur_check, keeps_size, fqi::plan_blur,
@@ -539,6 +421,13 @@ constexpr fqi::OpImpl kAugOps[] = {
      fqi::custom_check, keeps_size, fqi::custom_plan, fqi::custom_exec},
     {"PyFunc", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
      fqi::custom_check, keeps_size, fqi::custom_plan, fqi::custom_exec},
+    /* compose: the compositions (fq_image_compose.cpp; the subtree's geometry is compose_tree's) */
+    {"RandomApply", FQ_EXPLAIN_COMPOSE | FQ_EXPLAIN_APPLIED, FQ_PARAMS(fqi::ComposeApply, fqi::kComposeApplyFields),
+     fqi::random_apply_check, keeps_size, fqi::random_apply_plan, fqi::compose_exec},
+    {"RandomChoice", FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeChoice, fqi::kComposeChoiceFields),
+     fqi::random_choice_check, keeps_size, fqi::random_choice_plan, fqi::compose_exec},
+    {"RandomOrder", FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeOrder, fqi::kComposeOrderFields), fqi::random_order_check,
+     keeps_size, fqi::random_order_plan, fqi::compose_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 
@@ -566,6 +455,28 @@ constexpr std::array<fq_op_desc, kNumAug> kAugDescs = make_descs(std::make_index
 }  // namespace
 
 namespace fqi {
+
+/* one table per channel (lut[k] for channel k of c), into a fresh buffer (cv::LUT) */
+void apply_luts(Exec &e, const uint8_t (*lut)[256])
+{
+    const int c = e.cur.channels();
+    uint8_t inter[256 * 3];
+    for (int v = 0; v < 256; v++)
+        for (int k = 0; k < c; k++)
+            inter[v * c + k] = lut[k][v];
+    cv::Mat lm(1, 256, CV_8UC(c), inter);
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    cv::LUT(e.cur, lm, d);
+    e.set(d);
+}
+
+void apply_lut(Exec &e, const uint8_t lut[256])
+{
+    cv::Mat lm(1, 256, CV_8U, const_cast<uint8_t *>(lut));
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    cv::LUT(e.cur, lm, d);
+    e.set(d);
+}
 
 int aug_op_count() { return kNumAug; }
 const OpImpl *aug_op_impl(int i) { return i >= 0 && i < kNumAug ? &kAugOps[i] : nullptr; }

@@ -69,9 +69,15 @@ void Exec::crop_pad(const int box[4], int border, const double *fill)
 
 void exec_ops(const fq_img_spec *sp, Plan *pl, int start, Exec &e)
 {
+    /* the plain ops that run, in the order they run (compositions resolved by make_plan);
+     * ops before start were done by the decoder (only op 0, never a composition); stops
+     * at the first op that sets e.rc */
     e.sp = sp;
-    for (int i = start; i < pl->n && e.rc == FQ_OK; i++)
-        op_impl(sp->ops[i].kind)->exec(e, sp->ops[i], pl->r[i]);
+    for (int k = 0; k < pl->n_exec && e.rc == FQ_OK; k++) {
+        const int i = pl->exec[k];
+        if (i >= start)
+            op_impl(sp->ops[i].kind)->exec(e, sp->ops[i], pl->r[i]);
+    }
 }
 
 int run_full(const fq_img_spec *sp, fq_img_scratch *s, const cv::Mat &img, Plan &pl, void *out_row, fq_err *err)

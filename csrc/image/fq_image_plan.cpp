@@ -9,27 +9,80 @@
 
 namespace fqi {
 
+namespace {
+
+struct Planner {
+    const fq_img_spec *sp;
+    fq_rng rng;
+    Plan *pl;
+    fq_err *err;
+};
+
+/* the subtree at i does not run: every record in it says so, nothing is drawn */
+void skip_subtree(Planner &P, int i, int h, int w)
+{
+    for (int j = i; j < i + P.sp->span[i]; j++) {
+        fq_img_op_explain &r = P.pl->r[j];
+        r.applied = 0;
+        r.in_h = r.out_h = h, r.in_w = r.out_w = w;
+    }
+}
+
+/* draw the subtree at i for an *h x *w input: the op's own draws, then (a composition)
+ * the children that run, in the order they run; the others are skipped */
+int plan_subtree(Planner &P, int i, int *h, int *w)
+{
+    const fq_op &op = P.sp->ops[i];
+    fq_img_op_explain &r = P.pl->r[i];
+    r.in_h = *h, r.in_w = *w;
+    r.applied = 1;
+    /* the spec holds only checked ops: op_impl is never nullptr here */
+    int rc = op_impl(op.kind)->plan(op, &P.rng, P.sp->fmt.max_pixels, h, w, r, P.err);
+    if (rc)
+        return rc;
+    if (!is_compose(op.kind)) {
+        P.pl->exec[P.pl->n_exec++] = i;
+    } else {
+        int child[FQ_IMG_MAX_OPS], ran[FQ_IMG_MAX_OPS] = {0};
+        const int n = compose_n(op);
+        for (int k = 0, c = i + 1; k < n; c += P.sp->span[c], k++)
+            child[k] = c;
+        const int h0 = *h, w0 = *w;
+        for (int k = 0; k < r.n_run; k++) {
+            ran[r.run[k]] = 1;
+            if ((rc = plan_subtree(P, child[r.run[k]], h, w)))
+                return rc;
+        }
+        for (int k = 0; k < n; k++)
+            if (!ran[k])
+                skip_subtree(P, child[k], h0, w0);
+    }
+    r.out_h = *h, r.out_w = *w;
+    return FQ_OK;
+}
+
+}  // namespace
+
 int make_plan(const fq_img_spec *sp, int H, int W, uint64_t seed, uint64_t epoch, uint64_t index, Plan *pl,
               fq_err *err)
 {
-    fq_rng rng;
-    fq_rng_init(&rng, seed, epoch, index);
-    int h = H, w = W;
+    Planner P{sp, {}, pl, err};
+    fq_rng_init(&P.rng, seed, epoch, index);
     pl->n = sp->n_ops;
+    pl->n_exec = 0;
     for (int i = 0; i < sp->n_ops; i++) {
-        const fq_op &op = sp->ops[i];
         fq_img_op_explain &r = pl->r[i];
         std::memset(&r, 0, sizeof r);
-        r.kind = op.kind;
-        r.in_h = h, r.in_w = w;
-        r.applied = 1;
+        r.kind = sp->ops[i].kind;
+        r.parent = sp->parent[i];
         for (int k = 0; k < 4; k++)
             r.order[k] = -1;
-        /* the spec holds only checked ops: op_impl is never nullptr here */
-        int rc = op_impl(op.kind)->plan(op, &rng, sp->fmt.max_pixels, &h, &w, r, err);
+    }
+    int h = H, w = W;
+    for (int i = 0; i < sp->n_ops; i += sp->span[i]) {
+        int rc = plan_subtree(P, i, &h, &w);
         if (rc)
             return rc;
-        r.out_h = h, r.out_w = w;
     }
     return FQ_OK;
 }

@@ -75,7 +75,7 @@ int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info
     if (n_ops > 0 && !ops)
         return fq_set_err(err, FQ_E_INVALID, "fq_img_chain_check: NULL argument");
     if (n_ops < 0 || n_ops > FQ_IMG_MAX_OPS)
-        return fq_set_err(err, FQ_E_INVALID, "an op chain has 0..%d ops, got %d", FQ_IMG_MAX_OPS, n_ops);
+        return fq_set_err(err, FQ_E_INVALID, "an op chain has 0..%d ops (each op inside a composition counts), got %d", FQ_IMG_MAX_OPS, n_ops);
     int first_norm = -1;
     /* RandomErasing: at most once and last (after Normalize: it erases output values) */
     static const int kErase = fq_img_op_kind("RandomErasing");
@@ -109,6 +109,12 @@ int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info
                           "Normalize must be the last op (only RandomErasing may follow it; it is op %d of %d)",
                           first_norm, n_ops);
     info->normalize = first_norm >= 0;
+    /* compose: the compositions' structure and size rules (fq_image_compose.cpp).  Given
+     * them, the loop above gave the chain's geometry: a composition's record keeps the size
+     * and the alternatives of a RandomChoice all give the one size the loop saw */
+    int span[FQ_IMG_MAX_OPS], parent[FQ_IMG_MAX_OPS], geom[FQ_IMG_MAX_OPS], gh[FQ_IMG_MAX_OPS], gw[FQ_IMG_MAX_OPS];
+    if (int rc = fqi::compose_tree(ops, n_ops, span, parent, geom, gh, gw, err))
+        return rc;
     if (!info->out_h)
         return fq_set_err(err, FQ_E_INVALID,
                           "the op chain does not give a fixed output size: it needs a crop or an exact "
@@ -180,6 +186,13 @@ static int spec_create_base(const fq_op *ops, int n_ops, const fq_img_format *fm
         }
     }
     fqi::affine_init(&sp->f32k, sp->lut_f32, norm ? norm->normalize.mean : nullptr, norm ? norm->normalize.std : nullptr, norm != nullptr);
+    /* compose: the tree of the ops kept (Normalize is never inside a composition) */
+    int geom[FQ_IMG_MAX_OPS], gh[FQ_IMG_MAX_OPS], gw[FQ_IMG_MAX_OPS];
+    rc = fqi::compose_tree(sp->ops, sp->n_ops, sp->span, sp->parent, geom, gh, gw, err);
+    if (rc) {
+        delete sp;
+        return rc;
+    }
     *out = sp;
     return FQ_OK;
 }

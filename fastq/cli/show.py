@@ -5,7 +5,7 @@ import os
 from fastq.bench.data import BenchInputError, find_images
 from fastq.cli.base import CliError, _positive_int, arg, command
 
-__all__ = ["BOX_COLOR", "parse_ops", "render_contact_sheet"]
+__all__ = ["BOX_COLOR", "applied_ops", "parse_ops", "render_contact_sheet"]
 
 
 def _op_classes():
@@ -24,6 +24,8 @@ def _literal(node, where):
         return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
     if isinstance(node, (ast.Tuple, ast.List)):
         return tuple(_literal(e, where) for e in node.elts)
+    if isinstance(node, ast.Call):  # an op inside a composition: RandomApply([HorizontalFlip()], p=0.3)
+        return _op_call(node, _op_classes())
     raise CliError(f"bad op string: {where}: only numbers, strings and tuples are allowed as arguments, "
                    f"got {ast.unparse(node)!r}")
 
@@ -43,25 +45,27 @@ def parse_ops(text):
         raise CliError(f"bad op string: invalid syntax at column {e.offset}: {text!r}") from None
     items = tree.elts if isinstance(tree, ast.Tuple) else [tree]
     known = _op_classes()
-    chain = []
-    for node in items:
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
-            raise CliError(f"bad op string: {ast.unparse(node)!r} is not an op call like HorizontalFlip()")
-        name = node.func.id
-        if name not in known:
-            raise CliError(f"bad op string: unknown op {name!r} (ops: {', '.join(sorted(known))})")
-        args = [_literal(a, name) for a in node.args]
-        kwargs = {}
-        for k in node.keywords:
-            if k.arg is None:
-                raise CliError(f"bad op string: {name}: **kwargs are not allowed")
-            kwargs[k.arg] = _literal(k.value, name)
-        try:
-            chain.append(known[name](*args, **kwargs))
-        except (TypeError, ValueError) as e:
-            msg = str(e)
-            raise CliError(f"bad op string: {msg if msg.startswith(name) else name + ': ' + msg}") from None
-    return chain
+    return [_op_call(node, known) for node in items]
+
+
+def _op_call(node, known):
+    import ast
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        raise CliError(f"bad op string: {ast.unparse(node)!r} is not an op call like HorizontalFlip()")
+    name = node.func.id
+    if name not in known:
+        raise CliError(f"bad op string: unknown op {name!r} (ops: {', '.join(sorted(known))})")
+    args = [_literal(a, name) for a in node.args]
+    kwargs = {}
+    for k in node.keywords:
+        if k.arg is None:
+            raise CliError(f"bad op string: {name}: **kwargs are not allowed")
+        kwargs[k.arg] = _literal(k.value, name)
+    try:
+        return known[name](*args, **kwargs)
+    except (TypeError, ValueError) as e:
+        msg = str(e)
+        raise CliError(f"bad op string: {msg if msg.startswith(name) else name + ': ' + msg}") from None
 
 
 def _crop_boxes(ex):
@@ -71,7 +75,8 @@ def _crop_boxes(ex):
     ox = oy = 0.0
     sx = sy = 1.0
     boxes = []
-    for op in ex["ops"]:
+    for i in ex.get("exec_order", range(len(ex["ops"]))):  # compositions: the ops that ran, in order
+        op = ex["ops"][i]
         name = op["op"]
         (ih, iw), (oh, ow) = op["in_shape"], op["out_shape"]
         if name == "Resize":
@@ -90,11 +95,30 @@ def _crop_boxes(ex):
     return boxes
 
 
+def applied_ops(ex):
+    """The names of the ops that ran and took effect for one sample, in the order they ran:
+    children of compositions included (skipped ones and draws of "not applied" left out),
+    and the ops a policy drew in brackets, e.g. ``RandAugment[Rotate, Color]``."""
+    ops = ex["ops"]
+    names = []
+    for i in ex.get("exec_order", range(len(ops))):  # exec_order: chains with compositions
+        op = ops[i]
+        if op.get("skipped") or not op.get("applied", True) or "children" in op:
+            continue
+        policy = op.get("policy")
+        names.append(op["op"] + (f"[{', '.join(p['op'] for p in policy)}]" if policy is not None else ""))
+    return names
+
+
 def _explain_lines(ex):
+    import textwrap
     lines = [f"{ex['format']} {ex['src_shape'][1]}x{ex['src_shape'][0]}, decoded at "
              f"{ex['decode_scale'][0]}/{ex['decode_scale'][1]}" + (" (ROI)" if ex["roi_used"] else "")]
+    lines += textwrap.wrap("ran: " + (", ".join(applied_ops(ex)) or "nothing"), 72, subsequent_indent="  ")
     for op in ex["ops"]:
         n = op["op"]
+        if op.get("skipped"):
+            continue
         if "box" in op:
             lines.append(f"{n} box x={op['box'][0]} y={op['box'][1]} w={op['box'][2]} h={op['box'][3]}")
         elif n == "ColorJitter":
@@ -165,7 +189,8 @@ def render_contact_sheet(paths, indices, chain, *, seed=0, epoch=0, thumb=224, c
         draw.text((cx, ty), f"#{i} {os.path.basename(paths[i])}", fill=(0, 0, 0), font=font)
         for j, line in enumerate(_explain_lines(ex)):
             draw.text((cx, ty + (j + 1) * line_h), line, fill=(60, 60, 60), font=font)
-        cells.append({"index": i, "path": paths[i], "thumb": {"x": cx, "y": cy, "w": tw, "h": th, "scale": s},
+        cells.append({"index": i, "path": paths[i], "label": _explain_lines(ex),
+                      "thumb": {"x": cx, "y": cy, "w": tw, "h": th, "scale": s},
                       "out": {"x": ox, "y": cy, "w": img.shape[1], "h": img.shape[0]},
                       "boxes_src": boxes, "explain": ex})
     return sheet, cells

@@ -68,6 +68,7 @@ cdef extern from "image/fq_image.h" nogil:
         FQ_EXPLAIN_ERASE
         FQ_ORDER_RGB
         FQ_ORDER_BGR
+        FQ_EXPLAIN_COMPOSE  # compositions (RandomApply / RandomChoice / RandomOrder)
 
     ctypedef struct fq_img_op_explain:
         int kind
@@ -81,6 +82,9 @@ cdef extern from "image/fq_image.h" nogil:
         double params[5]
         double shear_y
         double matrix[6]
+        int parent  # compositions
+        int n_run
+        int run[16]
 
     ctypedef struct fq_img_explain:
         int src_format

@@ -53,6 +53,29 @@ const char *cutout_check(const fq_op &op);
 int plan_cutout(const fq_op &, fq_rng *, int64_t, int *, int *, fq_img_op_explain &, fq_err *);
 void cutout_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 
+/* Gamma and Lighting (fq_image_aug_lut.cpp) */
+struct AugGamma {
+    double gamma[2]; /* drawn uniformly in [lo, hi] */
+    double gain;
+    double p;
+};
+struct AugLighting { /* AlexNet PCA noise (tensorpack imgaug.Lighting) */
+    double std;
+    double eigval[3];
+    double eigvec[3][3];
+    double p;
+};
+const char *gamma_check(const fq_op &op);
+int plan_gamma(const fq_op &, fq_rng *, int64_t, int *, int *, fq_img_op_explain &, fq_err *);
+void gamma_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+const char *lighting_check(const fq_op &op);
+int plan_lighting(const fq_op &, fq_rng *, int64_t, int *, int *, fq_img_op_explain &, fq_err *);
+void lighting_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+/* e.cur through one table per channel (lut[k] for channel k) / one table for all, into
+ * a fresh scratch buffer (cv::LUT; fq_image_aug.cpp) */
+void apply_luts(Exec &e, const uint8_t (*lut)[256]);
+void apply_lut(Exec &e, const uint8_t lut[256]);
+
 /* GaussianBlur (fq_image_aug_filter.cpp) */
 struct AugBlur {
     double ksize[2]; /* odd: x (width), y (height), torchvision's order */

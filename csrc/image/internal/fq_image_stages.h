@@ -26,6 +26,11 @@
 struct fq_img_spec {
     fq_op ops[FQ_IMG_MAX_OPS]; /* without the trailing Normalize */
     int n_ops;
+    /* the tree of compositions (fq_image_compose.cpp): ops[i] and the span[i] - 1 ops after
+     * it are op i's subtree (1 for a plain op); parent[i] is the composition op i is a
+     * direct child of, -1 at top level */
+    int span[FQ_IMG_MAX_OPS];
+    int parent[FQ_IMG_MAX_OPS];
     fq_img_format fmt;
     int out_h, out_w, out_c;
     size_t row_bytes;
@@ -45,6 +50,8 @@ namespace fqi {
 struct Plan {
     int n;
     fq_img_op_explain r[FQ_IMG_MAX_OPS];
+    int n_exec;               /* the plain ops to run, in order (compositions resolved) */
+    int exec[FQ_IMG_MAX_OPS];
 };
 
 /* The image between ops: cur is a view into the scratch's ping-pong buffers a / b (or
@@ -159,8 +166,8 @@ int make_plan(const fq_img_spec *sp, int H, int W, uint64_t seed, uint64_t epoch
 /* How much of op 0 (already planned) the JPEG decoder does for an src_h x src_w JPEG. */
 void plan_decode(const fq_img_spec *sp, const Plan &pl, int src_h, int src_w, fq_img_decode_plan *dp);
 
-/* Run ops [start, pl->n) on e.cur; stops at the first op that sets e.rc (the caller
- * returns e.rc, its message is in e.err). */
+/* Run the plain ops of pl->exec (in that order) with index >= start on e.cur; stops at
+ * the first op that sets e.rc (the caller returns e.rc, its message is in e.err). */
 void exec_ops(const fq_img_spec *sp, Plan *pl, int start, Exec &e);
 
 /* The fused final write of one sample (flips, normalize table, dtype, layout, channel
@@ -186,6 +193,46 @@ void custom_release(fq_img_spec *sp);
 /* Explain: reset (scale 8/8) and copy the plan + output shape into it (ex may be NULL). */
 void init_explain(fq_img_explain *ex);
 void fill_explain_tail(fq_img_explain *ex, const Plan &pl, const fq_img_spec *sp);
+
+/* ---- compositions: RandomApply / RandomChoice / RandomOrder (fq_image_compose.cpp) ----
+ * A composition is one record followed by its children's subtrees in the flat chain; its
+ * first parameter is its number of direct children.  Its record's plan() draws only the
+ * composition's own choice (n_run, run); make_plan then plans the children that run, in
+ * the order they run, and marks the others applied = 0 without drawing anything. */
+bool is_compose(int kind);
+/* The number of direct children of composition op (its first parameter). */
+int compose_n(const fq_op &op);
+/* Fill span[] and parent[] of a chain of n valid ops, check the composition rules
+ * (children inside the chain, no Normalize inside, size rules: the children of RandomApply
+ * and RandomOrder keep the size, the alternatives of RandomChoice all keep it or all give
+ * one fixed size); *geom / *h / *w: what top-level item i does (GEOM_*), per item start.
+ * FQ_OK or FQ_E_INVALID with the op index and reason. */
+int compose_tree(const fq_op *ops, int n, int *span, int *parent, int *geom, int *gh, int *gw, fq_err *err);
+/* The compositions' records (kAugOps, fq_image_aug.cpp) */
+const char *random_apply_check(const fq_op &op);
+const char *random_choice_check(const fq_op &op);
+const char *random_order_check(const fq_op &op);
+int random_apply_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                      fq_err *err);
+int random_choice_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                       fq_err *err);
+int random_order_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                      fq_err *err);
+void compose_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+struct ComposeApply {  /* RandomApply */
+    double n;          /* number of direct children, 1 .. FQ_IMG_MAX_OPS - 1 */
+    double p;          /* probability of running them all (u < p) */
+};
+struct ComposeChoice { /* RandomChoice */
+    double n;
+    double p[FQ_IMG_MAX_OPS - 1]; /* probability of each child (n of them, sum 1), 0 after */
+};
+struct ComposeOrder {  /* RandomOrder */
+    double n;
+};
+inline constexpr fq_op_field kComposeApplyFields[] = {FQ_FIELD(ComposeApply, n), FQ_FIELD(ComposeApply, p)};
+inline constexpr fq_op_field kComposeChoiceFields[] = {FQ_FIELD(ComposeChoice, n), FQ_FIELD(ComposeChoice, p)};
+inline constexpr fq_op_field kComposeOrderFields[] = {FQ_FIELD(ComposeOrder, n)};
 
 /* FQ_BORDER_* -> cv::BORDER_* */
 int cv_border(int b);
