@@ -6,6 +6,15 @@ import pytest
 # Keep TensorFlow quiet and deterministic-ish in tests that import it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# torchvision 0.29 (torch 2.14) imported AFTER TensorFlow 2.21 in one process crashes
+# (SIGSEGV in `import tensorflow; import torchvision.transforms.v2.functional`, with or
+# without fastq); the other order works.  Tests import either lazily, in any order, so
+# torchvision is loaded here first when it is installed.
+try:
+    import torchvision.transforms.v2.functional  # noqa: F401,E402
+except ImportError:
+    pass
+
 
 def native_thread_count():
     """Threads of this process as the kernel sees them (native + Python)."""
