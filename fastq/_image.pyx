@@ -502,3 +502,4 @@ cdef class ImageSpec:
                              stride, seed, epoch, index)
 include "_imgtask.pxi"
 include "_records.pxi"
+include "_targets.pxi"

@@ -940,3 +940,55 @@ class AutoAugment(Op):
 
 
 __all__ += ["RandAugment", "TrivialAugmentWide", "AutoAugment", "POLICY_OPS"]
+
+
+# ---- targets (issue 19): detection geometry ops (csrc/image/fq_image_det.cpp) ------------
+
+class ResizeShortestEdge(Op):
+    """detectron2 ``ResizeShortestEdge`` / tensorpack ``CustomResize``: the shorter side
+    becomes ``short`` (a list: one of them drawn uniformly per sample), the longer side is
+    capped at ``max_size`` (scale ``min(short / min(h, w), max_size / max(h, w))``, in
+    double), each side rounded ``int(x + 0.5)``.  Boxes scale by ``new / old`` per axis
+    (docs/targets.md).  Variable output size: follow it with ``Pad(size=...)``."""
+
+    kind = _K["ResizeShortestEdge"]
+
+    def __init__(self, short: Union[int, Sequence[int]], max_size: Optional[int] = None,
+                 interpolation: str = "bilinear") -> None:
+        n = "ResizeShortestEdge"
+        sizes = [short] if isinstance(short, numbers.Integral) else list(short)
+        if not 1 <= len(sizes) <= 8:
+            _fail(n, "short must be an int or a list of 1 to 8 ints", short)
+        self.short = tuple(_int_in(n, "short", s, 1, MAX_SIDE) for s in sizes)
+        self.max_size = None if max_size is None else _int_in(n, "max_size", max_size, 1, MAX_SIDE)
+        self.interpolation = interpolation
+        self._interp = _interp(n, interpolation)
+
+    def fields(self):
+        return {"sizes": self.short + (0,) * (8 - len(self.short)), "n_sizes": len(self.short),
+                "max_size": self.max_size or 0, "interp": self._interp}
+
+
+class Pad(Op):
+    """Place the image at the top-left of a ``size`` = (h, w) canvas (an image larger than
+    ``size`` is an error: Pad never crops), or of the next multiple of ``multiple`` per
+    side; ``fill`` (per channel) elsewhere.  Coordinates (boxes, keypoints) are unchanged;
+    with ``size`` a variable-size chain gets a fixed output size."""
+
+    kind = _K["Pad"]
+
+    def __init__(self, size: Optional[Union[int, Tuple[int, int]]] = None, *, multiple: Optional[int] = None,
+                 fill: Fill = 0) -> None:
+        n = "Pad"
+        if (size is None) == (multiple is None):
+            _fail(n, "give exactly one of size and multiple", (size, multiple))
+        self.size = None if size is None else _size(n, size)
+        self.multiple = None if multiple is None else _int_in(n, "multiple", multiple, 1, 4096)
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        h, w = self.size or (0, 0)
+        return {"out_h": h, "out_w": w, "multiple": self.multiple or 0, "fill": self.fill}
+
+
+__all__ += ["ResizeShortestEdge", "Pad"]

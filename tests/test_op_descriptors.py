@@ -47,6 +47,9 @@ SAMPLES = {
     "Lighting": O.Lighting(0.2, p=0.5),
     "AutoAugment": O.AutoAugment(fill=(4, 5, 6)),
     "GaussianBlur": O.GaussianBlur((5, 3), sigma=(0.5, 1.5), p=0.5),
+    # targets (issue 19): detection geometry ops
+    "ResizeShortestEdge": O.ResizeShortestEdge([640, 672, 800], max_size=1333, interpolation="bicubic"),
+    "Pad": O.Pad((1344, 1344), fill=(1, 2, 3)),
 }
 
 

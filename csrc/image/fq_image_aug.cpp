@@ -7,6 +7,7 @@
  * definitions and the measured differences are in docs/ops.md.  Pure functions of
  * their arguments (thread-safe). */
 #include "image/internal/fq_image_aug.h"
+#include "image/internal/fq_image_det.h" /* targets: detection geometry ops */
 
 #include <algorithm>
 #include <array>
@@ -531,6 +532,11 @@ constexpr fqi::OpImpl kAugOps[] = {
      keeps_size, fqi::auto_augment_plan, fqi::policy_exec},
     {"GaussianBlur", kAM, FQ_PARAMS(fqi::AugBlur, kBlurFields), fqi::blur_check, keeps_size, fqi::plan_blur,
      fqi::blur_exec},
+    /* targets (issue 19): detection geometry ops, fq_image_det.cpp */
+    {"ResizeShortestEdge", FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetResizeShortestEdge, fqi::kDetRseFields),
+     fqi::rse_check, fqi::rse_geometry, fqi::rse_plan, fqi::rse_exec},
+    {"Pad", FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetPad, fqi::kDetPadFields), fqi::pad_check, fqi::pad_geometry,
+     fqi::pad_plan, fqi::pad_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 
