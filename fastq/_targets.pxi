@@ -45,6 +45,17 @@ def targets_rule(kind):
     return fq_tgt_rule(kind)
 
 
+def targets_check_ops(packed_ops):
+    """Raise for the first op of a packed chain without a target rule."""
+    arr = _as_op_array(packed_ops)
+    cdef cnp.ndarray a = arr
+    cdef int n = len(arr)
+    cdef fq_err err
+    memset(&err, 0, sizeof(err))
+    if fq_tgt_check_ops(<const fq_op *> a.data if n > 0 else NULL, n, &err) != 0:
+        raise_fq_error(&err)
+
+
 def targets_boxes(explain, boxes, classes, int max_boxes, double min_area, double min_visibility, bint truncate):
     cdef fq_img_explain ex
     _explain_from_dict(explain, &ex)

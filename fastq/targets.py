@@ -19,7 +19,7 @@ import numpy as np
 
 from fastq import _image
 
-__all__ = ["transform_boxes", "transform_keypoints", "transform_mask", "image_info", "rule"]
+__all__ = ["transform_boxes", "transform_keypoints", "transform_mask", "image_info", "rule", "check_ops"]
 
 
 def rule(op: Any) -> str:
@@ -28,6 +28,16 @@ def rule(op: Any) -> str:
     name = op if isinstance(op, str) else (op.__name__ if isinstance(op, type) else type(op).__name__)
     kind = _image.OP_KINDS.get(name, 0)
     return ("refused", "pixel", "geometric")[_image.targets_rule(kind)]
+
+
+def check_ops(ops: Any) -> None:
+    """Raise UnsupportedFormatError for the first op of ``ops`` (a list of ``fastq.ops``
+    ops or a ``CompiledOps``) that targets cannot follow: the check a pipeline with
+    targets makes once, before any sample."""
+    from fastq import ops as _ops
+    packed = ops.packed_ops if isinstance(ops, _ops.CompiledOps) else \
+        _image.pack_ops((op.kind, op.fields()) for op in ([ops] if isinstance(ops, _ops.Op) else ops))
+    _image.targets_check_ops(packed)
 
 
 def transform_boxes(explain: Dict[str, Any], boxes: Any, classes: Any = None, *, max_boxes: int,

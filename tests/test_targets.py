@@ -349,6 +349,13 @@ def test_policies_are_refused(policy):
     assert T.rule(policy) == "refused"
 
 
+def test_check_ops_refuses_policies_before_any_sample():
+    T.check_ops([O.RandomResizedCrop(64), O.HorizontalFlip(), O.ColorJitter(0.4)])
+    T.check_ops(O.compile_ops([O.ResizeShortestEdge(800, 1333), O.Pad(size=(1344, 1344))]))
+    with pytest.raises(errors.FastqError, match="op 1 \\(TrivialAugmentWide\\) has no target rule"):
+        T.check_ops([O.RandomResizedCrop(64), O.TrivialAugmentWide()])
+
+
 def test_every_op_kind_has_an_explicit_rule_or_is_refused():
     rules = {name: T.rule(name) for name in _image.OP_KINDS}
     assert {n for n, r in rules.items() if r == "refused"} == {"RandAugment", "TrivialAugmentWide", "AutoAugment"}

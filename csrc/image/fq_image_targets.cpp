@@ -207,6 +207,19 @@ int fq_tgt_rule(int kind)
 
 int fq_tgt_check(const fq_img_explain *ex, fq_err *err) { return fqt::check(ex, err); }
 
+int fq_tgt_check_ops(const fq_op *ops, int n_ops, fq_err *err)
+{
+    if (n_ops < 0 || (n_ops > 0 && !ops))
+        return fq_set_err(err, FQ_E_INVALID, "fq_tgt_check_ops: bad arguments");
+    for (int i = 0; i < n_ops; i++)
+        if (fqt::rule_of(ops[i].kind, nullptr) == fqt::R_REFUSED)
+            return fq_set_err(err, FQ_E_UNSUPPORTED,
+                              "targets: op %d (%s) has no target rule (policies may draw geometric ops; "
+                              "boxes, keypoints and masks cannot follow it)",
+                              i, fq_img_op_name(ops[i].kind));
+    return FQ_OK;
+}
+
 int fq_tgt_boxes(const fq_img_explain *ex, const float *boxes, const int32_t *classes, int n, int max_boxes,
                  const fq_tgt_box_opts *opts, float *out_boxes, int32_t *out_classes, int32_t *out_index,
                  int *count, int *n_truncated, fq_err *err)

@@ -34,6 +34,8 @@ int fq_tgt_rule(int kind);
 
 /* FQ_OK when every op of ex has a rule, else FQ_E_UNSUPPORTED naming the op. */
 int fq_tgt_check(const fq_img_explain *ex, fq_err *err);
+/* The same for a chain before any sample (at pipeline build time). */
+int fq_tgt_check_ops(const fq_op *ops, int n_ops, fq_err *err);
 
 typedef struct fq_tgt_box_opts {
     double min_area;       /* boxes whose clipped area (output px^2) is < min_area are dropped */

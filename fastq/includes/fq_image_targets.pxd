@@ -1,7 +1,7 @@
 # csrc/image/fq_image_targets.h: dense targets (boxes, keypoints, masks) through an explain record.
 from libc.stdint cimport int32_t
 from fastq.includes.fq_common cimport fq_err
-from fastq.includes.fq_image cimport fq_img_explain
+from fastq.includes.fq_image cimport fq_img_explain, fq_op
 
 cdef extern from "image/fq_image_targets.h" nogil:
     enum:
@@ -10,6 +10,7 @@ cdef extern from "image/fq_image_targets.h" nogil:
         FQ_TGT_GEOMETRIC
     int fq_tgt_rule(int kind)
     int fq_tgt_check(const fq_img_explain *ex, fq_err *err)
+    int fq_tgt_check_ops(const fq_op *ops, int n_ops, fq_err *err)
     ctypedef struct fq_tgt_box_opts:
         double min_area
         double min_visibility
