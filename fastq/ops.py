@@ -991,4 +991,31 @@ class Pad(Op):
         return {"out_h": h, "out_w": w, "multiple": self.multiple or 0, "fill": self.fill}
 
 
-__all__ += ["ResizeShortestEdge", "Pad"]
+class ScaleJitter(Op):
+    """TF Model Garden ``resize_and_crop_image(desired_size=output_size,
+    padded_size=output_size, aug_scale_min, aug_scale_max)``: ``s ~ U(scale)`` (no draw
+    for ``scale=(1, 1)``), target ``round(s * output_size)``; the image is resized by
+    ``min(target_h / h, target_w / w)`` to ``round(size * scale)`` (aspect kept, rounding
+    half to even), a window of ``output_size`` is cut at offset ``int(max(scaled - out,
+    0) * U(0, 1))`` (y then x), padded bottom/right with ``fill``.  Fixed output size.
+    Explain: ``box`` = (x offset, y offset, scaled w, scaled h), ``magnitude`` = s."""
+
+    kind = _K["ScaleJitter"]
+
+    def __init__(self, output_size: Union[int, Tuple[int, int]], scale: Pair = (0.1, 2.0),
+                 interpolation: str = "bilinear", fill: Fill = 0) -> None:
+        n = "ScaleJitter"
+        self.output_size = _size(n, output_size, "output_size")
+        self.scale = _pair(n, scale, "scale")
+        if not (0 < self.scale[0] <= self.scale[1] <= 100):
+            _fail(n, "scale must satisfy 0 < min <= max <= 100", scale)
+        self.interpolation = interpolation
+        self._interp = _interp(n, interpolation)
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        return {"out_h": self.output_size[0], "out_w": self.output_size[1], "scale": self.scale,
+                "interp": self._interp, "fill": self.fill}
+
+
+__all__ += ["ResizeShortestEdge", "Pad", "ScaleJitter"]

@@ -137,6 +137,8 @@ def test_chain_rule_fixed_output_size():
     (lambda: O.Pad((10, 10), multiple=32), "exactly one"),
     (lambda: O.Pad(multiple=0), "multiple"),
     (lambda: O.Pad((10, 10), fill=300), "fill"),
+    (lambda: O.ScaleJitter(64, scale=(0, 1)), "scale"),
+    (lambda: O.ScaleJitter(64, scale=(2, 1)), "scale"),
 ])
 def test_bad_parameters(bad, match):
     with pytest.raises(ValueError, match=match):
@@ -151,3 +153,53 @@ def test_c_checks_the_packed_parameters():
     k = _image.OP_KINDS["Pad"]
     chain = _image.check_chain(_image.pack_ops([(k, dict(O.Pad(8).fields(), multiple=4))]), "uint8")
     assert "multiple" in chain["error"]
+
+
+def tf_resize_and_crop_params(h, w, out_h, out_w, s, jitter=True):
+    """TF Model Garden resize_and_crop_image's sizes (transcribed; numpy rounds half to
+    even as tf.round), given the random scale s read from the explain record."""
+    th, tw = (np.round(s * out_h), np.round(s * out_w)) if jitter else (out_h, out_w)
+    k = min(th / h, tw / w)
+    nh, nw = int(np.round(h * k)), int(np.round(w * k))
+    return nh, nw, max(nh - out_h, 0), max(nw - out_w, 0)
+
+
+@pytest.mark.parametrize("hw", [(480, 640), (640, 480), (300, 300), (50, 900)])
+def test_scale_jitter_matches_tf_model_garden(hw):
+    import cv2
+
+    h, w = hw
+    img = photo(h, w)
+    s = spec([O.ScaleJitter((256, 320), scale=(0.3, 2.0), fill=(9, 8, 7))])
+    offsets = set()
+    for i in range(12):
+        out, ex = s.process_array(img, 3, 0, i)
+        r = ex["ops"][0]
+        sc = r["magnitude"]
+        assert 0.3 <= sc <= 2.0
+        nh, nw, my, mx = tf_resize_and_crop_params(h, w, 256, 320, sc)
+        ox, oy, sw, sh = r["box"]
+        assert (sh, sw) == (nh, nw) and 0 <= oy <= my and 0 <= ox <= mx
+        offsets.add((ox, oy))
+        want = np.empty((256, 320, 3), np.uint8)
+        want[:] = (9, 8, 7)
+        win = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_LINEAR)[oy:oy + 256, ox:ox + 320]
+        want[:win.shape[0], :win.shape[1]] = win
+        assert np.abs(out.astype(int) - want.astype(int)).max() <= 1
+        info = T.image_info(ex)
+        np.testing.assert_allclose(info, [[h, w], [nh, nw], [nh / h, nw / w], [oy, ox]], rtol=1e-6)
+        # TF resize_and_crop_boxes: boxes * image_scale - offset, clipped to the output
+        boxes = np.array([[10, 20, w / 2, h / 2], [w / 3, h / 3, w, h]], np.float32)
+        want_b = boxes * np.array([nw / w, nh / h] * 2) - np.array([ox, oy] * 2)
+        want_b = np.clip(want_b, 0, [320, 256, 320, 256])
+        keep = (want_b[:, 2] > want_b[:, 0]) & (want_b[:, 3] > want_b[:, 1])
+        got = T.transform_boxes(ex, boxes, max_boxes=2)
+        np.testing.assert_allclose(got["boxes"][:got["num_boxes"]], want_b[keep], rtol=1e-5, atol=1e-3)
+    assert len(offsets) > 3
+
+
+def test_scale_jitter_without_jitter_is_a_fit_and_pad():
+    img = photo(100, 200)
+    out, ex = spec([O.ScaleJitter((128, 128), scale=(1.0, 1.0))]).process_array(img)
+    assert ex["ops"][0]["box"] == (0, 0, 128, 64)
+    assert (out[64:] == 0).all()

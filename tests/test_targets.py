@@ -51,6 +51,7 @@ CHAINS = {
     "translate_x": [O.TranslateX((-20, 20))],
     "translate_y": [O.TranslateY((-20, 20))],
     "rse_pad": [O.ResizeShortestEdge([64, 80], max_size=120), O.Pad(size=(128, 128))],
+    "scale_jitter": [O.ScaleJitter((80, 80), scale=(0.3, 2.0))],
     "chain": [O.HorizontalFlip(0.5), O.RandomResizedCrop((72, 72)), O.VerticalFlip(0.5), O.Rotate((-20, 20)),
               O.ColorJitter(0.4, 0.4)],
 }
@@ -77,6 +78,9 @@ def tv_replay(ex, obj, kind):
             obj = F.crop(F.pad(obj, list(r["pad"])), y, x, h, w)
         elif op == "Pad":
             obj = F.pad(obj, list(r["pad"]))
+        elif op == "ScaleJitter":
+            x, y, w, h = r["box"]
+            obj = F.crop(F.resize(obj, [h, w]), y, x, oh, ow)
         elif op == "HorizontalFlip" and r["applied"]:
             obj = F.horizontal_flip(obj)
         elif op == "VerticalFlip" and r["applied"]:
@@ -210,6 +214,7 @@ NEAREST = {
                    O.TranslateX((-20, 20), fill=255), O.TranslateY((-20, 20), fill=255)],
     "rse_pad": [O.ResizeShortestEdge([64, 80], max_size=120, interpolation="nearest"),
                 O.Pad(size=(128, 128), fill=255)],
+    "scale_jitter": [O.ScaleJitter((80, 80), scale=(0.3, 2.0), interpolation="nearest", fill=255)],
 }
 
 
@@ -218,7 +223,7 @@ def test_mask_moves_exactly_like_a_nearest_neighbour_image(name):
     m = label_map()
     for index in range(6):
         img, ex = run(NEAREST[name], img=m, index=index, channels=1)
-        got = T.transform_mask(ex, m, fill=255 if name in ("affine", "primitives", "rse_pad") else 0)
+        got = T.transform_mask(ex, m, fill=255 if name in ("affine", "primitives", "rse_pad", "scale_jitter") else 0)
         np.testing.assert_array_equal(got, img[:, :, 0])
 
 
@@ -256,7 +261,7 @@ def test_mask_affine_matches_cv2_warp_affine():
 
 
 @pytest.mark.parametrize("name,tol", [("rrc", 1), ("center_crop_pad", 1), ("random_crop_pad", 1), ("resize", 1),
-                                      ("translate_y", 1), ("rse_pad", 1), ("chain", 2.5), ("rotate", 2.5),
+                                      ("translate_y", 1), ("rse_pad", 1), ("scale_jitter", 1), ("chain", 2.5), ("rotate", 2.5),
                                       ("affine", 2.5), ("affine_shear", 2.5), ("shear_x", 2.5)])
 def test_a_box_drawn_into_a_mask_moves_like_the_mask(name, tol):
     """The transformed box and the bounding box of the transformed mask's pixels agree
@@ -379,7 +384,7 @@ def test_explain_record_is_checked():
 
 # ---- image_info ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["rrc", "resize", "center_crop_pad", "random_crop_pad", "rse_pad"])
+@pytest.mark.parametrize("name", ["rrc", "resize", "center_crop_pad", "random_crop_pad", "rse_pad", "scale_jitter"])
 def test_image_info_is_the_scale_and_offset_of_the_boxes(name):
     rng = np.random.default_rng(8)
     for index in range(4):

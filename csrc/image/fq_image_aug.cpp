@@ -537,6 +537,8 @@ constexpr fqi::OpImpl kAugOps[] = {
      fqi::rse_check, fqi::rse_geometry, fqi::rse_plan, fqi::rse_exec},
     {"Pad", FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetPad, fqi::kDetPadFields), fqi::pad_check, fqi::pad_geometry,
      fqi::pad_plan, fqi::pad_exec},
+    {"ScaleJitter", FQ_EXPLAIN_BOX | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetScaleJitter, fqi::kDetScaleJitterFields),
+     fqi::sj_check, fqi::sj_geometry, fqi::sj_plan, fqi::sj_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

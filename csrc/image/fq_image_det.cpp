@@ -1,7 +1,7 @@
 /* fq_image_det.cpp - detection geometry ops: ResizeShortestEdge (detectron2 / tensorpack
  * CustomResize) and Pad (top-left, to a fixed size or a multiple).  Their records are at
  * the end of kAugOps (fq_image_aug.cpp); their target rules in fq_image_targets*.cpp.
- * Semantics: docs/ops.md.  Pure functions of their arguments (thread-safe). */
+ * ScaleJitter: TF Model Garden resize_and_crop_image.  Semantics: docs/ops.md.  Pure functions of their arguments (thread-safe). */
 #include "image/internal/fq_image_det.h"
 
 #include <cmath>
@@ -120,6 +120,65 @@ void pad_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
     e.materialize_flips(); /* the deferred flips are of the image, not of the canvas */
     const int box[4] = {0, 0, r.out_w, r.out_h};
     e.crop_pad(box, FQ_BORDER_CONSTANT, params<DetPad>(op).fill);
+}
+
+/* ---- ScaleJitter ---------------------------------------------------------------- */
+
+const char *sj_check(const fq_op &op)
+{
+    const DetScaleJitter &q = params<DetScaleJitter>(op);
+    if (!valid_side(q.out_h) || !valid_side(q.out_w))
+        return "output_size must be positive integers <= 32768";
+    if (!(std::isfinite(q.scale[0]) && std::isfinite(q.scale[1]) && q.scale[0] > 0 && q.scale[0] <= q.scale[1] &&
+          q.scale[1] <= 100))
+        return "scale must satisfy 0 < min <= max <= 100";
+    if (!(is_int(q.interp) && q.interp >= 0 && q.interp < FQ_INTERP_END))
+        return "bad interpolation";
+    for (double f : q.fill)
+        if (!(std::isfinite(f) && f >= 0 && f <= 255))
+            return "fill must be 3 numbers in [0, 255]";
+    return nullptr;
+}
+
+int sj_geometry(const fq_op &op, int *h, int *w)
+{
+    *h = (int)params<DetScaleJitter>(op).out_h, *w = (int)params<DetScaleJitter>(op).out_w;
+    return GEOM_FIXED;
+}
+
+/* TF: jitter unless scale == (1, 1): s ~ U(scale), target round(s * out) (half to even);
+ * scale = min(target_h / h, target_w / w); scaled = round(size * scale); offset =
+ * int(max(scaled - out, 0) * U(0, 1)), y then x; no jitter: target = out, offset 0 */
+int sj_plan(const fq_op &op, fq_rng *rng, int64_t maxpx, int *ph, int *pw, fq_img_op_explain &r, fq_err *err)
+{
+    const DetScaleJitter &q = params<DetScaleJitter>(op);
+    const bool jitter = q.scale[0] != 1.0 || q.scale[1] != 1.0;
+    const double s = jitter ? fq_rng_uniform_range(rng, q.scale[0], q.scale[1]) : 1.0;
+    const double th = jitter ? std::nearbyint(s * q.out_h) : q.out_h, tw = jitter ? std::nearbyint(s * q.out_w) : q.out_w;
+    const double h = *ph, w = *pw, k = std::min(th / h, tw / w);
+    const int64_t nh = std::max<int64_t>(1, (int64_t)std::nearbyint(h * k)), nw = std::max<int64_t>(1, (int64_t)std::nearbyint(w * k));
+    if (nh * nw > maxpx || nh > FQ_IMG_MAX_SIDE * 4 || nw > FQ_IMG_MAX_SIDE * 4)
+        return fq_set_err(err, FQ_E_TOO_LARGE, "ScaleJitter: a %dx%d image scaled to %lldx%lld, over max_pixels", *pw,
+                          *ph, (long long)nw, (long long)nh);
+    int oy = 0, ox = 0;
+    if (jitter) {
+        const double my = std::max<double>(0, (double)nh - q.out_h), mx = std::max<double>(0, (double)nw - q.out_w);
+        oy = (int)(my * fq_rng_uniform(rng));
+        ox = (int)(mx * fq_rng_uniform(rng));
+    }
+    r.factor[0] = s;
+    r.box[0] = ox, r.box[1] = oy, r.box[2] = (int)nw, r.box[3] = (int)nh;
+    *ph = (int)q.out_h, *pw = (int)q.out_w;
+    return FQ_OK;
+}
+
+void sj_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    const DetScaleJitter &q = params<DetScaleJitter>(op);
+    e.materialize_flips();
+    e.resize_to(e.cur, r.box[3], r.box[2], (int)q.interp);
+    const int box[4] = {r.box[0], r.box[1], r.out_w, r.out_h};
+    e.crop_pad(box, FQ_BORDER_CONSTANT, q.fill);
 }
 
 }  // namespace fqi

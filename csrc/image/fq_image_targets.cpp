@@ -36,6 +36,7 @@ const RuleName kRules[] = {
     {"TranslateY", R_GEOM},
     {"ResizeShortestEdge", R_RESIZE},
     {"Pad", R_PAD},
+    {"ScaleJitter", R_SCALE_JITTER},
     /* pixel-only: targets unchanged */
     {"ColorJitter", R_PIXEL},
     {"Grayscale", R_PIXEL},
@@ -120,6 +121,10 @@ bool op_map(const fq_img_op_explain &r, double M[6])
         return true;
     case R_RESIZE:
         M[0] = ow / iw, M[4] = oh / ih;
+        return true;
+    case R_SCALE_JITTER: /* box = (x offset, y offset, scaled w, scaled h) */
+        M[0] = r.box[2] / iw, M[2] = -r.box[0];
+        M[4] = r.box[3] / ih, M[5] = -r.box[1];
         return true;
     case R_CROP:
         M[2] = -r.box[0], M[5] = -r.box[1];

@@ -74,6 +74,12 @@ cv::Mat replay(const fq_img_op_explain &r, const cv::Mat &m, unsigned fill)
         cv::resize(m, d, cv::Size(r.out_w, r.out_h), 0, 0, cv::INTER_NEAREST);
         return d;
     }
+    case fqt::R_SCALE_JITTER: {
+        cv::Mat d;
+        cv::resize(m, d, cv::Size(r.box[2], r.box[3]), 0, 0, cv::INTER_NEAREST);
+        const int b[4] = {r.box[0], r.box[1], r.out_w, r.out_h};
+        return crop_fill(d, b, fill);
+    }
     case fqt::R_CROP:
         return crop_fill(m, r.box, fill);
     case fqt::R_RCROP: {

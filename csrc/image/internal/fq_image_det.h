@@ -25,9 +25,23 @@ struct DetPad {
     double fill[3];
 };
 
+/* ScaleJitter (TF Model Garden resize_and_crop_image): a random scale of out, the image
+ * resized to fit it (aspect kept), a random window of out_h x out_w cut from it, padded
+ * bottom/right with fill.  Explain: box = (x offset, y offset, scaled w, scaled h),
+ * factor[0] = the random scale. */
+struct DetScaleJitter {
+    double out_h, out_w;
+    double scale[2];
+    double interp;
+    double fill[3];
+};
+
 constexpr fq_op_field kDetRseFields[] = {FQ_FIELD(DetResizeShortestEdge, sizes), FQ_FIELD(DetResizeShortestEdge, n_sizes),
                                          FQ_FIELD(DetResizeShortestEdge, max_size),
                                          FQ_FIELD(DetResizeShortestEdge, interp)};
+constexpr fq_op_field kDetScaleJitterFields[] = {FQ_FIELD(DetScaleJitter, out_h), FQ_FIELD(DetScaleJitter, out_w),
+                                                 FQ_FIELD(DetScaleJitter, scale), FQ_FIELD(DetScaleJitter, interp),
+                                                 FQ_FIELD(DetScaleJitter, fill)};
 constexpr fq_op_field kDetPadFields[] = {FQ_FIELD(DetPad, out_h), FQ_FIELD(DetPad, out_w), FQ_FIELD(DetPad, multiple),
                                          FQ_FIELD(DetPad, fill)};
 
@@ -39,6 +53,10 @@ const char *pad_check(const fq_op &op);
 int pad_geometry(const fq_op &op, int *h, int *w);
 int pad_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
 void pad_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+const char *sj_check(const fq_op &op);
+int sj_geometry(const fq_op &op, int *h, int *w);
+int sj_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
+void sj_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 
 }  // namespace fqi
 
