@@ -62,8 +62,9 @@ cdef class ImageTask(TaskBase):
         self._strides = NULL
 
     def __init__(self, ImageSpec spec not None, str kind, items, labels=None, int workers=1, str on_error="raise",
-                 int max_attempts=16, bint with_index=False, extra_types=None):
+                 int max_attempts=16, bint with_index=False, extra_types=None, targets=None):
         cdef fq_imgtask_source src
+        cdef fq_imgtask_targets tg
         cdef fq_err err
         cdef int64_t i, n = len(items)
         cdef cnp.ndarray a
@@ -146,6 +147,24 @@ cdef class ImageTask(TaskBase):
             src.label_bytes = a.strides[0] if a.ndim > 1 else a.itemsize
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        if targets is not None:  # (boxes, classes, offsets, max_boxes, min_area, min_visibility, truncate, info)
+            tb, tc, to = (np.ascontiguousarray(targets[0], np.float32).reshape(-1, 4),
+                          np.ascontiguousarray(targets[1], np.int32).reshape(-1),
+                          np.ascontiguousarray(targets[2], np.int64).reshape(-1))
+            if to.shape[0] != n + 1 or tc.shape[0] != tb.shape[0] or to[to.shape[0] - 1] != tb.shape[0]:
+                raise ValueError("targets: offsets must have n + 1 entries ending at the number of boxes")
+            keep += [tb, tc, to]
+            memset(&tg, 0, sizeof(tg))
+            a = tb
+            tg.boxes = <const float *> a.data
+            a = tc
+            tg.classes = <const int32_t *> a.data
+            a = to
+            tg.offsets = <const int64_t *> a.data
+            tg.max_boxes = targets[3]
+            tg.opts.min_area, tg.opts.min_visibility, tg.opts.truncate = targets[4], targets[5], targets[6]
+            tg.with_image_info = bool(targets[7])
+            src.targets = &tg
         self._keep = keep
         self.spec = spec
         self.workers = workers

@@ -19,7 +19,60 @@ import numpy as np
 
 from fastq import _image
 
-__all__ = ["transform_boxes", "transform_keypoints", "transform_mask", "image_info", "rule", "check_ops"]
+__all__ = ["transform_boxes", "transform_keypoints", "transform_mask", "image_info", "rule", "check_ops", "Boxes"]
+
+
+class Boxes:
+    """Per-sample boxes for a native source (``Files`` / ``Bytes`` / ``Arrays(...,
+    targets=Boxes(...))``): the pipeline then moves each sample's boxes with its image
+    (natively, in the worker that made the image) and adds outputs after the labels:
+    ``boxes`` (max_boxes, 4) float32, ``classes`` (max_boxes,) int32 (-1 after the
+    count), ``num_boxes`` () int32 and, with ``image_info=True``, ``image_info`` (4, 2)
+    float32 (:func:`transform_boxes`, :func:`image_info`).  ``boxes[i]``: an (n_i, 4)
+    array of xyxy source pixels for sample i (n_i may be 0); ``classes[i]``: n_i ints
+    (None: 0).  A sample whose boxes are bad (NaN, outside the image) or too many with
+    ``truncate=False`` fails like a bad image (``on_error`` applies)."""
+
+    def __init__(self, boxes: Sequence[Any], classes: Optional[Sequence[Any]] = None, *, max_boxes: int = 100,
+                 min_area: float = 0.0, min_visibility: float = 0.0, truncate: bool = True,
+                 image_info: bool = True) -> None:
+        rows = [np.asarray(b, np.float32).reshape(-1, 4) for b in boxes]
+        if classes is None:
+            cls = [np.zeros(len(r), np.int32) for r in rows]
+        else:
+            if len(classes) != len(rows):
+                raise ValueError(f"Boxes: {len(rows)} samples of boxes but {len(classes)} of classes")
+            cls = [np.asarray(c).reshape(-1) for c in classes]
+            for i, (r, c) in enumerate(zip(rows, cls)):
+                if len(c) != len(r) or (len(c) and c.dtype.kind not in "iu"):
+                    raise ValueError(f"Boxes: sample {i}: {len(r)} boxes need as many integer classes, got {c!r}")
+        if not (isinstance(max_boxes, int) and 0 <= max_boxes <= 1 << 20):
+            raise ValueError(f"Boxes: max_boxes must be an int in [0, 2**20], got {max_boxes!r}")
+        if not (min_area >= 0 and 0 <= min_visibility <= 1):
+            raise ValueError("Boxes: min_area must be >= 0 and min_visibility in [0, 1]")
+        self.n = len(rows)
+        self.boxes = np.concatenate(rows) if rows else np.zeros((0, 4), np.float32)
+        self.classes = (np.concatenate(cls) if cls else np.zeros(0)).astype(np.int32)
+        self.offsets = np.zeros(self.n + 1, np.int64)
+        np.cumsum([len(r) for r in rows], out=self.offsets[1:])
+        self.max_boxes, self.min_area, self.min_visibility = max_boxes, float(min_area), float(min_visibility)
+        self.truncate, self.image_info = bool(truncate), bool(image_info)
+
+    @classmethod
+    def from_dicts(cls, targets: Sequence[Dict[str, Any]], **options: Any) -> "Boxes":
+        """``[{"boxes": (n, 4), "classes": (n,)}, ...]`` (one dict per sample)."""
+        return cls([t["boxes"] for t in targets], [t.get("classes", np.zeros(len(np.asarray(t["boxes"]).reshape(-1, 4)),
+                                                                         np.int32)) for t in targets], **options)
+
+    def output_spec(self):
+        out = [((self.max_boxes, 4), np.dtype(np.float32)), ((self.max_boxes,), np.dtype(np.int32)),
+               ((), np.dtype(np.int32))]
+        return out + ([((4, 2), np.dtype(np.float32))] if self.image_info else [])
+
+    def task_args(self):
+        return (self.boxes, self.classes, self.offsets, self.max_boxes, self.min_area, self.min_visibility,
+                self.truncate, self.image_info)
+
 
 
 def rule(op: Any) -> str:

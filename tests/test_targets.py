@@ -424,3 +424,87 @@ def test_targets_are_deterministic_functions_of_the_explain_record():
     a, b = T.transform_boxes(ex1, boxes, max_boxes=10), T.transform_boxes(ex2, boxes, max_boxes=10)
     np.testing.assert_array_equal(a["boxes"], b["boxes"])
     np.testing.assert_array_equal(T.transform_mask(ex1, m), T.transform_mask(ex2, m))
+
+
+# ---- pipeline: sources with targets= ---------------------------------------------------------
+
+def _det_source(kind="arrays", n=10, bad=None):
+    import cv2
+    from fastq.sources import Arrays, Bytes
+
+    rng = np.random.default_rng(10)
+    imgs = [rng.integers(0, 255, (60 + 3 * i, 90 - 2 * i, 3), dtype=np.uint8) for i in range(n)]
+    boxes = [random_boxes(rng, i % 4, *im.shape[:2]) for i, im in enumerate(imgs)]
+    if bad is not None:
+        boxes[bad] = np.array([[np.nan, 0, 5, 5]], np.float32)
+    tg = T.Boxes(boxes, [np.arange(len(b)) + 1 for b in boxes], max_boxes=5, min_area=2.0)
+    if kind == "bytes":
+        return Bytes([cv2.imencode(".png", im)[1].tobytes() for im in imgs], labels=list(range(n)), targets=tg), boxes
+    return Arrays(imgs, labels=list(range(n)), targets=tg), boxes
+
+
+DET_OPS = [O.ResizeShortestEdge([48, 64], max_size=96), O.HorizontalFlip(), O.RandomAffine(0, translate=(0.1, 0.1)),
+           O.Pad(size=(96, 96))]
+
+
+@pytest.mark.parametrize("kind", ["arrays", "bytes"])
+def test_pipeline_outputs_follow_the_explain_record_for_1_and_2_workers(kind):
+    import fastq
+
+    src, boxes = _det_source(kind)
+    outs = []
+    for workers in (1, 2):
+        p = fastq.Pipeline(src, batch_size=4, ops=DET_OPS[:2] + DET_OPS[3:], dtype="uint8", seed=3, shuffle=True,
+                           workers=workers, return_index=True)
+        assert [s for s, _ in p.output_spec] == [(96, 96, 3), (), (5, 4), (5,), (), (4, 2), ()]
+        outs.append([[np.array(x) for x in b] for b in p])
+        for b in outs[-1]:
+            for row, idx in enumerate(b[6]):
+                ex = p.explain(0, int(idx))
+                want = T.transform_boxes(ex, boxes[idx], np.arange(len(boxes[idx])) + 1, max_boxes=5, min_area=2.0)
+                np.testing.assert_array_equal(b[2][row], want["boxes"])
+                np.testing.assert_array_equal(b[3][row], want["classes"])
+                assert b[4][row] == want["num_boxes"] and b[1][row] == idx
+                np.testing.assert_array_equal(b[5][row], T.image_info(ex))
+    for a, b in zip(*outs):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_pipeline_refuses_policies_with_targets():
+    import fastq
+
+    src, _ = _det_source()
+    with pytest.raises(errors.FastqError, match="has no target rule"):
+        fastq.Pipeline(src, batch_size=2, ops=[O.CenterCrop(48), O.RandAugment()], dtype="uint8")
+
+
+def test_pipeline_image_info_refused_for_affine_but_boxes_fine():
+    import fastq
+    from fastq.sources import Arrays
+
+    src, boxes = _det_source()
+    p = fastq.Pipeline(src, batch_size=2, ops=DET_OPS, dtype="uint8")
+    with pytest.raises(errors.FastqError, match="image_info"):
+        next(iter(p))
+    src2 = Arrays(src._items, targets=T.Boxes(boxes, max_boxes=5, image_info=False))
+    p = fastq.Pipeline(src2, batch_size=2, ops=DET_OPS, dtype="uint8")
+    assert len(next(iter(p))) == 4
+
+
+def test_pipeline_bad_boxes_fail_their_sample():
+    import fastq
+
+    src, _ = _det_source(bad=2)
+    p = fastq.Pipeline(src, batch_size=4, ops=[O.CenterCrop(48)], dtype="uint8")
+    with pytest.raises(errors.FastqError, match="sample 2: targets: box 0: coordinates must be finite"):
+        list(p)
+    p = fastq.Pipeline(src, batch_size=4, ops=[O.CenterCrop(48)], dtype="uint8", on_error="skip")
+    assert sum(len(b[0]) for b in p) == 8 and p.stats()["skipped"] == 1  # drop_remainder
+
+
+def test_targets_of_another_length_are_refused():
+    from fastq.sources import Arrays
+
+    with pytest.raises(ValueError, match="2 samples of targets for 3 images"):
+        Arrays(np.zeros((3, 8, 8, 3), np.uint8), targets=T.Boxes([np.zeros((0, 4))] * 2))
