@@ -437,7 +437,7 @@ def _det_source(kind="arrays", n=10, bad=None):
     boxes = [random_boxes(rng, i % 4, *im.shape[:2]) for i, im in enumerate(imgs)]
     if bad is not None:
         boxes[bad] = np.array([[np.nan, 0, 5, 5]], np.float32)
-    tg = T.Boxes(boxes, [np.arange(len(b)) + 1 for b in boxes], max_boxes=5, min_area=2.0)
+    tg = T.Targets(boxes, [np.arange(len(b)) + 1 for b in boxes], max_boxes=5, min_area=2.0)
     if kind == "bytes":
         return Bytes([cv2.imencode(".png", im)[1].tobytes() for im in imgs], labels=list(range(n)), targets=tg), boxes
     return Arrays(imgs, labels=list(range(n)), targets=tg), boxes
@@ -487,7 +487,7 @@ def test_pipeline_image_info_refused_for_affine_but_boxes_fine():
     p = fastq.Pipeline(src, batch_size=2, ops=DET_OPS, dtype="uint8")
     with pytest.raises(errors.FastqError, match="image_info"):
         next(iter(p))
-    src2 = Arrays(src._items, targets=T.Boxes(boxes, max_boxes=5, image_info=False))
+    src2 = Arrays(src._items, targets=T.Targets(boxes, max_boxes=5, image_info=False))
     p = fastq.Pipeline(src2, batch_size=2, ops=DET_OPS, dtype="uint8")
     assert len(next(iter(p))) == 4
 
@@ -507,4 +507,50 @@ def test_targets_of_another_length_are_refused():
     from fastq.sources import Arrays
 
     with pytest.raises(ValueError, match="2 samples of targets for 3 images"):
-        Arrays(np.zeros((3, 8, 8, 3), np.uint8), targets=T.Boxes([np.zeros((0, 4))] * 2))
+        Arrays(np.zeros((3, 8, 8, 3), np.uint8), targets=T.Targets([np.zeros((0, 4))] * 2))
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_pipeline_keypoints_and_masks_follow_their_boxes(layout):
+    import fastq
+    from fastq.sources import Arrays
+
+    rng = np.random.default_rng(11)
+    n = 8
+    imgs = [rng.integers(0, 255, (70 + 2 * i, 90 - 3 * i, 3), dtype=np.uint8) for i in range(n)]
+    boxes = [random_boxes(rng, i % 4, *im.shape[:2]) for i, im in enumerate(imgs)]
+    kps = [np.concatenate([rng.uniform(0, im.shape[1], (len(b), 4, 1)), rng.uniform(0, im.shape[0], (len(b), 4, 1)),
+                           np.full((len(b), 4, 1), 2.0)], 2).astype(np.float32) for b, im in zip(boxes, imgs)]
+    masks = [label_map(*im.shape[:2], dtype=np.uint16) for im in imgs]
+    flip = [1, 0, 2, 3]
+    tg = T.Targets(boxes, [np.arange(len(b)) for b in boxes], max_boxes=3, min_visibility=0.2, image_info=False,
+                   keypoints=kps, flip_index=flip, masks=masks, mask_fill=65535)
+    ops = [O.HorizontalFlip(), O.RandomResizedCrop((48, 56), scale=(0.3, 1)), O.Rotate((-20, 20), fill=7)]
+    p = fastq.Pipeline(Arrays(imgs, targets=tg), batch_size=4, ops=ops, dtype="uint8", seed=2, workers=2,
+                       return_index=True, layout=layout)
+    assert [s for s, _ in p.output_spec][1:] == [(3, 4), (3,), (), (3, 4, 3), (48, 56), ()]
+    seen = 0
+    for b in p:
+        for row, idx in enumerate(b[6]):
+            ex = p.explain(0, int(idx))
+            want = T.transform_boxes(ex, boxes[idx], max_boxes=3, min_visibility=0.2)
+            np.testing.assert_array_equal(b[1][row], want["boxes"])
+            k = want["num_boxes"]
+            wk = T.transform_keypoints(ex, kps[idx], flip_index=flip)
+            np.testing.assert_array_equal(b[4][row][:k], wk[want["index"][:k]])
+            assert (b[4][row][k:] == 0).all()
+            np.testing.assert_array_equal(b[5][row], T.transform_mask(ex, masks[idx], fill=65535))
+            seen += 1
+    assert seen == n
+
+
+def test_pipeline_mask_of_another_size_fails_its_sample():
+    import fastq
+    from fastq.sources import Arrays
+
+    imgs = np.zeros((4, 20, 30, 3), np.uint8)
+    masks = [np.zeros((20, 30), np.uint8)] * 3 + [np.zeros((30, 20), np.uint8)]
+    src = Arrays(imgs, targets=T.Targets([np.zeros((0, 4))] * 4, masks=masks))
+    p = fastq.Pipeline(src, batch_size=4, ops=[O.CenterCrop(16)], dtype="uint8")
+    with pytest.raises(errors.FastqError, match="sample 3: targets: mask: a 20x30 mask for a 30x20 image"):
+        list(p)

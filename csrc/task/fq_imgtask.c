@@ -153,7 +153,9 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
         return fq_set_err(err, FQ_E_INVALID, "unknown on_error policy %d", on_error);
     if (src->targets) {
         const fq_imgtask_targets *g = src->targets;
-        if (!g->offsets || g->max_boxes < 0 || g->offsets[0] != 0 || (g->offsets[src->n] > 0 && !g->boxes))
+        if (!g->offsets || g->max_boxes < 0 || g->offsets[0] != 0 || (g->offsets[src->n] > 0 && !g->boxes) ||
+            (g->keypoints && (g->k < 1 || g->k > 4096)) || (g->masks && (!g->mask_hw || (g->mask_elem != 1 &&
+                                                                                      g->mask_elem != 2))))
             return fq_set_err(err, FQ_E_INVALID, "targets: bad arrays");
         for (int64_t i = 0; i < src->n; i++)
             if (g->offsets[i + 1] < g->offsets[i] || g->offsets[i + 1] - g->offsets[i] > INT32_MAX)
@@ -359,35 +361,73 @@ static int first_target_row(const fq_imgtask *t)
     return 1 + (t->src.labels ? 1 : 0) + (t->src.kind == FQ_SRC_READER ? t->src.reader->n_extra : 0);
 }
 
-/* produce() and, with targets, the sample's boxes / image_info from its explain record */
+static int n_target_rows(const fq_imgtask_targets *g)
+{
+    return 3 + (g->with_image_info ? 1 : 0) + (g->keypoints ? 1 : 0) + (g->masks ? 1 : 0);
+}
+
+/* the targets of sample idx from its explain record into rows[b ...] */
+static int write_targets(const fq_imgtask_targets *g, int64_t idx, const fq_img_explain *ex, uint8_t *const *rows,
+                         int b, fq_err *e)
+{
+    const int64_t off = g->offsets[idx];
+    const int n = (int)(g->offsets[idx + 1] - off);
+    int count = 0, rc;
+    int32_t *index = NULL;
+    float *kp = NULL;
+    if (g->keypoints) {
+        index = malloc(sizeof(int32_t) * (size_t)(g->max_boxes + 1));
+        kp = malloc(sizeof(float) * 3 * (size_t)g->k * (size_t)(n + 1));
+        if (!index || !kp) {
+            free(index), free(kp);
+            return fq_set_err(e, FQ_E_NOMEM, "out of memory");
+        }
+    }
+    rc = fq_tgt_boxes(ex, g->boxes ? g->boxes + 4 * off : NULL, g->classes ? g->classes + off : NULL, n,
+                      g->max_boxes, &g->opts, (float *)rows[b], (int32_t *)rows[b + 1], index, &count, NULL, e);
+    if (rc == FQ_OK) {
+        int32_t c32 = count;
+        memcpy(rows[b + 2], &c32, sizeof c32);
+        b += 3;
+    }
+    if (rc == FQ_OK && g->with_image_info) {
+        double v[8];
+        float f[8];
+        rc = fq_tgt_image_info(ex, v, e);
+        for (int k = 0; k < 8; k++)
+            f[k] = (float)v[k];
+        if (rc == FQ_OK)
+            memcpy(rows[b++], f, sizeof f);
+    }
+    if (rc == FQ_OK && g->keypoints) {
+        const size_t per = sizeof(float) * 3 * (size_t)g->k;
+        rc = fq_tgt_keypoints(ex, g->keypoints + 3 * (size_t)g->k * (size_t)off, n, g->k, g->flip_index, kp, e);
+        if (rc == FQ_OK) {
+            memset(rows[b], 0, per * (size_t)g->max_boxes);
+            for (int i = 0; i < count; i++)
+                memcpy(rows[b] + per * (size_t)i, (const uint8_t *)kp + per * (size_t)index[i], per);
+            b++;
+        }
+    }
+    free(index), free(kp);
+    if (rc == FQ_OK && g->masks) {
+        const int h = g->mask_hw[2 * idx], w = g->mask_hw[2 * idx + 1];
+        rc = fq_tgt_mask(ex, g->masks[idx], h, w, g->mask_elem, (size_t)w * (size_t)g->mask_elem, g->mask_fill,
+                         rows[b++], e);
+    }
+    return rc;
+}
+
+/* produce() and, with targets, the sample's targets from its explain record */
 static int produce_all(fq_imgtask *t, int worker, int64_t idx, uint8_t *const *rows, fq_err *err)
 {
     fq_img_explain ex;
     int rc = produce(t, worker, idx, t->seed, t->epoch, rows[0], t->has_tg ? &ex : NULL, err);
     if (rc != FQ_OK || !t->has_tg)
         return rc;
-    const fq_imgtask_targets *g = &t->tg;
-    const int b = first_target_row(t);
-    const int64_t off = g->offsets[idx];
-    int count = 0;
     fq_err e;
     fq_clear_err(&e);
-    rc = fq_tgt_boxes(&ex, g->boxes ? g->boxes + 4 * off : NULL, g->classes ? g->classes + off : NULL,
-                      (int)(g->offsets[idx + 1] - off), g->max_boxes, &g->opts, (float *)rows[b],
-                      (int32_t *)rows[b + 1], NULL, &count, NULL, &e);
-    if (rc == FQ_OK) {
-        int32_t c32 = count;
-        memcpy(rows[b + 2], &c32, sizeof c32);
-    }
-    if (rc == FQ_OK && g->with_image_info) {
-        double v[8];
-        float f[8];
-        rc = fq_tgt_image_info(&ex, v, &e);
-        for (int k = 0; k < 8; k++)
-            f[k] = (float)v[k];
-        if (rc == FQ_OK)
-            memcpy(rows[b + 3], f, sizeof f);
-    }
+    rc = write_targets(&t->tg, idx, &ex, rows, first_target_row(t), &e);
     if (rc != FQ_OK) {
         fq_set_err(err, rc, "sample %lld: targets: %s", (long long)idx, e.msg);
         err->index = idx;
@@ -410,7 +450,7 @@ static void write_extras(fq_imgtask *t, int worker, int64_t idx, uint8_t *const 
         }
     }
     if (t->has_tg) /* written by produce_all */
-        b += t->tg.with_image_info ? 4 : 3;
+        b += n_target_rows(&t->tg);
     if (t->with_index)
         memcpy(rows[b], &idx, sizeof idx);
 }

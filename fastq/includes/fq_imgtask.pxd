@@ -28,6 +28,13 @@ cdef extern from "task/fq_imgtask.h" nogil:
         int max_boxes
         fq_tgt_box_opts opts
         int with_image_info
+        const float *keypoints
+        int k
+        const int32_t *flip_index
+        const void *const *masks
+        const int32_t *mask_hw
+        int mask_elem
+        unsigned mask_fill
     ctypedef struct fq_imgtask_source:
         int kind
         int64_t n

@@ -122,12 +122,12 @@ def _cast_labels(arr, label_dtype):
 
 
 def _targets(targets, n):
-    """targets= of a native source: None, a fastq.targets.Boxes, or one dict per sample."""
+    """targets= of a native source: None, a fastq.targets.Targets, or one dict per sample."""
     if targets is None:
         return None
-    from fastq.targets import Boxes
-    if not isinstance(targets, Boxes):
-        targets = Boxes.from_dicts(list(targets))
+    from fastq.targets import Targets
+    if not isinstance(targets, Targets):
+        targets = Targets.from_dicts(list(targets))
     if targets.n != n:
         raise ValueError(f"targets: {targets.n} samples of targets for {n} images")
     return targets
@@ -299,11 +299,12 @@ class _ImageBackend(Backend):
             extra_types = [0] * len(self.extra_outputs)
             extra_types[k] = _image.NUM_TYPES[want.name]
             self.extra_outputs[k] = (self.extra_outputs[k][0], want)
-        targets = getattr(source, "targets", None)  # fastq.targets.Boxes: outputs after the reader's
+        targets = getattr(source, "targets", None)  # fastq.targets.Targets: outputs after the reader's
         if targets is not None:
             from fastq import targets as targets_mod
             targets_mod.check_ops(self.compiled)  # refuse policies before any sample
-            self.extra_outputs += targets.output_spec()
+            shape = self.compiled.out_shape
+            self.extra_outputs += targets.output_spec(shape[:2] if self.compiled.layout == "NHWC" else shape[1:])
         self.labels = source._labels_as(label_dtype)
         self.spec = _image.ImageSpec(self.compiled)
         self.source = source
