@@ -554,3 +554,18 @@ def test_pipeline_mask_of_another_size_fails_its_sample():
     p = fastq.Pipeline(src, batch_size=4, ops=[O.CenterCrop(16)], dtype="uint8")
     with pytest.raises(errors.FastqError, match="sample 3: targets: mask: a 20x30 mask for a 30x20 image"):
         list(p)
+
+
+def test_dct_scaled_decode_keeps_source_coordinates():
+    """A JPEG decoded at 1/4 scale by the DCT: the explain record (and so the targets) is
+    in full-resolution source pixels."""
+    import cv2
+
+    img = cv2.resize((np.arange(50 * 75 * 3) % 251).astype(np.uint8).reshape(50, 75, 3), (600, 400))
+    data = cv2.imencode(".jpg", img)[1].tobytes()
+    spec = _image.ImageSpec(O.compile_ops([O.RandomResizedCrop((40, 40), scale=(0.8, 1.0))], dtype="uint8"))
+    _, ex = spec.process_encoded(data, 1, 0, 0)
+    assert ex["decode_scale"][0] < 8 and ex["ops"][0]["in_shape"] == (400, 600)
+    x, y, w, h = ex["ops"][0]["box"]
+    r = T.transform_boxes(ex, [[x, y, x + w, y + h], [x + w / 2, y, x + w, y + h / 4]], max_boxes=2)
+    np.testing.assert_allclose(r["boxes"], [[0, 0, 40, 40], [20, 0, 40, 10]], atol=1e-4)
