@@ -1018,4 +1018,25 @@ class ScaleJitter(Op):
                 "interp": self._interp, "fill": self.fill}
 
 
-__all__ += ["ResizeShortestEdge", "Pad", "ScaleJitter"]
+class RandomZoomOut(Op):
+    """torchvision v2 ``RandomZoomOut(fill, side_range, p)``: with probability ``p``, ``r ~
+    U(side_range)``, the image is placed on an ``int(W r) x int(H r)`` canvas of ``fill`` at
+    ``left = int((cw - W) U)``, ``top = int((ch - H) U)``.  Variable output size: follow
+    it with a resize / crop.  Explain: ``pad`` (left, top, right, bottom), ``applied``,
+    ``magnitude`` = r."""
+
+    kind = _K["RandomZoomOut"]
+
+    def __init__(self, fill: Fill = 0, side_range: Pair = (1.0, 4.0), p: float = 0.5) -> None:
+        n = "RandomZoomOut"
+        self.fill = _fill(n, fill)
+        self.side_range = _pair(n, side_range, "side_range")
+        if not 1 <= self.side_range[0] <= self.side_range[1] <= 64:
+            _fail(n, "side_range must satisfy 1 <= min <= max <= 64", side_range)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"fill": self.fill, "side_range": self.side_range, "p": self.p}
+
+
+__all__ += ["ResizeShortestEdge", "Pad", "ScaleJitter", "RandomZoomOut"]

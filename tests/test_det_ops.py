@@ -139,6 +139,7 @@ def test_chain_rule_fixed_output_size():
     (lambda: O.Pad((10, 10), fill=300), "fill"),
     (lambda: O.ScaleJitter(64, scale=(0, 1)), "scale"),
     (lambda: O.ScaleJitter(64, scale=(2, 1)), "scale"),
+    (lambda: O.RandomZoomOut(side_range=(0.5, 2)), "side_range"),
 ])
 def test_bad_parameters(bad, match):
     with pytest.raises(ValueError, match=match):
@@ -203,3 +204,32 @@ def test_scale_jitter_without_jitter_is_a_fit_and_pad():
     out, ex = spec([O.ScaleJitter((128, 128), scale=(1.0, 1.0))]).process_array(img)
     assert ex["ops"][0]["box"] == (0, 0, 128, 64)
     assert (out[64:] == 0).all()
+
+
+def test_random_zoom_out_matches_numpy_padding():
+    img = photo(40, 60)
+    s = spec([O.RandomZoomOut(fill=(5, 6, 7), side_range=(1.0, 3.0), p=0.7), O.CenterCrop((200, 200))])
+    applied = 0
+    for i in range(20):
+        out, ex = s.process_array(img, 4, 0, i)
+        r = ex["ops"][0]
+        if not r["applied"]:
+            assert r["out_shape"] == (40, 60)
+            continue
+        applied += 1
+        left, top, right, bottom = r["pad"]
+        sc = r["magnitude"]  # torchvision: canvas int(W r) x int(H r)
+        assert min(left, top, right, bottom) >= 0 and 1 <= sc <= 3
+        ch, cw = r["out_shape"]
+        assert (ch, cw) == (40 + top + bottom, 60 + left + right) == (int(40 * sc), int(60 * sc))
+        want = np.empty((ch, cw, 3), np.uint8)
+        want[:] = (5, 6, 7)
+        want[top:top + 40, left:left + 60] = img
+        y0, x0 = ex["ops"][1]["box"][1], ex["ops"][1]["box"][0]
+        canvas = np.zeros((200, 200, 3), np.uint8)  # CenterCrop pads with 0
+        ys, xs = max(y0, 0), max(x0, 0)
+        sub = want[ys:y0 + 200, xs:x0 + 200]
+        canvas[ys - y0:ys - y0 + sub.shape[0], xs - x0:xs - x0 + sub.shape[1]] = sub
+        np.testing.assert_array_equal(out, canvas)
+    assert 8 <= applied <= 19
+    assert O.compile_ops([O.RandomZoomOut(p=0.0)], input_size=(10, 10)).out_shape == (10, 10, 3)

@@ -51,6 +51,7 @@ SAMPLES = {
     "ResizeShortestEdge": O.ResizeShortestEdge([640, 672, 800], max_size=1333, interpolation="bicubic"),
     "Pad": O.Pad((1344, 1344), fill=(1, 2, 3)),
     "ScaleJitter": O.ScaleJitter((640, 512), scale=(0.5, 1.5), interpolation="nearest", fill=7),
+    "RandomZoomOut": O.RandomZoomOut(fill=(1, 2, 3), side_range=(1.0, 2.5), p=0.7),
 }
 
 

@@ -52,6 +52,7 @@ CHAINS = {
     "translate_y": [O.TranslateY((-20, 20))],
     "rse_pad": [O.ResizeShortestEdge([64, 80], max_size=120), O.Pad(size=(128, 128))],
     "scale_jitter": [O.ScaleJitter((80, 80), scale=(0.3, 2.0))],
+    "zoom_out": [O.RandomZoomOut(side_range=(1.0, 2.5), p=0.7), O.Resize((80, 80))],
     "chain": [O.HorizontalFlip(0.5), O.RandomResizedCrop((72, 72)), O.VerticalFlip(0.5), O.Rotate((-20, 20)),
               O.ColorJitter(0.4, 0.4)],
 }
@@ -77,6 +78,8 @@ def tv_replay(ex, obj, kind):
             x, y, w, h = r["box"]
             obj = F.crop(F.pad(obj, list(r["pad"])), y, x, h, w)
         elif op == "Pad":
+            obj = F.pad(obj, list(r["pad"]))
+        elif op == "RandomZoomOut" and r["applied"]:
             obj = F.pad(obj, list(r["pad"]))
         elif op == "ScaleJitter":
             x, y, w, h = r["box"]
@@ -215,6 +218,7 @@ NEAREST = {
     "rse_pad": [O.ResizeShortestEdge([64, 80], max_size=120, interpolation="nearest"),
                 O.Pad(size=(128, 128), fill=255)],
     "scale_jitter": [O.ScaleJitter((80, 80), scale=(0.3, 2.0), interpolation="nearest", fill=255)],
+    "zoom_out": [O.RandomZoomOut(fill=255, side_range=(1.0, 2.5), p=0.7), O.Resize((80, 80), interpolation="nearest")],
 }
 
 
@@ -223,7 +227,7 @@ def test_mask_moves_exactly_like_a_nearest_neighbour_image(name):
     m = label_map()
     for index in range(6):
         img, ex = run(NEAREST[name], img=m, index=index, channels=1)
-        got = T.transform_mask(ex, m, fill=255 if name in ("affine", "primitives", "rse_pad", "scale_jitter") else 0)
+        got = T.transform_mask(ex, m, fill=255 if name in ("affine", "primitives", "rse_pad", "scale_jitter", "zoom_out") else 0)
         np.testing.assert_array_equal(got, img[:, :, 0])
 
 
@@ -261,7 +265,7 @@ def test_mask_affine_matches_cv2_warp_affine():
 
 
 @pytest.mark.parametrize("name,tol", [("rrc", 1), ("center_crop_pad", 1), ("random_crop_pad", 1), ("resize", 1),
-                                      ("translate_y", 1), ("rse_pad", 1), ("scale_jitter", 1), ("chain", 2.5), ("rotate", 2.5),
+                                      ("translate_y", 1), ("rse_pad", 1), ("scale_jitter", 1), ("zoom_out", 1), ("chain", 2.5), ("rotate", 2.5),
                                       ("affine", 2.5), ("affine_shear", 2.5), ("shear_x", 2.5)])
 def test_a_box_drawn_into_a_mask_moves_like_the_mask(name, tol):
     """The transformed box and the bounding box of the transformed mask's pixels agree
@@ -384,7 +388,8 @@ def test_explain_record_is_checked():
 
 # ---- image_info ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["rrc", "resize", "center_crop_pad", "random_crop_pad", "rse_pad", "scale_jitter"])
+@pytest.mark.parametrize("name", ["rrc", "resize", "center_crop_pad", "random_crop_pad", "rse_pad", "scale_jitter",
+                                  "zoom_out"])
 def test_image_info_is_the_scale_and_offset_of_the_boxes(name):
     rng = np.random.default_rng(8)
     for index in range(4):

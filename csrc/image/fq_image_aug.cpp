@@ -539,6 +539,8 @@ constexpr fqi::OpImpl kAugOps[] = {
      fqi::pad_plan, fqi::pad_exec},
     {"ScaleJitter", FQ_EXPLAIN_BOX | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetScaleJitter, fqi::kDetScaleJitterFields),
      fqi::sj_check, fqi::sj_geometry, fqi::sj_plan, fqi::sj_exec},
+    {"RandomZoomOut", kAM | FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetZoomOut, fqi::kDetZoomOutFields),
+     fqi::zoom_out_check, fqi::zoom_out_geometry, fqi::zoom_out_plan, fqi::zoom_out_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

@@ -181,4 +181,54 @@ void sj_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
     e.crop_pad(box, FQ_BORDER_CONSTANT, q.fill);
 }
 
+/* ---- RandomZoomOut ------------------------------------------------------------------ */
+
+const char *zoom_out_check(const fq_op &op)
+{
+    const DetZoomOut &q = params<DetZoomOut>(op);
+    for (double f : q.fill)
+        if (!(std::isfinite(f) && f >= 0 && f <= 255))
+            return "fill must be 3 numbers in [0, 255]";
+    if (!(std::isfinite(q.side_range[0]) && std::isfinite(q.side_range[1]) && q.side_range[0] >= 1 &&
+          q.side_range[0] <= q.side_range[1] && q.side_range[1] <= 64))
+        return "side_range must satisfy 1 <= min <= max <= 64";
+    return std::isfinite(q.p) && q.p >= 0 && q.p <= 1 ? nullptr : "p must be in [0, 1]";
+}
+
+int zoom_out_geometry(const fq_op &op, int *, int *)
+{
+    const DetZoomOut &q = params<DetZoomOut>(op);
+    return q.p == 0 || q.side_range[1] == 1 ? GEOM_KEEP : GEOM_VARIABLE;
+}
+
+/* torchvision: u >= p: skip; r = lo + U (hi - lo); canvas int(W r) x int(H r); left =
+ * int((cw - W) U), top = int((ch - H) U) (x first) */
+int zoom_out_plan(const fq_op &op, fq_rng *rng, int64_t maxpx, int *ph, int *pw, fq_img_op_explain &r, fq_err *err)
+{
+    const DetZoomOut &q = params<DetZoomOut>(op);
+    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
+    if (!r.applied)
+        return FQ_OK;
+    const double s = q.side_range[0] + fq_rng_uniform(rng) * (q.side_range[1] - q.side_range[0]);
+    const int64_t cw = (int64_t)(*pw * s), ch = (int64_t)(*ph * s);
+    if (cw * ch > maxpx)
+        return fq_set_err(err, FQ_E_TOO_LARGE, "RandomZoomOut: a %lldx%lld canvas is over max_pixels", (long long)cw,
+                          (long long)ch);
+    const double u0 = fq_rng_uniform(rng), u1 = fq_rng_uniform(rng);
+    const int left = (int)((double)(cw - *pw) * u0), top = (int)((double)(ch - *ph) * u1);
+    r.factor[0] = s;
+    r.pad[0] = left, r.pad[1] = top, r.pad[2] = (int)cw - left - *pw, r.pad[3] = (int)ch - top - *ph;
+    *ph = (int)ch, *pw = (int)cw;
+    return FQ_OK;
+}
+
+void zoom_out_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    if (!r.applied)
+        return;
+    e.materialize_flips();
+    const int box[4] = {-r.pad[0], -r.pad[1], r.out_w, r.out_h};
+    e.crop_pad(box, FQ_BORDER_CONSTANT, params<DetZoomOut>(op).fill);
+}
+
 }  // namespace fqi

@@ -37,6 +37,7 @@ const RuleName kRules[] = {
     {"ResizeShortestEdge", R_RESIZE},
     {"Pad", R_PAD},
     {"ScaleJitter", R_SCALE_JITTER},
+    {"RandomZoomOut", R_ZOOM_OUT},
     /* pixel-only: targets unchanged */
     {"ColorJitter", R_PIXEL},
     {"Grayscale", R_PIXEL},
@@ -134,6 +135,11 @@ bool op_map(const fq_img_op_explain &r, double M[6])
         return true;
     case R_PAD:
         return true; /* top-left: coordinates kept, only the canvas grows */
+    case R_ZOOM_OUT:
+        if (!r.applied)
+            return false;
+        M[2] = r.pad[0], M[5] = r.pad[1];
+        return true;
     case R_HFLIP:
         if (!r.applied)
             return false;

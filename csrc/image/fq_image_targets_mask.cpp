@@ -86,6 +86,12 @@ cv::Mat replay(const fq_img_op_explain &r, const cv::Mat &m, unsigned fill)
         const int b[4] = {r.box[0] - r.pad[0], r.box[1] - r.pad[1], r.box[2], r.box[3]};
         return crop_fill(m, b, fill);
     }
+    case fqt::R_ZOOM_OUT: {
+        if (!r.applied)
+            return m;
+        const int b[4] = {-r.pad[0], -r.pad[1], r.out_w, r.out_h};
+        return crop_fill(m, b, fill);
+    }
     case fqt::R_PAD: {
         const int b[4] = {0, 0, r.out_w, r.out_h};
         return crop_fill(m, b, fill);

@@ -36,12 +36,23 @@ struct DetScaleJitter {
     double fill[3];
 };
 
+/* RandomZoomOut (torchvision v2): with probability p the image is placed on a canvas
+ * r times its size, r ~ U(side_range), at a random offset; fill elsewhere.  Explain: pad =
+ * (left, top, right, bottom), applied. */
+struct DetZoomOut {
+    double fill[3];
+    double side_range[2];
+    double p;
+};
+
 constexpr fq_op_field kDetRseFields[] = {FQ_FIELD(DetResizeShortestEdge, sizes), FQ_FIELD(DetResizeShortestEdge, n_sizes),
                                          FQ_FIELD(DetResizeShortestEdge, max_size),
                                          FQ_FIELD(DetResizeShortestEdge, interp)};
 constexpr fq_op_field kDetScaleJitterFields[] = {FQ_FIELD(DetScaleJitter, out_h), FQ_FIELD(DetScaleJitter, out_w),
                                                  FQ_FIELD(DetScaleJitter, scale), FQ_FIELD(DetScaleJitter, interp),
                                                  FQ_FIELD(DetScaleJitter, fill)};
+constexpr fq_op_field kDetZoomOutFields[] = {FQ_FIELD(DetZoomOut, fill), FQ_FIELD(DetZoomOut, side_range),
+                                             FQ_FIELD(DetZoomOut, p)};
 constexpr fq_op_field kDetPadFields[] = {FQ_FIELD(DetPad, out_h), FQ_FIELD(DetPad, out_w), FQ_FIELD(DetPad, multiple),
                                          FQ_FIELD(DetPad, fill)};
 
@@ -57,6 +68,11 @@ const char *sj_check(const fq_op &op);
 int sj_geometry(const fq_op &op, int *h, int *w);
 int sj_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
 void sj_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+const char *zoom_out_check(const fq_op &op);
+int zoom_out_geometry(const fq_op &op, int *h, int *w);
+int zoom_out_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                  fq_err *err);
+void zoom_out_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 
 }  // namespace fqi
 

@@ -10,7 +10,7 @@
 namespace fqt {
 
 /* the rule of an op kind: R_REFUSED (no rule), R_PIXEL (targets unchanged), else how it moves */
-enum Rule { R_REFUSED, R_PIXEL, R_RRC, R_RESIZE, R_CROP, R_RCROP, R_PAD, R_HFLIP, R_VFLIP, R_AFFINE, R_GEOM, R_SCALE_JITTER };
+enum Rule { R_REFUSED, R_PIXEL, R_RRC, R_RESIZE, R_CROP, R_RCROP, R_PAD, R_HFLIP, R_VFLIP, R_AFFINE, R_GEOM, R_SCALE_JITTER, R_ZOOM_OUT };
 
 /* The rule of kind (by its name); *geom (may be NULL) = fqi::GeomKind for R_GEOM, else -1. */
 int rule_of(int kind, int *geom);
