@@ -51,6 +51,7 @@ cdef class ImageTask(TaskBase):
     cdef size_t *_lens
     cdef int32_t *_shape
     cdef size_t *_strides
+    cdef const uint8_t **_masks
     cdef object _lock
 
     def __cinit__(self):
@@ -60,10 +61,12 @@ cdef class ImageTask(TaskBase):
         self._lens = NULL
         self._shape = NULL
         self._strides = NULL
+        self._masks = NULL
 
     def __init__(self, ImageSpec spec not None, str kind, items, labels=None, int workers=1, str on_error="raise",
-                 int max_attempts=16, bint with_index=False, extra_types=None):
+                 int max_attempts=16, bint with_index=False, extra_types=None, targets=None):
         cdef fq_imgtask_source src
+        cdef fq_imgtask_targets tg
         cdef fq_err err
         cdef int64_t i, n = len(items)
         cdef cnp.ndarray a
@@ -146,6 +149,58 @@ cdef class ImageTask(TaskBase):
             src.label_bytes = a.strides[0] if a.ndim > 1 else a.itemsize
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+        if targets is not None:  # fastq.targets.Targets.task_args(): a dict of arrays and options
+            memset(&tg, 0, sizeof(tg))
+            tb = np.ascontiguousarray(targets["boxes"], np.float32).reshape(-1, 4)
+            tc = np.ascontiguousarray(targets["classes"], np.int32).reshape(-1)
+            to = np.ascontiguousarray(targets["offsets"], np.int64).reshape(-1)
+            if to.shape[0] != n + 1 or tc.shape[0] != tb.shape[0] or to[to.shape[0] - 1] != tb.shape[0]:
+                raise ValueError("targets: offsets must have n + 1 entries ending at the number of boxes")
+            keep += [tb, tc, to]
+            a = tb
+            tg.boxes = <const float *> a.data
+            a = tc
+            tg.classes = <const int32_t *> a.data
+            a = to
+            tg.offsets = <const int64_t *> a.data
+            tg.max_boxes = targets["max_boxes"]
+            tg.opts.min_area, tg.opts.min_visibility = targets["min_area"], targets["min_visibility"]
+            tg.opts.truncate = targets["truncate"]
+            tg.with_image_info = bool(targets["image_info"])
+            if targets.get("keypoints") is not None:
+                tk = np.ascontiguousarray(targets["keypoints"], np.float32)
+                if tk.ndim != 3 or tk.shape[0] != tb.shape[0] or tk.shape[2] != 3:
+                    raise ValueError("targets: keypoints must be (number of boxes, K, 3)")
+                keep.append(tk)
+                a = tk
+                tg.keypoints = <const float *> a.data
+                tg.k = tk.shape[1]
+                if targets.get("flip_index") is not None:
+                    tf = np.ascontiguousarray(targets["flip_index"], np.int32).reshape(-1)
+                    if tf.shape[0] != tg.k:
+                        raise ValueError("targets: flip_index needs one entry per keypoint")
+                    keep.append(tf)
+                    a = tf
+                    tg.flip_index = <const int32_t *> a.data
+            if targets.get("masks") is not None:
+                ms = [np.ascontiguousarray(m) for m in targets["masks"]]
+                if len(ms) != n or any(m.ndim != 2 or m.dtype != ms[0].dtype for m in ms) or \
+                        ms[0].dtype not in (np.uint8, np.uint16):
+                    raise ValueError("targets: masks must be one HxW uint8 or uint16 array per sample (one dtype)")
+                hw = np.ascontiguousarray([m.shape for m in ms], np.int32).reshape(-1)
+                keep += ms + [hw]
+                self._masks = <const uint8_t **> calloc(n, sizeof(uint8_t *))
+                if self._masks == NULL:
+                    raise MemoryError()
+                for i in range(n):
+                    a = ms[i]
+                    self._masks[i] = <const uint8_t *> a.data
+                tg.masks = <const void *const *> self._masks
+                a = hw
+                tg.mask_hw = <const int32_t *> a.data
+                tg.mask_elem = ms[0].itemsize
+                tg.mask_fill = targets["mask_fill"]
+            src.targets = &tg
         self._keep = keep
         self.spec = spec
         self.workers = workers
@@ -165,6 +220,7 @@ cdef class ImageTask(TaskBase):
         free(self._lens)
         free(self._shape)
         free(self._strides)
+        free(self._masks)
 
     def set_epoch(self, order, uint64_t seed, uint64_t epoch):
         """Pool item i of the next run is sample order[i].  Must not be called

@@ -1225,3 +1225,101 @@ class RandomOrder(_Compose):
 
 
 __all__ += ["RandomApply", "RandomChoice", "RandomOrder"]
+# ---- targets (issue 19): detection geometry ops (csrc/image/fq_image_det.cpp) ------------
+
+class ResizeShortestEdge(Op):
+    """detectron2 ``ResizeShortestEdge`` / tensorpack ``CustomResize``: the shorter side
+    becomes ``short`` (a list: one of them drawn uniformly per sample), the longer side is
+    capped at ``max_size`` (scale ``min(short / min(h, w), max_size / max(h, w))``, in
+    double), each side rounded ``int(x + 0.5)``.  Boxes scale by ``new / old`` per axis
+    (docs/targets.md).  Variable output size: follow it with ``Pad(size=...)``."""
+
+    kind = _K["ResizeShortestEdge"]
+
+    def __init__(self, short: Union[int, Sequence[int]], max_size: Optional[int] = None,
+                 interpolation: str = "bilinear") -> None:
+        n = "ResizeShortestEdge"
+        sizes = [short] if isinstance(short, numbers.Integral) else list(short)
+        if not 1 <= len(sizes) <= 8:
+            _fail(n, "short must be an int or a list of 1 to 8 ints", short)
+        self.short = tuple(_int_in(n, "short", s, 1, MAX_SIDE) for s in sizes)
+        self.max_size = None if max_size is None else _int_in(n, "max_size", max_size, 1, MAX_SIDE)
+        self.interpolation = interpolation
+        self._interp = _interp(n, interpolation)
+
+    def fields(self):
+        return {"sizes": self.short + (0,) * (8 - len(self.short)), "n_sizes": len(self.short),
+                "max_size": self.max_size or 0, "interp": self._interp}
+
+
+class Pad(Op):
+    """Place the image at the top-left of a ``size`` = (h, w) canvas (an image larger than
+    ``size`` is an error: Pad never crops), or of the next multiple of ``multiple`` per
+    side; ``fill`` (per channel) elsewhere.  Coordinates (boxes, keypoints) are unchanged;
+    with ``size`` a variable-size chain gets a fixed output size."""
+
+    kind = _K["Pad"]
+
+    def __init__(self, size: Optional[Union[int, Tuple[int, int]]] = None, *, multiple: Optional[int] = None,
+                 fill: Fill = 0) -> None:
+        n = "Pad"
+        if (size is None) == (multiple is None):
+            _fail(n, "give exactly one of size and multiple", (size, multiple))
+        self.size = None if size is None else _size(n, size)
+        self.multiple = None if multiple is None else _int_in(n, "multiple", multiple, 1, 4096)
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        h, w = self.size or (0, 0)
+        return {"out_h": h, "out_w": w, "multiple": self.multiple or 0, "fill": self.fill}
+
+
+class ScaleJitter(Op):
+    """TF Model Garden ``resize_and_crop_image(desired_size=output_size,
+    padded_size=output_size, aug_scale_min, aug_scale_max)``: ``s ~ U(scale)`` (no draw
+    for ``scale=(1, 1)``), target ``round(s * output_size)``; the image is resized by
+    ``min(target_h / h, target_w / w)`` to ``round(size * scale)`` (aspect kept, rounding
+    half to even), a window of ``output_size`` is cut at offset ``int(max(scaled - out,
+    0) * U(0, 1))`` (y then x), padded bottom/right with ``fill``.  Fixed output size.
+    Explain: ``box`` = (x offset, y offset, scaled w, scaled h), ``magnitude`` = s."""
+
+    kind = _K["ScaleJitter"]
+
+    def __init__(self, output_size: Union[int, Tuple[int, int]], scale: Pair = (0.1, 2.0),
+                 interpolation: str = "bilinear", fill: Fill = 0) -> None:
+        n = "ScaleJitter"
+        self.output_size = _size(n, output_size, "output_size")
+        self.scale = _pair(n, scale, "scale")
+        if not (0 < self.scale[0] <= self.scale[1] <= 100):
+            _fail(n, "scale must satisfy 0 < min <= max <= 100", scale)
+        self.interpolation = interpolation
+        self._interp = _interp(n, interpolation)
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        return {"out_h": self.output_size[0], "out_w": self.output_size[1], "scale": self.scale,
+                "interp": self._interp, "fill": self.fill}
+
+
+class RandomZoomOut(Op):
+    """torchvision v2 ``RandomZoomOut(fill, side_range, p)``: with probability ``p``, ``r ~
+    U(side_range)``, the image is placed on an ``int(W r) x int(H r)`` canvas of ``fill`` at
+    ``left = int((cw - W) U)``, ``top = int((ch - H) U)``.  Variable output size: follow
+    it with a resize / crop.  Explain: ``pad`` (left, top, right, bottom), ``applied``,
+    ``magnitude`` = r."""
+
+    kind = _K["RandomZoomOut"]
+
+    def __init__(self, fill: Fill = 0, side_range: Pair = (1.0, 4.0), p: float = 0.5) -> None:
+        n = "RandomZoomOut"
+        self.fill = _fill(n, fill)
+        self.side_range = _pair(n, side_range, "side_range")
+        if not 1 <= self.side_range[0] <= self.side_range[1] <= 64:
+            _fail(n, "side_range must satisfy 1 <= min <= max <= 64", side_range)
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"fill": self.fill, "side_range": self.side_range, "p": self.p}
+
+
+__all__ += ["ResizeShortestEdge", "Pad", "ScaleJitter", "RandomZoomOut"]

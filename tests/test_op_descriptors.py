@@ -53,6 +53,11 @@ SAMPLES = {
     "RandomApply": O.RandomApply([O.Invert(0.5), O.HorizontalFlip()], p=0.3),
     "RandomChoice": O.RandomChoice([O.Invert(), O.Equalize(), O.Posterize(3)], p=[1, 2, 1]),
     "RandomOrder": O.RandomOrder([O.Invert(), O.RandomApply(O.Equalize(), 0.5)]),
+    # targets (issue 19): detection geometry ops
+    "ResizeShortestEdge": O.ResizeShortestEdge([640, 672, 800], max_size=1333, interpolation="bicubic"),
+    "Pad": O.Pad((1344, 1344), fill=(1, 2, 3)),
+    "ScaleJitter": O.ScaleJitter((640, 512), scale=(0.5, 1.5), interpolation="nearest", fill=7),
+    "RandomZoomOut": O.RandomZoomOut(fill=(1, 2, 3), side_range=(1.0, 2.5), p=0.7),
 }
 # custom ops (tests/test_custom_op.py runs them; no library is loaded before a spec is built)
 SAMPLES.update({

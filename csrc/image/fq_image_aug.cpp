@@ -7,6 +7,7 @@
  * definitions and the measured differences are in docs/ops.md.  Pure functions of
  * their arguments (thread-safe). */
 #include "image/internal/fq_image_aug.h"
+#include "image/internal/fq_image_det.h" /* targets: detection geometry ops */
 
 #include <algorithm>
 #include <array>
@@ -428,6 +429,15 @@ constexpr fqi::OpImpl kAugOps[] = {
      fqi::random_choice_check, keeps_size, fqi::random_choice_plan, fqi::compose_exec},
     {"RandomOrder", FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeOrder, fqi::kComposeOrderFields), fqi::random_order_check,
      keeps_size, fqi::random_order_plan, fqi::compose_exec},
+    /* targets (issue 19): detection geometry ops, fq_image_det.cpp */
+    {"ResizeShortestEdge", FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetResizeShortestEdge, fqi::kDetRseFields),
+     fqi::rse_check, fqi::rse_geometry, fqi::rse_plan, fqi::rse_exec},
+    {"Pad", FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetPad, fqi::kDetPadFields), fqi::pad_check, fqi::pad_geometry,
+     fqi::pad_plan, fqi::pad_exec},
+    {"ScaleJitter", FQ_EXPLAIN_BOX | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetScaleJitter, fqi::kDetScaleJitterFields),
+     fqi::sj_check, fqi::sj_geometry, fqi::sj_plan, fqi::sj_exec},
+    {"RandomZoomOut", kAM | FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetZoomOut, fqi::kDetZoomOutFields),
+     fqi::zoom_out_check, fqi::zoom_out_geometry, fqi::zoom_out_plan, fqi::zoom_out_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

@@ -33,6 +33,8 @@ struct fq_imgtask {
     int with_index;
     size_t row_bytes;
     size_t extra_out[FQ_IMGTASK_MAX_EXTRA]; /* READER: bytes of extra output k in the row */
+    int has_tg;                             /* targets: outputs after the reader's */
+    fq_imgtask_targets tg;
     const int64_t *order;
     int64_t n_items;
     uint64_t seed, epoch;
@@ -149,6 +151,16 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
         return fq_set_err(err, FQ_E_INVALID, "unknown source kind %d", src->kind);
     if (on_error != FQ_ON_ERROR_RAISE && on_error != FQ_ON_ERROR_SKIP)
         return fq_set_err(err, FQ_E_INVALID, "unknown on_error policy %d", on_error);
+    if (src->targets) {
+        const fq_imgtask_targets *g = src->targets;
+        if (!g->offsets || g->max_boxes < 0 || g->offsets[0] != 0 || (g->offsets[src->n] > 0 && !g->boxes) ||
+            (g->keypoints && (g->k < 1 || g->k > 4096)) || (g->masks && (!g->mask_hw || (g->mask_elem != 1 &&
+                                                                                      g->mask_elem != 2))))
+            return fq_set_err(err, FQ_E_INVALID, "targets: bad arrays");
+        for (int64_t i = 0; i < src->n; i++)
+            if (g->offsets[i + 1] < g->offsets[i] || g->offsets[i + 1] - g->offsets[i] > INT32_MAX)
+                return fq_set_err(err, FQ_E_INVALID, "targets: offsets must be non-decreasing");
+    }
     fq_imgtask *t = calloc(1, sizeof *t);
     if (!t)
         return fq_set_err(err, FQ_E_NOMEM, "out of memory");
@@ -173,6 +185,11 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
         t->extra_out[k] = src->extra_type[k] == FQ_NUM_AS_READ
                               ? src->reader->extra_sizes[k]
                               : src->reader->extra_sizes[k] / 8 * fq_num_size(src->extra_type[k]);
+    if (src->targets) {
+        t->has_tg = 1;
+        t->tg = *src->targets;
+        t->src.targets = &t->tg;
+    }
     t->n_workers = n_workers;
     t->on_error = on_error;
     t->max_attempts = max_attempts < 1 ? 1 : max_attempts;
@@ -338,6 +355,86 @@ static int produce(fq_imgtask *t, int worker, int64_t idx, uint64_t seed, uint64
     return FQ_OK;
 }
 
+/* the row of the first targets output: after the image, the labels and the reader's */
+static int first_target_row(const fq_imgtask *t)
+{
+    return 1 + (t->src.labels ? 1 : 0) + (t->src.kind == FQ_SRC_READER ? t->src.reader->n_extra : 0);
+}
+
+static int n_target_rows(const fq_imgtask_targets *g)
+{
+    return 3 + (g->with_image_info ? 1 : 0) + (g->keypoints ? 1 : 0) + (g->masks ? 1 : 0);
+}
+
+/* the targets of sample idx from its explain record into rows[b ...] */
+static int write_targets(const fq_imgtask_targets *g, int64_t idx, const fq_img_explain *ex, uint8_t *const *rows,
+                         int b, fq_err *e)
+{
+    const int64_t off = g->offsets[idx];
+    const int n = (int)(g->offsets[idx + 1] - off);
+    int count = 0, rc;
+    int32_t *index = NULL;
+    float *kp = NULL;
+    if (g->keypoints) {
+        index = malloc(sizeof(int32_t) * (size_t)(g->max_boxes + 1));
+        kp = malloc(sizeof(float) * 3 * (size_t)g->k * (size_t)(n + 1));
+        if (!index || !kp) {
+            free(index), free(kp);
+            return fq_set_err(e, FQ_E_NOMEM, "out of memory");
+        }
+    }
+    rc = fq_tgt_boxes(ex, g->boxes ? g->boxes + 4 * off : NULL, g->classes ? g->classes + off : NULL, n,
+                      g->max_boxes, &g->opts, (float *)rows[b], (int32_t *)rows[b + 1], index, &count, NULL, e);
+    if (rc == FQ_OK) {
+        int32_t c32 = count;
+        memcpy(rows[b + 2], &c32, sizeof c32);
+        b += 3;
+    }
+    if (rc == FQ_OK && g->with_image_info) {
+        double v[8];
+        float f[8];
+        rc = fq_tgt_image_info(ex, v, e);
+        for (int k = 0; k < 8; k++)
+            f[k] = (float)v[k];
+        if (rc == FQ_OK)
+            memcpy(rows[b++], f, sizeof f);
+    }
+    if (rc == FQ_OK && g->keypoints) {
+        const size_t per = sizeof(float) * 3 * (size_t)g->k;
+        rc = fq_tgt_keypoints(ex, g->keypoints + 3 * (size_t)g->k * (size_t)off, n, g->k, g->flip_index, kp, e);
+        if (rc == FQ_OK) {
+            memset(rows[b], 0, per * (size_t)g->max_boxes);
+            for (int i = 0; i < count; i++)
+                memcpy(rows[b] + per * (size_t)i, (const uint8_t *)kp + per * (size_t)index[i], per);
+            b++;
+        }
+    }
+    free(index), free(kp);
+    if (rc == FQ_OK && g->masks) {
+        const int h = g->mask_hw[2 * idx], w = g->mask_hw[2 * idx + 1];
+        rc = fq_tgt_mask(ex, g->masks[idx], h, w, g->mask_elem, (size_t)w * (size_t)g->mask_elem, g->mask_fill,
+                         rows[b++], e);
+    }
+    return rc;
+}
+
+/* produce() and, with targets, the sample's targets from its explain record */
+static int produce_all(fq_imgtask *t, int worker, int64_t idx, uint8_t *const *rows, fq_err *err)
+{
+    fq_img_explain ex;
+    int rc = produce(t, worker, idx, t->seed, t->epoch, rows[0], t->has_tg ? &ex : NULL, err);
+    if (rc != FQ_OK || !t->has_tg)
+        return rc;
+    fq_err e;
+    fq_clear_err(&e);
+    rc = write_targets(&t->tg, idx, &ex, rows, first_target_row(t), &e);
+    if (rc != FQ_OK) {
+        fq_set_err(err, rc, "sample %lld: targets: %s", (long long)idx, e.msg);
+        err->index = idx;
+    }
+    return rc;
+}
+
 static void write_extras(fq_imgtask *t, int worker, int64_t idx, uint8_t *const *rows)
 {
     int b = 1;
@@ -352,6 +449,8 @@ static void write_extras(fq_imgtask *t, int worker, int64_t idx, uint8_t *const 
             off += t->src.reader->extra_sizes[k];
         }
     }
+    if (t->has_tg) /* written by produce_all */
+        b += n_target_rows(&t->tg);
     if (t->with_index)
         memcpy(rows[b], &idx, sizeof idx);
 }
@@ -394,7 +493,7 @@ int fq_imgtask_run(void *ctx, int worker, int64_t item, uint8_t *const *rows, fq
     if (item < 0 || item >= t->n_items || worker < 0 || worker >= t->n_workers)
         return fq_set_err(err, FQ_E_INVALID, "item %lld / worker %d out of range", (long long)item, worker);
     int64_t idx = t->order[item];
-    int rc = produce(t, worker, idx, t->seed, t->epoch, rows[0], NULL, err);
+    int rc = produce_all(t, worker, idx, rows, err);
     account(&t->w[worker]);
     if (rc == FQ_OK) {
         write_extras(t, worker, idx, rows);
@@ -416,7 +515,7 @@ int fq_imgtask_run(void *ctx, int worker, int64_t item, uint8_t *const *rows, fq
         int64_t alt = replacement(t, idx, a);
         fq_err e2;
         fq_clear_err(&e2);
-        int rc2 = produce(t, worker, alt, t->seed, t->epoch, rows[0], NULL, &e2);
+        int rc2 = produce_all(t, worker, alt, rows, &e2);
         account(&t->w[worker]);
         if (rc2 == FQ_OK) {
             write_extras(t, worker, alt, rows);

@@ -23,6 +23,7 @@
 
 #include "core/fq_common.h"
 #include "image/fq_image.h"
+#include "image/fq_image_targets.h"
 #include "task/fq_sample_reader.h"
 
 #ifdef __cplusplus
@@ -54,6 +55,33 @@ enum fq_num_type {
 size_t fq_num_size(int type);
 const char *fq_num_name(int type);
 
+/* Dense targets that follow each sample's draws (image/fq_image_targets.h): sample i's
+ * boxes are rows offsets[i] .. offsets[i+1] of boxes (xyxy float32, source pixels) with
+ * classes (int32).  Outputs after the reader's (before the index): boxes max_boxes x 4
+ * float32, classes max_boxes int32, num_boxes int32, then image_info 4 x 2 float32 when
+ * with_image_info, keypoints when given, the mask when given.  A sample whose targets fail (bad box, too many boxes without
+ * truncation, an op without a target rule) fails like a bad image (on_error applies). */
+typedef struct fq_imgtask_targets {
+    const float *boxes;
+    const int32_t *classes;
+    const int64_t *offsets; /* n + 1, non-decreasing */
+    int max_boxes;
+    fq_tgt_box_opts opts;
+    int with_image_info;
+    /* keypoints of each box (rows aligned with boxes: n_boxes x k x 3 float32), NULL: none;
+     * output max_boxes x k x 3 float32 of the kept boxes (zeros after the count) */
+    const float *keypoints;
+    int k;
+    const int32_t *flip_index; /* k entries or NULL */
+    /* one mask per sample (mask_hw[2 i], mask_hw[2 i + 1]: its h, w, the source's size),
+     * elements of mask_elem bytes (1 or 2), rows contiguous; NULL: none.  Output out_h x
+     * out_w of that type; outside the image mask_fill. */
+    const void *const *masks;
+    const int32_t *mask_hw;
+    int mask_elem;
+    unsigned mask_fill;
+} fq_imgtask_targets;
+
 typedef struct fq_imgtask_source {
     int kind;                   /* FQ_SRC_* */
     int64_t n;                  /* samples in the source */
@@ -66,6 +94,7 @@ typedef struct fq_imgtask_source {
     size_t label_bytes;
     const fq_sample_reader *reader; /* READER (borrowed); its outputs follow `labels` (if any) */
     int extra_type[FQ_IMGTASK_MAX_EXTRA]; /* READER: enum fq_num_type of each extra output (0: as read) */
+    const fq_imgtask_targets *targets;    /* NULL: none; copied at create, its arrays borrowed */
 } fq_imgtask_source;
 
 typedef struct fq_imgtask fq_imgtask;

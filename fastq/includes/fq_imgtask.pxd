@@ -5,6 +5,7 @@ from fastq.includes.fq_common cimport fq_err
 from fastq.includes.fq_stage_times cimport fq_stage_times
 from fastq.includes.fq_image cimport fq_img_spec, fq_img_explain
 from fastq.includes.fq_sample_reader cimport fq_sample_reader
+from fastq.includes.fq_image_targets cimport fq_tgt_box_opts
 
 cdef extern from "task/fq_imgtask.h" nogil:
     enum:
@@ -20,6 +21,20 @@ cdef extern from "task/fq_imgtask.h" nogil:
         FQ_NUM_COUNT
     size_t fq_num_size(int type)
     const char *fq_num_name(int type)
+    ctypedef struct fq_imgtask_targets:
+        const float *boxes
+        const int32_t *classes
+        const int64_t *offsets
+        int max_boxes
+        fq_tgt_box_opts opts
+        int with_image_info
+        const float *keypoints
+        int k
+        const int32_t *flip_index
+        const void *const *masks
+        const int32_t *mask_hw
+        int mask_elem
+        unsigned mask_fill
     ctypedef struct fq_imgtask_source:
         int kind
         int64_t n
@@ -32,6 +47,7 @@ cdef extern from "task/fq_imgtask.h" nogil:
         size_t label_bytes
         const fq_sample_reader *reader
         int extra_type[16]
+        const fq_imgtask_targets *targets
     ctypedef struct fq_imgtask:
         pass
     ctypedef struct fq_imgtask_stats:

@@ -123,6 +123,18 @@ def _cast_labels(arr, label_dtype):
     return out
 
 
+def _targets(targets, n):
+    """targets= of a native source: None, a fastq.targets.Targets, or one dict per sample."""
+    if targets is None:
+        return None
+    from fastq.targets import Targets
+    if not isinstance(targets, Targets):
+        targets = Targets.from_dicts(list(targets))
+    if targets.n != n:
+        raise ValueError(f"targets: {targets.n} samples of targets for {n} images")
+    return targets
+
+
 class ImageSource(Source):
     """Base of the native sources.  ``indices`` are the dataset sample indices
     this source covers (all of them unless :meth:`shard` was used); a
@@ -131,8 +143,9 @@ class ImageSource(Source):
 
     kind: Optional[str] = None
 
-    def __init__(self, items, labels, indices=None):
+    def __init__(self, items, labels, indices=None, targets=None):
         self._items = items
+        self.targets = _targets(targets, len(items))
         self._labels_given = labels
         self.labels = _labels_array(labels, len(items))
         self.indices = np.arange(len(items), dtype=np.int64) if indices is None else indices
@@ -188,7 +201,7 @@ class Files(ImageSource):
     kind = "files"
 
     def __init__(self, paths: Sequence[PathLike], labels: Any = None, io_threads: int = 0,
-                 read_ahead: int = 64) -> None:
+                 read_ahead: int = 64, targets: Any = None) -> None:
         if isinstance(paths, (str, bytes, os.PathLike)):
             raise TypeError(
                 f"Files takes a list of file paths, got a single path {os.fsdecode(paths)!r} (a string "
@@ -197,7 +210,7 @@ class Files(ImageSource):
         paths = [os.fsencode(p) for p in paths]
         if not paths:
             raise ValueError("Files: no paths given")
-        super().__init__(paths, labels)
+        super().__init__(paths, labels, targets=targets)
         _init_file_read_ahead(self, io_threads, read_ahead)  # io_threads: docs/sources.md
 
     def _task_items(self):
@@ -214,7 +227,7 @@ class Bytes(ImageSource):
 
     kind = "bytes"
 
-    def __init__(self, buffers: Sequence[Any], labels: Any = None) -> None:
+    def __init__(self, buffers: Sequence[Any], labels: Any = None, targets: Any = None) -> None:
         bufs = []
         for i, b in enumerate(buffers):
             try:
@@ -226,7 +239,7 @@ class Bytes(ImageSource):
             bufs.append(m.cast("B") if m.ndim != 1 or m.format != "B" else m)
         if not bufs:
             raise ValueError("Bytes: no buffers given")
-        super().__init__(bufs, labels)
+        super().__init__(bufs, labels, targets=targets)
 
 
 class Arrays(ImageSource):
@@ -236,7 +249,7 @@ class Arrays(ImageSource):
 
     kind = "arrays"
 
-    def __init__(self, images: Any, labels: Any = None) -> None:
+    def __init__(self, images: Any, labels: Any = None, targets: Any = None) -> None:
         items = []
         for i, im in enumerate(images):
             a = np.asarray(im)
@@ -251,7 +264,7 @@ class Arrays(ImageSource):
             items.append(a)
         if not items:
             raise ValueError("Arrays: no images given")
-        super().__init__(items, labels)
+        super().__init__(items, labels, targets=targets)
         sizes = {a.shape[:2] for a in items}
         self._size = sizes.pop() if len(sizes) == 1 else None
 
@@ -288,6 +301,12 @@ class _ImageBackend(Backend):
             extra_types = [0] * len(self.extra_outputs)
             extra_types[k] = _image.NUM_TYPES[want.name]
             self.extra_outputs[k] = (self.extra_outputs[k][0], want)
+        targets = getattr(source, "targets", None)  # fastq.targets.Targets: outputs after the reader's
+        if targets is not None:
+            from fastq import targets as targets_mod
+            targets_mod.check_ops(self.compiled)  # refuse policies before any sample
+            shape = self.compiled.out_shape
+            self.extra_outputs += targets.output_spec(shape[:2] if self.compiled.layout == "NHWC" else shape[1:])
         self.labels = source._labels_as(label_dtype)
         self.spec = _image.ImageSpec(self.compiled)
         self.source = source
@@ -299,7 +318,8 @@ class _ImageBackend(Backend):
         self.return_index = bool(return_index)
         self.task = _image.ImageTask(self.spec, source.kind, source._task_items(), self.labels,
                                      workers=self.workers, on_error=on_error, max_attempts=int(max_attempts),
-                                     with_index=self.return_index, extra_types=extra_types)
+                                     with_index=self.return_index, extra_types=extra_types,
+                                     targets=None if targets is None else targets.task_args())
         _image.set_opencv_threads(1)  # our workers are the parallelism
 
     def output_spec(self):

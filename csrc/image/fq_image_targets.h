@@ -1,0 +1,83 @@
+/* fq_image_targets.h - dense targets (boxes, keypoints, masks) that follow an image
+ * through its op chain.
+ *
+ * Every random draw of a sample is in its explain record (fq_img_explain: per op the
+ * in/out size, crop box, padding, flips, affine matrix, ...), so the targets of a sample
+ * are a pure function of (explain record, targets): no second draw, the same draws by
+ * construction.  Records are replayed in chain order (deferred flips included); they
+ * are in full-resolution source coordinates even when the image was decoded by ROI /
+ * DCT scaling (docs/ops.md), so targets are in source pixels.
+ *
+ * Conventions (docs/targets.md): continuous pixel coordinates, pixel (i, j) covers
+ * [j, j+1) x [i, i+1); boxes float32 xyxy; keypoints float32 (x, y, visibility).
+ * Each op kind has a target rule or is on the explicit list of pixel-only kinds; any
+ * other kind (policies, unknown / future kinds) is refused with FQ_E_UNSUPPORTED.
+ * Pure functions, thread-safe, no allocation other than OpenCV temporaries for masks. */
+#ifndef FQ_IMAGE_TARGETS_H
+#define FQ_IMAGE_TARGETS_H
+
+#include <stdint.h>
+
+#include "image/fq_image.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a rule table says of an op kind. */
+enum fq_tgt_rule {
+    FQ_TGT_REFUSED = 0,   /* no rule: targets cannot follow it (policies, unknown kinds) */
+    FQ_TGT_PIXEL = 1,     /* pixel-only: targets unchanged */
+    FQ_TGT_GEOMETRIC = 2  /* has a geometric rule */
+};
+int fq_tgt_rule(int kind);
+
+/* FQ_OK when every op of ex has a rule, else FQ_E_UNSUPPORTED naming the op. */
+int fq_tgt_check(const fq_img_explain *ex, fq_err *err);
+/* The same for a chain before any sample (at pipeline build time). */
+int fq_tgt_check_ops(const fq_op *ops, int n_ops, fq_err *err);
+
+typedef struct fq_tgt_box_opts {
+    double min_area;       /* boxes whose clipped area (output px^2) is < min_area are dropped */
+    double min_visibility; /* ... or whose clipped / unclipped transformed area is < this */
+    int truncate;          /* more survivors than max_boxes: 1 keep the first max_boxes (count the
+                              rest in *n_truncated), 0 fail with FQ_E_INVALID */
+} fq_tgt_box_opts;
+
+/* Move n boxes (n x 4 float32 xyxy in source pixels, classes[n] int32, may be NULL)
+ * through ex.  Writes max_boxes x 4 boxes (zeros after the count), out_classes[max_boxes]
+ * (-1 after the count), out_index[max_boxes] (which input box, -1 after; may be NULL),
+ * *count survivors kept and *n_truncated (may be NULL).  Errors: FQ_E_INVALID (non-finite
+ * coordinates, x1 < x0, y1 < y0, too many boxes without truncate), FQ_E_UNSUPPORTED. */
+int fq_tgt_boxes(const fq_img_explain *ex, const float *boxes, const int32_t *classes, int n, int max_boxes,
+                 const fq_tgt_box_opts *opts, float *out_boxes, int32_t *out_classes, int32_t *out_index,
+                 int *count, int *n_truncated, fq_err *err);
+
+/* Move n x k keypoints (float32 x, y, visibility) through ex in place of out (n x k x 3).
+ * flip_index[k] (may be NULL: identity): on each applied horizontal flip, point j takes
+ * the place of point flip_index[j] (left/right swap).  A point whose visibility is 0 stays
+ * as given; a point that leaves the image of an op gets visibility 0 (and keeps its
+ * coordinates).  Errors: FQ_E_INVALID (non-finite coordinates, bad flip_index),
+ * FQ_E_UNSUPPORTED. */
+int fq_tgt_keypoints(const fq_img_explain *ex, const float *kps, int n, int k, const int32_t *flip_index,
+                     float *out, fq_err *err);
+
+/* Replay the geometric ops of ex on a mask / label map: h x w (the source size) of
+ * elem_size 1 (uint8) or 2 (uint16), row stride in bytes; out is ex->out_h x ex->out_w,
+ * contiguous.  Nearest neighbour everywhere; whatever comes from outside the image
+ * (padding, affine borders) is `fill`, whatever the image's border mode.  Errors:
+ * FQ_E_INVALID (size differs from the source size, bad elem_size), FQ_E_UNSUPPORTED,
+ * FQ_E_NOMEM. */
+int fq_tgt_mask(const fq_img_explain *ex, const void *mask, int h, int w, int elem_size, size_t stride,
+                unsigned fill, void *out, fq_err *err);
+
+/* TF Model Garden's image_info, row-major 4 x 2: (original h, w), (scaled h, w),
+ * (y scale, x scale), (y offset, x offset): out = src * scale - offset.  Flips are
+ * ignored (as TF flips before resize_and_crop_image); ops with an affine map
+ * (RandomAffine, Rotate, Shear*, Translate*) fail with FQ_E_UNSUPPORTED. */
+int fq_tgt_image_info(const fq_img_explain *ex, double out[8], fq_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,183 @@
+"""fastq.targets - dense targets (boxes, keypoints, masks) that follow an image through
+its op chain.
+
+Every random draw of a sample is in its explain record (the dict ``process_array`` /
+``process_encoded`` / ``Pipeline.explain`` return), so the targets of a sample are a pure
+function of (explain record, targets): no second draw, the same draws by construction.
+The native rules (csrc/image/fq_image_targets*.cpp) run with the GIL released.  Rules
+per op, conventions and what is not done: docs/targets.md.
+
+Coordinates are continuous pixels of the full-resolution source image (pixel (i, j)
+covers [j, j+1) x [i, i+1)), also when the image was decoded by ROI or DCT scaling.
+Ops without a target rule (RandAugment, TrivialAugmentWide, AutoAugment, any unknown
+kind) raise ``fastq.errors`` UnsupportedError; pixel-only ops leave targets unchanged.
+"""
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from fastq import _image
+
+__all__ = ["transform_boxes", "transform_keypoints", "transform_mask", "image_info", "rule", "check_ops", "Targets"]
+
+
+class Targets:
+    """Per-sample targets for a native source (``Files`` / ``Bytes`` / ``Arrays(...,
+    targets=Targets(...))``): the pipeline then moves each sample's targets with its image
+    (natively, in the worker that made the image, from its explain record) and adds
+    outputs after the labels: ``boxes`` (max_boxes, 4) float32, ``classes`` (max_boxes,)
+    int32 (-1 after the count), ``num_boxes`` () int32, then ``image_info`` (4, 2) float32
+    (``image_info=True``), ``keypoints`` (max_boxes, K, 3) float32 of the kept boxes
+    (``keypoints`` given) and the mask (out_h, out_w) (``masks`` given); see
+    :func:`transform_boxes`, :func:`transform_keypoints`, :func:`transform_mask`,
+    :func:`image_info`.
+
+    ``boxes[i]``: an (n_i, 4) array of xyxy source pixels for sample i (n_i may be 0);
+    ``classes[i]``: n_i ints (None: 0); ``keypoints[i]``: (n_i, K, 3) (x, y, visibility)
+    of each box's instance; ``masks[i]``: an HxW uint8 / uint16 array at the source size.
+    A sample whose targets are bad (NaN, outside the image, a mask of another size) or
+    too many with ``truncate=False`` fails like a bad image (``on_error`` applies)."""
+
+    def __init__(self, boxes: Sequence[Any], classes: Optional[Sequence[Any]] = None, *, max_boxes: int = 100,
+                 min_area: float = 0.0, min_visibility: float = 0.0, truncate: bool = True,
+                 image_info: bool = True, keypoints: Optional[Sequence[Any]] = None,
+                 flip_index: Optional[Sequence[int]] = None, masks: Optional[Sequence[Any]] = None,
+                 mask_fill: int = 0) -> None:
+        rows = [np.asarray(b, np.float32).reshape(-1, 4) for b in boxes]
+        if classes is None:
+            cls = [np.zeros(len(r), np.int32) for r in rows]
+        else:
+            if len(classes) != len(rows):
+                raise ValueError(f"Targets: {len(rows)} samples of boxes but {len(classes)} of classes")
+            cls = [np.asarray(c).reshape(-1) for c in classes]
+            for i, (r, c) in enumerate(zip(rows, cls)):
+                if len(c) != len(r) or (len(c) and c.dtype.kind not in "iu"):
+                    raise ValueError(f"Targets: sample {i}: {len(r)} boxes need as many integer classes, got {c!r}")
+        if not (isinstance(max_boxes, int) and 0 <= max_boxes <= 1 << 20):
+            raise ValueError(f"Targets: max_boxes must be an int in [0, 2**20], got {max_boxes!r}")
+        if not (min_area >= 0 and 0 <= min_visibility <= 1):
+            raise ValueError("Targets: min_area must be >= 0 and min_visibility in [0, 1]")
+        self.n = len(rows)
+        self.boxes = np.concatenate(rows) if rows else np.zeros((0, 4), np.float32)
+        self.classes = (np.concatenate(cls) if cls else np.zeros(0)).astype(np.int32)
+        self.offsets = np.zeros(self.n + 1, np.int64)
+        np.cumsum([len(r) for r in rows], out=self.offsets[1:])
+        self.max_boxes, self.min_area, self.min_visibility = max_boxes, float(min_area), float(min_visibility)
+        self.truncate, self.image_info = bool(truncate), bool(image_info)
+        self.keypoints = None
+        self.flip_index = None if flip_index is None else np.asarray(flip_index, np.int32)
+        if keypoints is not None:
+            if len(keypoints) != self.n:
+                raise ValueError(f"Targets: {self.n} samples of boxes but {len(keypoints)} of keypoints")
+            kps = [np.asarray(k, np.float32) for k in keypoints]
+            ks = {k.shape[1] for k in kps if k.ndim == 3 and k.shape[0] > 0}
+            kk = ks.pop() if len(ks) == 1 else (len(self.flip_index) if self.flip_index is not None and not ks else 0)
+            for i, (k, r) in enumerate(zip(kps, rows)):
+                if k.size and (k.ndim != 3 or k.shape != (len(r), kk, 3)) or (not k.size and len(r)):
+                    raise ValueError(f"Targets: sample {i}: keypoints must be ({len(r)}, K, 3) with one K for all, "
+                                     f"got {k.shape}")
+            if kk < 1:
+                raise ValueError("Targets: keypoints need K >= 1 points per instance")
+            self.keypoints = np.concatenate([k.reshape(-1, kk, 3) for k in kps])
+        self.masks = None if masks is None else [np.asarray(m) for m in masks]
+        if self.masks is not None and len(self.masks) != self.n:
+            raise ValueError(f"Targets: {self.n} samples of boxes but {len(self.masks)} masks")
+        if self.masks is not None and (self.masks[0].dtype not in (np.uint8, np.uint16) or
+                                       any(m.dtype != self.masks[0].dtype or m.ndim != 2 for m in self.masks)):
+            raise ValueError("Targets: masks must be HxW arrays of one dtype, uint8 or uint16")
+        self.mask_fill = int(mask_fill)
+
+    @classmethod
+    def from_dicts(cls, targets: Sequence[Dict[str, Any]], **options: Any) -> "Targets":
+        """One dict per sample: ``{"boxes": (n, 4), "classes": (n,), "keypoints": (n, K, 3),
+        "mask": (H, W)}`` (classes, keypoints and mask optional, the same keys for all)."""
+        def cls_of(t):
+            return t.get("classes", np.zeros(len(np.asarray(t["boxes"]).reshape(-1, 4)), np.int32))
+        kw: Dict[str, Any] = dict(options)
+        if targets and "keypoints" in targets[0]:
+            kw["keypoints"] = [t["keypoints"] for t in targets]
+        if targets and "mask" in targets[0]:
+            kw["masks"] = [t["mask"] for t in targets]
+        return cls([t["boxes"] for t in targets], [cls_of(t) for t in targets], **kw)
+
+    def output_spec(self, out_hw: Tuple[int, int]) -> List[Tuple[Tuple[int, ...], np.dtype]]:
+        """The outputs this adds, for images of out_hw = (h, w)."""
+        out = [((self.max_boxes, 4), np.dtype(np.float32)), ((self.max_boxes,), np.dtype(np.int32)),
+               ((), np.dtype(np.int32))]
+        if self.image_info:
+            out.append(((4, 2), np.dtype(np.float32)))
+        if self.keypoints is not None:
+            out.append(((self.max_boxes, self.keypoints.shape[1], 3), np.dtype(np.float32)))
+        if self.masks is not None:
+            out.append((tuple(out_hw), self.masks[0].dtype))
+        return out
+
+    def task_args(self) -> Dict[str, Any]:
+        return {"boxes": self.boxes, "classes": self.classes, "offsets": self.offsets, "max_boxes": self.max_boxes,
+                "min_area": self.min_area, "min_visibility": self.min_visibility, "truncate": self.truncate,
+                "image_info": self.image_info, "keypoints": self.keypoints, "flip_index": self.flip_index,
+                "masks": self.masks, "mask_fill": self.mask_fill}
+
+
+def rule(op: Any) -> str:
+    """``"geometric"``, ``"pixel"`` or ``"refused"``: what the targets do for an op
+    (an ``fastq.ops`` instance, class or name)."""
+    name = op if isinstance(op, str) else (op.__name__ if isinstance(op, type) else type(op).__name__)
+    kind = _image.OP_KINDS.get(name, 0)
+    return ("refused", "pixel", "geometric")[_image.targets_rule(kind)]
+
+
+def check_ops(ops: Any) -> None:
+    """Raise UnsupportedFormatError for the first op of ``ops`` (a list of ``fastq.ops``
+    ops or a ``CompiledOps``) that targets cannot follow: the check a pipeline with
+    targets makes once, before any sample."""
+    from fastq import ops as _ops
+    packed = ops.packed_ops if isinstance(ops, _ops.CompiledOps) else \
+        _image.pack_ops((op.kind, op.fields()) for op in ([ops] if isinstance(ops, _ops.Op) else ops))
+    _image.targets_check_ops(packed)
+
+
+def transform_boxes(explain: Dict[str, Any], boxes: Any, classes: Any = None, *, max_boxes: int,
+                    min_area: float = 0.0, min_visibility: float = 0.0, truncate: bool = True) -> Dict[str, Any]:
+    """Move ``boxes`` ((N, 4) float xyxy, source pixels) through the sample's ops.
+
+    Per geometric op: the axis-aligned box of the 4 transformed corners, clipped to the
+    op's output (as torchvision v2).  A box is dropped when it is empty after clipping,
+    its area is < ``min_area`` (output px^2) or its visibility (clipped area / area of the
+    same box moved without clipping) is < ``min_visibility``.  The survivors, in input
+    order, fill ``max_boxes`` slots; more survivors: ``truncate=True`` keeps the first
+    ``max_boxes`` and counts the rest in ``"truncated"``, ``truncate=False`` raises.
+
+    Returns ``{"boxes": (max_boxes, 4) float32 (0 after the count), "classes":
+    (max_boxes,) int32 (-1 after), "index": (max_boxes,) int32 (input row, -1 after),
+    "num_boxes": int, "truncated": int}``.  ``classes`` None: 0 for every box."""
+    b, c, i, n, t = _image.targets_boxes(explain, boxes, classes, int(max_boxes), float(min_area),
+                                         float(min_visibility), bool(truncate))
+    return {"boxes": b, "classes": c, "index": i, "num_boxes": n, "truncated": t}
+
+
+def transform_keypoints(explain: Dict[str, Any], keypoints: Any,
+                        flip_index: Optional[Sequence[int]] = None) -> np.ndarray:
+    """Move ``keypoints`` ((N, K, 3) float x, y, visibility) through the sample's ops ->
+    (N, K, 3) float32.  Coordinates move with every geometric op (also of invisible
+    points); a point outside the op's output ([0, w] x [0, h]) gets visibility 0.  On each
+    applied horizontal flip, point j takes the place of ``flip_index[j]`` (left/right
+    swap, e.g. COCO's); vertical flips swap nothing."""
+    return _image.targets_keypoints(explain, keypoints, flip_index)
+
+
+def transform_mask(explain: Dict[str, Any], mask: Any, fill: int = 0) -> np.ndarray:
+    """Replay the sample's geometric ops on ``mask`` (HxW uint8 or uint16 at the source
+    size) with nearest neighbour -> the output size, same dtype.  Whatever comes from
+    outside the image (crop padding, Pad, affine borders) is ``fill`` (e.g. 255 =
+    ignore), whatever the image's border mode.  Pixel ops do not touch it."""
+    return _image.targets_mask(explain, mask, int(fill))
+
+
+def image_info(explain: Dict[str, Any]) -> np.ndarray:
+    """TF Model Garden's ``image_info`` (4, 2) float32: (original h, w), (scaled h, w),
+    (y scale, x scale), (y offset, x offset), so that ``out = src * scale - offset``.
+    Flips are ignored (TF flips before resize_and_crop_image); chains with an affine
+    op (RandomAffine, Rotate, Shear*, Translate* when applied) raise UnsupportedError."""
+    return _image.targets_image_info(explain)
