@@ -28,7 +28,8 @@ class Targets:
     (natively, in the worker that made the image, from its explain record) and adds
     outputs after the labels: ``boxes`` (max_boxes, 4) float32, ``classes`` (max_boxes,)
     int32 (-1 after the count), ``num_boxes`` () int32, then ``image_info`` (4, 2) float32
-    (``image_info=True``), ``keypoints`` (max_boxes, K, 3) float32 of the kept boxes
+    (``image_info=True``; the three box outputs are left out when ``max_boxes=0``, for
+    label maps alone), ``keypoints`` (max_boxes, K, 3) float32 of the kept boxes
     (``keypoints`` given) and the mask (out_h, out_w) (``masks`` given); see
     :func:`transform_boxes`, :func:`transform_keypoints`, :func:`transform_mask`,
     :func:`image_info`.
@@ -80,6 +81,9 @@ class Targets:
             if kk < 1:
                 raise ValueError("Targets: keypoints need K >= 1 points per instance")
             self.keypoints = np.concatenate([k.reshape(-1, kk, 3) for k in kps])
+        if self.max_boxes == 0 and (len(self.boxes) or self.keypoints is not None):
+            raise ValueError("Targets: max_boxes=0 means no box outputs (label maps only), but boxes or keypoints "
+                             "were given")
         self.masks = None if masks is None else [np.asarray(m) for m in masks]
         if self.masks is not None and len(self.masks) != self.n:
             raise ValueError(f"Targets: {self.n} samples of boxes but {len(self.masks)} masks")
@@ -101,10 +105,51 @@ class Targets:
             kw["masks"] = [t["mask"] for t in targets]
         return cls([t["boxes"] for t in targets], [cls_of(t) for t in targets], **kw)
 
+    @classmethod
+    def from_annotations(cls, ann: Any, *, crowd: str = "keep", masks: Optional[bool] = None,
+                         **options: Any) -> "Targets":
+        """The targets of a :class:`fastq.annotations.Annotations` table (COCO, OD-API,
+        segmentation pairs), for a source over ``ann.keys`` in the same order:
+        ``fastq.sources.Files(ann.keys, targets=Targets.from_annotations(ann))``.
+
+        ``crowd="drop"`` leaves out the objects flagged ``iscrowd`` (their boxes are not
+        training targets for most detectors); ``"keep"`` keeps them.  ``max_boxes``
+        defaults to the table's largest object count.  ``masks`` (default: when the
+        table has label maps) reads every label map (``ann.mask_keys``, 8- or 16-bit
+        single-channel PNG...) into memory now with OpenCV, checked to be 2-D; a
+        file that cannot be read raises naming it."""
+        if crowd not in ("keep", "drop"):
+            raise ValueError(f"Targets.from_annotations: crowd must be 'keep' or 'drop', got {crowd!r}")
+        boxes, classes = [], []
+        for i in range(len(ann)):
+            a, b = int(ann.box_offsets[i]), int(ann.box_offsets[i + 1])
+            keep = slice(None) if crowd == "keep" else (ann.iscrowd[a:b] == 0)
+            boxes.append(ann.boxes[a:b][keep])
+            classes.append(ann.classes[a:b][keep])
+        kw: Dict[str, Any] = dict(options)
+        kw.setdefault("max_boxes", max([len(b) for b in boxes], default=0))
+        if masks is None:
+            masks = ann.mask_keys is not None
+        if masks:
+            if ann.mask_keys is None:
+                raise ValueError("Targets.from_annotations: masks=True but the annotations have no label maps")
+            import cv2
+            maps = []
+            for k, path in zip(ann.keys, ann.mask_keys):
+                m = cv2.imread(path, cv2.IMREAD_UNCHANGED)
+                if m is None or m.ndim != 2 or m.dtype not in (np.uint8, np.uint16):
+                    why = "cannot be read" if m is None else f"is {m.dtype} with shape {m.shape}, not one channel"
+                    raise ValueError(f"Targets.from_annotations: the label map {path!r} of {k!r} {why}")
+                maps.append(m)
+            kw["masks"] = maps
+        return cls(boxes, classes, **kw)
+
     def output_spec(self, out_hw: Tuple[int, int]) -> List[Tuple[Tuple[int, ...], np.dtype]]:
         """The outputs this adds, for images of out_hw = (h, w)."""
-        out = [((self.max_boxes, 4), np.dtype(np.float32)), ((self.max_boxes,), np.dtype(np.int32)),
-               ((), np.dtype(np.int32))]
+        out: List[Tuple[Tuple[int, ...], np.dtype]] = []
+        if self.max_boxes > 0:
+            out += [((self.max_boxes, 4), np.dtype(np.float32)), ((self.max_boxes,), np.dtype(np.int32)),
+                    ((), np.dtype(np.int32))]
         if self.image_info:
             out.append(((4, 2), np.dtype(np.float32)))
         if self.keypoints is not None:

@@ -344,3 +344,92 @@ def test_voc_ade_cityscapes_layouts(tmp_path):
                                                             "bochum_000000_000313_gtFine_labelTrainIds.png"]
     with pytest.raises(ValueError, match="layout must be one of"):
         segmentation_pairs(str(cs), "kitti")
+
+
+# ---------------------------------------------------------------------------
+# annotations -> pipeline targets
+# ---------------------------------------------------------------------------
+
+def _write_jpegs(tmp_path, n, rng):
+    import cv2
+    from fastq.bench.testdata import source_photos
+    photos = [img for img in (cv2.imread(p, cv2.IMREAD_COLOR) for p in source_photos()[:8]) if img is not None]
+    images = []
+    for k in range(n):
+        img = cv2.resize(photos[k % len(photos)], (int(rng.integers(60, 120)), int(rng.integers(50, 100))))
+        os.makedirs(tmp_path / "img", exist_ok=True)
+        cv2.imwrite(str(tmp_path / "img" / f"{k:03d}.jpg"), img)
+        images.append(img.shape[:2])
+    return images
+
+
+def test_coco_annotations_flow_through_a_pipeline(tmp_path):
+    """load_coco -> Targets.from_annotations -> Files(targets=...): each batch row's boxes
+    and classes are the COCO objects of that image moved by the same sample's explain
+    record (fastq.targets.transform_boxes), crowd objects left out."""
+    import fastq
+    from fastq import ops as O
+    from fastq import targets as T
+    rng = np.random.default_rng(9)
+    sizes = _write_jpegs(tmp_path, 6, rng)
+    d = _coco_dict(np.random.default_rng(3), n_images=6)
+    for im, (h, w) in zip(d["images"], sizes):
+        im["height"], im["width"] = h, w
+    for a in d["annotations"]:  # boxes inside their (new) image
+        im = next(i for i in d["images"] if i["id"] == a["image_id"])
+        x, y = a["bbox"][0] % (im["width"] - 5), a["bbox"][1] % (im["height"] - 5)
+        a["bbox"] = [x, y, max(1.0, min(a["bbox"][2], im["width"] - x)), max(1.0, min(a["bbox"][3], im["height"] - y))]
+        a["segmentation"] = []
+    (tmp_path / "instances.json").write_text(json.dumps(d))
+    ann = load_coco(str(tmp_path / "instances.json"), first_class=1)
+    targets = T.Targets.from_annotations(ann, crowd="drop")
+    n_objs = [int((ann.iscrowd[ann.box_offsets[i]:ann.box_offsets[i + 1]] == 0).sum()) for i in range(len(ann))]
+    assert targets.max_boxes == max(n_objs)
+    ops = [O.ResizeShortestEdge(64, 96), O.HorizontalFlip(), O.Pad(size=(96, 96))]
+    src = fastq.sources.Files(ann.keys, targets=targets)
+    with fastq.Pipeline(src, batch_size=3, ops=ops, dtype="uint8", seed=5, return_index=True, workers=2) as p:
+        seen = 0
+        for images, boxes, classes, num, info, idx in p:
+            for row, i in enumerate(idx.tolist()):
+                s = ann.sample(i)
+                keep = s["iscrowd"] == 0
+                want = T.transform_boxes(p.explain(0, i), s["boxes"][keep], s["classes"][keep],
+                                         max_boxes=targets.max_boxes)
+                assert num[row] == want["num_boxes"] == n_objs[i]
+                np.testing.assert_array_equal(boxes[row], want["boxes"])
+                np.testing.assert_array_equal(classes[row], want["classes"])
+                assert (classes[row][:num[row]] >= 1).all()
+                seen += 1
+    assert seen == len(ann)
+
+
+def test_segmentation_pairs_flow_through_a_pipeline(tmp_path):
+    """segmentation_pairs -> Targets.from_annotations (label maps read once) -> the mask
+    output is the label map moved exactly like a nearest-neighbour image."""
+    import cv2
+    import fastq
+    from fastq import ops as O
+    from fastq import targets as T
+    rng = np.random.default_rng(10)
+    sizes = _write_jpegs(tmp_path, 4, rng)
+    os.makedirs(tmp_path / "images", exist_ok=True)
+    os.makedirs(tmp_path / "masks", exist_ok=True)
+    maps = []
+    for k, (h, w) in enumerate(sizes):
+        os.replace(tmp_path / "img" / f"{k:03d}.jpg", tmp_path / "images" / f"{k:03d}.jpg")
+        m = rng.integers(0, 21, (h, w)).astype(np.uint8)
+        cv2.imwrite(str(tmp_path / "masks" / f"{k:03d}.png"), m)
+        maps.append(m)
+    ann = segmentation_pairs(str(tmp_path))
+    targets = T.Targets.from_annotations(ann, mask_fill=255, image_info=False)
+    ops = [O.RandomResizedCrop(40), O.HorizontalFlip()]
+    with fastq.Pipeline(fastq.sources.Files(ann.keys, targets=targets), batch_size=2, ops=ops, dtype="uint8",
+                        seed=1, return_index=True) as p:
+        assert [s for s, _ in p.output_spec] == [(40, 40, 3), (40, 40), ()]  # no box outputs
+        for images, masks, idx in p:
+            for row, i in enumerate(idx.tolist()):
+                want = T.transform_mask(p.explain(0, i), maps[i], fill=255)
+                np.testing.assert_array_equal(masks[row], want)
+    cv2.imwrite(str(tmp_path / "masks" / "001.png"), np.zeros((5, 5, 3), np.uint8))
+    with pytest.raises(ValueError, match=r"label map .*001.png.* not one channel"):
+        T.Targets.from_annotations(segmentation_pairs(str(tmp_path)))

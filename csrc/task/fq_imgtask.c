@@ -157,6 +157,8 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
             (g->keypoints && (g->k < 1 || g->k > 4096)) || (g->masks && (!g->mask_hw || (g->mask_elem != 1 &&
                                                                                       g->mask_elem != 2))))
             return fq_set_err(err, FQ_E_INVALID, "targets: bad arrays");
+        if (g->max_boxes == 0 && (g->offsets[src->n] > 0 || g->keypoints))
+            return fq_set_err(err, FQ_E_INVALID, "targets: max_boxes 0 (no box outputs) with boxes or keypoints");
         for (int64_t i = 0; i < src->n; i++)
             if (g->offsets[i + 1] < g->offsets[i] || g->offsets[i + 1] - g->offsets[i] > INT32_MAX)
                 return fq_set_err(err, FQ_E_INVALID, "targets: offsets must be non-decreasing");
@@ -363,7 +365,7 @@ static int first_target_row(const fq_imgtask *t)
 
 static int n_target_rows(const fq_imgtask_targets *g)
 {
-    return 3 + (g->with_image_info ? 1 : 0) + (g->keypoints ? 1 : 0) + (g->masks ? 1 : 0);
+    return (g->max_boxes > 0 ? 3 : 0) + (g->with_image_info ? 1 : 0) + (g->keypoints ? 1 : 0) + (g->masks ? 1 : 0);
 }
 
 /* the targets of sample idx from its explain record into rows[b ...] */
@@ -383,9 +385,11 @@ static int write_targets(const fq_imgtask_targets *g, int64_t idx, const fq_img_
             return fq_set_err(e, FQ_E_NOMEM, "out of memory");
         }
     }
-    rc = fq_tgt_boxes(ex, g->boxes ? g->boxes + 4 * off : NULL, g->classes ? g->classes + off : NULL, n,
-                      g->max_boxes, &g->opts, (float *)rows[b], (int32_t *)rows[b + 1], index, &count, NULL, e);
-    if (rc == FQ_OK) {
+    rc = FQ_OK;
+    if (g->max_boxes > 0) /* else no box outputs (no boxes: checked at create) */
+        rc = fq_tgt_boxes(ex, g->boxes ? g->boxes + 4 * off : NULL, g->classes ? g->classes + off : NULL, n,
+                          g->max_boxes, &g->opts, (float *)rows[b], (int32_t *)rows[b + 1], index, &count, NULL, e);
+    if (rc == FQ_OK && g->max_boxes > 0) {
         int32_t c32 = count;
         memcpy(rows[b + 2], &c32, sizeof c32);
         b += 3;

@@ -58,7 +58,8 @@ const char *fq_num_name(int type);
 /* Dense targets that follow each sample's draws (image/fq_image_targets.h): sample i's
  * boxes are rows offsets[i] .. offsets[i+1] of boxes (xyxy float32, source pixels) with
  * classes (int32).  Outputs after the reader's (before the index): boxes max_boxes x 4
- * float32, classes max_boxes int32, num_boxes int32, then image_info 4 x 2 float32 when
+ * float32, classes max_boxes int32, num_boxes int32 (none of the three when max_boxes is
+ * 0: masks only, which needs no boxes and no keypoints), then image_info 4 x 2 float32 when
  * with_image_info, keypoints when given, the mask when given.  A sample whose targets fail (bad box, too many boxes without
  * truncation, an op without a target rule) fails like a bad image (on_error applies). */
 typedef struct fq_imgtask_targets {
