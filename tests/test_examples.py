@@ -41,3 +41,10 @@ def test_keras_mixup_cutmix_example():
                       "--batch-size", "8", timeout=300)
     assert "soft labels: (8, 4) float32" in out
     assert out.rstrip().endswith("OK")
+
+
+def test_keras_segmentation_example():
+    out = run_example("examples/keras_segmentation.py", "--images", "16", "--epochs", "2", "--size", "32",
+                      "--batch-size", "4", timeout=300)
+    assert "trained 2 epochs on 16 image / label-map pairs" in out
+    assert out.rstrip().endswith("OK")
