@@ -48,3 +48,13 @@ def test_keras_segmentation_example():
                       "--batch-size", "4", timeout=300)
     assert "trained 2 epochs on 16 image / label-map pairs" in out
     assert out.rstrip().endswith("OK")
+
+
+@pytest.mark.tensorpack
+def test_tensorpack_detection_example():
+    import tensorpack  # noqa: F401
+    out = run_example("examples/tensorpack_detection.py", "--images", "16", "--epochs", "2", "--size", "64",
+                      "--batch-size", "4", timeout=300)
+    assert "gt_boxes (4, 4, 4)" in out and "gt_labels (4, 4)" in out
+    assert "trained 2 epochs x 4 steps" in out
+    assert out.rstrip().endswith("OK")
