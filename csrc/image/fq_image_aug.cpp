@@ -428,6 +428,12 @@ constexpr fqi::OpImpl kAugOps[] = {
      fqi::random_choice_check, keeps_size, fqi::random_choice_plan, fqi::compose_exec},
     {"RandomOrder", FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeOrder, fqi::kComposeOrderFields), fqi::random_order_check,
      keeps_size, fqi::random_order_plan, fqi::compose_exec},
+    /* tensorpack: fbresnet_augmentor's crop and fused colour ops (fq_image_aug_tp.cpp) */
+    {"TensorpackCrop", FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_TENSORPACK,
+     FQ_PARAMS(fqi::TpCrop, fqi::kTpCropFields), fqi::tp_crop_check, fqi::tp_crop_geometry, fqi::tp_crop_plan,
+     fqi::tp_crop_exec},
+    {"TensorpackColor", FQ_EXPLAIN_TENSORPACK, FQ_PARAMS(fqi::TpColor, fqi::kTpColorFields), fqi::tp_color_check,
+     keeps_size, fqi::tp_color_plan, fqi::tp_color_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 
