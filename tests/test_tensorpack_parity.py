@@ -370,8 +370,8 @@ def test_fbresnet_chain_on_jpegs_matches_tensorpack(jpegs):
                 img = FlipTransform(224, 224, horiz=True).apply_image(img)
             d = np.abs(out.astype(int) - img.astype(int))
             # decode (libjpeg-turbo 2.1 region vs cv2's bundled libjpeg) + bicubic kernels: a
-            # few levels at most, on a small share of the values; mean well under one level
-            assert d.mean() < 0.5 and np.percentile(d, 99) <= 3, (path, index, d.mean(), d.max())
+            # few levels at most (measured: max 2, mean 0.02 over 64 samples)
+            assert d.mean() < 0.1 and d.max() <= 3, (path, index, d.mean(), d.max())
     assert rois > 0
     assert isinstance(ia.Flip(horiz=True), ia.ImageAugmentor)
 
