@@ -320,6 +320,28 @@ def test_tp_color_bgr_flag_is_a_channel_reversal():
     assert O.TP_EIGVEC_BGR[0] == O.LIGHTING_EIGVEC[2][::-1] and O.TP_EIGVAL_BGR[0] == O.LIGHTING_EIGVAL[2]
 
 
+def test_tp_color_on_gray_output():
+    """channels=1: contrast uses the image mean, saturation is the identity up to float32
+    rounding, lighting adds inc[0]: every value stays a clipped truncation of a float32 step."""
+    gray = _image_of(40, 60, seed=4)[:, :, 0]
+    spec = _image.ImageSpec(O.compile_ops([O.TensorpackColor(lighting_std=0)], dtype="uint8", channels=1,
+                                          input_size=(40, 60)))
+    out, ex = spec.process_array(gray, 1, 0, 2)
+    rec = ex["ops"][-1]
+    x = gray.astype(np.float32)
+    for name in rec["order"]:
+        if name == "brightness":
+            x = np.clip(x * np.float32(rec["brightness"]), 0, 255)
+        elif name == "contrast":
+            r = rec["contrast"]
+            x = np.clip(x * np.float32(r) + np.float32(x.astype(np.float64).mean()) * np.float32(1 - r), 0, 255)
+        elif name == "saturation":
+            v = rec["saturation"]
+            x = np.clip(x * np.float32(v) + x * np.float32(1 - v), 0, 255)
+    d = np.abs(out[:, :, 0].astype(int) - x.astype(np.uint8).astype(int))
+    assert out.shape == (40, 60, 1) and d.max() <= 1 and (d > 0).mean() < 1e-2
+
+
 @pytest.mark.parametrize("make,msg", [
     (lambda: O.TensorpackColor(saturation=1.0), "saturation must be"),
     (lambda: O.TensorpackColor(brightness=(1.4, 0.6)), "brightness must satisfy"),

@@ -29,7 +29,8 @@ const char *tp_crop_check(const fq_op &op)
         return "bad interpolation";
     if (!(aug_is_int(q.max_attempts) && q.max_attempts >= 0 && q.max_attempts <= 1000))
         return "max_attempts must be an integer in [0, 1000]";
-    if (!(aug_is_int(q.short_edge) && (q.short_edge == 0 || (q.short_edge >= q.size && q.short_edge <= FQ_IMG_MAX_SIDE))))
+    const bool edge_ok = q.short_edge == 0 || (q.short_edge >= q.size && q.short_edge <= FQ_IMG_MAX_SIDE);
+    if (!(aug_is_int(q.short_edge) && edge_ok))
         return "short_edge must be 0 or an integer in [size, 32768]";
     return nullptr;
 }
