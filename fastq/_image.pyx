@@ -226,7 +226,23 @@ cdef dict _op_explain(const fq_img_op_explain *r):
                         "magnitude": r.factor[k], "bin": int(r.params[k])} for k in range(min(r.applied, 4))]
         if d["op"] == "AutoAugment":
             d["subpolicy"] = int(r.params[4])
+    if fields & FQ_EXPLAIN_TENSORPACK:  # tensorpack: what fastq.tensorpack replays through imgaug
+        _tensorpack_explain(r, d)
     return d
+
+
+_TP_COLOR = ("brightness", "contrast", "saturation", "lighting")
+
+
+cdef _tensorpack_explain(const fq_img_op_explain *r, dict d):
+    if d["op"] == "TensorpackCrop":  # applied: the sampler found a box; else the fallback
+        d["tries"] = int(r.params[0])
+        d["resized_shape"] = None if r.applied else (int(r.params[1]), int(r.params[2]))
+    else:  # TensorpackColor: the order run, the factors, the lighting alphas (tensorpack's order)
+        d["order"] = [_TP_COLOR[r.order[i]] for i in range(4)]
+        d["brightness"], d["contrast"], d["saturation"] = r.factor[0], r.factor[1], r.factor[2]
+        d["alpha"] = (r.params[0], r.params[1], r.params[2])
+        d["contrast_mean"] = r.contrast_mean
 
 
 cdef dict _explain(const fq_img_explain *ex):

@@ -150,16 +150,17 @@ class Op:
 class RandomResizedCrop(Op):
     """Crop a random region, then resize it to ``size`` (torchvision semantics).
 
-    Up to 10 tries: area fraction ``s ~ U(scale)``, aspect ``r = exp(U(log ratio))``,
-    ``w = round(sqrt(s*A*r))``, ``h = round(sqrt(s*A/r))``; accepted if it fits, then
-    top ``i ~ U{0..H-h}``, left ``j ~ U{0..W-w}``.  Otherwise a central crop with the
-    aspect ratio clamped to ``ratio``.  The box is then resized with ``interpolation``.
+    Up to ``max_attempts`` tries (torchvision: 10; DALI's ResNet-50 uses 100): area fraction
+    ``s ~ U(scale)``, aspect ``r = exp(U(log ratio))``, ``w = round(sqrt(s*A*r))``,
+    ``h = round(sqrt(s*A/r))``; accepted if it fits, then top ``i ~ U{0..H-h}``, left
+    ``j ~ U{0..W-w}``.  Otherwise a central crop with the aspect ratio clamped to ``ratio``.
+    The box is then resized with ``interpolation``.
     """
 
     kind = K_RANDOM_RESIZED_CROP
 
     def __init__(self, size: Union[int, Tuple[int, int]], scale: Pair = (0.08, 1.0), ratio: Pair = (3 / 4, 4 / 3),
-                 interpolation: str = "bilinear") -> None:
+                 interpolation: str = "bilinear", max_attempts: int = 10) -> None:
         n = "RandomResizedCrop"
         self.size = _size(n, size)
         self.scale = _pair(n, scale, "scale")
@@ -170,10 +171,15 @@ class RandomResizedCrop(Op):
             _fail(n, "ratio must satisfy 0 < min <= max", tuple(ratio))
         self.interpolation = interpolation
         self._interp = _interp(n, interpolation)
+        if not (isinstance(max_attempts, numbers.Integral) and not isinstance(max_attempts, bool)
+                and 1 <= max_attempts <= 1000):
+            _fail(n, "max_attempts must be an int in [1, 1000]", max_attempts)
+        self.max_attempts = int(max_attempts)
 
     def fields(self):
         return {"out_h": self.size[0], "out_w": self.size[1], "scale_lo": self.scale[0], "scale_hi": self.scale[1],
-                "ratio_lo": self.ratio[0], "ratio_hi": self.ratio[1], "interp": self._interp}
+                "ratio_lo": self.ratio[0], "ratio_hi": self.ratio[1], "interp": self._interp,
+                "max_attempts": self.max_attempts}
 
 
 class Resize(Op):
@@ -1323,3 +1329,116 @@ class RandomZoomOut(Op):
 
 
 __all__ += ["ResizeShortestEdge", "Pad", "ScaleJitter", "RandomZoomOut"]
+
+
+# ---- tensorpack: fbresnet_augmentor's ops (csrc/image/fq_image_aug_tp.cpp) ----------------
+
+# fbresnet_augmentor's Lighting constants, for the BGR images tensorpack sees: LIGHTING_EIGVAL
+# reversed and LIGHTING_EIGVEC[::-1, ::-1]
+TP_EIGVAL_BGR = tuple(LIGHTING_EIGVAL[::-1])
+TP_EIGVEC_BGR = tuple(tuple(row[::-1]) for row in LIGHTING_EIGVEC[::-1])
+
+
+class TensorpackCrop(Op):
+    """tensorpack ``imgaug.GoogleNetRandomCropAndResize(crop_area_fraction, aspect_ratio_range,
+    target_shape=size, interp)``, bicubic by default as ``fbresnet_augmentor``.
+
+    Up to ``max_attempts`` tries (tensorpack: 10): ``targetArea = U(crop_area_fraction) * H * W``,
+    ``aspectR = U(aspect_ratio_range)`` (uniform, not log-uniform), ``ww = int(sqrt(targetArea *
+    aspectR) + 0.5)``, ``hh = int(sqrt(targetArea / aspectR) + 0.5)``, swapped when ``U(0, 1) <
+    0.5``; accepted if ``hh <= H and ww <= W`` (and both >= 1), then ``x0 = U{0..W-ww}``, ``y0 =
+    U{0..H-hh}`` (drawn in that order) and the box is resized to ``size x size``.  Otherwise
+    ``ResizeShortestEdge(short_edge or size)`` (the other side ``int(scale * side + 0.5)``) and
+    ``CenterCrop(size)`` at ``int((side - size) * 0.5)``.  ``max_attempts=0,
+    short_edge=256``: tensorpack's validation chain (``ResizeShortestEdge(256)`` +
+    ``CenterCrop(224)``).  As op 0 of a JPEG chain a sampled box is decoded like
+    RandomResizedCrop's (region of interest, DCT scaling when allowed).  Explain: ``applied``
+    (a box was found), ``box`` (source coordinates; the fallback: the centre crop in the
+    resized image), ``tries``, ``resized_shape`` (the fallback's)."""
+
+    kind = _K["TensorpackCrop"]
+
+    def __init__(self, size: int = 224, crop_area_fraction: Pair = (0.08, 1.0),
+                 aspect_ratio_range: Pair = (0.75, 1.333), interpolation: str = "bicubic",
+                 max_attempts: int = 10, short_edge: int = 0) -> None:
+        n = "TensorpackCrop"
+        if not (isinstance(size, numbers.Integral) and not isinstance(size, bool) and 1 <= size <= MAX_SIDE):
+            _fail(n, f"size must be an int in [1, {MAX_SIDE}]", size)
+        self.size = int(size)
+        self.crop_area_fraction = _pair(n, crop_area_fraction, "crop_area_fraction")
+        if not (0 < self.crop_area_fraction[0] <= self.crop_area_fraction[1] <= 1):
+            _fail(n, "crop_area_fraction must satisfy 0 < min <= max <= 1", crop_area_fraction)
+        self.aspect_ratio_range = _pair(n, aspect_ratio_range, "aspect_ratio_range")
+        if not (0 < self.aspect_ratio_range[0] <= self.aspect_ratio_range[1]):
+            _fail(n, "aspect_ratio_range must satisfy 0 < min <= max", aspect_ratio_range)
+        self.interpolation = interpolation
+        self._interp = _interp(n, interpolation, allow_area=False)
+        if not (isinstance(max_attempts, numbers.Integral) and not isinstance(max_attempts, bool)
+                and 0 <= max_attempts <= 1000):
+            _fail(n, "max_attempts must be an int in [0, 1000]", max_attempts)
+        self.max_attempts = int(max_attempts)
+        if not (isinstance(short_edge, numbers.Integral) and not isinstance(short_edge, bool)
+                and (short_edge == 0 or self.size <= short_edge <= MAX_SIDE)):
+            _fail(n, f"short_edge must be 0 or an int in [size, {MAX_SIDE}]", short_edge)
+        self.short_edge = int(short_edge)
+
+    def fields(self):
+        return {"size": self.size, "area": self.crop_area_fraction, "aspect": self.aspect_ratio_range,
+                "interp": self._interp, "max_attempts": self.max_attempts, "short_edge": self.short_edge}
+
+
+class TensorpackColor(Op):
+    """``fbresnet_augmentor``'s colour stage, fused: ``ToFloat32``, ``RandomOrderAug([
+    BrightnessScale(brightness), Contrast(contrast, rgb=False), Saturation(saturation,
+    rgb=False), Lighting(lighting_std, eigval, eigvec)])`` (all ``clip=True``, tensorpack's
+    default there), ``ToUint8`` (``clip(0, 255).astype(uint8)``: truncation).
+
+    Draws (sample stream): the order (a Fisher-Yates permutation), then in list order
+    brightness ``b ~ U(brightness)``, contrast ``r ~ U(contrast)``, saturation ``v = 1 +
+    U(-saturation, saturation)``, lighting ``alpha_k = float32(N(0, 1) * lighting_std)``.
+    Float32 steps as numpy does them: ``x * f32(b)``; ``x * f32(r) + f32(mean(grey) *
+    f32(1 - r))``; ``x * f32(v) + grey * f32(1 - v)`` per pixel; ``x + inc`` with ``inc =
+    eigvec @ (alpha * eigval)`` (float32); each clipped to [0, 255].  ``grey`` is cv2's float
+    BGR2GRAY of the image tensorpack sees (0.299 R + 0.587 G + 0.114 B).
+
+    ``bgr=True``: tensorpack sees fastq's image with its channels reversed (a pipeline made
+    with ``channels="BGR"``); ``eigval`` / ``eigvec`` are in that order (defaults:
+    ``fbresnet_augmentor``'s, :data:`TP_EIGVAL_BGR` / :data:`TP_EIGVEC_BGR`).  Packed as
+    ``eigvec[i][j] * eigval[j]`` (float32 factors, exact in double).  Explain: ``order``,
+    ``brightness``, ``contrast``, ``saturation``, ``alpha`` (tensorpack's ``v``), ``contrast_mean``."""
+
+    kind = _K["TensorpackColor"]
+
+    def __init__(self, brightness: Pair = (0.6, 1.4), contrast: Pair = (0.6, 1.4), saturation: float = 0.4,
+                 lighting_std: float = 0.1, eigval: Sequence[float] = TP_EIGVAL_BGR,
+                 eigvec: Sequence[Sequence[float]] = TP_EIGVEC_BGR, bgr: bool = True) -> None:
+        n = "TensorpackColor"
+        self.brightness = _pair(n, brightness, "brightness")
+        self.contrast = _pair(n, contrast, "contrast")
+        for name, (lo, hi) in (("brightness", self.brightness), ("contrast", self.contrast)):
+            if not (0 <= lo <= hi <= 1e3):
+                _fail(n, f"{name} must satisfy 0 <= min <= max <= 1000", (lo, hi))
+        if not (_num(saturation) and 0 <= saturation < 1):
+            _fail(n, "saturation must be a number in [0, 1)", saturation)
+        self.saturation = float(saturation)
+        if not (_num(lighting_std) and 0 <= lighting_std <= 1e3):
+            _fail(n, "lighting_std must be a number in [0, 1000]", lighting_std)
+        self.lighting_std = float(lighting_std)
+        try:
+            ev = np.asarray(eigval, dtype=np.float32)
+            evec = np.asarray(eigvec, dtype=np.float32)
+        except (TypeError, ValueError):
+            _fail(n, "eigval must be 3 numbers and eigvec 3 x 3 numbers", (eigval, eigvec))
+        if ev.shape != (3,) or evec.shape != (3, 3) or not (np.isfinite(ev).all() and np.isfinite(evec).all()):
+            _fail(n, "eigval must be 3 finite numbers and eigvec 3 x 3 finite numbers", (eigval, eigvec))
+        self.eigval = tuple(float(v) for v in ev)
+        self.eigvec = tuple(tuple(float(v) for v in row) for row in evec)
+        self.bgr = bool(bgr)
+
+    def fields(self):
+        pca = tuple(tuple(self.eigvec[i][j] * self.eigval[j] for j in range(3)) for i in range(3))
+        return {"brightness": self.brightness, "contrast": self.contrast, "saturation": self.saturation,
+                "lighting_std": self.lighting_std, "pca": pca, "bgr": int(self.bgr)}
+
+
+__all__ += ["TensorpackCrop", "TensorpackColor", "TP_EIGVAL_BGR", "TP_EIGVEC_BGR"]

@@ -24,7 +24,7 @@ import numpy as np
 from fastq.pipeline import Pipeline
 from fastq.sources import Iterable
 
-__all__ = ["QueueInput"]
+__all__ = ["QueueInput", "fbresnet_augmentor"]
 
 
 class _Batches:
@@ -249,3 +249,30 @@ def __getattr__(name: str) -> Any:
             _CLASS = _make_class()
         return _CLASS
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---- tensorpack: fbresnet_augmentor as fastq ops (csrc/image/fq_image_aug_tp.cpp) -----------
+
+def fbresnet_augmentor(size: int = 224, training: bool = True, max_attempts: int = 10) -> list:
+    """tensorpack's ``fbresnet_augmentor(isTrain)`` (examples/ImageNetModels/imagenet_utils.py)
+    as a fastq op chain, for a pipeline made with ``channels="BGR"`` (tensorpack's images are
+    BGR from ``cv2.imread``; fastq decodes RGB and reverses the channels in the final write, so
+    ``channels="BGR"`` is all that is needed: the colour op's grey weights and Lighting
+    constants are those of the BGR image tensorpack sees)::
+
+        pipe = fastq.Pipeline(source, batch_size=64, channels="BGR", dtype="uint8",
+                              ops=fastq.tensorpack.fbresnet_augmentor(224, training=True))
+
+    ``training=True``: ``GoogleNetRandomCropAndResize(interp=cv2.INTER_CUBIC)``
+    (:class:`fastq.ops.TensorpackCrop`, ``max_attempts`` tries), ``ToFloat32`` +
+    ``RandomOrderAug([BrightnessScale((0.6, 1.4)), Contrast((0.6, 1.4), rgb=False),
+    Saturation(0.4, rgb=False), Lighting(0.1, <BGR constants>)])`` + ``ToUint8``
+    (:class:`fastq.ops.TensorpackColor`), ``Flip(horiz=True)`` (:class:`fastq.ops.HorizontalFlip`).
+    ``training=False``: ``ResizeShortestEdge(int(size * 256 / 224), cv2.INTER_CUBIC)`` +
+    ``CenterCrop(size)`` with tensorpack's rounding (``TensorpackCrop(size, max_attempts=0,
+    short_edge=...)``: no draw)."""
+    from fastq import ops as O
+    if training:
+        return [O.TensorpackCrop(size, interpolation="bicubic", max_attempts=max_attempts),
+                O.TensorpackColor(), O.HorizontalFlip(0.5)]
+    return [O.TensorpackCrop(size, interpolation="bicubic", max_attempts=0, short_edge=int(size * 256 / 224))]

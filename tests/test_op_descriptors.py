@@ -64,6 +64,13 @@ SAMPLES.update({
     "CustomOp": O.CustomOp("/nonexistent/libmyop.so", "my_op", params=[1.5, -2], p=0.5),
     "PyFunc": O.PyFunc(lambda image, rng: None, p=0.5),
 })
+# tensorpack: fbresnet_augmentor's ops (tests/test_tensorpack_parity.py)
+SAMPLES.update({
+    "TensorpackCrop": O.TensorpackCrop(64, crop_area_fraction=(0.1, 0.9), aspect_ratio_range=(0.5, 2.0),
+                                       max_attempts=20, short_edge=80),
+    "TensorpackColor": O.TensorpackColor(brightness=(0.7, 1.2), contrast=(0.5, 1.5), saturation=0.3,
+                                         lighting_std=0.2, bgr=False),
+})
 
 
 def _op_classes():

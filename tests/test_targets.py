@@ -370,7 +370,7 @@ def test_every_op_kind_has_an_explicit_rule_or_is_refused():
     # policies may draw geometric ops; compositions and user ops have no rule (yet)
     assert {n for n, r in rules.items() if r == "refused"} == {"RandAugment", "TrivialAugmentWide", "AutoAugment",
                                                                "RandomApply", "RandomChoice", "RandomOrder",
-                                                               "CustomOp", "PyFunc"}
+                                                               "CustomOp", "PyFunc", "TensorpackCrop"}
     assert rules["RandomErasing"] == "pixel"
     assert T.rule("SomeFutureOp") == "refused"
 

@@ -58,6 +58,7 @@ typedef struct fq_op_rrc {       /* FQ_OP_RANDOM_RESIZED_CROP */
     double scale_lo, scale_hi;   /* area fraction range, 0 < lo <= hi <= 1 */
     double ratio_lo, ratio_hi;   /* aspect (w/h) range, 0 < lo <= hi */
     double interp;               /* FQ_INTERP_* */
+    double max_attempts;         /* tries of the sampler, 1 .. 1000; 0 means 10 (torchvision's) */
 } fq_op_rrc;
 
 typedef struct fq_op_resize {    /* FQ_OP_RESIZE */
@@ -358,6 +359,12 @@ enum fq_img_explain_fields {
                                   op's rng key (its stream starts there; fq_image_custom.cpp) */
     FQ_EXPLAIN_COMPOSE = 1024  /* a composition: the first parameter is its number of direct children
                                   (the op subtrees that follow it); n_run, run (fq_image_compose.cpp) */
+    /* tensorpack (fq_image_aug_tp.cpp): TensorpackCrop: applied (1: the sampler found a box, 0: the
+       fallback), params[0] tries drawn, params[1], params[2] the fallback's resized h, w (box: its
+       centre crop in those coordinates); TensorpackColor: order[k] (0 brightness, 1 contrast,
+       2 saturation, 3 lighting), factor[0..2] the brightness, contrast, saturation factors,
+       params[0..2] the lighting alphas (float32, tensorpack's draw order), contrast_mean */
+    , FQ_EXPLAIN_TENSORPACK = 2048
 };
 unsigned fq_img_op_explain_fields(int kind);
 

@@ -438,6 +438,12 @@ constexpr fqi::OpImpl kAugOps[] = {
      fqi::sj_check, fqi::sj_geometry, fqi::sj_plan, fqi::sj_exec},
     {"RandomZoomOut", kAM | FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetZoomOut, fqi::kDetZoomOutFields),
      fqi::zoom_out_check, fqi::zoom_out_geometry, fqi::zoom_out_plan, fqi::zoom_out_exec},
+    /* tensorpack: fbresnet_augmentor's crop and fused colour ops (fq_image_aug_tp.cpp) */
+    {"TensorpackCrop", FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_TENSORPACK,
+     FQ_PARAMS(fqi::TpCrop, fqi::kTpCropFields), fqi::tp_crop_check, fqi::tp_crop_geometry, fqi::tp_crop_plan,
+     fqi::tp_crop_exec},
+    {"TensorpackColor", FQ_EXPLAIN_TENSORPACK, FQ_PARAMS(fqi::TpColor, fqi::kTpColorFields), fqi::tp_color_check,
+     keeps_size, fqi::tp_color_plan, fqi::tp_color_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

@@ -54,17 +54,20 @@ const char *rrc_check(const fq_op &op)
         return "ratio must satisfy 0 < min <= max";
     if (!valid_interp(p.interp, true))
         return "bad interpolation";
+    if (!(is_int(p.max_attempts) && p.max_attempts >= 0 && p.max_attempts <= 1000))
+        return "max_attempts must be an integer in [1, 1000] (0: 10)";
     return nullptr;
 }
 
 int rrc_geometry(const fq_op &op, int *h, int *w) { return fixed_size(op.rrc.out_h, op.rrc.out_w, h, w); }
 
-/* torchvision's get_params: 10 tries, then a central crop clamped to the ratio range */
+/* torchvision's get_params: max_attempts tries (0: 10), then a central crop clamped to the ratio range */
 void rrc_box(fq_rng *rng, const fq_op_rrc &p, int H, int W, int box[4])
 {
     double area = (double)H * W;
     double lr0 = std::log(p.ratio_lo), lr1 = std::log(p.ratio_hi);
-    for (int t = 0; t < 10; t++) {
+    const int tries = p.max_attempts == 0 ? 10 : (int)p.max_attempts;
+    for (int t = 0; t < tries; t++) {
         double target = area * fq_rng_uniform_range(rng, p.scale_lo, p.scale_hi);
         double ar = std::exp(fq_rng_uniform_range(rng, lr0, lr1));
         int w = (int)std::nearbyint(std::sqrt(target * ar));
@@ -473,7 +476,7 @@ void no_exec(Exec &, const fq_op &, fq_img_op_explain &) {}
 constexpr fq_op_field kRrcFields[] = {
     FQ_FIELD(fq_op_rrc, out_h),    FQ_FIELD(fq_op_rrc, out_w),    FQ_FIELD(fq_op_rrc, scale_lo),
     FQ_FIELD(fq_op_rrc, scale_hi), FQ_FIELD(fq_op_rrc, ratio_lo), FQ_FIELD(fq_op_rrc, ratio_hi),
-    FQ_FIELD(fq_op_rrc, interp)};
+    FQ_FIELD(fq_op_rrc, interp),   FQ_FIELD(fq_op_rrc, max_attempts)};
 constexpr fq_op_field kResizeFields[] = {FQ_FIELD(fq_op_resize, out_h), FQ_FIELD(fq_op_resize, out_w),
                                          FQ_FIELD(fq_op_resize, shorter_side), FQ_FIELD(fq_op_resize, interp)};
 constexpr fq_op_field kCenterCropFields[] = {FQ_FIELD(fq_op_center_crop, out_h), FQ_FIELD(fq_op_center_crop, out_w)};

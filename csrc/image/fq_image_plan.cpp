@@ -1,6 +1,7 @@
 /* fq_image_plan.cpp - planning: every random draw of a sample (make_plan), and what the
  * JPEG decoder does of op 0 (plan_decode: region, DCT scale, resampling).  Pure
  * functions of (spec, source size, seed, epoch, index): thread-safe. */
+#include "image/internal/fq_image_aug.h" /* tensorpack: tp_crop_box */
 #include "image/internal/fq_image_stages.h"
 
 #include <algorithm>
@@ -97,6 +98,8 @@ void first_op_box(const fq_img_spec *sp, const Plan &pl, int src_h, int src_w, f
     if (dp->first_kind == FQ_OP_RANDOM_RESIZED_CROP) {
         dp->box_op = dp->resize_after = 1;
         dp->interp = (int)sp->ops[0].rrc.interp;
+    } else if (fqi::tp_crop_box(sp->ops[0], r0, &dp->interp)) { /* tensorpack: a sampled box, as RRC's */
+        dp->box_op = dp->resize_after = 1;
     } else if ((dp->first_kind == FQ_OP_CENTER_CROP || dp->first_kind == FQ_OP_RANDOM_CROP) && r0.pad[0] == 0 &&
                r0.pad[1] == 0 && r0.box[0] >= 0 && r0.box[1] >= 0 && r0.box[0] + r0.box[2] <= src_w &&
                r0.box[1] + r0.box[3] <= src_h) {

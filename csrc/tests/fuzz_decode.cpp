@@ -77,7 +77,7 @@ void init()
 {
     const int64_t big = FQ_IMG_DEFAULT_MAX_PIXELS;
     /* 0: the ImageNet training chain: ROI + DCT-scaled decode */
-    make_config(0, {op_rrc({.out_h = 24, .out_w = 24, .scale_lo = 0.08, .scale_hi = 1.0, .ratio_lo = 3.0 / 4, .ratio_hi = 4.0 / 3, .interp = FQ_INTERP_BILINEAR}),
+    make_config(0, {op_rrc({.out_h = 24, .out_w = 24, .scale_lo = 0.08, .scale_hi = 1.0, .ratio_lo = 3.0 / 4, .ratio_hi = 4.0 / 3, .interp = FQ_INTERP_BILINEAR, .max_attempts = 10}),
                     op_hflip(0.5),
                     op_color_jitter({.range = {{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}, .enabled = {1, 1, 1, 1}}),
                     op_normalize({.mean = {0.485, 0.456, 0.406}, .std = {0.229, 0.224, 0.225}})},
@@ -97,7 +97,7 @@ void init()
     make_config(4, {op_random_crop({.out_h = 16, .out_w = 16, .pad_left = 2, .pad_top = 2, .pad_right = 2, .pad_bottom = 2, .pad_if_needed = 1, .border = FQ_BORDER_SYMMETRIC, .fill = {0, 0, 0}})},
                 3, FQ_DT_UINT8, FQ_LAYOUT_HWC, big, 1);
     /* 5: a small decompression-bomb guard */
-    make_config(5, {op_rrc({.out_h = 8, .out_w = 8, .scale_lo = 0.5, .scale_hi = 1.0, .ratio_lo = 3.0 / 4, .ratio_hi = 4.0 / 3, .interp = FQ_INTERP_NEAREST})},
+    make_config(5, {op_rrc({.out_h = 8, .out_w = 8, .scale_lo = 0.5, .scale_hi = 1.0, .ratio_lo = 3.0 / 4, .ratio_hi = 4.0 / 3, .interp = FQ_INTERP_NEAREST, .max_attempts = 10})},
                 3, FQ_DT_UINT8, FQ_LAYOUT_HWC, 4096, 1);
     g_scratch = fq_img_scratch_new();
     g_scratch2 = fq_img_scratch_new();

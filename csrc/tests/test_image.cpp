@@ -95,7 +95,7 @@ static void test_spec_validation()
     fq_err err;
     std::vector<fq_op> bad[] = {
         {op_hflip(0.5)},                                          /* no fixed size */
-        {op_rrc({.out_h = 224, .out_w = 224, .scale_lo = 0.9, .scale_hi = 0.1, .ratio_lo = 0.75, .ratio_hi = 1.33, .interp = 1})}, /* scale */
+        {op_rrc({.out_h = 224, .out_w = 224, .scale_lo = 0.9, .scale_hi = 0.1, .ratio_lo = 0.75, .ratio_hi = 1.33, .interp = 1, .max_attempts = 10})}, /* scale */
         {op_normalize({.mean = {0, 0, 0}, .std = {1, 1, 1}}), op_center_crop(8, 8)}, /* order */
         {op_center_crop(0, 8)},
         {op_center_crop(8, 8), op_hflip(1.5)},
@@ -186,7 +186,7 @@ static void test_jpeg_paths()
 {
     cv::Mat bgr = photo(300, 420, 7);
     std::vector<uint8_t> jpg = encode(bgr, ".jpg", {cv::IMWRITE_JPEG_QUALITY, 90});
-    std::vector<fq_op> ops = {op_rrc({.out_h = 64, .out_w = 48, .scale_lo = 0.08, .scale_hi = 1.0, .ratio_lo = 0.75, .ratio_hi = 4.0 / 3, .interp = 1}),
+    std::vector<fq_op> ops = {op_rrc({.out_h = 64, .out_w = 48, .scale_lo = 0.08, .scale_hi = 1.0, .ratio_lo = 0.75, .ratio_hi = 4.0 / 3, .interp = 1, .max_attempts = 10}),
                               op_hflip(0.5), op_color_jitter({.range = {{0.6, 1.4}, {0.6, 1.4}, {0.6, 1.4}, {-0.1, 0.1}}, .enabled = {1, 1, 1, 1}}),
                               op_random_affine({.degrees = {-10, 10}, .translate = {0.1, 0.1}, .scale = {0.9, 1.1}, .shear_x = {-5, 5}, .shear_y = {0, 0}, .border = 0, .fill = {0, 0, 0}, .interp = 1}),
                               op_grayscale(0.2),

@@ -44,7 +44,7 @@ static fq_img_spec *spec(int channels, int dct)
 {
     fq_op ops[3] = {
         op_rrc({.out_h = 56, .out_w = 64, .scale_lo = 0.02, .scale_hi = 0.6, .ratio_lo = 0.75, .ratio_hi = 1.3333,
-                .interp = FQ_INTERP_BILINEAR}),
+                .interp = FQ_INTERP_BILINEAR, .max_attempts = 10}),
         op_hflip(0.5),
         op_normalize({.mean = {0.485, 0.456, 0.406}, .std = {0.229, 0.224, 0.225}}),
     };

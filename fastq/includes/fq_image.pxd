@@ -69,6 +69,7 @@ cdef extern from "image/fq_image.h" nogil:
         FQ_ORDER_RGB
         FQ_ORDER_BGR
         FQ_EXPLAIN_COMPOSE  # compositions (RandomApply / RandomChoice / RandomOrder)
+        FQ_EXPLAIN_TENSORPACK  # tensorpack: TensorpackCrop / TensorpackColor
 
     ctypedef struct fq_img_op_explain:
         int kind

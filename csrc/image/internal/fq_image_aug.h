@@ -147,6 +147,42 @@ const char *custom_check(const fq_op &op);
 int custom_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
 void custom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 
+/* ---- tensorpack: fbresnet_augmentor's crop and colour ops (fq_image_aug_tp.cpp) ----- */
+
+struct TpCrop {            /* imgaug.GoogleNetRandomCropAndResize */
+    double size;           /* target_shape: output size x size */
+    double area[2];        /* crop_area_fraction, 0 < lo <= hi <= 1 */
+    double aspect[2];      /* aspect_ratio_range, 0 < lo <= hi (drawn uniformly) */
+    double interp;         /* FQ_INTERP_* (not area) */
+    double max_attempts;   /* 0 .. 1000 (0: always the fallback, no draw) */
+    double short_edge;     /* the fallback's ResizeShortestEdge size, >= size (0: size) */
+};
+inline constexpr fq_op_field kTpCropFields[] = {FQ_FIELD(TpCrop, size), FQ_FIELD(TpCrop, area),
+                                                FQ_FIELD(TpCrop, aspect), FQ_FIELD(TpCrop, interp),
+                                                FQ_FIELD(TpCrop, max_attempts), FQ_FIELD(TpCrop, short_edge)};
+struct TpColor {           /* ToFloat32, RandomOrderAug([BrightnessScale, Contrast, Saturation, Lighting]), ToUint8 */
+    double brightness[2];  /* BrightnessScale range */
+    double contrast[2];    /* Contrast factor_range */
+    double saturation;     /* Saturation alpha, 0 <= alpha < 1 */
+    double lighting_std;   /* Lighting std */
+    double pca[3][3];      /* Lighting eigvec[i][j] * eigval[j] (tensorpack's channel order) */
+    double bgr;            /* 1: tensorpack's channel i is fastq's (RGB) channel 2 - i */
+};
+inline constexpr fq_op_field kTpColorFields[] = {FQ_FIELD(TpColor, brightness), FQ_FIELD(TpColor, contrast),
+                                                 FQ_FIELD(TpColor, saturation), FQ_FIELD(TpColor, lighting_std),
+                                                 FQ_FIELD(TpColor, pca), FQ_FIELD(TpColor, bgr)};
+const char *tp_crop_check(const fq_op &op);
+int tp_crop_geometry(const fq_op &op, int *h, int *w);
+int tp_crop_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
+void tp_crop_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+const char *tp_color_check(const fq_op &op);
+int tp_color_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                  fq_err *err);
+void tp_color_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+/* the JPEG decoder (fq_image_plan.cpp): true when op is a TensorpackCrop whose sampler found a box
+ * (r0.applied), which is then decoded as RandomResizedCrop's (box + resize); *interp its interpolation */
+bool tp_crop_box(const fq_op &op, const fq_img_op_explain &r0, int *interp);
+
 }  // namespace fqi
 
 #endif
