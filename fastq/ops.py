@@ -1225,3 +1225,36 @@ class RandomOrder(_Compose):
 
 
 __all__ += ["RandomApply", "RandomChoice", "RandomOrder"]
+
+
+# ---- topic tfpolicy: GaussianNoise, TF Model Garden policies (csrc/image/fq_image_aug_tf*.cpp) ----
+
+class GaussianNoise(Op):
+    """torchvision 0.29 v2 ``GaussianNoise(mean, sigma, clip)`` on uint8 (its uint8 kernel,
+    which works in 0..255 units): per element ``noise = int16(trunc(f32(mean * 255) + z *
+    f32(sigma * 255)))`` (float32, torch's mul then add), ``out = x + noise`` clamped to
+    [0, 255] when ``clip``, else wrapped modulo 256 as torch does.  On the [0, 1] scale this
+    is ``x / 255 + N(mean, sigma)`` with the noise truncated toward zero to whole levels.
+    ``z = f32(sqrt(-2 ln(1 - u1)) cos(2 pi u2))`` (Box-Muller, two uniforms per element)
+    from the op's own stream, keyed by one draw of the sample's stream (explain
+    ``rng_key``); elements in row-major (row, column, channel) order.  ``|mean|``,
+    ``sigma`` <= 10.  Explain: ``applied``, ``magnitude`` (sigma), ``rng_key``."""
+
+    kind = _K["GaussianNoise"]
+
+    def __init__(self, mean: float = 0.0, sigma: float = 0.1, clip: bool = True, p: float = 1.0) -> None:
+        n = "GaussianNoise"
+        if not (_num(mean) and abs(mean) <= 10):
+            _fail(n, "mean must be a number in [-10, 10]", mean)
+        if not (_num(sigma) and 0 <= sigma <= 10):
+            _fail(n, "sigma must be a number in [0, 10]", sigma)
+        if not isinstance(clip, bool):
+            _fail(n, "clip must be a bool", clip)
+        self.mean, self.sigma, self.clip = float(mean), float(sigma), clip
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"mean": self.mean, "sigma": self.sigma, "clip": 1.0 if self.clip else 0.0, "p": self.p}
+
+
+__all__ += ["GaussianNoise"]

@@ -59,6 +59,10 @@ SAMPLES.update({
     "CustomOp": O.CustomOp("/nonexistent/libmyop.so", "my_op", params=[1.5, -2], p=0.5),
     "PyFunc": O.PyFunc(lambda image, rng: None, p=0.5),
 })
+# topic tfpolicy
+SAMPLES.update({
+    "GaussianNoise": O.GaussianNoise(0.01, 0.2, clip=False, p=0.5),
+})
 
 
 def _op_classes():

@@ -428,6 +428,9 @@ constexpr fqi::OpImpl kAugOps[] = {
      fqi::random_choice_check, keeps_size, fqi::random_choice_plan, fqi::compose_exec},
     {"RandomOrder", FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeOrder, fqi::kComposeOrderFields), fqi::random_order_check,
      keeps_size, fqi::random_order_plan, fqi::compose_exec},
+    /* topic tfpolicy (fq_image_aug_tf*.cpp): GaussianNoise (rng_key: the noise stream) */
+    {"GaussianNoise", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_CUSTOM,
+     FQ_PARAMS(fqi::AugNoise, fqi::kNoiseFields), fqi::noise_check, keeps_size, fqi::plan_noise, fqi::noise_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

@@ -147,6 +147,18 @@ const char *custom_check(const fq_op &op);
 int custom_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
 void custom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 
+/* ---- topic tfpolicy: GaussianNoise, TF Model Garden policies (fq_image_aug_tf*.cpp) ---- */
+struct AugNoise {     /* torchvision v2 GaussianNoise on the [0, 1] scale */
+    double mean, sigma;
+    double clip;      /* 1: clip to [0, 1] (the uint8 result saturates either way) */
+    double p;
+};
+inline constexpr fq_op_field kNoiseFields[] = {FQ_FIELD(AugNoise, mean), FQ_FIELD(AugNoise, sigma),
+                                               FQ_FIELD(AugNoise, clip), FQ_FIELD(AugNoise, p)};
+const char *noise_check(const fq_op &op);
+int plan_noise(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
+void noise_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+
 }  // namespace fqi
 
 #endif
