@@ -62,6 +62,8 @@ SAMPLES.update({
 # topic tfpolicy
 SAMPLES.update({
     "GaussianNoise": O.GaussianNoise(0.01, 0.2, clip=False, p=0.5),
+    "TFRandAugment": O.TFRandAugment(3, 7.5, cutout_const=20, translate_const=50, prob_to_apply=0.5, fill=(1, 2, 3)),
+    "TFAutoAugment": O.TFAutoAugment("reduced_imagenet", fill=100),
 })
 
 

@@ -159,6 +159,26 @@ const char *noise_check(const fq_op &op);
 int plan_noise(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
 void noise_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 
+struct AugTFRandAugment {  /* TF Model Garden RandAugment */
+    double num_layers, magnitude, cutout_const, translate_const;
+    double prob_to_apply;     /* -1: None */
+    double fill[3];           /* Cutout's replace (TF: 128) */
+};
+struct AugTFAutoAugment {  /* TF Model Garden AutoAugment */
+    double policy;            /* 0 v0, 1 reduced_imagenet */
+    double cutout_const, translate_const;
+    double fill[3];
+};
+const char *tf_rand_augment_check(const fq_op &op);
+const char *tf_auto_augment_check(const fq_op &op);
+int tf_rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                         fq_err *err);
+int tf_auto_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                         fq_err *err);
+void tf_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+/* one TF op: kind (the fastq op of that name), TF's argument, Cutout's centre; draws nothing */
+void tf_apply(Exec &e, int kind, double v, double extra, const double fill[3]);
+
 }  // namespace fqi
 
 #endif
