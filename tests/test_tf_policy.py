@@ -85,7 +85,8 @@ def ref_op(img, name, arg, centre):
 def tf_arg(name, level, cutout_const, translate_const):
     """|TF's argument| from its level_to_arg helpers"""
     if name in GEOM:
-        f = {"Rotate": R._rotate_level_to_arg, "ShearX": R._shear_level_to_arg, "ShearY": R._shear_level_to_arg}.get(name)
+        f = {"Rotate": R._rotate_level_to_arg, "ShearX": R._shear_level_to_arg,
+             "ShearY": R._shear_level_to_arg}.get(name)
         v = f(level)[0] if f else R._translate_level_to_arg(level, translate_const)[0]
         return abs(float(v))
     if name in ("Color", "Contrast", "Brightness", "Sharpness"):

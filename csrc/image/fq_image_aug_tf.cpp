@@ -1,8 +1,10 @@
 /* fq_image_aug_tf.cpp - GaussianNoise (torchvision 0.29 v2 gaussian_noise, its uint8
  * kernel) and the ops of TF Model Garden's policies where TF's definitions differ from the
- * shared primitives (tf_apply; fq_image_aug_tf_policy.cpp draws them).  Semantics: docs/ops.md.  Pure functions of their arguments (thread-safe). */
+ * shared primitives (tf_apply; fq_image_aug_tf_policy.cpp draws them).  Semantics:
+ * docs/ops.md.  Pure functions of their arguments (thread-safe). */
 #include "image/internal/fq_image_aug.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -258,10 +260,10 @@ void tf_apply(Exec &e, int kind, double v, double extra, const double fill[3])
         const float t[6] = {1, 0, 0, f, 1, 0};
         tf_transform(e, t);
     } else if (!std::strcmp(n, "TranslateX")) { /* translate(image, [-pixels, 0]): input x = x + pixels */
-        const float t[6] = {1, 0, -(-f), 0, 1, 0};
+        const float t[6] = {1, 0, f, 0, 1, 0};
         tf_transform(e, t);
     } else if (!std::strcmp(n, "TranslateY")) {
-        const float t[6] = {1, 0, 0, 0, 1, -(-f)};
+        const float t[6] = {1, 0, 0, 0, 1, f};
         tf_transform(e, t);
     } else if (!std::strcmp(n, "Cutout")) { /* rows [cy - pad, cy + pad) x cols [cx - pad, cx + pad), clipped */
         e.materialize_flips();

@@ -69,7 +69,10 @@ const SubOp kReducedImageNet[25][2] = {
     {{T_EQUALIZE, 0.8, 8}, {T_EQUALIZE, 0.6, 3}},
 };
 
-bool signed_op(int o) { return o == T_ROTATE || o == T_SHEAR_X || o == T_SHEAR_Y || o == T_TRANSLATE_X || o == T_TRANSLATE_Y; }
+bool signed_op(int o)
+{
+    return o == T_ROTATE || o == T_SHEAR_X || o == T_SHEAR_Y || o == T_TRANSLATE_X || o == T_TRANSLATE_Y;
+}
 
 /* level_to_arg (python doubles; int() truncates) */
 double tf_arg(int o, double level, double cutout_const, double translate_const)
