@@ -1442,3 +1442,114 @@ class TensorpackColor(Op):
 
 
 __all__ += ["TensorpackCrop", "TensorpackColor", "TP_EIGVAL_BGR", "TP_EIGVEC_BGR"]
+
+
+# ---- topic tfpolicy: GaussianNoise, TF Model Garden policies (csrc/image/fq_image_aug_tf*.cpp) ----
+
+class GaussianNoise(Op):
+    """torchvision 0.29 v2 ``GaussianNoise(mean, sigma, clip)`` on uint8 (its uint8 kernel,
+    which works in 0..255 units): per element ``noise = int16(trunc(f32(mean * 255) + z *
+    f32(sigma * 255)))`` (float32, torch's mul then add), ``out = x + noise`` clamped to
+    [0, 255] when ``clip``, else wrapped modulo 256 as torch does.  On the [0, 1] scale this
+    is ``x / 255 + N(mean, sigma)`` with the noise truncated toward zero to whole levels.
+    ``z = f32(sqrt(-2 ln(1 - u1)) cos(2 pi u2))`` (Box-Muller, two uniforms per element)
+    from the op's own stream, keyed by one draw of the sample's stream (explain
+    ``rng_key``); elements in row-major (row, column, channel) order.  ``|mean|``,
+    ``sigma`` <= 10.  Explain: ``applied``, ``magnitude`` (sigma), ``rng_key``."""
+
+    kind = _K["GaussianNoise"]
+
+    def __init__(self, mean: float = 0.0, sigma: float = 0.1, clip: bool = True, p: float = 1.0) -> None:
+        n = "GaussianNoise"
+        if not (_num(mean) and abs(mean) <= 10):
+            _fail(n, "mean must be a number in [-10, 10]", mean)
+        if not (_num(sigma) and 0 <= sigma <= 10):
+            _fail(n, "sigma must be a number in [0, 10]", sigma)
+        if not isinstance(clip, bool):
+            _fail(n, "clip must be a bool", clip)
+        self.mean, self.sigma, self.clip = float(mean), float(sigma), clip
+        self.p = _prob(n, p)
+
+    def fields(self):
+        return {"mean": self.mean, "sigma": self.sigma, "clip": 1.0 if self.clip else 0.0, "p": self.p}
+
+
+__all__ += ["GaussianNoise"]
+
+TF_POLICY_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize", "Color", "Contrast",
+                 "Brightness", "Sharpness", "ShearX", "ShearY", "TranslateX", "TranslateY", "Cutout", "SolarizeAdd")
+
+
+def _tf_const(op, name, v):
+    if not (_num(v) and 0 <= v <= 1e4):
+        _fail(op, f"{name} must be a number in [0, 10000]", v)
+    return float(v)
+
+
+def _tf_fill(op, fill):
+    f = _fill(op, fill)
+    if not all(float(v).is_integer() for v in (f if isinstance(f, tuple) else (f,))):
+        _fail(op, "fill must be integers in [0, 255]", fill)
+    return f
+
+
+class TFRandAugment(Op):
+    """TF Model Garden ``RandAugment(num_layers, magnitude, cutout_const, translate_const,
+    prob_to_apply)`` (official/vision/ops/augment.py, tf-models-official 2.20) with TF's own
+    op definitions: per layer an op drawn uniformly from the 16 of :data:`TF_POLICY_OPS`
+    plus identity (TF's ``switch_case`` default), at ``magnitude`` (0..10: rotate
+    ``M/10*30``, shear ``M/10*0.3``, translate ``M/10*translate_const`` px, enhance
+    ``M/10*1.8+0.1``, posterize ``int(M/10*4)``, solarize ``int(M/10*256)``, solarize-add
+    ``int(M/10*110)``, cutout ``int(M/10*cutout_const)``), geometric ops negated with
+    probability 1/2; with ``prob_to_apply`` each layer is kept with that probability.
+    ``fill``: Cutout's value (TF's replace 128; the geometric ops reflect, as TF's
+    ``fill_mode='reflect'``).  A separate class (not ``RandAugment(variant="tf")``):
+    different parameters, ops and op definitions.  Explain: ``policy`` (op, TF's argument;
+    ``bin``: Cutout's centre ``cy * 65536 + cx``)."""
+
+    kind = _K["TFRandAugment"]
+
+    def __init__(self, num_layers: int = 2, magnitude: float = 10.0, cutout_const: float = 40.0,
+                 translate_const: float = 100.0, prob_to_apply: Optional[float] = None, fill: Fill = 128) -> None:
+        n = "TFRandAugment"
+        self.num_layers = _int_in(n, "num_layers", num_layers, 0, 4)
+        if not (_num(magnitude) and 0 <= magnitude <= 10):
+            _fail(n, "magnitude must be a number in [0, 10]", magnitude)
+        self.magnitude = float(magnitude)
+        self.cutout_const = _tf_const(n, "cutout_const", cutout_const)
+        self.translate_const = _tf_const(n, "translate_const", translate_const)
+        self.prob_to_apply = None if prob_to_apply is None else _prob(n, prob_to_apply)
+        self.fill = _tf_fill(n, fill)
+
+    def fields(self):
+        return {"num_layers": self.num_layers, "magnitude": self.magnitude, "cutout_const": self.cutout_const,
+                "translate_const": self.translate_const,
+                "prob_to_apply": -1.0 if self.prob_to_apply is None else self.prob_to_apply, "fill": self.fill}
+
+
+class TFAutoAugment(Op):
+    """TF Model Garden ``AutoAugment(augmentation_name, cutout_const=100,
+    translate_const=250)``: ``policy`` "v0" (``policy_v0``) or "reduced_imagenet" (also
+    spelled "imagenet"; ``policy_reduced_imagenet``), 25 two-op sub-policies, one drawn
+    uniformly; each op applied if ``u < prob`` at its level (TF's level_to_arg, as
+    :class:`TFRandAugment`), geometric ops negated with probability 1/2.  Explain:
+    ``subpolicy``, ``policy`` (the ops applied)."""
+
+    kind = _K["TFAutoAugment"]
+
+    def __init__(self, policy: str = "v0", cutout_const: float = 100.0, translate_const: float = 250.0,
+                 fill: Fill = 128) -> None:
+        n = "TFAutoAugment"
+        if policy not in ("v0", "reduced_imagenet", "imagenet"):
+            _fail(n, "policy must be 'v0' or 'reduced_imagenet' ('imagenet')", policy)
+        self.policy = "v0" if policy == "v0" else "reduced_imagenet"
+        self.cutout_const = _tf_const(n, "cutout_const", cutout_const)
+        self.translate_const = _tf_const(n, "translate_const", translate_const)
+        self.fill = _tf_fill(n, fill)
+
+    def fields(self):
+        return {"policy": 0.0 if self.policy == "v0" else 1.0, "cutout_const": self.cutout_const,
+                "translate_const": self.translate_const, "fill": self.fill}
+
+
+__all__ += ["TFRandAugment", "TFAutoAugment", "TF_POLICY_OPS"]

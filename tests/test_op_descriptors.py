@@ -71,6 +71,12 @@ SAMPLES.update({
     "TensorpackColor": O.TensorpackColor(brightness=(0.7, 1.2), contrast=(0.5, 1.5), saturation=0.3,
                                          lighting_std=0.2, bgr=False),
 })
+# topic tfpolicy
+SAMPLES.update({
+    "GaussianNoise": O.GaussianNoise(0.01, 0.2, clip=False, p=0.5),
+    "TFRandAugment": O.TFRandAugment(3, 7.5, cutout_const=20, translate_const=50, prob_to_apply=0.5, fill=(1, 2, 3)),
+    "TFAutoAugment": O.TFAutoAugment("reduced_imagenet", fill=100),
+})
 
 
 def _op_classes():

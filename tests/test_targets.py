@@ -370,7 +370,8 @@ def test_every_op_kind_has_an_explicit_rule_or_is_refused():
     # policies may draw geometric ops; compositions and user ops have no rule (yet)
     assert {n for n, r in rules.items() if r == "refused"} == {"RandAugment", "TrivialAugmentWide", "AutoAugment",
                                                                "RandomApply", "RandomChoice", "RandomOrder",
-                                                               "CustomOp", "PyFunc", "TensorpackCrop"}
+                                                               "CustomOp", "PyFunc", "TensorpackCrop",
+                                                               "TFRandAugment", "TFAutoAugment"}
     assert rules["RandomErasing"] == "pixel"
     assert T.rule("SomeFutureOp") == "refused"
 

@@ -372,6 +372,16 @@ constexpr fq_op_field kBlurFields[] = {FQ_FIELD(fqi::AugBlur, ksize), FQ_FIELD(f
 constexpr fq_op_field kTrivialFields[] = {FQ_FIELD(fqi::AugTrivialAugment, num_bins),
                                           FQ_FIELD(fqi::AugTrivialAugment, fill)};
 
+/* topic tfpolicy */
+constexpr fq_op_field kTFRandFields[] = {
+    FQ_FIELD(fqi::AugTFRandAugment, num_layers), FQ_FIELD(fqi::AugTFRandAugment, magnitude),
+    FQ_FIELD(fqi::AugTFRandAugment, cutout_const), FQ_FIELD(fqi::AugTFRandAugment, translate_const),
+    FQ_FIELD(fqi::AugTFRandAugment, prob_to_apply), FQ_FIELD(fqi::AugTFRandAugment, fill)};
+constexpr fq_op_field kTFAutoFields[] = {FQ_FIELD(fqi::AugTFAutoAugment, policy),
+                                         FQ_FIELD(fqi::AugTFAutoAugment, cutout_const),
+                                         FQ_FIELD(fqi::AugTFAutoAugment, translate_const),
+                                         FQ_FIELD(fqi::AugTFAutoAugment, fill)};
+
 #define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
 constexpr unsigned kAM = FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE;
 
@@ -444,6 +454,14 @@ constexpr fqi::OpImpl kAugOps[] = {
      fqi::tp_crop_exec},
     {"TensorpackColor", FQ_EXPLAIN_TENSORPACK, FQ_PARAMS(fqi::TpColor, fqi::kTpColorFields), fqi::tp_color_check,
      keeps_size, fqi::tp_color_plan, fqi::tp_color_exec},
+    /* topic tfpolicy (fq_image_aug_tf*.cpp): GaussianNoise (rng_key: the noise stream) */
+    {"GaussianNoise", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_CUSTOM,
+     FQ_PARAMS(fqi::AugNoise, fqi::kNoiseFields), fqi::noise_check, keeps_size, fqi::plan_noise, fqi::noise_exec},
+    /* TF Model Garden policies (fq_image_aug_tf_policy.cpp) */
+    {"TFRandAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFRandAugment, kTFRandFields), fqi::tf_rand_augment_check,
+     keeps_size, fqi::tf_rand_augment_plan, fqi::tf_policy_exec},
+    {"TFAutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFAutoAugment, kTFAutoFields), fqi::tf_auto_augment_check,
+     keeps_size, fqi::tf_auto_augment_plan, fqi::tf_policy_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

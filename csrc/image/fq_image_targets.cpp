@@ -58,6 +58,7 @@ const RuleName kRules[] = {
     {"Cutout", R_PIXEL}, /* erases pixels, moves nothing (torchvision RandomErasing keeps boxes) */
     {"RandomErasing", R_PIXEL}, /* the same, on the output values */
     {"TensorpackColor", R_PIXEL},
+    {"GaussianNoise", R_PIXEL},
 };
 
 const char *const kGeomNames[] = {"Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY"}; /* fqi::GeomKind */

@@ -182,6 +182,37 @@ void tp_color_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 /* the JPEG decoder (fq_image_plan.cpp): true when op is a TensorpackCrop whose sampler found a box
  * (r0.applied), which is then decoded as RandomResizedCrop's (box + resize); *interp its interpolation */
 bool tp_crop_box(const fq_op &op, const fq_img_op_explain &r0, int *interp);
+/* ---- topic tfpolicy: GaussianNoise, TF Model Garden policies (fq_image_aug_tf*.cpp) ---- */
+struct AugNoise {     /* torchvision v2 GaussianNoise on the [0, 1] scale */
+    double mean, sigma;
+    double clip;      /* 1: clip to [0, 1] (the uint8 result saturates either way) */
+    double p;
+};
+inline constexpr fq_op_field kNoiseFields[] = {FQ_FIELD(AugNoise, mean), FQ_FIELD(AugNoise, sigma),
+                                               FQ_FIELD(AugNoise, clip), FQ_FIELD(AugNoise, p)};
+const char *noise_check(const fq_op &op);
+int plan_noise(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
+void noise_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+
+struct AugTFRandAugment {  /* TF Model Garden RandAugment */
+    double num_layers, magnitude, cutout_const, translate_const;
+    double prob_to_apply;     /* -1: None */
+    double fill[3];           /* Cutout's replace (TF: 128) */
+};
+struct AugTFAutoAugment {  /* TF Model Garden AutoAugment */
+    double policy;            /* 0 v0, 1 reduced_imagenet */
+    double cutout_const, translate_const;
+    double fill[3];
+};
+const char *tf_rand_augment_check(const fq_op &op);
+const char *tf_auto_augment_check(const fq_op &op);
+int tf_rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                         fq_err *err);
+int tf_auto_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                         fq_err *err);
+void tf_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+/* one TF op: kind (the fastq op of that name), TF's argument, Cutout's centre; draws nothing */
+void tf_apply(Exec &e, int kind, double v, double extra, const double fill[3]);
 
 }  // namespace fqi
 
