@@ -179,8 +179,8 @@ def test_odapi_targets_match_files_with_targets_from_annotations(data):
             np.testing.assert_array_equal(a, b)
 
 
-def test_stream_mode_and_absolute_coordinates(data, tmp_path):
-    """index=False gives each sample the same outputs as the indexed reader; normalized=False
+def test_stream_mode_read_ahead_and_absolute_coordinates(data, tmp_path):
+    """index=False and io_threads=2 give each sample the same outputs as the indexed reader; normalized=False
     takes the stored values as pixels (a shard written with pixel coordinates)."""
     src = fastq.sources.TFRecord(data["shards"], label_key=None, targets=T.OdapiTargets(**KW))
     with _pipe(src, ops=OPS2) as p:
@@ -188,10 +188,14 @@ def test_stream_mode_and_absolute_coordinates(data, tmp_path):
     stream = fastq.sources.TFRecord(data["shards"], label_key=None, index=False, targets=T.OdapiTargets(**KW))
     with _pipe(stream, ops=OPS2, workers=2) as q:
         srows = _rows(q)
-    assert sorted(srows) == list(range(N))
+    ra = fastq.sources.TFRecord(data["shards"], label_key=None, io_threads=2, targets=T.OdapiTargets(**KW))
+    with _pipe(ra, ops=OPS2, workers=2) as q:
+        rarows = _rows(q)  # the read-ahead reader hands the box lists on too
+    assert sorted(srows) == list(range(N)) == sorted(rarows)
     for idx in range(N):
-        for a, b in zip(rows[idx], srows[idx]):
+        for a, b, c in zip(rows[idx], srows[idx], rarows[idx]):
             np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(a, c)
     shard = tmp_path / "abs.tfrecord"
     recs = []
     for s in data["samples"]:

@@ -25,7 +25,7 @@ int fq_imgtask_reader_boxes(const uint8_t *block, const size_t *sizes, int norma
         if (cnt[k] != cnt[0])
             return fq_set_err(err, FQ_E_DECODE,
                               "the object lists differ in length: bbox/xmin %lld, bbox/ymin %lld, bbox/xmax %lld, "
-                              "bbox/ymax %lld, class/label %lld (%s)", (long long)cnt[0], (long long)cnt[1],
+                              "bbox/ymax %lld, class/label %lld (first different: %s)", (long long)cnt[0], (long long)cnt[1],
                               (long long)cnt[2], (long long)cnt[3], (long long)cnt[4], names[k]);
     const int64_t cap = (int64_t)((sizes[0] - 8) / 4);
     if (cnt[0] < 0)
