@@ -246,8 +246,8 @@ class OdapiTargets:
     are multiplied by the DECODED source width / height (float64 product rounded to
     float32, as :func:`fastq.annotations.odapi.load_odapi` does with ``image/height`` and
     ``image/width``); ``False``: absolute pixels.  ``max_objects`` (default
-    ``max(max_boxes, 1000)``): the most objects a record may hold (the reader's per-worker
-    capacity); a record with more fails, or with ``truncate=True`` keeps its first
+    ``max(max_boxes, 1000)``, at most 2**20): the most objects a record may hold (the
+    reader's per-worker capacity: 24 bytes per object and worker); a record with more fails, or with ``truncate=True`` keeps its first
     ``max_objects`` (counted in ``stats()["boxes_truncated"]``, like survivors beyond
     ``max_boxes``).  Bad records (the five lists of different lengths, a non-finite
     coordinate, x1 < x0, a list of the wrong type, a class beyond int32) fail naming the
@@ -265,8 +265,8 @@ class OdapiTargets:
         if not (min_area >= 0 and 0 <= min_visibility <= 1):
             raise ValueError("OdapiTargets: min_area must be >= 0 and min_visibility in [0, 1]")
         cap = max(max_boxes, 1000) if max_objects is None else max_objects
-        if not (isinstance(cap, int) and max_boxes <= cap <= 1 << 24):
-            raise ValueError(f"OdapiTargets: max_objects must be an int in [max_boxes, 2**24], got {max_objects!r}")
+        if not (isinstance(cap, int) and max_boxes <= cap <= 1 << 20):
+            raise ValueError(f"OdapiTargets: max_objects must be an int in [max_boxes, 2**20], got {max_objects!r}")
         keys = tuple(bbox_keys) if bbox_keys is not None else (
             "image/object/bbox/xmin", "image/object/bbox/ymin", "image/object/bbox/xmax", "image/object/bbox/ymax")
         if len(keys) != 4:
