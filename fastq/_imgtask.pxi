@@ -151,6 +151,17 @@ cdef class ImageTask(TaskBase):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         if targets is not None:  # fastq.targets.Targets.task_args(): a dict of arrays and options
             memset(&tg, 0, sizeof(tg))
+        if targets is not None and targets.get("from_reader"):  # fastq.targets.OdapiTargets: boxes from the reader
+            if kind != "reader":
+                raise ValueError("targets from the reader need a native record reader")
+            tg.from_reader = 1
+            tg.normalized = bool(targets["normalized"])
+            tg.max_boxes = targets["max_boxes"]
+            tg.opts.min_area, tg.opts.min_visibility = targets["min_area"], targets["min_visibility"]
+            tg.opts.truncate = targets["truncate"]
+            tg.with_image_info = bool(targets["image_info"])
+            src.targets = &tg
+        elif targets is not None:
             tb = np.ascontiguousarray(targets["boxes"], np.float32).reshape(-1, 4)
             tc = np.ascontiguousarray(targets["classes"], np.int32).reshape(-1)
             to = np.ascontiguousarray(targets["offsets"], np.int64).reshape(-1)
@@ -264,7 +275,7 @@ cdef class ImageTask(TaskBase):
         cdef fq_stage_times tm
         fq_imgtask_get_stage_times(self.t, &tm)
         return {"skipped": st.skipped, "skipped_by_reason": reasons, "last_skip_message": last,
-                "failed_samples": st.failed, "bytes_read": st.bytes_read,
+                "failed_samples": st.failed, "bytes_read": st.bytes_read, "boxes_truncated": st.boxes_truncated,
                 "stage_s": {"read": tm.read_ns / 1e9, "decode": tm.decode_ns / 1e9, "ops": tm.ops_ns / 1e9,
                             "write": tm.write_ns / 1e9},
                 "timed_samples": tm.samples}

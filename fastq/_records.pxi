@@ -58,23 +58,39 @@ def tfrecord_scan(path, data=None):
 
 
 cdef int _fill_features(list features, fq_tfr_feature *feats, list keep) except -1:
-    """features: [(key bytes, kind str, count)] -> feats[]."""
+    """features: [(key bytes, kind str, count[, flags])] -> feats[]; flags: 0, or
+    TFR_VARLEN [| TFR_TRUNCATE] (at most count values, fq_example.h)."""
     if len(features) > FQ_TFR_MAX_FEATURES:
         raise ValueError(f"at most {FQ_TFR_MAX_FEATURES} features")
-    for k, (key, kind, count) in enumerate(features):
+    for k, f in enumerate(features):
+        key, kind, count = f[:3]
         bkey = key.encode() if isinstance(key, str) else bytes(key)
         keep.append(bkey)
         feats[k].key = <const char *>bkey
         feats[k].key_len = len(bkey)
         feats[k].kind = TFR_KINDS[kind]
         feats[k].count = count
+        feats[k].flags = f[3] if len(f) > 3 else 0
+        if feats[k].flags & FQ_TFR_VARLEN and not 0 <= count <= FQ_TFR_MAX_VARLEN:
+            raise ValueError(f"feature {key!r}: a variable-length list holds at most {FQ_TFR_MAX_VARLEN} values")
     return 0
+
+
+TFR_VARLEN = FQ_TFR_VARLEN
+TFR_TRUNCATE = FQ_TFR_TRUNCATE
+
+
+def _feature_bytes(f):
+    """Bytes of one non-image feature in the reader's extra area (fq_tfr_extra_sizes)."""
+    n = f[2] * (4 if f[1] == "float32" else 8)
+    return n + (8 if len(f) > 3 and f[3] & FQ_TFR_VARLEN else 0)
 
 
 def parse_example(data, features):
     """Parse one serialized tf.train.Example with the native parser (for tests
-    and tools).  features: [(key, "bytes" | "float32" | "int64", count)];
-    returns one value per feature (bytes, or a numpy array of count values)."""
+    and tools).  features: [(key, "bytes" | "float32" | "int64", count[, flags])];
+    returns one value per feature (bytes, or a numpy array of count values; with
+    flags TFR_VARLEN: (the values kept, the number the record holds))."""
     cdef fq_tfr_feature feats[16]
     cdef fq_tfr_value vals[16]
     cdef void *dst[16]
@@ -85,12 +101,12 @@ def parse_example(data, features):
     keep = []
     _fill_features(list(features), feats, keep)
     outs = []
-    for k, (_, kind, count) in enumerate(features):
-        if kind == "bytes":
+    for k, f in enumerate(features):
+        if f[1] == "bytes":
             dst[k] = NULL
             outs.append(None)
         else:
-            a = np.zeros(count, np.float32 if kind == "float32" else np.int64)
+            a = np.zeros(_feature_bytes(f), np.uint8)
             dst[k] = <void *>a.data
             outs.append(a)
     memset(&err, 0, sizeof(err))
@@ -99,9 +115,14 @@ def parse_example(data, features):
                                   dst, &err)
     if rc != 0:
         raise_fq_error(&err)
-    for k, (_, kind, _c) in enumerate(features):
-        if kind == "bytes":
+    for k, f in enumerate(features):
+        if f[1] == "bytes":
             outs[k] = bytes((<const char *>vals[k].ptr)[:vals[k].len]) if vals[k].len else b""
+        elif len(f) > 3 and f[3] & FQ_TFR_VARLEN:
+            got = int(outs[k][:8].view(np.int64)[0])
+            outs[k] = (outs[k][8:].view(np.float32 if f[1] == "float32" else np.int64)[:min(got, f[2])].copy(), got)
+        else:
+            outs[k] = outs[k].view(np.float32 if f[1] == "float32" else np.int64)
     return outs
 
 
@@ -158,10 +179,10 @@ cdef class TFRecordReader(SampleReader):
                 np.ascontiguousarray(length, np.uint64), np.ascontiguousarray(number, np.int64)]
         keep += arrs
         _fill_features(features, self.feats, keep)
-        for k, (_, kind, count) in enumerate(features):  # the C reader's extra sizes, in this order
+        for k, f in enumerate(features):  # the C reader's extra sizes, in this order
             self.extra_offset[k] = off
             if k != image:
-                off += count * (4 if kind == "float32" else 8)
+                off += _feature_bytes(f)
         cfg.n_shards = ns
         cfg.paths = self._paths
         cfg.mem = self._mem
@@ -545,10 +566,10 @@ cdef class TFRecordStreamReader(SampleReader):
         carr = np.ascontiguousarray(counts, np.int64)
         keep.append(carr)
         _fill_features(features, self.feats, keep)
-        for k, (_, kind, count) in enumerate(features):
+        for k, f in enumerate(features):
             self.extra_offset[k] = off
             if k != image:
-                off += count * (4 if kind == "float32" else 8)
+                off += _feature_bytes(f)
         cfg.n_shards = ns
         cfg.paths = self._paths
         cfg.mem = self._mem

@@ -226,3 +226,73 @@ def image_info(explain: Dict[str, Any]) -> np.ndarray:
     Flips are ignored (TF flips before resize_and_crop_image); chains with an affine
     op (RandomAffine, Rotate, Shear*, Translate* when applied) raise UnsupportedError."""
     return _image.targets_image_info(explain)
+
+
+# --- OD-API targets read natively by fastq.sources.TFRecord (fastq issue #19) -------------
+
+class OdapiTargets:
+    """Detection targets that come with each record of a native TFRecord source:
+    ``fastq.sources.TFRecord(shards, targets=OdapiTargets(max_boxes=100))``.
+
+    Each record's ``image/object/bbox/xmin|ymin|xmax|ymax`` (variable-length float
+    lists) and ``image/object/class/label`` (variable-length int64 list) are parsed by the
+    reader in the worker that decodes the image and moved through the sample's ops from its
+    explain record exactly as :class:`Targets` does (no per-sample Python): the outputs
+    ``boxes`` (max_boxes, 4) float32, ``classes`` (max_boxes,) int32 (-1 after the count),
+    ``num_boxes`` () int32 and ``image_info`` (4, 2) float32 (``image_info=True``) follow
+    the source's other outputs.
+
+    ``normalized=True`` (the OD-API convention): coordinates are fractions of the image and
+    are multiplied by the DECODED source width / height (float64 product rounded to
+    float32, as :func:`fastq.annotations.odapi.load_odapi` does with ``image/height`` and
+    ``image/width``); ``False``: absolute pixels.  ``max_objects`` (default
+    ``max(max_boxes, 1000)``, at most 2**20): the most objects a record may hold (the
+    reader's per-worker capacity: 24 bytes per object and worker); a record with more fails, or with ``truncate=True`` keeps its first
+    ``max_objects`` (counted in ``stats()["boxes_truncated"]``, like survivors beyond
+    ``max_boxes``).  Bad records (the five lists of different lengths, a non-finite
+    coordinate, x1 < x0, a list of the wrong type, a class beyond int32) fail naming the
+    shard and record; ``on_error="skip"`` replaces them (counted)."""
+
+    keypoints = None
+    masks = None
+
+    def __init__(self, *, max_boxes: int = 100, min_area: float = 0.0, min_visibility: float = 0.0,
+                 truncate: bool = True, image_info: bool = True, normalized: bool = True,
+                 max_objects: Optional[int] = None, bbox_keys: Optional[Sequence[str]] = None,
+                 class_key: str = "image/object/class/label") -> None:
+        if not (isinstance(max_boxes, int) and 1 <= max_boxes <= 1 << 20):
+            raise ValueError(f"OdapiTargets: max_boxes must be an int in [1, 2**20], got {max_boxes!r}")
+        if not (min_area >= 0 and 0 <= min_visibility <= 1):
+            raise ValueError("OdapiTargets: min_area must be >= 0 and min_visibility in [0, 1]")
+        cap = max(max_boxes, 1000) if max_objects is None else max_objects
+        if not (isinstance(cap, int) and max_boxes <= cap <= 1 << 20):
+            raise ValueError(f"OdapiTargets: max_objects must be an int in [max_boxes, 2**20], got {max_objects!r}")
+        keys = tuple(bbox_keys) if bbox_keys is not None else (
+            "image/object/bbox/xmin", "image/object/bbox/ymin", "image/object/bbox/xmax", "image/object/bbox/ymax")
+        if len(keys) != 4:
+            raise ValueError("OdapiTargets: bbox_keys must be the xmin, ymin, xmax, ymax keys")
+        self.max_boxes, self.max_objects = max_boxes, cap
+        self.min_area, self.min_visibility = float(min_area), float(min_visibility)
+        self.truncate, self.image_info, self.normalized = bool(truncate), bool(image_info), bool(normalized)
+        self.bbox_keys, self.class_key = keys, class_key
+
+    def reader_features(self) -> List[Tuple[str, str, int, int]]:
+        """The reader's five variable-length features (they come last; not outputs)."""
+        flags = _image.TFR_VARLEN | (_image.TFR_TRUNCATE if self.truncate else 0)
+        return [(k, "float32", self.max_objects, flags) for k in self.bbox_keys] + \
+            [(self.class_key, "int64", self.max_objects, flags)]
+
+    def output_spec(self, out_hw: Tuple[int, int]) -> List[Tuple[Tuple[int, ...], np.dtype]]:
+        out = [((self.max_boxes, 4), np.dtype(np.float32)), ((self.max_boxes,), np.dtype(np.int32)),
+               ((), np.dtype(np.int32))]
+        if self.image_info:
+            out.append(((4, 2), np.dtype(np.float32)))
+        return out
+
+    def task_args(self) -> Dict[str, Any]:
+        return {"from_reader": True, "normalized": self.normalized, "max_boxes": self.max_boxes,
+                "min_area": self.min_area, "min_visibility": self.min_visibility, "truncate": self.truncate,
+                "image_info": self.image_info}
+
+
+__all__.append("OdapiTargets")

@@ -100,9 +100,18 @@ static int parse_feature(pb f, const fq_tfr_feature *ft, fq_tfr_value *val, void
             start = at;
         }
     }
+    const int varlen = (ft->flags & FQ_TFR_VARLEN) != 0;
+    if (varlen && kind == 0) { /* an empty Feature: no values (as TF's VarLenFeature) */
+        if (dst) {
+            int64_t zero = 0;
+            memcpy(dst, &zero, sizeof zero);
+        }
+        return FQ_OK;
+    }
     if (kind != ft->kind)
         return fq_set_err(err, FQ_E_DECODE, "feature '%.*s' holds %s, expected %s", (int)ft->key_len, ft->key,
                           kind_name(kind), kind_name(ft->kind));
+    uint8_t *vdst = dst ? (uint8_t *)dst + (varlen ? 8 : 0) : NULL; /* VARLEN: the int64 n comes first */
     int64_t got = 0;
     b.p = start;
     b.end = f.end;
@@ -137,13 +146,15 @@ static int parse_feature(pb f, const fq_tfr_feature *ft, fq_tfr_value *val, void
                     if (lwt == 2 && nb % 4 != 0)
                         return MALFORMED("packed float list length not a multiple of 4");
                     for (size_t o = 0; o < nb; o += 4, got++)
-                        if (dst && got < ft->count)
-                            memcpy((float *)dst + got, pl.p + o, 4);
+                        if (vdst && got < ft->count)
+                            memcpy(vdst + 4 * (size_t)got, pl.p + o, 4);
                 }
             } else {
                 if (lwt == 0) {
-                    if (dst && got < ft->count)
-                        ((int64_t *)dst)[got] = (int64_t)v;
+                    if (vdst && got < ft->count) {
+                        int64_t x = (int64_t)v;
+                        memcpy(vdst + 8 * (size_t)got, &x, 8);
+                    }
                     got++;
                 } else if (lwt == 2) {
                     pb pk = pl;
@@ -151,13 +162,23 @@ static int parse_feature(pb f, const fq_tfr_feature *ft, fq_tfr_value *val, void
                         uint64_t x;
                         if (pb_varint(&pk, &x) != 0)
                             return MALFORMED("bad varint in a packed int64 list");
-                        if (dst && got < ft->count)
-                            ((int64_t *)dst)[got] = (int64_t)x;
+                        if (vdst && got < ft->count) {
+                            int64_t y = (int64_t)x;
+                            memcpy(vdst + 8 * (size_t)got, &y, 8);
+                        }
                         got++;
                     }
                 }
             }
         }
+    }
+    if (varlen) {
+        if (got > ft->count && !(ft->flags & FQ_TFR_TRUNCATE))
+            return fq_set_err(err, FQ_E_DECODE, "feature '%.*s' has %lld values, at most %lld allowed",
+                              (int)ft->key_len, ft->key, (long long)got, (long long)ft->count);
+        if (dst)
+            memcpy(dst, &got, sizeof got);
+        return FQ_OK;
     }
     if (got != ft->count)
         return fq_set_err(err, FQ_E_DECODE, "feature '%.*s' has %lld values, expected %lld", (int)ft->key_len,
@@ -210,6 +231,10 @@ int fq_tfr_parse_example(const uint8_t *data, size_t len, const fq_tfr_feature *
         }
     }
     for (int k = 0; k < n_feats; k++) {
+        if (!found[k] && (feats[k].flags & FQ_TFR_VARLEN)) { /* a missing VarLenFeature: no values */
+            found[k] = 1;
+            loc[k].p = loc[k].end = NULL;
+        }
         if (!found[k])
             return fq_set_err(err, FQ_E_DECODE, "feature '%.*s' is missing", (int)feats[k].key_len, feats[k].key);
         vals[k].ptr = NULL;
@@ -234,6 +259,11 @@ int fq_tfr_check_features(const fq_tfr_feature *feats, int n_feats, int image, c
     for (int k = 0; k < n_feats; k++)
         if (feats[k].count < 0 || (k != image && feats[k].kind == FQ_TFR_BYTES))
             return fq_set_err(err, FQ_E_INVALID, "feature %d: only the image may be a bytes feature", k);
+        else if (feats[k].flags & ~(FQ_TFR_VARLEN | FQ_TFR_TRUNCATE) ||
+                 (feats[k].flags && (!(feats[k].flags & FQ_TFR_VARLEN) || feats[k].kind == FQ_TFR_BYTES ||
+                                     feats[k].count > FQ_TFR_MAX_VARLEN)))
+            return fq_set_err(err, FQ_E_INVALID, "feature %d: bad flags %d (count %lld)", k, feats[k].flags,
+                              (long long)feats[k].count);
     return FQ_OK;
 }
 
@@ -258,6 +288,7 @@ void fq_tfr_extra_sizes(const fq_tfr_feature *feats, int n_feats, int image, siz
     int n = 0;
     for (int k = 0; k < n_feats && k < FQ_TFR_MAX_FEATURES; k++)
         if (k != image)
-            sizes[n++] = (size_t)feats[k].count * (feats[k].kind == FQ_TFR_FLOAT ? 4 : 8);
+            sizes[n++] = (size_t)feats[k].count * (feats[k].kind == FQ_TFR_FLOAT ? 4 : 8) +
+                         (feats[k].flags & FQ_TFR_VARLEN ? 8 : 0);
     *n_extra = n;
 }

@@ -25,8 +25,19 @@ typedef struct fq_tfr_feature {
     const char *key; /* borrowed, key_len bytes (not necessarily NUL-terminated) */
     size_t key_len;
     int kind;        /* FQ_TFR_* */
-    int64_t count;   /* values expected (BYTES: must be 1) */
+    int64_t count;   /* values expected (BYTES: must be 1); FQ_TFR_VARLEN: the most values */
+    int flags;       /* 0 (a fixed count) or FQ_TFR_VARLEN [| FQ_TFR_TRUNCATE] (numeric kinds only) */
 } fq_tfr_feature;
+
+/* fq_tfr_feature.flags.  FQ_TFR_VARLEN: a variable-length float / int64 list of at most
+ * `count` values (TF's VarLenFeature; a missing key or an empty Feature is 0 values).
+ * Its destination is an int64 n (the number of values the record holds) followed by
+ * room for `count` values; the first min(n, count) are written.  More than `count`
+ * values fail the record (FQ_E_DECODE, naming the key) unless FQ_TFR_TRUNCATE is set
+ * (then n > count tells how many were left out).  Sizes: fq_tfr_extra_sizes. */
+#define FQ_TFR_VARLEN 1
+#define FQ_TFR_TRUNCATE 2
+#define FQ_TFR_MAX_VARLEN (1 << 24) /* the largest count of a VARLEN feature */
 
 /* Per requested feature: for BYTES the value (ptr into the record, len);
  * numeric values are written to dst. */
@@ -42,7 +53,8 @@ int fq_tfr_check_features(const fq_tfr_feature *feats, int n_feats, int image, c
                           fq_err *err);
 
 /* Parse one serialized Example.  dst[k] (for FLOAT: float[count], INT64:
- * int64_t[count]; NULL for BYTES) receives the values of feature k.  Errors
+ * int64_t[count]; NULL for BYTES; VARLEN: int64 n then count values; unaligned is fine)
+ * receives the values of feature k.  Errors
  * (FQ_E_DECODE): malformed protobuf, a key missing, a wrong list type, a wrong
  * number of values.  The message names the key. */
 int fq_tfr_parse_example(const uint8_t *data, size_t len, const fq_tfr_feature *feats, int n_feats,
@@ -55,7 +67,8 @@ int fq_tfr_parse_sample(const uint8_t *data, size_t len, const fq_tfr_feature *f
                         fq_err *err);
 
 /* The reader outputs after the image: one per non-image feature, in feature order,
- * count values of 4 (float32) or 8 (int64) bytes; *n_extra of them (<= FQ_TFR_MAX_FEATURES). */
+ * count values of 4 (float32) or 8 (int64) bytes (VARLEN: 8 more for the int64 n before
+ * them); *n_extra of them (<= FQ_TFR_MAX_FEATURES). */
 void fq_tfr_extra_sizes(const fq_tfr_feature *feats, int n_feats, int image, size_t *sizes, int *n_extra);
 
 #ifdef __cplusplus

@@ -34,6 +34,8 @@ struct fq_imgtask {
     size_t row_bytes;
     size_t extra_out[FQ_IMGTASK_MAX_EXTRA]; /* READER: bytes of extra output k in the row */
     int has_tg;                             /* targets: outputs after the reader's */
+    int n_out_extra;                        /* READER: extras that are outputs (not from_reader boxes) */
+    size_t rd_off;                          /* from_reader: the box lists in the worker's extra buffer */
     fq_imgtask_targets tg;
     const int64_t *order;
     int64_t n_items;
@@ -43,6 +45,7 @@ struct fq_imgtask {
     _Atomic int64_t skipped_by_code[FQ_IMGTASK_MAX_CODES];
     _Atomic int64_t failed;
     _Atomic int64_t bytes_read;
+    _Atomic int64_t boxes_truncated;
     pthread_mutex_t msg_mu;
     char last_skip[FQ_IMGTASK_MAX_CODES][FQ_ERR_MSG_LEN];
 };
@@ -151,7 +154,11 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
         return fq_set_err(err, FQ_E_INVALID, "unknown source kind %d", src->kind);
     if (on_error != FQ_ON_ERROR_RAISE && on_error != FQ_ON_ERROR_SKIP)
         return fq_set_err(err, FQ_E_INVALID, "unknown on_error policy %d", on_error);
-    if (src->targets) {
+    size_t rd_off = 0;
+    if (src->targets && src->targets->from_reader) {
+        if (fq_imgtask_reader_boxes_check(src, &rd_off, err) != FQ_OK)
+            return err->code;
+    } else if (src->targets) {
         const fq_imgtask_targets *g = src->targets;
         if (!g->offsets || g->max_boxes < 0 || g->offsets[0] != 0 || (g->offsets[src->n] > 0 && !g->boxes) ||
             (g->keypoints && (g->k < 1 || g->k > 4096)) || (g->masks && (!g->mask_hw || (g->mask_elem != 1 &&
@@ -187,6 +194,9 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
         t->extra_out[k] = src->extra_type[k] == FQ_NUM_AS_READ
                               ? src->reader->extra_sizes[k]
                               : src->reader->extra_sizes[k] / 8 * fq_num_size(src->extra_type[k]);
+    t->n_out_extra = src->kind != FQ_SRC_READER ? 0
+                     : src->reader->n_extra - (src->targets && src->targets->from_reader ? 5 : 0);
+    t->rd_off = rd_off;
     if (src->targets) {
         t->has_tg = 1;
         t->tg = *src->targets;
@@ -360,7 +370,7 @@ static int produce(fq_imgtask *t, int worker, int64_t idx, uint64_t seed, uint64
 /* the row of the first targets output: after the image, the labels and the reader's */
 static int first_target_row(const fq_imgtask *t)
 {
-    return 1 + (t->src.labels ? 1 : 0) + (t->src.kind == FQ_SRC_READER ? t->src.reader->n_extra : 0);
+    return 1 + (t->src.labels ? 1 : 0) + t->n_out_extra;
 }
 
 static int n_target_rows(const fq_imgtask_targets *g)
@@ -369,14 +379,18 @@ static int n_target_rows(const fq_imgtask_targets *g)
 }
 
 /* the targets of sample idx from its explain record into rows[b ...] */
-static int write_targets(const fq_imgtask_targets *g, int64_t idx, const fq_img_explain *ex, uint8_t *const *rows,
+static int write_targets(fq_imgtask *t, int worker, int64_t idx, const fq_img_explain *ex, uint8_t *const *rows,
                          int b, fq_err *e)
 {
-    const int64_t off = g->offsets[idx];
-    const int n = (int)(g->offsets[idx + 1] - off);
-    int count = 0, rc;
-    int32_t *index = NULL;
-    float *kp = NULL;
+    const fq_imgtask_targets *g = &t->tg;
+    int64_t off = g->from_reader ? 0 : g->offsets[idx], left = 0;
+    int n = g->from_reader ? 0 : (int)(g->offsets[idx + 1] - off), count = 0, n_trunc = 0, rc;
+    float *rb = NULL, *kp = NULL; /* rb, rcl: from_reader, this sample's boxes and classes */
+    int32_t *rcl = NULL, *index = NULL;
+    if (g->from_reader &&
+        (rc = fq_imgtask_reader_boxes(t->w[worker].extra + t->rd_off, t->src.reader->extra_sizes + t->n_out_extra,
+                                      g->normalized, ex->src_h, ex->src_w, &rb, &rcl, &n, &left, e)) != FQ_OK)
+        return rc;
     if (g->keypoints) {
         index = malloc(sizeof(int32_t) * (size_t)(g->max_boxes + 1));
         kp = malloc(sizeof(float) * 3 * (size_t)g->k * (size_t)(n + 1));
@@ -387,11 +401,14 @@ static int write_targets(const fq_imgtask_targets *g, int64_t idx, const fq_img_
     }
     rc = FQ_OK;
     if (g->max_boxes > 0) /* else no box outputs (no boxes: checked at create) */
-        rc = fq_tgt_boxes(ex, g->boxes ? g->boxes + 4 * off : NULL, g->classes ? g->classes + off : NULL, n,
-                          g->max_boxes, &g->opts, (float *)rows[b], (int32_t *)rows[b + 1], index, &count, NULL, e);
+        rc = fq_tgt_boxes(ex, rb ? rb : g->boxes ? g->boxes + 4 * off : NULL, rcl ? rcl : g->classes ? g->classes + off
+                          : NULL, n, g->max_boxes, &g->opts, (float *)rows[b], (int32_t *)rows[b + 1], index, &count,
+                          &n_trunc, e);
+    free(rb), free(rcl);
     if (rc == FQ_OK && g->max_boxes > 0) {
         int32_t c32 = count;
         memcpy(rows[b + 2], &c32, sizeof c32);
+        atomic_fetch_add(&t->boxes_truncated, left + n_trunc);
         b += 3;
     }
     if (rc == FQ_OK && g->with_image_info) {
@@ -431,9 +448,12 @@ static int produce_all(fq_imgtask *t, int worker, int64_t idx, uint8_t *const *r
         return rc;
     fq_err e;
     fq_clear_err(&e);
-    rc = write_targets(&t->tg, idx, &ex, rows, first_target_row(t), &e);
+    rc = write_targets(t, worker, idx, &ex, rows, first_target_row(t), &e);
     if (rc != FQ_OK) {
-        fq_set_err(err, rc, "sample %lld: targets: %s", (long long)idx, e.msg);
+        char where[FQ_ERR_MSG_LEN / 2] = "";
+        if (t->src.kind == FQ_SRC_READER)
+            t->src.reader->describe(t->src.reader->reader, idx, where, sizeof where);
+        fq_set_err(err, rc, "sample %lld%s%s: targets: %s", (long long)idx, where[0] ? ", " : "", where, e.msg);
         err->index = idx;
     }
     return rc;
@@ -448,7 +468,7 @@ static void write_extras(fq_imgtask *t, int worker, int64_t idx, uint8_t *const 
     }
     if (t->src.kind == FQ_SRC_READER) { /* after the labels, as in the output spec */
         size_t off = 0;
-        for (int k = 0; k < t->src.reader->n_extra; k++, b++) {
+        for (int k = 0; k < t->n_out_extra; k++, b++) {
             memcpy(rows[b], t->w[worker].extra + off, t->extra_out[k]); /* converted in place */
             off += t->src.reader->extra_sizes[k];
         }
@@ -550,6 +570,7 @@ void fq_imgtask_get_stats(fq_imgtask *t, fq_imgtask_stats *st)
         st->skipped_by_code[i] = atomic_load(&t->skipped_by_code[i]);
     st->failed = atomic_load(&t->failed);
     st->bytes_read = atomic_load(&t->bytes_read);
+    st->boxes_truncated = atomic_load(&t->boxes_truncated);
 }
 
 void fq_imgtask_last_skip(fq_imgtask *t, int code, char *msg, size_t len)

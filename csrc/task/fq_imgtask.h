@@ -81,6 +81,18 @@ typedef struct fq_imgtask_targets {
     const int32_t *mask_hw;
     int mask_elem;
     unsigned mask_fill;
+    /* READER sources only (0: off): the sample's boxes come from the reader with each read
+     * instead of boxes / classes / offsets (NULL then; no keypoints, no masks).  The LAST five
+     * reader extras are VARLEN features (records/fq_example.h:
+     * int64 n, then the values) xmin, ymin, xmax, ymax (float32) and the class (int64); they are
+     * read into the worker's extra buffer (valid until that worker's next read, touched only by
+     * that worker) and are not outputs.  The five counts must agree and every class fit int32;
+     * normalized: coordinates are in [0, 1] of the image and are multiplied by the SOURCE
+     * width / height (the explain record's src_w / src_h) in float32 before the ops' rules, as
+     * fastq.annotations.load_odapi does.  Boxes the reader left out (more than its capacity,
+     * FQ_TFR_TRUNCATE) are counted in fq_imgtask_stats.boxes_truncated. */
+    int from_reader;
+    int normalized;
 } fq_imgtask_targets;
 
 typedef struct fq_imgtask_source {
@@ -122,12 +134,24 @@ typedef struct fq_imgtask_stats {
     int64_t skipped_by_code[FQ_IMGTASK_MAX_CODES];
     int64_t failed;                           /* samples reported as errors (RAISE, or SKIP out of attempts) */
     int64_t bytes_read;                       /* file bytes read */
+    int64_t boxes_truncated;                  /* targets: boxes left out by truncation (max_boxes, reader) */
 } fq_imgtask_stats;
 void fq_imgtask_get_stats(fq_imgtask *t, fq_imgtask_stats *st);
 /* Stage times (core/fq_stage_times.h) summed over all workers since the task was created. */
 void fq_imgtask_get_stage_times(fq_imgtask *t, fq_stage_times *out);
 /* Last skip message for a code ("" if none): copied into msg. */
 void fq_imgtask_last_skip(fq_imgtask *t, int code, char *msg, size_t len);
+
+/* Internal (fq_imgtask_rdboxes.c): the boxes of a from_reader sample.  block: its five VARLEN
+ * extras (sizes[5] bytes each); boxes xyxy (denormalized with src_h, src_w when normalized) and
+ * classes malloc'd (the caller frees both), *n_out of them, *left_out the ones the reader did
+ * not keep.  FQ_E_DECODE: counts that differ, a class beyond int32. */
+int fq_imgtask_reader_boxes(const uint8_t *block, const size_t *sizes, int normalized, int src_h, int src_w,
+                            float **boxes, int32_t **classes, int *n_out, int64_t *left_out, fq_err *err);
+
+/* Internal: checks of a from_reader source at create; *block_off: where the five start in
+ * the worker's extra buffer. */
+int fq_imgtask_reader_boxes_check(const fq_imgtask_source *src, size_t *block_off, fq_err *err);
 
 /* Deterministic permutation of 0..n-1 (Fisher-Yates on the (seed, epoch) stream). */
 void fq_permutation(uint64_t seed, uint64_t epoch, int64_t *out, int64_t n);

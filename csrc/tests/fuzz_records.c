@@ -109,7 +109,11 @@ static size_t mutate(uint8_t *b, size_t n, size_t cap)
 }
 
 static const fq_tfr_feature FEATS[3] = {
-    {"image/encoded", 13, FQ_TFR_BYTES, 1}, {"label", 5, FQ_TFR_INT64, 1}, {"box", 3, FQ_TFR_FLOAT, 2}};
+    {"image/encoded", 13, FQ_TFR_BYTES, 1, 0}, {"label", 5, FQ_TFR_INT64, 1, 0}, {"box", 3, FQ_TFR_FLOAT, 2, 0}};
+/* the same keys as variable-length lists (box: at most 1 value, the rest truncated) */
+static const fq_tfr_feature FEATS_VL[3] = {{"image/encoded", 13, FQ_TFR_BYTES, 1, 0},
+                                           {"label", 5, FQ_TFR_INT64, 3, FQ_TFR_VARLEN},
+                                           {"box", 3, FQ_TFR_FLOAT, 1, FQ_TFR_VARLEN | FQ_TFR_TRUNCATE}};
 
 static void fuzz_parse(const uint8_t *seed, size_t sn, int iters)
 {
@@ -128,6 +132,14 @@ static void fuzz_parse(const uint8_t *seed, size_t sn, int iters)
         if (fq_tfr_parse_example(exact, n, FEATS, 3, vals, dst, &err) == FQ_OK) {
             ok++;
             CHECK(vals[0].ptr >= exact && vals[0].ptr + vals[0].len <= exact + n);
+        }
+        uint8_t vl_lab[8 + 3 * 8], vl_box[8 + 4]; /* exact sizes: ASan catches an overrun */
+        void *vdst[3] = {NULL, vl_lab, vl_box};
+        if (fq_tfr_parse_example(exact, n, FEATS_VL, 3, vals, vdst, &err) == FQ_OK) {
+            int64_t nl, nb;
+            memcpy(&nl, vl_lab, 8);
+            memcpy(&nb, vl_box, 8);
+            CHECK(nl >= 0 && nl <= 3 && nb >= 0 && (size_t)nb <= n);
         }
         free(exact);
     }
@@ -312,6 +324,13 @@ int main(int argc, char **argv)
     fq_err err;
     CHECK(fq_tfr_parse_example(ex, en, FEATS, 3, vals, dst, &err) == FQ_OK);
     CHECK(lab == 7 && box[0] == 0.25f && box[1] == -3.5f && vals[0].len == 13);
+    uint8_t vl_lab[8 + 3 * 8], vl_box[8 + 4];
+    void *vdst[3] = {NULL, vl_lab, vl_box};
+    CHECK(fq_tfr_parse_example(ex, en, FEATS_VL, 3, vals, vdst, &err) == FQ_OK);
+    int64_t nl, nb, l0;
+    float b0;
+    memcpy(&nl, vl_lab, 8), memcpy(&l0, vl_lab + 8, 8), memcpy(&nb, vl_box, 8), memcpy(&b0, vl_box + 8, 4);
+    CHECK(nl == 1 && l0 == 7 && nb == 2 && b0 == 0.25f); /* box: 2 values, 1 kept */
     fuzz_parse(ex, en, iters * 10);
     fuzz_tfrecord(ex, en, tmp, iters);
     fuzz_tar(argv[1], tmp, iters);

@@ -9,11 +9,15 @@ cdef extern from "records/fq_example.h" nogil:
         FQ_TFR_FLOAT
         FQ_TFR_INT64
         FQ_TFR_MAX_FEATURES
+        FQ_TFR_VARLEN
+        FQ_TFR_TRUNCATE
+        FQ_TFR_MAX_VARLEN
     ctypedef struct fq_tfr_feature:
         const char *key
         size_t key_len
         int kind
         int64_t count
+        int flags
     ctypedef struct fq_tfr_value:
         const uint8_t *ptr
         size_t len

@@ -35,6 +35,8 @@ cdef extern from "task/fq_imgtask.h" nogil:
         const int32_t *mask_hw
         int mask_elem
         unsigned mask_fill
+        int from_reader
+        int normalized
     ctypedef struct fq_imgtask_source:
         int kind
         int64_t n
@@ -55,6 +57,7 @@ cdef extern from "task/fq_imgtask.h" nogil:
         int64_t skipped_by_code[16]
         int64_t failed
         int64_t bytes_read
+        int64_t boxes_truncated
     int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int n_workers,
                           int on_error, int max_attempts, int with_index, fq_imgtask **out, fq_err *err)
     void fq_imgtask_free(fq_imgtask *t)

@@ -161,14 +161,21 @@ class TFRecord(ImageSource):
     shards permuted by (seed, epoch) and a shuffle buffer of ``shuffle_buffer``
     records (default 10000), see :meth:`stream_order` and docs/sources.md
     (memory: the buffered records and 2 bits per record in the reader).
+
+    ``targets``: a :class:`fastq.targets.OdapiTargets`: each record's OD-API boxes and
+    classes are read with it and moved with the image natively (outputs ``boxes``,
+    ``classes``, ``num_boxes``, ``image_info`` after the others; docs/targets.md).
     """
 
     kind = "reader"
 
     def __init__(self, paths, image_key="image/encoded", label_key="image/class/label", index=None,
                  compression=None, features=None, index_dir=None, cache_index=True, io_threads=0, read_ahead=64,
-                 shuffle_buffer=None):
+                 shuffle_buffer=None, targets=None):
         _check_io(io_threads, read_ahead, "TFRecord")
+        from fastq.targets import OdapiTargets
+        if targets is not None and not isinstance(targets, OdapiTargets):
+            raise TypeError(f"TFRecord: targets= must be a fastq.targets.OdapiTargets, got {type(targets).__name__}")
         self._stream = index is False
         if shuffle_buffer is not None and not self._stream:
             raise ValueError("TFRecord: shuffle_buffer= applies to the streaming mode (index=False) only")
@@ -189,10 +196,18 @@ class TFRecord(ImageSource):
         if index is not None and self.compression:
             raise ValueError("TFRecord: index= applies to uncompressed shards only")
         feats = self._feature_table(image_key, label_key, features)
+        if targets is not None:  # the box lists: read with each record, not outputs themselves
+            keys = {f[0] for f in feats}
+            tf = targets.reader_features()
+            if any(f[0] in keys for f in tf) or len(feats) + len(tf) > 16:
+                raise ValueError("TFRecord: targets= needs its five keys apart from image_key, label_key and "
+                                 "features, and at most 16 keys in all")
+            feats += tf
         if self._stream:
             self._init_stream(feats)
         else:
             self._init_indexed(feats, index, index_dir, cache_index)
+        self.targets = targets  # outputs after the reader's (fastq.targets.OdapiTargets)
 
     def _feature_table(self, image_key, label_key, features):
         """The reader's (key, type, count) table: the image, the label, then
