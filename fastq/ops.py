@@ -813,6 +813,21 @@ LIGHTING_EIGVAL = tuple(v * 255.0 for v in (0.2175, 0.0188, 0.0045))
 LIGHTING_EIGVEC = ((-0.5675, 0.7192, 0.4009), (-0.5808, -0.0045, -0.8140), (-0.5836, -0.6948, 0.4203))
 
 
+def _eigen(op, eigval, eigvec, dtype):
+    """(eigval, eigvec) of a PCA-noise op as tuples of floats (values rounded to dtype
+    first), or a ValueError naming op: eigval 3 finite numbers, eigvec 3 x 3."""
+    try:
+        ev = np.asarray(eigval, dtype=dtype)
+        evec = np.asarray(eigvec, dtype=dtype)
+    except (TypeError, ValueError):
+        _fail(op, "eigval must be 3 numbers and eigvec 3 x 3 numbers", (eigval, eigvec))
+    if ev.shape != (3,) or not np.isfinite(ev).all():
+        _fail(op, "eigval must be 3 finite numbers", eigval)
+    if evec.shape != (3, 3) or not np.isfinite(evec).all():
+        _fail(op, "eigvec must be 3 x 3 finite numbers", eigvec)
+    return tuple(float(v) for v in ev), tuple(tuple(float(v) for v in row) for row in evec)
+
+
 class Lighting(Op):
     """tensorpack ``imgaug.Lighting(std, eigval, eigvec)`` on uint8: ``alpha = float32(N(0,1)
     * std)`` (3 draws, Box-Muller), ``inc = eigvec @ (alpha * eigval)``, out =
@@ -827,17 +842,7 @@ class Lighting(Op):
         if not (_num(std) and 0 <= std <= 1e3):
             _fail(n, "std must be a number in [0, 1000]", std)
         self.std = float(std)
-        try:
-            ev = np.asarray(eigval, dtype=np.float64)
-            evec = np.asarray(eigvec, dtype=np.float64)
-        except (TypeError, ValueError):
-            _fail(n, "eigval must be 3 numbers and eigvec 3 x 3 numbers", (eigval, eigvec))
-        if ev.shape != (3,) or not np.isfinite(ev).all():
-            _fail(n, "eigval must be 3 finite numbers", eigval)
-        if evec.shape != (3, 3) or not np.isfinite(evec).all():
-            _fail(n, "eigvec must be 3 x 3 finite numbers", eigvec)
-        self.eigval = tuple(float(v) for v in ev)
-        self.eigvec = tuple(tuple(float(v) for v in row) for row in evec)
+        self.eigval, self.eigvec = _eigen(n, eigval, eigvec, np.float64)
         self.p = _prob(n, p)
 
     def fields(self):
@@ -1424,15 +1429,7 @@ class TensorpackColor(Op):
         if not (_num(lighting_std) and 0 <= lighting_std <= 1e3):
             _fail(n, "lighting_std must be a number in [0, 1000]", lighting_std)
         self.lighting_std = float(lighting_std)
-        try:
-            ev = np.asarray(eigval, dtype=np.float32)
-            evec = np.asarray(eigvec, dtype=np.float32)
-        except (TypeError, ValueError):
-            _fail(n, "eigval must be 3 numbers and eigvec 3 x 3 numbers", (eigval, eigvec))
-        if ev.shape != (3,) or evec.shape != (3, 3) or not (np.isfinite(ev).all() and np.isfinite(evec).all()):
-            _fail(n, "eigval must be 3 finite numbers and eigvec 3 x 3 finite numbers", (eigval, eigvec))
-        self.eigval = tuple(float(v) for v in ev)
-        self.eigvec = tuple(tuple(float(v) for v in row) for row in evec)
+        self.eigval, self.eigvec = _eigen(n, eigval, eigvec, np.float32)
         self.bgr = bool(bgr)
 
     def fields(self):

@@ -345,7 +345,7 @@ def test_tp_color_on_gray_output():
 @pytest.mark.parametrize("make,msg", [
     (lambda: O.TensorpackColor(saturation=1.0), "saturation must be"),
     (lambda: O.TensorpackColor(brightness=(1.4, 0.6)), "brightness must satisfy"),
-    (lambda: O.TensorpackColor(eigvec=((1, 2, 3),)), "eigvec 3 x 3"),
+    (lambda: O.TensorpackColor(eigvec=((1, 2, 3),)), "eigvec must be 3 x 3"),
     (lambda: O.TensorpackCrop(224, crop_area_fraction=(0, 1)), "crop_area_fraction must satisfy"),
     (lambda: O.TensorpackCrop(224, interpolation="area"), "interpolation must be"),
     (lambda: O.TensorpackCrop(224, short_edge=100), "short_edge must be"),

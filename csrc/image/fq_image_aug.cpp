@@ -108,18 +108,10 @@ int plan_posterize(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_o
     return FQ_OK;
 }
 
-double draw_level(fq_rng *rng, const double *level, int applied)
-{
-    if (applied && level[0] < level[1])
-        return fq_rng_uniform_range(rng, level[0], level[1]);
-    return level[0];
-}
-
 int plan_level(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
 {
     const AugLevel &q = fqi::params<AugLevel>(op);
-    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
-    r.factor[0] = draw_level(rng, q.level, r.applied);
+    fqi::aug_plan_p_level(rng, q.p, q.level, r);
     return FQ_OK;
 }
 

@@ -50,8 +50,7 @@ const char *blur_check(const fq_op &op)
 int plan_blur(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
 {
     const AugBlur &q = params<AugBlur>(op);
-    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
-    r.factor[0] = aug_draw_level(rng, q.sigma, r.applied);
+    aug_plan_p_level(rng, q.p, q.sigma, r);
     return FQ_OK;
 }
 

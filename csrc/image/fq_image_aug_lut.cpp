@@ -22,8 +22,7 @@ const char *gamma_check(const fq_op &op)
 int plan_gamma(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
 {
     const AugGamma &q = params<AugGamma>(op);
-    r.applied = fq_rng_uniform(rng) < q.p ? 1 : 0;
-    r.factor[0] = aug_draw_level(rng, q.gamma, r.applied);
+    aug_plan_p_level(rng, q.p, q.gamma, r);
     return FQ_OK;
 }
 

@@ -31,6 +31,14 @@ inline double aug_draw_level(fq_rng *rng, const double *level, int applied)
     return level[0];
 }
 
+/* the usual plan of a primitive: applied if u < p (u drawn first, always), then the
+ * level into r.factor[0] (aug_draw_level) */
+inline void aug_plan_p_level(fq_rng *rng, double p, const double *level, fq_img_op_explain &r)
+{
+    r.applied = fq_rng_uniform(rng) < p ? 1 : 0;
+    r.factor[0] = aug_draw_level(rng, level, r.applied);
+}
+
 /* fmaf(a, b, c) for the operands used here (a * b has at most 48 significant bits and
  * a * b + c spans less than 53): the double sum is exact, so one rounding to float is
  * the fused result, without a libm call (the build targets plain x86-64) */
