@@ -231,13 +231,16 @@ def run(paths, *, task="reference", peers=None, workers=None, rounds=3, scaling=
                             results[p].append(res)
                             break
                     bar.update(1)
-        if profile and task == "reference" and tfr is not None:
+        profiled = task in ("reference", "hires")  # the reference chain (hires: on camera-like files)
+        if profile and profiled and tfr is not None:
             out("the single-thread stage profile reads image files; not run for TFRecord input")
-        elif profile and task == "reference":
+        elif profile and profiled:
             out("profiling (one thread) ...")
             prof, err = run_child(["profile"], cfg_path, timeout)
             if prof is None:
                 out(f"  profile FAILED ({err})")
+        elif profile:
+            out("the single-thread stage profile runs for the reference and hires tasks only")
     load1 = os.getloadavg()
 
     summary = {p: _summarize(p, runs) for p, runs in results.items() if runs}
