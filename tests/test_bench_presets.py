@@ -125,6 +125,7 @@ def test_randaugment_peers_that_are_installed_run_and_the_others_say_why(jpegs):
             assert p in res["not_installed"] and "does not import" in res["not_installed"][p]
     if present["tfdata"]:
         assert "keras" in res["peers"]["tfdata"]["info"]
+        assert res["peers"]["tfdata"]["label"].startswith("tf.data + keras RandAugment")
 
 
 @pytest.mark.tensorpack

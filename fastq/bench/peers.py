@@ -18,8 +18,8 @@ import random
 from fastq.bench.data import PyRecords, TFRecordData
 from fastq.bench.tasks import MEAN, RATIO, SCALE, STD
 
-__all__ = ["PEERS", "TFRECORD_PEERS", "base_peer", "peer_label", "Cv2Sample", "rrc_box", "tfdata_load", "fastq_pipeline",
-           "fbresnet_augmentors"]
+__all__ = ["PEERS", "TFRECORD_PEERS", "base_peer", "peer_label", "Cv2Sample", "rrc_box", "tfdata_load",
+           "fastq_pipeline", "fbresnet_augmentors"]
 
 
 # ---------------------------------------------------------------------------

@@ -245,6 +245,8 @@ def run(paths, *, task="reference", peers=None, workers=None, rounds=3, scaling=
 
     summary = {p: _summarize(p, runs) for p, runs in results.items() if runs}
     for p, s in summary.items():
+        if t.aug == "randaugment" and base_peer(p) in ("tfdata", "tfdata_n"):
+            s["label"] = s["label"].replace("tf.data native", "tf.data + keras RandAugment")
         if base_peer(p) in notes:
             s["label"] += f" [{notes[base_peer(p)].split(' (')[0]}]"
     fq = summary.get("fastq", {}).get("images_per_s")
