@@ -42,59 +42,8 @@ if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
 
 import numpy as np  # noqa: E402
 
+from fastq.bench.entropy import entropy_bytes, scan_layout  # noqa: E402,F401  (scan_layout: the script's API)
 from fastq.bench.tasks import RATIO, REFERENCE, SCALE, SIZE  # noqa: E402
-
-
-def scan_layout(data):
-    """(width, height, mcu_w, mcu_h, restart interval, scan start, [RST offsets]) of a
-    baseline JPEG, parsed from its markers (scan start = first byte after the SOS)."""
-    p, w = 2, None
-    mcu_w = mcu_h = 8
-    ri = 0
-    while p + 4 <= len(data):
-        if data[p] != 0xFF:
-            raise ValueError("bad JPEG marker layout")
-        m = data[p + 1]
-        n = int.from_bytes(data[p + 2:p + 4], "big")
-        seg = data[p + 4:p + 2 + n]
-        if m in (0xC0, 0xC1, 0xC2):
-            h, w, nc = int.from_bytes(seg[1:3], "big"), int.from_bytes(seg[3:5], "big"), seg[5]
-            if nc == 3:
-                mcu_w = 8 * max(seg[6 + 3 * i + 1] >> 4 for i in range(3))
-                mcu_h = 8 * max(seg[6 + 3 * i + 1] & 15 for i in range(3))
-        elif m == 0xDD:
-            ri = int.from_bytes(seg[:2], "big")
-        elif m == 0xDA:
-            start = p + 2 + n
-            body = np.frombuffer(data, np.uint8, offset=start)
-            ff = np.flatnonzero(body[:-1] == 0xFF)
-            nxt = body[ff + 1]
-            rst = (ff[(nxt >= 0xD0) & (nxt <= 0xD7)] + start).tolist()
-            return w, h, mcu_w, mcu_h, ri, start, rst
-        p += 2 + n
-    raise ValueError("no SOS")
-
-
-def entropy_bytes(data, box):
-    """(bytes the crop decode entropy-decodes, scan bytes) for crop box (x, y, w, h)
-    in source pixels (see the module doc, item 3)."""
-    W, H, mw, mh, ri, start, rst = scan_layout(data)
-    end = len(data) - 2
-    scan = end - start
-    x, y, w, h = box
-    mcux, mcuy = -(-W // mw), -(-H // mh)
-    r0, r1 = y // mh, (y + h - 1) // mh
-    if ri and mcux % ri == 0 and len(rst) == mcux * mcuy // ri - 1:
-        per_row = mcux // ri
-        bounds = [start] + [o + 2 for o in rst] + [end]
-        c0, c1 = (x // mw) // ri, ((x + w - 1) // mw) // ri
-        total = 0
-        for r in range(r0, r1 + 1):
-            for c in range(c0, c1 + 1):
-                k = r * per_row + c
-                total += bounds[k + 1] - bounds[k]
-        return total, scan
-    return int(scan * (r1 + 1) / mcuy), scan
 
 
 def rrc_box(rng, H, W):

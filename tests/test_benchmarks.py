@@ -76,6 +76,7 @@ def test_bench_images(tmp_path, data_dir):
     assert not res["failed"], res["failed"]
     assert set(res["peers"]) == {"fastq", "pyloop"} and res["task"]["name"] == "reference"
     assert res["profile"]["images"] == 8 and "per-stage profile" in out
+    assert res["profile"]["entropy"]["files"] == 8 and "entropy-coded bytes decoded per image" in out
 
 
 def test_bench_hires(tmp_path):

@@ -1,7 +1,8 @@
 """fastq's measuring tools: ``fastq bench``, the demo and the generated data they run on.
 
 ==============  ===================================================================
-``tasks``       the benchmark tasks (reference, train, eval, small-96), defined once
+``tasks``       the benchmark tasks (reference, train, eval, small-96, hires, and the
+                augmentation presets randaugment, fbresnet), defined once
 ``data``        generated JPEG sets, image files / TFRecord shards as input
 ``testdata``    deterministic ImageNet-like JPEGs and broken files, from bundled photos
 ``measure``     cores, CPU model, CPU time split, resident memory
@@ -11,6 +12,7 @@
 ``report``      :func:`print_report` and :func:`write_outputs` (JSON, PNG)
 ``plot``        the PNG chart (matplotlib)
 ``profile``     the single-thread per-stage profile (``--profile``)
+``entropy``     entropy-coded bytes a crop decode reads from a JPEG (``--profile``)
 ``demo``        ``python -m fastq.bench.demo``: fastq against a Python + cv2 loop
 ==============  ===================================================================
 
@@ -22,10 +24,10 @@ from fastq.bench.data import (IMAGE_EXTENSIONS, BenchInputError, TFRecordInput, 
                               find_tfrecords, generated_dataset)
 from fastq.bench.measure import contention, cpu_model, usable_cores
 from fastq.bench.report import print_report, write_outputs
-from fastq.bench.runner import BUSY_LIMIT, DEFAULT_PEERS, available, check_peers, run, run_child
+from fastq.bench.runner import BUSY_LIMIT, DEFAULT_PEERS, available, check_peers, default_peers, run, run_child
 from fastq.bench.tasks import TASKS
 
 __all__ = ["BenchInputError", "BUSY_LIMIT", "DEFAULT_PEERS", "IMAGE_EXTENSIONS", "TASKS", "TFRecordInput",
-           "available", "check_peers", "contention", "cpu_model", "default_data_dir", "find_images",
+           "available", "check_peers", "contention", "default_peers", "cpu_model", "default_data_dir", "find_images",
            "find_tfrecords", "generated_dataset", "print_report", "run", "run_child", "usable_cores",
            "write_outputs"]

@@ -47,10 +47,41 @@ def proc_status_kb(field):
     return 0
 
 
+def _descendants_cpu_s():
+    """CPU seconds of this process's live descendants (worker processes: torch
+    DataLoader, tensorpack's ZMQ workers), from /proc/PID/stat; 0 without /proc."""
+    try:
+        hz = os.sysconf("SC_CLK_TCK")
+        parent, ticks = {}, {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    rest = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parent[int(name)] = int(rest[1])
+            ticks[int(name)] = int(rest[11]) + int(rest[12])  # utime + stime
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    me, total = os.getpid(), 0
+    for pid in parent:
+        p, seen = parent[pid], 0
+        while p > 1 and seen < 64:
+            if p == me:
+                total += ticks[pid]
+                break
+            p, seen = parent.get(p, 0), seen + 1
+    return total / hz
+
+
 def cpu_snapshot():
     """(machine busy s, machine steal s, this process's CPU s, wall s).  Busy and steal
     come from /proc/stat (all CPUs of this machine); steal is time the hypervisor gave
-    to other guests.  None for the first two where /proc/stat is missing."""
+    to other guests.  None for the first two where /proc/stat is missing.  This
+    process's CPU includes its child processes (live ones from /proc, reaped ones
+    from os.times), so that multi-process peers are not counted as "other" load."""
     busy = steal = None
     try:
         with open("/proc/stat") as f:
@@ -61,7 +92,8 @@ def cpu_snapshot():
     except (OSError, ValueError, IndexError):
         pass
     t = os.times()
-    return busy, steal, t.user + t.system, time.perf_counter()
+    own = t.user + t.system + t.children_user + t.children_system + _descendants_cpu_s()
+    return busy, steal, own, time.perf_counter()
 
 
 def cpu_delta(a, b):

@@ -18,7 +18,8 @@ import random
 from fastq.bench.data import PyRecords, TFRecordData
 from fastq.bench.tasks import MEAN, RATIO, SCALE, STD
 
-__all__ = ["PEERS", "TFRECORD_PEERS", "base_peer", "peer_label", "Cv2Sample", "rrc_box", "tfdata_load", "fastq_pipeline"]
+__all__ = ["PEERS", "TFRECORD_PEERS", "base_peer", "peer_label", "Cv2Sample", "rrc_box", "tfdata_load",
+           "fastq_pipeline", "fbresnet_augmentors"]
 
 
 # ---------------------------------------------------------------------------
@@ -132,8 +133,9 @@ def fastq_pipeline(src, workers, task):
     import fastq
     # pin_memory=False: a CPU benchmark; "auto" would load a CUDA runtime if one is
     # installed and put it into the peak RSS.
+    dtype = getattr(task, "dtype", "float32")
     p = fastq.Pipeline(src, batch_size=task.batch, queue_size=4,
-                       workers=workers, ops=task.fastq_ops(), dtype="float32", seed=0, shuffle=True,
+                       workers=workers, ops=task.fastq_ops(), dtype=dtype, seed=0, shuffle=True,
                        pin_memory=False)
 
     def run_epoch():
@@ -149,6 +151,10 @@ def fastq_pipeline(src, workers, task):
                                      "samples_delivered", "skipped", "failed_samples")}
         out["stages"] = s.get("stages")
         out["fastq"] = fastq.__version__
+        if getattr(task, "aug", None):
+            from fastq.bench.tasks import augment_chain
+            out["chain"] = [type(o).__name__ for o in task.fastq_ops()]
+            out["note"] = augment_chain(task)[1]
         return out
     return run_epoch, p.close, info
 
@@ -159,7 +165,7 @@ def peer_tfdata_n(paths, workers, task):
     return peer_tfdata(paths, workers, task, parallel=workers)
 
 
-def tfdata_load(tf, task, all_jpeg):
+def tfdata_load(tf, task, all_jpeg, normalize=True):
     """The task in tf.data native ops: ``load(encoded bytes, label) -> (float32
     image, label)``, for a ``Dataset.map``.  rrc: sample_distorted_bounding_box ->
     decode_and_crop_jpeg (decode_image + slice when not every file is a JPEG) ->
@@ -211,7 +217,7 @@ def tfdata_load(tf, task, all_jpeg):
             img = tf.image.random_contrast(img, lo, hi)
             img = tf.image.random_saturation(img, lo, hi)
             img = tf.clip_by_value(img, 0.0, 255.0)
-        return (img - mean) * inv_std, label
+        return ((img - mean) * inv_std if normalize else img), label
     return load
 
 
@@ -225,6 +231,9 @@ def peer_tfdata(paths, workers, task, parallel=None):
     tfr = paths if isinstance(paths, TFRecordData) else None
     all_jpeg = tfr.all_jpeg if tfr else all(p.lower().endswith((".jpg", ".jpeg")) for p in paths)
     load = tfdata_load(tf, task, all_jpeg)
+    info = {"tensorflow": tf.__version__}
+    if getattr(task, "aug", None) == "randaugment":
+        load, info["keras"] = _keras_randaugment(tf, task, all_jpeg)
 
     if tfr is not None:
         spec = {tfr.image_key: tf.io.FixedLenFeature([], tf.string),
@@ -249,15 +258,88 @@ def peer_tfdata(paths, workers, task, parallel=None):
             n += int(images.shape[0])
             del images, lab
         return n
-    return run_epoch, None, lambda: {"tensorflow": tf.__version__}
+    return run_epoch, None, lambda: info
 
 
-def peer_tensorpack(paths, workers, task):
-    """DataFromList(shuffle) -> MultiThreadMapData(2 threads, the cv2 code) -> BatchData.
-    TFRecord shards: the records are read with :class:`PyRecords` (os.pread +
-    a pure-Python Example parser) inside the mapped function."""
+def _keras_randaugment(tf, task, all_jpeg):
+    """The randaugment task in tf.data: the reference crop + flip (tfdata_load's ops, no
+    normalize) -> ``keras.layers.RandAugment(value_range=(0, 255), num_ops=2, factor=9/30,
+    interpolation="nearest")`` (Keras 3 on the TensorFlow backend; ``factor`` is the
+    magnitude as a fraction of the strongest: torchvision's bin 9 of 0..30) -> normalize
+    -> RandomErasing(p=0.25, scale 0.02-0.33, ratio 0.3-3.3, value 0) in tf ops
+    (one try, boxes clipped to the image)."""
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import keras
+    from fastq.bench.tasks import Task
+    S = task.size
+    crop = tfdata_load(tf, Task("crop", S), all_jpeg, normalize=False)  # reference crop + flip
+    mean = tf.constant([m * 255 for m in MEAN], tf.float32)
+    std = tf.constant([s * 255 for s in STD], tf.float32)
+    ra = keras.layers.RandAugment(value_range=(0, 255), num_ops=2, factor=9 / 30, interpolation="nearest", seed=0)
+
+    def load(data, label):
+        img, label = crop(data, label)
+        img = tf.clip_by_value(tf.round(img), 0, 255)  # uint8 values, as torchvision / DALI see
+        img = ra(img, training=True)
+        img = (tf.cast(img, tf.float32) - mean) / std
+        area = S * S * tf.random.uniform([], 0.02, 0.33)
+        r = tf.exp(tf.random.uniform([], math.log(0.3), math.log(3.3)))
+        h = tf.minimum(tf.cast(tf.round(tf.sqrt(area * r)), tf.int32), S)
+        w = tf.minimum(tf.cast(tf.round(tf.sqrt(area / r)), tf.int32), S)
+        top = tf.random.uniform([], 0, S - h + 1, tf.int32)
+        left = tf.random.uniform([], 0, S - w + 1, tf.int32)
+        ys = tf.range(S)[:, None]
+        xs = tf.range(S)[None, :]
+        box = (ys >= top) & (ys < top + h) & (xs >= left) & (xs < left + w)
+        box = box & (tf.random.uniform([]) < 0.25)
+        return tf.where(box[..., None], 0.0, img), label
+    return load, keras.__version__
+
+
+def fbresnet_augmentors(size=224):
+    """tensorpack's ``fbresnet_augmentor(isTrain=True)``, copied from tensorpack's
+    examples/ImageNetModels/imagenet_utils.py (github.com/tensorpack/tensorpack, commit
+    02c38f26d938cf6cdad4a09ada754ed950d024d7), for BGR uint8 images; ``size`` is the
+    GoogleNetRandomCropAndResize target (224 there)."""
+    import cv2
     import numpy as np
-    from tensorpack.dataflow import BatchData, DataFromList, MultiThreadMapData
+    from tensorpack.dataflow import imgaug
+    interpolation = cv2.INTER_CUBIC
+    return [
+        imgaug.GoogleNetRandomCropAndResize(target_shape=size, interp=interpolation),
+        imgaug.RandomOrderAug(
+            [imgaug.BrightnessScale((0.6, 1.4), clip=False),
+             imgaug.Contrast((0.6, 1.4), rgb=False, clip=False),
+             imgaug.Saturation(0.4, rgb=False),
+             # rgb-bgr conversion for the constants copied from fb.resnet.torch
+             imgaug.Lighting(0.1,
+                             eigval=np.asarray([0.2175, 0.0188, 0.0045][::-1]) * 255.0,
+                             eigvec=np.array([[-0.5675, 0.7192, 0.4009],
+                                              [-0.5808, -0.0045, -0.8140],
+                                              [-0.5836, -0.6948, 0.4203]], dtype="float32")[::-1, ::-1])]),
+        imgaug.Flip(horiz=True),
+    ]
+
+
+def _tensorpack_map(paths, task):
+    """(DataFromList, map_func) for the tensorpack peers: the cv2 code of
+    :class:`Cv2Sample`, or for the fbresnet task cv2.imread + tensorpack's own
+    fbresnet augmentors (:func:`fbresnet_augmentors`, uint8 BGR out, as in
+    tensorpack's ImageNet example)."""
+    from tensorpack.dataflow import DataFromList
+    if getattr(task, "aug", None) == "fbresnet":
+        import cv2
+        import numpy as np
+        from tensorpack.dataflow import imgaug
+        aug = imgaug.AugmentorList(fbresnet_augmentors(task.size))
+
+        def map_func(dp):
+            im = cv2.imread(dp[0], cv2.IMREAD_COLOR)
+            if im is None:
+                raise RuntimeError(f"cv2.imread failed: {dp[0]}")
+            # the float augmentors (clip=False) leave float32; uint8 out as fastq's
+            return [np.clip(aug.augment(im), 0, 255).astype(np.uint8), dp[1]]
+        return DataFromList([[p, i] for i, p in enumerate(paths)], shuffle=True), map_func
     sample = Cv2Sample(task, 0)
     if isinstance(paths, TFRecordData):
         recs = PyRecords(paths)
@@ -265,12 +347,17 @@ def peer_tensorpack(paths, workers, task):
         def map_func(dp):
             data, label = recs.read(dp[0])
             return [sample.from_bytes(data, recs.where(dp[0])), label]
-        ds = DataFromList([[i] for i in range(len(recs))], shuffle=True)
-    else:
-        def map_func(dp):
-            return [sample(dp[0]), dp[1]]
-        ds = DataFromList([[p, i] for i, p in enumerate(paths)], shuffle=True)
-    ds = MultiThreadMapData(ds, num_thread=2, map_func=map_func, buffer_size=200, strict=True)
+        return DataFromList([[i] for i in range(len(recs))], shuffle=True), map_func
+
+    def map_func(dp):
+        return [sample(dp[0]), dp[1]]
+    return DataFromList([[p, i] for i, p in enumerate(paths)], shuffle=True), map_func
+
+
+def _tensorpack_epochs(ds, task):
+    import numpy as np
+    import tensorpack
+    from tensorpack.dataflow import BatchData
     ds = BatchData(ds, task.batch, remainder=False, use_list=False)
     ds.reset_state()
 
@@ -280,8 +367,72 @@ def peer_tensorpack(paths, workers, task):
             n += images.shape[0]
             del images, lab
         return n
-    import tensorpack
     return run_epoch, None, lambda: {"tensorpack": tensorpack.__version__, "numpy": np.__version__}
+
+
+def peer_tensorpack(paths, workers, task):
+    """DataFromList(shuffle) -> MultiThreadMapData(2 threads, the cv2 code) -> BatchData.
+    TFRecord shards: the records are read with :class:`PyRecords` (os.pread +
+    a pure-Python Example parser) inside the mapped function.  fbresnet task:
+    tensorpack's own augmentors (:func:`_tensorpack_map`)."""
+    from tensorpack.dataflow import MultiThreadMapData
+    ds, map_func = _tensorpack_map(paths, task)
+    ds = MultiThreadMapData(ds, num_thread=2, map_func=map_func, buffer_size=200, strict=True)
+    return _tensorpack_epochs(ds, task)
+
+
+def peer_tensorpack_zmq(paths, workers, task):
+    """DataFromList(shuffle) -> MultiProcessMapDataZMQ(2 processes, the same mapped
+    function as :func:`peer_tensorpack`) -> BatchData."""
+    from tensorpack.dataflow import MultiProcessMapDataZMQ
+    ds, map_func = _tensorpack_map(paths, task)
+    ds = MultiProcessMapDataZMQ(ds, num_proc=2, map_func=map_func, buffer_size=200, strict=True)
+    return _tensorpack_epochs(ds, task)
+
+
+def peer_torch(paths, workers, task):
+    """torch.utils.data.DataLoader(num_workers=workers, batch 64, shuffle, drop_last)
+    over a map-style dataset: torchvision.io.decode_image(read_file) (RGB uint8 CHW) ->
+    torchvision.transforms.v2: RandomResizedCrop (bilinear, antialias=True, the v2
+    default) or Resize + CenterCrop -> RandomHorizontalFlip -> [ColorJitter] ->
+    [RandAugment(2, 9)] -> ToDtype(float32, scale) -> Normalize -> [RandomErasing(0.25)];
+    float32 NCHW batches (torch's layout)."""
+    import torch
+    import torchvision
+    from torchvision.io import ImageReadMode, decode_image, read_file
+    from torchvision.transforms import v2
+    S = task.size
+    if task.mode == "center":
+        tr = [v2.Resize(task.resize), v2.CenterCrop(S)]
+    else:
+        tr = [v2.RandomResizedCrop(S, scale=SCALE, ratio=RATIO), v2.RandomHorizontalFlip()]
+    if task.jitter:
+        tr.append(v2.ColorJitter(task.jitter, task.jitter, task.jitter))
+    if getattr(task, "aug", None) == "randaugment":
+        tr.append(v2.RandAugment(num_ops=2, magnitude=9))
+    tr += [v2.ToDtype(torch.float32, scale=True), v2.Normalize(list(MEAN), list(STD))]
+    if getattr(task, "aug", None) == "randaugment":
+        tr.append(v2.RandomErasing(p=0.25))
+    transform = v2.Compose(tr)
+
+    class Files(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(paths)
+
+        def __getitem__(self, i):
+            return transform(decode_image(read_file(paths[i]), mode=ImageReadMode.RGB)), i
+
+    torch.manual_seed(0)
+    loader = torch.utils.data.DataLoader(Files(), batch_size=task.batch, shuffle=True, drop_last=True,
+                                         num_workers=workers, persistent_workers=True, prefetch_factor=2)
+
+    def run_epoch():
+        n = 0
+        for images, lab in loader:
+            n += images.shape[0]
+            del images, lab
+        return n
+    return run_epoch, None, lambda: {"torch": torch.__version__, "torchvision": torchvision.__version__}
 
 
 def peer_pyloop(paths, workers, task):
@@ -320,39 +471,42 @@ def peer_dali(paths, workers, task):
     """NVIDIA DALI CPU pipeline (device_id=None).  rrc: readers.file ->
     decoders.image_random_crop -> resize (linear, no antialias); center:
     decoders.image -> resize(resize_shorter) ; jitter: color_twist with uniform
-    factors; crop_mirror_normalize (float, HWC, random mirror for rrc)."""
+    factors; crop_mirror_normalize (float, HWC, random mirror for rrc).
+    randaugment task: :func:`_dali_randaugment`."""
     from nvidia.dali import fn, pipeline_def, types
     import nvidia.dali
     S = task.size
-
-    @pipeline_def(batch_size=task.batch, num_threads=workers, device_id=None, seed=0)
-    def pipe():
-        jpegs, labels = fn.readers.file(files=list(paths), labels=list(range(len(paths))),
-                                        random_shuffle=True, name="Reader")
-        if task.mode == "center":
-            images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
-            images = fn.resize(images, resize_shorter=task.resize, interp_type=types.INTERP_LINEAR,
-                               antialias=False)
-            mirror = 0
-            crop = (S, S)
-        else:
-            images = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB,
-                                                   random_area=list(SCALE), random_aspect_ratio=list(RATIO),
-                                                   num_attempts=10)
-            images = fn.resize(images, resize_x=S, resize_y=S, interp_type=types.INTERP_LINEAR,
-                               antialias=False)
-            mirror = fn.random.coin_flip(probability=0.5)
-            crop = None
-        if task.jitter:
-            lo, hi = max(0.0, 1 - task.jitter), 1 + task.jitter
-            images = fn.color_twist(images, brightness=fn.random.uniform(range=[lo, hi]),
-                                    contrast=fn.random.uniform(range=[lo, hi]),
-                                    saturation=fn.random.uniform(range=[lo, hi]))
-        kw = {"crop": crop} if crop else {}
-        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="HWC",
-                                          mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD],
-                                          mirror=mirror, **kw)
-        return images, labels
+    if getattr(task, "aug", None) == "randaugment":
+        pipe = _dali_randaugment(paths, workers, task)
+    else:
+        @pipeline_def(batch_size=task.batch, num_threads=workers, device_id=None, seed=0)
+        def pipe():
+            jpegs, labels = fn.readers.file(files=list(paths), labels=list(range(len(paths))),
+                                            random_shuffle=True, name="Reader")
+            if task.mode == "center":
+                images = fn.decoders.image(jpegs, device="cpu", output_type=types.RGB)
+                images = fn.resize(images, resize_shorter=task.resize, interp_type=types.INTERP_LINEAR,
+                                   antialias=False)
+                mirror = 0
+                crop = (S, S)
+            else:
+                images = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB,
+                                                       random_area=list(SCALE), random_aspect_ratio=list(RATIO),
+                                                       num_attempts=10)
+                images = fn.resize(images, resize_x=S, resize_y=S, interp_type=types.INTERP_LINEAR,
+                                   antialias=False)
+                mirror = fn.random.coin_flip(probability=0.5)
+                crop = None
+            if task.jitter:
+                lo, hi = max(0.0, 1 - task.jitter), 1 + task.jitter
+                images = fn.color_twist(images, brightness=fn.random.uniform(range=[lo, hi]),
+                                        contrast=fn.random.uniform(range=[lo, hi]),
+                                        saturation=fn.random.uniform(range=[lo, hi]))
+            kw = {"crop": crop} if crop else {}
+            images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="HWC",
+                                              mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD],
+                                              mirror=mirror, **kw)
+            return images, labels
 
     p = pipe()
     p.build()
@@ -368,6 +522,45 @@ def peer_dali(paths, workers, task):
     return run_epoch, None, lambda: {"dali": nvidia.dali.__version__}
 
 
+def _dali_randaugment(paths, workers, task):
+    """The randaugment task as a DALI CPU pipeline (conditionals on): readers.file ->
+    decoders.image_random_crop -> resize S x S (linear, no antialias) -> flip p=0.5 ->
+    ``nvidia.dali.auto_aug.rand_augment.rand_augment(n=2, m=9, shape=(S, S), fill_value=0,
+    interp_type=INTERP_NN)`` (torchvision's nearest and fill 0) -> crop_mirror_normalize
+    (float, HWC) -> RandomErasing(p=0.25): a coin flip; area 0.02-0.33, log-uniform
+    aspect 0.3-3.3 (one try, clipped to the image), uniform position, fn.erase with 0."""
+    from nvidia.dali import fn, pipeline_def, types
+    from nvidia.dali import math as dmath
+    from nvidia.dali.auto_aug import rand_augment
+    S = task.size
+
+    @pipeline_def(enable_conditionals=True, batch_size=task.batch, num_threads=workers,
+                               device_id=None, seed=0)
+    def pipe():
+        jpegs, labels = fn.readers.file(files=list(paths), labels=list(range(len(paths))),
+                                        random_shuffle=True, name="Reader")
+        images = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB,
+                                               random_area=list(SCALE), random_aspect_ratio=list(RATIO),
+                                               num_attempts=10)
+        images = fn.resize(images, resize_x=S, resize_y=S, interp_type=types.INTERP_LINEAR, antialias=False)
+        images = fn.flip(images, horizontal=fn.random.coin_flip(probability=0.5))
+        images = rand_augment.rand_augment(images, n=2, m=9, shape=(S, S), fill_value=0,
+                                           interp_type=types.INTERP_NN)
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="HWC",
+                                          mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD])
+        if fn.random.coin_flip(probability=0.25, dtype=types.BOOL):
+            area = fn.random.uniform(range=[0.02, 0.33])
+            r = dmath.exp(fn.random.uniform(range=[math.log(0.3), math.log(3.3)]))
+            h = dmath.min(dmath.sqrt(area * r), 1.0)
+            w = dmath.min(dmath.sqrt(area / r), 1.0)
+            top = fn.random.uniform(range=[0.0, 1.0]) * (1.0 - h)
+            left = fn.random.uniform(range=[0.0, 1.0]) * (1.0 - w)
+            images = fn.erase(images, anchor=fn.stack(top, left), shape=fn.stack(h, w), axis_names="HW",
+                              normalized_anchor=True, normalized_shape=True, fill_value=0.0)
+        return images, labels
+    return pipe
+
+
 # key -> (label, function, modules that must import, modules imported before timing RSS)
 PEERS = {
     "fastq": ("fastq", peer_fastq, ["fastq._image"], ["numpy", "fastq"]),
@@ -376,6 +569,10 @@ PEERS = {
     "dali": ("NVIDIA DALI CPU", peer_dali, ["nvidia.dali"], ["nvidia.dali"]),
     "tensorpack": ("tensorpack MultiThreadMapData(2)+cv2", peer_tensorpack, ["tensorpack", "cv2"],
                    ["cv2", "tensorpack.dataflow"]),
+    "tensorpack_zmq": ("tensorpack MultiProcessMapDataZMQ(2)+cv2", peer_tensorpack_zmq,
+                       ["tensorpack", "cv2", "zmq"], ["cv2", "tensorpack.dataflow"]),
+    "torch": ("torch DataLoader + torchvision v2", peer_torch, ["torch", "torchvision"],
+              ["torch", "torchvision"]),
     "pyloop": ("Python loop + cv2", peer_pyloop, ["cv2"], ["cv2"]),
 }
 

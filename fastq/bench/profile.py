@@ -1,10 +1,12 @@
-"""Single-thread per-stage profile of the reference task (``fastq bench --profile``).
+"""Single-thread per-stage profile of the reference (and hires) task (``fastq bench --profile``).
 
 Mean µs per image, one thread, files in the page cache: the cv2 path stage by
 stage (read, imdecode, cvtColor, crop + resize, flip, numpy normalize, copy into
 a batch), using the crop boxes fastq drew (from its explain records), and
 fastq's own per-sample path (``ImageSpec.process_encoded``) in chain variants
-whose differences split decode, resampling and the fused normalize/write.
+whose differences split decode, resampling and the fused normalize/write; and the
+entropy-coded bytes the crop decodes read against the crop's share of the pixels
+(:mod:`fastq.bench.entropy`).
 Runs in a child process (``python -m fastq.bench.child profile CFG``).
 """
 import json
@@ -12,6 +14,7 @@ import statistics
 import sys
 import time
 
+from fastq.bench.entropy import crop_entropy_summary
 from fastq.bench.tasks import BATCH, MEAN, RATIO, REFERENCE, SCALE, SIZE, STD
 
 __all__ = ["profile_main", "print_profile"]
@@ -109,7 +112,8 @@ def profile_main(cfg_path):
            "decode_scale_counts": scales,
            "mean_source_mpx": statistics.mean(full_px) / 1e6,
            "mean_decoded_mpx_fastq": statistics.mean(dec_px) / 1e6,
-           "mean_file_kb": statistics.mean(len(b) for b in blobs) / 1024}
+           "mean_file_kb": statistics.mean(len(b) for b in blobs) / 1024,
+           "entropy": crop_entropy_summary(blobs, [e["crop_src"] for e in explains])}
     sys.stdout.write("RESULT " + json.dumps(out) + "\n")
     sys.stdout.flush()
 
@@ -146,6 +150,15 @@ def print_profile(prof, summary, workers, out=print):
     out(f"  fastq decode choices: ROI used for {prof['roi_used_fraction'] * 100:.0f} % of images; "
           f"DCT scale counts {{{sc}}}; pixels decoded {prof['mean_decoded_mpx_fastq']:.3f} Mpx "
           f"vs {prof['mean_source_mpx']:.3f} Mpx full ({prof['mean_decoded_mpx_fastq'] / prof['mean_source_mpx'] * 100:.0f} %)")
+    ent = prof.get("entropy") or {}
+    if ent.get("files"):
+        how = ("exact: the restart segments that cover the crop" if ent["restart_tiled_files"] == ent["files"] else
+               f"{ent['restart_tiled_files']} of {ent['files']} files with row-tiling restart segments (exact); "
+               "the others: the scan down to the crop's bottom MCU row")
+        out(f"  entropy-coded bytes decoded per image (RRC crop boxes above; {how}): "
+            f"{ent['mean_entropy_bytes_decoded'] / 1024:.1f} kB of {ent['mean_scan_bytes'] / 1024:.1f} kB scan = "
+            f"{ent['decoded_fraction_of_scan'] * 100:.0f} %, vs the crop's share of the pixels "
+            f"{ent['mean_crop_pixel_share'] * 100:.0f} %")
     floor = u["read"] + dec
     bound = workers * 1e6 / floor
     line = (f"  file read + decode = {floor:.0f} of those {per_img:.0f} µs ({floor / per_img * 100:.0f} %): with every "

@@ -43,7 +43,8 @@ def print_report(res, out=print, show_targets=False):
                 f"{s['own_cores']:8.2f}/{oth:<7s}")
         elif p in res["not_installed"] or p in res["failed"] or p in res.get("not_available", {}):
             why = "not installed" if p in res["not_installed"] else \
-                "FAILED" if p in res["failed"] else "n/a for TFRecord"
+                "FAILED" if p in res["failed"] else \
+                "n/a for TFRecord" if "TFRecord" in res["not_available"][p] else "n/a for task"
             out(f"{peer_label(p, workers):40s} {'-':>9s} {why:>15s}")
     out("fastq/peer = fastq(workers=%d) images/s / peer images/s, same run; images/s = median of the rounds;\n"
         "CPU us/img = the peer process's CPU time per image (all threads); cores own/others = cores busy\n"
@@ -80,3 +81,7 @@ def print_report(res, out=print, show_targets=False):
         print_profile(res["profile"], summary, workers, out=out)
     for p, err in res["failed"].items():
         out(f"failed: {peer_label(p, workers)}: {err}")
+    for p, why in res.get("not_available", {}).items():
+        out(f"not run: {why}")
+    for p, note in res.get("notes", {}).items():
+        out(f"note: {p}: {note}")

@@ -30,7 +30,8 @@ from fastq.bench.measure import contention, cpu_model, machine_description, usab
 from fastq.bench.peers import PEERS, TFRECORD_PEERS, base_peer, peer_label
 from fastq.bench.tasks import TASKS
 
-__all__ = ["DEFAULT_PEERS", "BUSY_LIMIT", "TARGETS", "available", "check_peers", "run", "run_child"]
+__all__ = ["DEFAULT_PEERS", "BUSY_LIMIT", "TARGETS", "available", "check_peers", "default_peers", "run",
+           "run_child"]
 
 DEFAULT_PEERS = ("fastq", "tfdata", "tensorpack", "pyloop", "dali")
 BUSY_LIMIT = 0.25  # cores used by others (other processes + steal) that make a run "contended"
@@ -105,6 +106,15 @@ def _summarize(key, runs):
     }
 
 
+def default_peers(task):
+    """The peers ``fastq bench --task TASK`` runs when --peers is not given: DEFAULT_PEERS,
+    or for an augmentation preset the peers that implement it (tfdata_n only on request)."""
+    t = TASKS[task] if isinstance(task, str) else task
+    if t.peers is None:
+        return list(DEFAULT_PEERS)
+    return [p for p in t.peers if p != "tfdata_n"]
+
+
 def check_peers(peers):
     """Peer keys, validated ("fastq1" -> "fastq@1"); BenchInputError names an unknown one."""
     out = []
@@ -116,13 +126,13 @@ def check_peers(peers):
     return out
 
 
-def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3, scaling=(), profile=False,
+def run(paths, *, task="reference", peers=None, workers=None, rounds=3, scaling=(), profile=False,
         profile_images=300, retry_busy=1, timeout=900, progress=True, out=print, data_description=None):
     """Measure the peers on `paths` (image files, or a :class:`TFRecordInput`);
     returns the result dict (what --json writes).
 
     peers: keys of fastq.bench.peers.PEERS, plus "fastq@N" (fastq with N workers;
-    "fastq1" is "fastq@1").  scaling: worker counts, each measured as "fastq@N"
+    "fastq1" is "fastq@1"); None: :func:`default_peers` of the task.  scaling: worker counts, each measured as "fastq@N"
     ("fastq" itself when N == workers)."""
     if task not in TASKS:
         raise BenchInputError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
@@ -136,7 +146,7 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
     cores = usable_cores()
     workers = workers or cores
     keys = []
-    for p in check_peers(peers):
+    for p in check_peers(default_peers(t) if peers is None else peers):
         if p == f"fastq@{workers}":
             p = "fastq"
         if p not in keys:
@@ -160,7 +170,18 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
     if tfr is not None:
         not_available = {p: f"{peer_label(p, workers)}: not available for TFRecord input" for p in keys
                          if p not in not_installed and base_peer(p) not in TFRECORD_PEERS}
+    if t.peers is not None:  # an augmentation preset: only the peers that implement it
+        not_available.update({p: f"{peer_label(p, workers)}: not available for task {task} (runs only on "
+                                  f"{', '.join(t.peers)})" for p in keys
+                              if p not in not_installed and p not in not_available and base_peer(p) not in t.peers})
     todo = [p for p in keys if p not in not_installed and p not in not_available]
+    notes = {}
+    if t.aug:
+        from fastq.bench.tasks import augment_chain
+        note = augment_chain(t)[1]
+        if note:
+            notes["fastq"] = note
+            out(f"NOTE fastq chain: {note}")
     for msg in list(not_installed.values()) + list(not_available.values()):
         out(msg)
 
@@ -210,16 +231,24 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
                             results[p].append(res)
                             break
                     bar.update(1)
-        if profile and task == "reference" and tfr is not None:
+        profiled = task in ("reference", "hires")  # the reference chain (hires: on camera-like files)
+        if profile and profiled and tfr is not None:
             out("the single-thread stage profile reads image files; not run for TFRecord input")
-        elif profile and task == "reference":
+        elif profile and profiled:
             out("profiling (one thread) ...")
             prof, err = run_child(["profile"], cfg_path, timeout)
             if prof is None:
                 out(f"  profile FAILED ({err})")
+        elif profile:
+            out("the single-thread stage profile runs for the reference and hires tasks only")
     load1 = os.getloadavg()
 
     summary = {p: _summarize(p, runs) for p, runs in results.items() if runs}
+    for p, s in summary.items():
+        if t.aug == "randaugment" and base_peer(p) in ("tfdata", "tfdata_n"):
+            s["label"] = s["label"].replace("tf.data native", "tf.data + keras RandAugment")
+        if base_peer(p) in notes:
+            s["label"] += f" [{notes[base_peer(p)].split(' (')[0]}]"
     fq = summary.get("fastq", {}).get("images_per_s")
     for s in summary.values():
         s["fastq_over_peer"] = fq / s["images_per_s"] if fq else None
@@ -246,5 +275,5 @@ def run(paths, *, task="reference", peers=DEFAULT_PEERS, workers=None, rounds=3,
                   if tfr is not None else {"kind": "files", "files": len(paths)}),
         "peers": summary, "order": [p for p in keys], "not_installed": not_installed,
         "not_available": not_available, "failed": failed,
-        "ratios": ratios, "scaling": scaling_out, "profile": prof,
+        "ratios": ratios, "scaling": scaling_out, "profile": prof, "notes": notes,
     }

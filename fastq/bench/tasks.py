@@ -12,12 +12,22 @@ single-thread profile, ``python -m fastq.bench.demo`` and every script under
   small-96   reference at 96 x 96
   hires      reference on camera-like files (generated set: 1800-3200 px, sensor
              noise, quality 92, ~1 MB; fastq.bench.testdata.make_hires_dataset)
+  randaugment  RandomResizedCrop 224 -> h-flip -> RandAugment(2, 9) -> normalize ->
+             RandomErasing(0.25) (torchvision's classification recipe), float32, batch 64
+  fbresnet   tensorpack's fbresnet_augmentor (GoogleNet crop 224 bicubic, random
+             order of brightness / contrast / saturation / PCA lighting, h-flip),
+             uint8 NHWC batches of 64, no normalize (tensorpack's ImageNet example
+             normalizes inside the model graph)
+
+The augmentation presets (``aug`` set) run only on the peers listed in
+``Task.peers``; the others are reported as "not available for this task".
 
 What each peer runs for a task is in :mod:`fastq.bench.peers`.  Nothing here
 imports more than the standard library (fastq.ops only when the chain is built).
 """
 
-__all__ = ["BATCH", "MEAN", "STD", "SCALE", "RATIO", "SIZE", "Task", "TASKS", "REFERENCE", "task_from_dict"]
+__all__ = ["BATCH", "MEAN", "STD", "SCALE", "RATIO", "SIZE", "Task", "TASKS", "REFERENCE", "augment_chain",
+           "task_from_dict"]
 
 BATCH = 64
 SIZE = 224
@@ -31,13 +41,24 @@ class Task:
     """One benchmark task: output size, geometry mode ("rrc" random-resized
     crop + flip, or "center": resize shorter side + center crop), jitter."""
 
-    def __init__(self, name, size, mode="rrc", resize=None, jitter=0.0, batch=BATCH, data="jpeg"):
+    def __init__(self, name, size, mode="rrc", resize=None, jitter=0.0, batch=BATCH, data="jpeg", aug=None,
+                 dtype="float32", peers=None):
         self.name, self.size, self.mode, self.resize, self.jitter, self.batch = \
             name, size, mode, resize, jitter, batch
         # the generated set it runs on when no DATA is given (fastq.bench.data.GENERATED)
         self.data = data
+        # augmentation preset ("randaugment", "fbresnet") or None; output dtype;
+        # the peers that implement it (None: every peer) -- the first ones are the default
+        self.aug, self.dtype, self.peers = aug, dtype, list(peers) if peers else None
 
     def describe(self):
+        if self.aug == "randaugment":
+            return (f"RandomResizedCrop {self.size} -> h-flip -> RandAugment(2, 9) -> normalize -> "
+                    f"RandomErasing(0.25) -> float32, batch {self.batch}")
+        if self.aug == "fbresnet":
+            return (f"tensorpack fbresnet_augmentor: GoogleNet crop {self.size} bicubic -> random order of "
+                    f"brightness(0.6-1.4), contrast(0.6-1.4), saturation(0.4), lighting(0.1) -> h-flip -> "
+                    f"uint8, batch {self.batch}")
         if self.mode == "center":
             geo = f"resize shorter side {self.resize} -> center crop {self.size}"
         else:
@@ -51,6 +72,8 @@ class Task:
     def fastq_ops(self):
         """The task as a fastq op chain (a new list of fastq.ops objects)."""
         from fastq import ops
+        if self.aug:
+            return augment_chain(self)[0]
         if self.mode == "center":
             chain = [ops.Resize(shorter_side=self.resize), ops.CenterCrop(self.size)]
         else:
@@ -62,12 +85,48 @@ class Task:
         return chain
 
 
+# Until the ops below are merged, the presets fall back to the closest chain and say so
+# (augment_chain's note, printed by fastq bench and written to its JSON).  The integrator
+# removes the fallbacks once fastq.ops.RandomErasing and fastq.tensorpack.fbresnet_augmentor
+# are both on main.
+def augment_chain(task):
+    """(fastq op list, note or None) for an augmentation preset; the note names what the
+    chain lacks against the task's definition."""
+    from fastq import ops
+    if task.aug == "randaugment":
+        chain = [ops.RandomResizedCrop(task.size, scale=SCALE, ratio=RATIO, interpolation="bilinear"),
+                 ops.HorizontalFlip(), ops.RandAugment(2, 9), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]
+        erasing = getattr(ops, "RandomErasing", None)
+        if erasing is None:
+            return chain, "without erasing (fastq.ops.RandomErasing is not in this build)"
+        return chain + [erasing(p=0.25)], None
+    if task.aug == "fbresnet":
+        try:
+            from fastq.tensorpack import fbresnet_augmentor
+        except ImportError:
+            fbresnet_augmentor = None
+        if fbresnet_augmentor is not None:
+            return [o for o in fbresnet_augmentor(task.size) if not isinstance(o, ops.Normalize)], None
+        chain = [ops.RandomResizedCrop(task.size, scale=SCALE, ratio=(0.75, 1.333), interpolation="bicubic"),
+                 ops.RandomOrder([ops.ColorJitter(brightness=0.4), ops.ColorJitter(contrast=0.4),
+                                  ops.ColorJitter(saturation=0.4), ops.Lighting(0.1)]),
+                 ops.HorizontalFlip()]
+        return chain, ("fallback chain (fastq.tensorpack.fbresnet_augmentor is not in this build; the closest "
+                       "existing chain, not tensorpack parity: RandomResizedCrop bicubic + RandomOrder(ColorJitter "
+                       "b / c / s 0.4, Lighting 0.1) + HorizontalFlip)")
+    raise ValueError(f"task {task.name!r} has no augmentation preset")
+
+
 TASKS = {
     "reference": Task("reference", SIZE),
     "train": Task("train", SIZE, jitter=0.4),
     "eval": Task("eval", SIZE, mode="center", resize=256),
     "small-96": Task("small-96", 96),
     "hires": Task("hires", SIZE, data="hires"),
+    "randaugment": Task("randaugment", SIZE, aug="randaugment",
+                        peers=["fastq", "dali", "torch", "tfdata", "tfdata_n"]),
+    "fbresnet": Task("fbresnet", SIZE, aug="fbresnet", dtype="uint8",
+                     peers=["fastq", "tensorpack", "tensorpack_zmq"]),
 }
 REFERENCE = TASKS["reference"]
 

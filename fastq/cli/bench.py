@@ -1,7 +1,7 @@
 """``fastq bench``: images/s of fastq and its peers (the tool is :mod:`fastq.bench`)."""
 import os
 
-from fastq.bench.runner import DEFAULT_PEERS
+from fastq.bench.runner import DEFAULT_PEERS, default_peers
 from fastq.bench.tasks import TASKS
 from fastq.cli.base import CliError, _csv, _positive_int, arg, command
 
@@ -13,9 +13,11 @@ from fastq.cli.base import CliError, _csv, _positive_int, arg, command
              "a folder of them); omitted: a generated set of ImageNet-like JPEGs (--task hires: 300 camera-like JPEGs, 1800-3200 px)"),
     arg("--task", default="reference", choices=list(TASKS),
         help="what each peer does to every image (default: reference; see docs/cli.md)"),
-    arg("--peers", default=",".join(DEFAULT_PEERS), type=_csv,
-        help="comma-separated peers: fastq, tfdata, tfdata_n, tensorpack, pyloop, dali, fastq@N "
-             "(default: %(default)s); peers that are not installed are listed as such"),
+    arg("--peers", type=_csv,
+        help="comma-separated peers: fastq, tfdata, tfdata_n, tensorpack, tensorpack_zmq, torch, pyloop, dali, "
+             f"fastq@N (default: {','.join(DEFAULT_PEERS)}; --task randaugment: "
+             f"{','.join(default_peers('randaugment'))}; --task fbresnet: {','.join(default_peers('fbresnet'))}); "
+             "peers that are not installed are listed as such"),
     arg("--workers", type=_positive_int, help="fastq's workers and DALI's threads (default: usable cores)"),
     arg("--images", type=_positive_int,
         help="images per epoch (generated set: default 2000, hires 300; DATA: default all, else a fixed random subset; "
@@ -55,7 +57,7 @@ def cmd_bench(a):
             raise CliError("--plot needs matplotlib: pip install matplotlib") from None
     progress = not a.no_progress
     try:
-        bench.check_peers(a.peers)  # before any data is generated
+        bench.check_peers(a.peers or [])  # before any data is generated
         if a.data is None:
             from fastq.bench.data import GENERATED
             kind = TASKS[a.task].data

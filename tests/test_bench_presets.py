@@ -1,0 +1,194 @@
+"""The augmentation presets of ``fastq bench`` (fastq.bench.tasks: randaugment, fbresnet)
+and their peers (fastq.bench.peers: torch DataLoader + torchvision v2, DALI CPU
+rand_augment, tf.data + keras.layers.RandAugment, tensorpack's fbresnet augmentors on
+MultiThreadMapData / MultiProcessMapDataZMQ), on tiny inputs.
+
+References: the peers' frameworks are found with importlib here (not by fastq); the
+fbresnet augmentor list is compared with tensorpack's own imgaug classes; the child
+process CPU count is checked against a process that spins for a known time."""
+import importlib.util
+import json
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import fastq
+from fastq import bench, ops
+from fastq.bench import runner, testdata
+from fastq.bench.measure import cpu_delta, cpu_snapshot
+from fastq.bench.tasks import TASKS, augment_chain, task_from_dict
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(fastq.__file__)))
+
+
+def installed(*mods):
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in mods)
+    except (ImportError, ValueError):
+        return False
+
+
+@pytest.fixture(scope="module")
+def jpegs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("preset_jpegs")
+    return testdata.make_jpeg_dataset(str(d), 64, seed=3, min_side=240, max_side=320)
+
+
+def names(chain):
+    return [type(o).__name__ for o in chain]
+
+
+def test_preset_definitions_round_trip_and_default_peers():
+    ra, fb = TASKS["randaugment"], TASKS["fbresnet"]
+    assert (ra.aug, ra.dtype, ra.size, ra.batch) == ("randaugment", "float32", 224, 64)
+    assert (fb.aug, fb.dtype, fb.size, fb.batch) == ("fbresnet", "uint8", 224, 64)
+    assert "RandAugment(2, 9)" in ra.describe() and "RandomErasing(0.25)" in ra.describe()
+    assert "fbresnet_augmentor" in fb.describe() and "uint8" in fb.describe()
+    for t in (ra, fb):
+        assert task_from_dict(json.loads(json.dumps(t.to_dict()))).to_dict() == t.to_dict()
+    assert runner.default_peers("randaugment") == ["fastq", "dali", "torch", "tfdata"]
+    assert runner.default_peers("fbresnet") == ["fastq", "tensorpack", "tensorpack_zmq"]
+    assert runner.default_peers("reference") == list(runner.DEFAULT_PEERS)
+    old = {k: v for k, v in TASKS["reference"].to_dict().items() if k not in ("aug", "dtype", "peers")}
+    t = task_from_dict(old)  # a dict written before the preset fields existed
+    assert (t.aug, t.dtype, t.peers) == (None, "float32", None)
+
+
+def test_randaugment_chain_with_erasing_and_labelled_without(monkeypatch):
+    chain, note = augment_chain(TASKS["randaugment"])
+    assert names(chain) == ["RandomResizedCrop", "HorizontalFlip", "RandAugment", "Normalize", "RandomErasing"]
+    assert note is None
+    ra, er = chain[2], chain[4]
+    assert (ra.num_ops, ra.magnitude, ra.num_magnitude_bins) == (2, 9, 31)
+    assert er.p == 0.25 and er.scale == (0.02, 0.33) and er.ratio == (0.3, 3.3)
+    ops.compile_ops(chain)  # a valid chain
+    monkeypatch.delattr(ops, "RandomErasing")
+    chain, note = augment_chain(TASKS["randaugment"])
+    assert names(chain) == ["RandomResizedCrop", "HorizontalFlip", "RandAugment", "Normalize"]
+    assert note.startswith("without erasing")
+
+
+def test_fbresnet_chain_uses_the_helper_when_present_else_a_labelled_fallback(monkeypatch):
+    import fastq.tensorpack as ftp
+    monkeypatch.delattr(ftp, "fbresnet_augmentor", raising=False)
+    chain, note = augment_chain(TASKS["fbresnet"])
+    assert names(chain) == ["RandomResizedCrop", "RandomOrder", "HorizontalFlip"]
+    assert chain[0].interpolation == "bicubic" and note.startswith("fallback chain")
+    ops.compile_ops(chain, dtype="uint8")
+    calls = []
+
+    def fake(size):
+        calls.append(size)
+        return [ops.RandomResizedCrop(size), ops.Lighting(0.1), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]
+    monkeypatch.setattr(ftp, "fbresnet_augmentor", fake, raising=False)
+    chain, note = augment_chain(TASKS["fbresnet"])
+    assert calls == [224] and note is None
+    assert names(chain) == ["RandomResizedCrop", "Lighting"]  # uint8 task: the model normalizes
+
+
+def test_run_reports_peers_not_installed_and_not_for_the_task(jpegs, monkeypatch):
+    real = runner.available
+    monkeypatch.setattr(runner, "available", lambda p: False if p == "dali" else real(p))
+    lines = []
+    res = bench.run(jpegs, task="randaugment", peers=["fastq", "dali", "pyloop"], rounds=1, retry_busy=0,
+                    progress=False, out=lines.append)
+    assert list(res["peers"]) == ["fastq"] and not res["failed"]
+    assert res["peers"]["fastq"]["images_per_epoch"] == 64
+    assert "dali" in res["not_installed"] and "does not import" in res["not_installed"]["dali"]
+    assert "not available for task randaugment" in res["not_available"]["pyloop"]
+    assert res["notes"] == {}  # RandomErasing is in this build: no fallback label
+    assert res["task"]["aug"] == "randaugment"
+    out = []
+    bench.print_report(res, out=out.append)
+    text = "\n".join(out)
+    assert "n/a for task" in text and "not installed" in text
+
+
+@pytest.mark.slow
+def test_randaugment_peers_that_are_installed_run_and_the_others_say_why(jpegs):
+    peers = ["fastq", "dali", "torch", "tfdata"]
+    res = bench.run(jpegs, task="randaugment", peers=peers, rounds=1, retry_busy=0, progress=False,
+                    out=lambda m: None)
+    present = {"fastq": True, "dali": installed("nvidia") and installed("nvidia.dali"),
+               "torch": installed("torch", "torchvision"), "tfdata": installed("tensorflow")}
+    assert not res["failed"], res["failed"]
+    for p, here in present.items():
+        if here:
+            s = res["peers"][p]
+            assert s["images_per_epoch"] == 64 and s["images_per_s"] > 0
+        else:
+            assert p in res["not_installed"] and "does not import" in res["not_installed"][p]
+    if present["tfdata"]:
+        assert "keras" in res["peers"]["tfdata"]["info"]
+        assert res["peers"]["tfdata"]["label"].startswith("tf.data + keras RandAugment")
+
+
+@pytest.mark.tensorpack
+def test_fbresnet_augmentors_are_tensorpack_examples_list():
+    import cv2
+    from tensorpack.dataflow import imgaug
+    from fastq.bench.peers import fbresnet_augmentors
+    augs = fbresnet_augmentors(224)
+    assert [type(a) for a in augs] == [imgaug.GoogleNetRandomCropAndResize, imgaug.RandomOrderAug, imgaug.Flip]
+    assert augs[0].target_shape == 224 and augs[0].interp == cv2.INTER_CUBIC
+    inner = augs[1].aug_lists
+    assert [type(a) for a in inner] == [imgaug.BrightnessScale, imgaug.Contrast, imgaug.Saturation,
+                                        imgaug.Lighting]
+    # BGR order: the eigen values reversed, as in tensorpack's example
+    np.testing.assert_allclose(inner[3].eigval, np.array([0.0045, 0.0188, 0.2175]) * 255)
+    img = (np.random.RandomState(0).rand(300, 400, 3) * 255).astype(np.uint8)
+    out = imgaug.AugmentorList(augs).augment(img)
+    assert out.shape == (224, 224, 3)
+
+
+@pytest.mark.slow
+@pytest.mark.tensorpack
+def test_fbresnet_runs_on_both_tensorpack_parallel_mappers(jpegs):
+    res = bench.run(jpegs, task="fbresnet", rounds=1, retry_busy=0, progress=False, out=lambda m: None)
+    assert res["order"] == ["fastq", "tensorpack", "tensorpack_zmq"]
+    ran = set(res["peers"])
+    assert "fastq" in ran and "tensorpack" in ran
+    # the ZMQ mapper needs pyzmq and working IPC sockets: it runs, or says why it did not
+    if "tensorpack_zmq" not in ran:
+        assert "tensorpack_zmq" in res["failed"] or "tensorpack_zmq" in res["not_installed"]
+    for p in ran:
+        assert res["peers"][p]["images_per_epoch"] == 64
+
+
+def _spin(seconds):
+    t = time.perf_counter()
+    while time.perf_counter() - t < seconds:
+        pass
+
+
+def test_cpu_snapshot_counts_live_child_processes():
+    a = cpu_snapshot()
+    p = mp.get_context("fork").Process(target=_spin, args=(0.6,))
+    p.start()
+    time.sleep(0.3)
+    b = cpu_snapshot()  # the child is alive here: counted from /proc
+    p.join()
+    c = cpu_snapshot()  # reaped: counted by os.times
+    own_live = cpu_delta(a, b)["own_cpu_s"]
+    own_done = cpu_delta(a, c)["own_cpu_s"]
+    assert own_live > 0.05, own_live  # this process itself only sleeps
+    assert own_done >= own_live and own_done > 0.1
+
+
+def test_cli_fbresnet_names_the_peers_it_cannot_run(jpegs, tmp_path):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    out_json = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-m", "fastq", "bench", os.path.dirname(jpegs[0]), "--task", "fbresnet",
+                        "--quick", "--peers", "fastq,pyloop", "--no-progress", "--json", str(out_json)],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(out_json.read_text())
+    assert list(res["peers"]) == ["fastq"] and res["task"]["dtype"] == "uint8"
+    assert "not available for task fbresnet" in res["not_available"]["pyloop"]
+    assert "n/a for task" in r.stdout
