@@ -59,7 +59,7 @@ def test_preset_definitions_round_trip_and_default_peers():
     assert (t.aug, t.dtype, t.peers) == (None, "float32", None)
 
 
-def test_randaugment_chain_with_erasing_and_labelled_without(monkeypatch):
+def test_randaugment_chain_is_the_recipe():
     chain, note = augment_chain(TASKS["randaugment"])
     assert names(chain) == ["RandomResizedCrop", "HorizontalFlip", "RandAugment", "Normalize", "RandomErasing"]
     assert note is None
@@ -67,28 +67,15 @@ def test_randaugment_chain_with_erasing_and_labelled_without(monkeypatch):
     assert (ra.num_ops, ra.magnitude, ra.num_magnitude_bins) == (2, 9, 31)
     assert er.p == 0.25 and er.scale == (0.02, 0.33) and er.ratio == (0.3, 3.3)
     ops.compile_ops(chain)  # a valid chain
-    monkeypatch.delattr(ops, "RandomErasing")
-    chain, note = augment_chain(TASKS["randaugment"])
-    assert names(chain) == ["RandomResizedCrop", "HorizontalFlip", "RandAugment", "Normalize"]
-    assert note.startswith("without erasing")
 
 
-def test_fbresnet_chain_uses_the_helper_when_present_else_a_labelled_fallback(monkeypatch):
-    import fastq.tensorpack as ftp
-    monkeypatch.delattr(ftp, "fbresnet_augmentor", raising=False)
+def test_fbresnet_chain_is_the_tensorpack_parity_chain_in_bgr():
+    from fastq.tensorpack import fbresnet_augmentor
     chain, note = augment_chain(TASKS["fbresnet"])
-    assert names(chain) == ["RandomResizedCrop", "RandomOrder", "HorizontalFlip"]
-    assert chain[0].interpolation == "bicubic" and note.startswith("fallback chain")
-    ops.compile_ops(chain, dtype="uint8")
-    calls = []
-
-    def fake(size):
-        calls.append(size)
-        return [ops.RandomResizedCrop(size), ops.Lighting(0.1), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]
-    monkeypatch.setattr(ftp, "fbresnet_augmentor", fake, raising=False)
-    chain, note = augment_chain(TASKS["fbresnet"])
-    assert calls == [224] and note is None
-    assert names(chain) == ["RandomResizedCrop", "Lighting"]  # uint8 task: the model normalizes
+    assert note is None
+    assert names(chain) == names(fbresnet_augmentor(224)) == ["TensorpackCrop", "TensorpackColor", "HorizontalFlip"]
+    assert TASKS["fbresnet"].channels == "BGR" and TASKS["fbresnet"].dtype == "uint8"
+    ops.compile_ops(chain, dtype="uint8", channels="BGR")
 
 
 def test_run_reports_peers_not_installed_and_not_for_the_task(jpegs, monkeypatch):
@@ -101,7 +88,7 @@ def test_run_reports_peers_not_installed_and_not_for_the_task(jpegs, monkeypatch
     assert res["peers"]["fastq"]["images_per_epoch"] == 64
     assert "dali" in res["not_installed"] and "does not import" in res["not_installed"]["dali"]
     assert "not available for task randaugment" in res["not_available"]["pyloop"]
-    assert res["notes"] == {}  # RandomErasing is in this build: no fallback label
+    assert res["notes"] == {}  # the preset is exact: no note
     assert res["task"]["aug"] == "randaugment"
     out = []
     bench.print_report(res, out=out.append)

@@ -136,7 +136,7 @@ def fastq_pipeline(src, workers, task):
     dtype = getattr(task, "dtype", "float32")
     p = fastq.Pipeline(src, batch_size=task.batch, queue_size=4,
                        workers=workers, ops=task.fastq_ops(), dtype=dtype, seed=0, shuffle=True,
-                       pin_memory=False)
+                       pin_memory=False, channels=getattr(task, "channels", "RGB"))
 
     def run_epoch():
         n = 0

@@ -42,7 +42,7 @@ class Task:
     crop + flip, or "center": resize shorter side + center crop), jitter."""
 
     def __init__(self, name, size, mode="rrc", resize=None, jitter=0.0, batch=BATCH, data="jpeg", aug=None,
-                 dtype="float32", peers=None):
+                 dtype="float32", peers=None, channels="RGB"):
         self.name, self.size, self.mode, self.resize, self.jitter, self.batch = \
             name, size, mode, resize, jitter, batch
         # the generated set it runs on when no DATA is given (fastq.bench.data.GENERATED)
@@ -50,6 +50,7 @@ class Task:
         # augmentation preset ("randaugment", "fbresnet") or None; output dtype;
         # the peers that implement it (None: every peer) -- the first ones are the default
         self.aug, self.dtype, self.peers = aug, dtype, list(peers) if peers else None
+        self.channels = channels  # output channel order (fbresnet: BGR, as tensorpack's models take)
 
     def describe(self):
         if self.aug == "randaugment":
@@ -85,35 +86,21 @@ class Task:
         return chain
 
 
-# Until the ops below are merged, the presets fall back to the closest chain and say so
-# (augment_chain's note, printed by fastq bench and written to its JSON).  The integrator
-# removes the fallbacks once fastq.ops.RandomErasing and fastq.tensorpack.fbresnet_augmentor
-# are both on main.
 def augment_chain(task):
-    """(fastq op list, note or None) for an augmentation preset; the note names what the
-    chain lacks against the task's definition."""
+    """(fastq op list, note or None) for an augmentation preset (the note, printed by
+    fastq bench and written to its JSON, would name what the chain lacks against the
+    task's definition; both presets are exact now)."""
     from fastq import ops
     if task.aug == "randaugment":
         chain = [ops.RandomResizedCrop(task.size, scale=SCALE, ratio=RATIO, interpolation="bilinear"),
-                 ops.HorizontalFlip(), ops.RandAugment(2, 9), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD)]
-        erasing = getattr(ops, "RandomErasing", None)
-        if erasing is None:
-            return chain, "without erasing (fastq.ops.RandomErasing is not in this build)"
-        return chain + [erasing(p=0.25)], None
+                 ops.HorizontalFlip(), ops.RandAugment(2, 9), ops.Normalize(ops.IMAGENET_MEAN, ops.IMAGENET_STD),
+                 ops.RandomErasing(p=0.25)]
+        return chain, None
     if task.aug == "fbresnet":
-        try:
-            from fastq.tensorpack import fbresnet_augmentor
-        except ImportError:
-            fbresnet_augmentor = None
-        if fbresnet_augmentor is not None:
-            return [o for o in fbresnet_augmentor(task.size) if not isinstance(o, ops.Normalize)], None
-        chain = [ops.RandomResizedCrop(task.size, scale=SCALE, ratio=(0.75, 1.333), interpolation="bicubic"),
-                 ops.RandomOrder([ops.ColorJitter(brightness=0.4), ops.ColorJitter(contrast=0.4),
-                                  ops.ColorJitter(saturation=0.4), ops.Lighting(0.1)]),
-                 ops.HorizontalFlip()]
-        return chain, ("fallback chain (fastq.tensorpack.fbresnet_augmentor is not in this build; the closest "
-                       "existing chain, not tensorpack parity: RandomResizedCrop bicubic + RandomOrder(ColorJitter "
-                       "b / c / s 0.4, Lighting 0.1) + HorizontalFlip)")
+        # tensorpack parity (tests/test_tensorpack_parity.py); BGR output like tensorpack's
+        # (the task's `channels`)
+        from fastq.tensorpack import fbresnet_augmentor
+        return list(fbresnet_augmentor(task.size)), None
     raise ValueError(f"task {task.name!r} has no augmentation preset")
 
 
@@ -125,7 +112,7 @@ TASKS = {
     "hires": Task("hires", SIZE, data="hires"),
     "randaugment": Task("randaugment", SIZE, aug="randaugment",
                         peers=["fastq", "dali", "torch", "tfdata", "tfdata_n"]),
-    "fbresnet": Task("fbresnet", SIZE, aug="fbresnet", dtype="uint8",
+    "fbresnet": Task("fbresnet", SIZE, aug="fbresnet", dtype="uint8", channels="BGR",
                      peers=["fastq", "tensorpack", "tensorpack_zmq"]),
 }
 REFERENCE = TASKS["reference"]
