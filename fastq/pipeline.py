@@ -284,6 +284,14 @@ class Pipeline:
         return mixer.public_spec(specs) if mixer is not None else specs
 
     @property
+    def output_names(self) -> Optional[List[str]]:
+        """One name per output ("images", "labels", a TFRecord feature's key, "boxes",
+        "classes", "num_boxes", "image_info", "keypoints", "masks", "index"), or None
+        for a source that does not name its outputs (a Python iterable)."""
+        names = getattr(self._backend, "output_names", None)
+        return list(names()) if names is not None else None
+
+    @property
     def epoch(self) -> int:
         """The epoch the next ``iter()`` will run."""
         return self._epoch

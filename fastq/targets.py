@@ -158,6 +158,12 @@ class Targets:
             out.append((tuple(out_hw), self.masks[0].dtype))
         return out
 
+    def output_names(self) -> List[str]:
+        """The names of :meth:`output_spec`'s outputs, in order (TF Model Garden's)."""
+        return ((["boxes", "classes", "num_boxes"] if self.max_boxes > 0 else []) +
+                (["image_info"] if self.image_info else []) + (["keypoints"] if self.keypoints is not None else []) +
+                (["masks"] if self.masks is not None else []))
+
     def task_args(self) -> Dict[str, Any]:
         return {"boxes": self.boxes, "classes": self.classes, "offsets": self.offsets, "max_boxes": self.max_boxes,
                 "min_area": self.min_area, "min_visibility": self.min_visibility, "truncate": self.truncate,
@@ -288,6 +294,9 @@ class OdapiTargets:
         if self.image_info:
             out.append(((4, 2), np.dtype(np.float32)))
         return out
+
+    def output_names(self) -> List[str]:
+        return ["boxes", "classes", "num_boxes"] + (["image_info"] if self.image_info else [])
 
     def task_args(self) -> Dict[str, Any]:
         return {"from_reader": True, "normalized": self.normalized, "max_boxes": self.max_boxes,

@@ -252,7 +252,8 @@ def copy(*tensors):
     alias the ring's slots, or the slots never come back.  (For a dataset of
     single tensors use ``ds.map(lambda t: tf.raw_ops.DeepCopy(x=t))``.)"""
     tf = _tf()
-    return tuple(tf.raw_ops.DeepCopy(x=t) for t in tensors)
+    # (nested: the (images, {name: tensor}) elements of structure="features_labels")
+    return tuple(tf.nest.map_structure(lambda t: tf.raw_ops.DeepCopy(x=t), tensors))
 
 
 def _with_copying_cache(ds):
@@ -296,7 +297,7 @@ def _cardinality(pipeline, cardinality):
 
 
 def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_size: Optional[int] = None,
-            cardinality: Union[str, int, None] = "auto") -> Any:
+            cardinality: Union[str, int, None] = "auto", structure: str = "tuple") -> Any:
     """A ``tf.data.Dataset`` of the pipeline's batches, without copies.
 
     Elements are tuples of tensors, one per pipeline output (the same tuple a
@@ -323,12 +324,26 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
         pending, else unknown.  TensorFlow checks the number: an iteration
         that yields another number of batches fails at its end.  None: leave
         it unknown.
+    structure : "tuple" or "features_labels"
+        "tuple" (default): one tensor per output, in order.  "features_labels":
+        ``(images, {name: tensor})`` with the other outputs by name
+        (:attr:`Pipeline.output_names`: "labels", "boxes", "classes", "num_boxes",
+        "image_info", "masks", ...), the ``(features, labels)`` pair that
+        ``model.fit`` and TF Model Garden's detection and segmentation tasks take.
+        The dict is built by a ``map`` that moves no data (the tensors are the
+        same).
     """
     tf = _tf()
     if not isinstance(pipeline, Pipeline):
         raise TypeError(f"fastq.tf.dataset needs a fastq.Pipeline, got {type(pipeline).__name__}")
     if pipeline.closed:
         raise PipelineClosedError("this Pipeline is closed")
+    if structure not in ("tuple", "features_labels"):
+        raise ValueError(f"fastq.tf.dataset: structure must be 'tuple' or 'features_labels', got {structure!r}")
+    names = pipeline.output_names if structure == "features_labels" else None
+    if structure == "features_labels" and (names is None or len(names) < 2 or names[0] != "images"):
+        raise ValueError("fastq.tf.dataset(structure='features_labels') needs a native image source with at "
+                         f"least one output after the images (its outputs: {names})")
     spec = element_spec(pipeline)
     ds = tf.data.Dataset.from_generator(_Feed(pipeline), output_signature=spec)
     opts = tf.data.Options()
@@ -343,6 +358,9 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
     n = _cardinality(pipeline, cardinality)
     if n is not None:
         ds = ds.apply(tf.data.experimental.assert_cardinality(n))
+    if names is not None:
+        rest = names[1:]
+        ds = ds.map(lambda images, *xs: (images, dict(zip(rest, xs))))
     ds = _with_copying_cache(ds)
     # The dataset object (and every dataset chained after it, which keeps its
     # input) keeps the pipeline alive; TF's generator registry does not.

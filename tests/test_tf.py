@@ -408,3 +408,33 @@ def test_dlpack_views_alias_and_hold_the_lease(jpegs):
     assert p.stats()["slots_leased"] == 0
     it.close()
     p.close()
+
+
+# -- structure="features_labels" ---------------------------------------------------
+
+def test_features_labels_structure_names_the_outputs_and_keeps_aliasing(jpegs):
+    from fastq.targets import Targets
+    boxes = [np.float32([[2, 3, 40, 50], [10, 10, 20, 20]])] * len(jpegs)
+    p = fastq.Pipeline(fastq.sources.Files(jpegs, list(range(len(jpegs))),
+                                           targets=Targets(boxes, [[1, 2]] * len(jpegs), max_boxes=3)),
+                       batch_size=B, ops=[fastq.ops.Resize((SIZE, SIZE))], dtype="uint8", workers=1)
+    assert p.output_names == ["images", "labels", "boxes", "classes", "num_boxes", "image_info"]
+    flat = [[np.array(t) for t in b] for b in fqtf.dataset(p)]
+    ds = fqtf.dataset(p, structure="features_labels")
+    spec = ds.element_spec
+    assert spec[0].shape == (B, SIZE, SIZE, 3) and sorted(spec[1]) == ["boxes", "classes", "image_info", "labels",
+                                                                       "num_boxes"]
+    for (x, y), ref in zip(ds, flat):
+        assert dlpack_address(x) in slot_addresses(p, 0)  # the map moves no data
+        assert dlpack_address(y["boxes"]) in slot_addresses(p, 2)
+        np.testing.assert_array_equal(x.numpy(), ref[0])
+        for k, name in enumerate(p.output_names[1:], 1):
+            np.testing.assert_array_equal(y[name].numpy(), ref[k])
+    del x, y
+    kept = list(ds.cache())  # cache() copies out of the slots first (nested elements)
+    assert len(kept) == len(flat) and leased(p) == 0  # the kept elements hold no slot
+    p.close()
+    with pytest.raises(ValueError, match="structure must be"):
+        fqtf.dataset(make(jpegs[:8]), structure="dict")
+    with pytest.raises(ValueError, match="needs a native image source"):
+        fqtf.dataset(fastq.Pipeline([(np.zeros(2), 1)] * 4, batch_size=2), structure="features_labels")

@@ -289,6 +289,9 @@ class _ImageBackend(Backend):
                                             dct_scaling=dct_scaling, input_size=source._fixed_size(), **kw)
         # outputs a native reader writes after the image (TFRecord / WebDataset labels, features)
         self.extra_outputs = list(getattr(source, "_extra_outputs", []))
+        # their names: the reader's ("labels", feature keys), then the targets'
+        self.extra_names = list(getattr(source, "_extra_names", [])) or \
+            [f"output_{k + 1}" for k in range(len(self.extra_outputs))]
         extra_types = None
         if label_dtype is not None and source.labels is None:
             k = getattr(source, "_label_output", None)  # which reader output is the label (int64)
@@ -307,6 +310,7 @@ class _ImageBackend(Backend):
             targets_mod.check_ops(self.compiled)  # refuse policies before any sample
             shape = self.compiled.out_shape
             self.extra_outputs += targets.output_spec(shape[:2] if self.compiled.layout == "NHWC" else shape[1:])
+            self.extra_names += targets.output_names()
         self.labels = source._labels_as(label_dtype)
         self.spec = _image.ImageSpec(self.compiled)
         self.source = source
@@ -332,6 +336,13 @@ class _ImageBackend(Backend):
         if self.return_index:
             out.append(((), np.dtype(np.int64)))
         return out
+
+    def output_names(self):
+        """One name per output_spec entry: "images", "labels", the reader's feature keys,
+        the targets' ("boxes", "classes", "num_boxes", "image_info", "keypoints",
+        "masks"), "index"."""
+        return (["images"] + (["labels"] if self.labels is not None else []) + self.extra_names +
+                (["index"] if self.return_index else []))
 
     def order(self, epoch):
         idx = self.source.indices

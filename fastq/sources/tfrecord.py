@@ -214,11 +214,13 @@ class TFRecord(ImageSource):
         `features`; sets the extra outputs that follow the image."""
         feats = [(image_key, "bytes", 1)]
         self._extra_outputs = []
+        self._extra_names = []  # their names (fastq.tf.dataset(structure="dict"))
         self._label_output = None  # index of the label in _extra_outputs (label_dtype converts it)
         if label_key is not None:
             feats.append((label_key, "int64", 1))
             self._label_output = 0
             self._extra_outputs.append(((), np.dtype(np.int64)))
+            self._extra_names.append("labels")
         for key, spec in (features or {}).items():
             dtype, count = spec
             dtype = np.dtype(dtype)
@@ -226,6 +228,7 @@ class TFRecord(ImageSource):
                 raise ValueError(f"TFRecord: feature {key!r}: need (float32 | int64, count >= 1), got {spec!r}")
             feats.append((key, dtype.name, int(count)))
             self._extra_outputs.append(((int(count),), dtype))
+            self._extra_names.append(key)
         keys = [f[0] for f in feats]
         if len(set(keys)) != len(keys):
             raise ValueError(f"TFRecord: a feature key is asked for twice: {keys}")

@@ -59,6 +59,7 @@ class WebDataset(ImageSource):
             raise ValueError("WebDataset: image_ext is empty")
         self.label_ext = label_ext.lower().lstrip(".") if label_ext is not None else None
         self._extra_outputs = [((), np.dtype(np.int64))] if self.label_ext is not None else []
+        self._extra_names = ["labels"] if self.label_ext is not None else []
         self._label_output = 0 if self.label_ext is not None else None
         cols = {k: [] for k in ("shard", "img_off", "img_size", "lab_off", "lab_size", "number")}
         keys, errs = [], []
