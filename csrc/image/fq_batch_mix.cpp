@@ -7,6 +7,7 @@
 #include "core/fq_rng.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define FQ_MIX_X86 1
 #else
@@ -154,9 +155,21 @@ uint16_t f32_to_bf16(float f) /* round to nearest even */
 }
 
 #if FQ_MIX_X86
+/* AVX and F16C from CPUID leaf 1 (ECX bits 28, 29; clang's __builtin_cpu_supports knows
+ * no "f16c"), and an OS that saves the YMM state (OSXSAVE, XCR0 bits 1-2) */
 bool have_f16c()
 {
-    static const bool ok = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    static const bool ok = [] {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        if (!__get_cpuid(1, &a, &b, &c, &d))
+            return false;
+        if (!(c & (1u << 27)) || !(c & (1u << 28)) || !(c & (1u << 29)))
+            return false;
+        unsigned lo = 0, hi = 0;
+        __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        (void)hi;
+        return (lo & 6u) == 6u;
+    }();
     return ok;
 }
 
