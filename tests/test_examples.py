@@ -58,3 +58,12 @@ def test_tensorpack_detection_example():
     assert "gt_boxes (4, 4, 4)" in out and "gt_labels (4, 4)" in out
     assert "trained 2 epochs x 4 steps" in out
     assert out.rstrip().endswith("OK")
+
+
+@pytest.mark.tensorpack
+def test_tensorpack_fbresnet_example():
+    import tensorpack  # noqa: F401
+    out = run_example("examples/tensorpack_fbresnet.py", "--images", "16", "--size", "32", "--steps", "3",
+                      timeout=240)
+    assert "parity: crop box, colour draws replayed through tensorpack" in out
+    assert out.rstrip().endswith("OK")
