@@ -143,7 +143,7 @@ def test_pipeline_output_shape_and_docs_row(jpegs):
 
 @pytest.mark.tf
 def test_tf_element_spec_and_kernel_refusal(jpegs):
-    tf = pytest.importorskip("tensorflow")
+    tf = pytest.importorskip("tensorflow", reason="the TensorFlow op needs TensorFlow (requirements-dev.txt)")
     import fastq.tf as fqtf
     with fastq.Pipeline(fastq.sources.Files(jpegs), batch_size=4, ops=[O.Resize((8, 10))], channels="BGR",
                         dtype="float16") as p:

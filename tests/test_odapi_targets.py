@@ -215,7 +215,7 @@ def test_tf_written_shards_match_tf_parse_single_example(data, tmp_path):
     """Shards from tf.io.TFRecordWriter + tf.train.Example; the reference boxes are TF's
     parse_single_example (VarLenFeature) denormalized with the decoded size, moved by
     transform_boxes from each row's explain record; also with a label and a feature."""
-    tf = pytest.importorskip("tensorflow")
+    tf = pytest.importorskip("tensorflow", reason="TF writes and parses the reference shards (requirements-dev.txt)")
     f = tf.train.Feature
     paths = []
     for s_i, part in enumerate((range(0, 6), range(6, N))):
