@@ -228,6 +228,8 @@ cdef dict _op_explain(const fq_img_op_explain *r):
             d["subpolicy"] = int(r.params[4])
     if fields & FQ_EXPLAIN_TENSORPACK:  # tensorpack: what fastq.tensorpack replays through imgaug
         _tensorpack_explain(r, d)
+    if fields & FQ_EXPLAIN_IOU_CROP:  # RandomIoUCrop: magnitude = the min IoU option that ended the draw
+        d["rounds"], d["trials"], d["iou"] = int(r.params[0]), int(r.params[1]), r.params[2]
     return d
 
 
@@ -525,8 +527,13 @@ cdef class ImageSpec:
             self._lock.release()
 
     cdef tuple _process(self, bint encoded, const uint8_t *src, size_t n, int h, int w, int c,
-                        size_t stride, uint64_t seed, uint64_t epoch, uint64_t index):
-        """Run one sample on this thread (GIL released) -> (ndarray, explain)."""
+                        size_t stride, uint64_t seed, uint64_t epoch, uint64_t index, boxes=None):
+        """Run one sample on this thread (GIL released) -> (ndarray, explain).  boxes: the
+        sample's (n, 4) xyxy source pixels, which RandomIoUCrop draws from (None: none)."""
+        cdef cnp.ndarray bx = np.ascontiguousarray(np.asarray(boxes, np.float32).reshape(-1, 4)) \
+            if boxes is not None else np.zeros((0, 4), np.float32)
+        cdef const float *bp = <const float *> bx.data
+        cdef int nb = bx.shape[0] if boxes is not None else -1
         out = np.empty(self.out_shape, dtype=self._np_dtype)
         cdef cnp.ndarray o = out
         cdef void *dst = o.data
@@ -540,6 +547,7 @@ cdef class ImageSpec:
         memset(&err, 0, sizeof(err))
         try:
             with nogil:
+                fq_img_scratch_set_boxes(s, bp, bp + 1, bp + 2, bp + 3, 4, nb, 0)
                 if encoded:
                     rc = fq_img_process_encoded(self.spec, s, src, n, seed, epoch, index, dst, &ex, &err)
                 else:
@@ -551,13 +559,15 @@ cdef class ImageSpec:
             raise_fq_error(&err)
         return out, _explain(&ex)
 
-    def process_encoded(self, data, uint64_t seed=0, uint64_t epoch=0, uint64_t index=0):
-        """Decode + augment one encoded image -> (ndarray out_shape, explain dict)."""
+    def process_encoded(self, data, uint64_t seed=0, uint64_t epoch=0, uint64_t index=0, boxes=None):
+        """Decode + augment one encoded image -> (ndarray out_shape, explain dict).  ``boxes``:
+        the sample's (n, 4) xyxy source pixels, which RandomIoUCrop draws its crop from."""
         cdef const uint8_t[::1] buf = memoryview(data).cast("B") if len(data) else b"\0"
-        return self._process(True, &buf[0], len(data), 0, 0, 0, 0, seed, epoch, index)
+        return self._process(True, &buf[0], len(data), 0, 0, 0, 0, seed, epoch, index, boxes)
 
-    def process_array(self, pixels, uint64_t seed=0, uint64_t epoch=0, uint64_t index=0):
-        """Augment one HxWxC (C = 1, 3 RGB, 4 RGBA) or HxW uint8 array -> (ndarray, explain)."""
+    def process_array(self, pixels, uint64_t seed=0, uint64_t epoch=0, uint64_t index=0, boxes=None):
+        """Augment one HxWxC (C = 1, 3 RGB, 4 RGBA) or HxW uint8 array -> (ndarray, explain)
+        (``boxes`` as process_encoded)."""
         arr = np.asarray(pixels)
         if arr.dtype != np.uint8:
             raise TypeError(f"process_array needs uint8 pixels, got {arr.dtype}")
@@ -570,7 +580,7 @@ cdef class ImageSpec:
         cdef cnp.ndarray a = arr
         cdef size_t stride = arr.strides[0] if arr.shape[0] > 0 else 0
         return self._process(False, <const uint8_t *> a.data, 0, arr.shape[0], arr.shape[1], arr.shape[2],
-                             stride, seed, epoch, index)
+                             stride, seed, epoch, index, boxes)
 include "_imgtask.pxi"
 include "_records.pxi"
 include "_mix.pxi"

@@ -1336,6 +1336,54 @@ class RandomZoomOut(Op):
 __all__ += ["ResizeShortestEdge", "Pad", "ScaleJitter", "RandomZoomOut"]
 
 
+class RandomIoUCrop(Op):
+    """torchvision v2 ``RandomIoUCrop(min_scale, max_scale, min_aspect_ratio,
+    max_aspect_ratio, sampler_options, trials)``, the SSD crop, drawn from the sample's boxes
+    as they enter the op (so the pipeline needs targets with boxes: ``Targets`` of a
+    ``Files`` / ``Bytes`` / ``Arrays`` source, or ``OdapiTargets`` of a ``TFRecord``; every op
+    before it must have a target rule).  torchvision's algorithm on fastq's per-sample
+    stream: per round an option (``randint``); ``>= 1``: no crop; else up to ``trials``
+    trials of ``new_w = int(W r0)``, ``new_h = int(H r1)``, ``r ~ min_scale + (max_scale -
+    min_scale) U`` (float32), the aspect ratio ``new_w / new_h`` in range, ``left = int((W -
+    new_w) U)``, ``top = int((H - new_h) U)``; a crop is taken when some box's centre is
+    strictly inside it and the largest IoU of those boxes with it is ``>= option``.  fastq
+    stops after 1000 rounds (torchvision: no limit) with no crop; a sample with no boxes
+    is not cropped.  Boxes whose centre is outside the crop are dropped (torchvision marks
+    them for ``SanitizeBoundingBoxes``).  Variable output size: follow it with a
+    ``Resize((h, w))`` or ``Pad``.  Explain: ``box`` (x, y, w, h; the whole image when not
+    applied), ``applied``, ``magnitude`` (the option that ended the draw), ``rounds``,
+    ``trials``, ``iou`` (docs/ops.md)."""
+
+    kind = _K["RandomIoUCrop"]
+
+    def __init__(self, min_scale: float = 0.3, max_scale: float = 1.0, min_aspect_ratio: float = 0.5,
+                 max_aspect_ratio: float = 2.0, sampler_options: Optional[Sequence[float]] = None,
+                 trials: int = 40) -> None:
+        n = "RandomIoUCrop"
+        self.min_scale, self.max_scale = _pair(n, (min_scale, max_scale), "(min_scale, max_scale)")
+        if not 0 < self.min_scale <= self.max_scale <= 1:
+            _fail(n, "scale must satisfy 0 < min_scale <= max_scale <= 1", (min_scale, max_scale))
+        self.min_aspect_ratio, self.max_aspect_ratio = _pair(
+            n, (min_aspect_ratio, max_aspect_ratio), "(min_aspect_ratio, max_aspect_ratio)")
+        if not 0 < self.min_aspect_ratio <= self.max_aspect_ratio:
+            _fail(n, "aspect ratio must satisfy 0 < min_aspect_ratio <= max_aspect_ratio",
+                  (min_aspect_ratio, max_aspect_ratio))
+        opts = [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0] if sampler_options is None else list(sampler_options)
+        if not (1 <= len(opts) <= 10 and all(_num(o) and o >= 0 for o in opts)):
+            _fail(n, "sampler_options must be 1 to 10 finite numbers >= 0", sampler_options)
+        self.sampler_options = tuple(float(o) for o in opts)
+        self.trials = _int_in(n, "trials", trials, 1, 1000)
+
+    def fields(self):
+        return {"min_scale": self.min_scale, "max_scale": self.max_scale, "min_aspect": self.min_aspect_ratio,
+                "max_aspect": self.max_aspect_ratio,
+                "options": self.sampler_options + (0.0,) * (10 - len(self.sampler_options)),
+                "n_options": len(self.sampler_options), "trials": self.trials}
+
+
+__all__ += ["RandomIoUCrop"]
+
+
 # ---- tensorpack: fbresnet_augmentor's ops (csrc/image/fq_image_aug_tp.cpp) ----------------
 
 # fbresnet_augmentor's Lighting constants, for the BGR images tensorpack sees: LIGHTING_EIGVAL

@@ -224,6 +224,17 @@ void fq_img_scratch_free(fq_img_scratch *s);
  * (read_ns and samples are 0).  Same thread as the call. */
 void fq_img_scratch_last_times(const fq_img_scratch *s, fq_stage_times *out);
 
+/* The boxes of the samples this scratch processes next, for the ops that draw from them
+ * (RandomIoUCrop, fq_image_iou_crop.cpp): n boxes, box k = (x0[k * stride], y0[k * stride],
+ * x1[k * stride], y1[k * stride]), float32 xyxy in source pixels, or (normalized) fractions
+ * of the source width / height, each taken as (float)((double)v * size).  Borrowed until
+ * the next call.  n < 0: none given (a chain with RandomIoUCrop then fails, FQ_E_INVALID);
+ * n == 0: a sample without boxes. */
+void fq_img_scratch_set_boxes(fq_img_scratch *s, const float *x0, const float *y0, const float *x1, const float *y1,
+                              size_t stride, int n, int normalized);
+/* 1 if the spec's chain draws from the sample's boxes (RandomIoUCrop), else 0. */
+int fq_img_spec_needs_boxes(const fq_img_spec *spec);
+
 /* ---- explain: everything sampled / chosen for one sample ---------------- */
 
 #define FQ_IMG_MAX_OPS 16
@@ -365,6 +376,10 @@ enum fq_img_explain_fields {
        2 saturation, 3 lighting), factor[0..2] the brightness, contrast, saturation factors,
        params[0..2] the lighting alphas (float32, tensorpack's draw order), contrast_mean */
     , FQ_EXPLAIN_TENSORPACK = 2048
+    /* RandomIoUCrop (fq_image_iou_crop.cpp): factor[0] the min IoU option that ended the draw,
+       params[0] rounds (option draws), params[1] trials drawn in all, params[2] the largest IoU of
+       the crop with a box whose centre is inside it (float32; 0 when there is no crop) */
+    , FQ_EXPLAIN_IOU_CROP = 4096
 };
 unsigned fq_img_op_explain_fields(int kind);
 

@@ -120,7 +120,7 @@ int fq_img_process_encoded(const fq_img_spec *spec, fq_img_scratch *s, const uin
         if (rc)
             return rc;
         fqi::Plan pl;
-        rc = fqi::make_plan(spec, img.rows, img.cols, seed, epoch, index, &pl, err);
+        rc = fqi::make_plan(spec, img.rows, img.cols, seed, epoch, index, &pl, err, &s->boxes);
         if (rc)
             return rc;
         rc = fqi::run_full(spec, s, img, pl, out_row, err);
@@ -157,7 +157,7 @@ int fq_img_process_array(const fq_img_spec *spec, fq_img_scratch *s, const uint8
             fqi::to_channels(src, spec->out_c, /*bgr=*/false, img);
         }
         fqi::Plan pl;
-        int rc = fqi::make_plan(spec, h, w, seed, epoch, index, &pl, err);
+        int rc = fqi::make_plan(spec, h, w, seed, epoch, index, &pl, err, &s->boxes);
         if (rc)
             return rc;
         rc = fqi::run_full(spec, s, img, pl, out_row, err);

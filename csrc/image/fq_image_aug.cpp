@@ -8,6 +8,7 @@
  * their arguments (thread-safe). */
 #include "image/internal/fq_image_aug.h"
 #include "image/internal/fq_image_det.h" /* targets: detection geometry ops */
+#include "image/internal/fq_image_iou_crop.h"
 
 #include <algorithm>
 #include <array>
@@ -454,6 +455,10 @@ constexpr fqi::OpImpl kAugOps[] = {
      keeps_size, fqi::tf_rand_augment_plan, fqi::tf_policy_exec},
     {"TFAutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFAutoAugment, kTFAutoFields), fqi::tf_auto_augment_check,
      keeps_size, fqi::tf_auto_augment_plan, fqi::tf_policy_exec},
+    /* RandomIoUCrop (fq_image_iou_crop.cpp): make_plan plans it from the sample's boxes */
+    {"RandomIoUCrop", FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_IOU_CROP,
+     FQ_PARAMS(fqi::IouCrop, fqi::kIouCropFields), fqi::iou_crop_check, fqi::iou_crop_geometry,
+     fqi::iou_crop_plan_noboxes, fqi::iou_crop_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

@@ -61,8 +61,10 @@ void Exec::crop_pad(const int box[4], int border, const double *fill)
     if (ix1 <= ix0 || iy1 <= iy0) {
         d.setTo(fv);
     } else {
+        /* BORDER_ISOLATED: cur may be a view into a larger image (a crop before), whose pixels
+         * OpenCV would otherwise take as the border */
         cv::copyMakeBorder(cur(cv::Rect(ix0, iy0, ix1 - ix0, iy1 - iy0)), d, iy0 - y0, y1 - iy1, ix0 - x0, x1 - ix1,
-                           cv_border(border), fv);
+                           cv_border(border) | cv::BORDER_ISOLATED, fv);
     }
     set(d);
 }

@@ -104,7 +104,7 @@ int process_jpeg(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data, 
     if (rc)
         return rc;
     Plan pl;
-    rc = make_plan(sp, si.h, si.w, seed, epoch, index, &pl, err);
+    rc = make_plan(sp, si.h, si.w, seed, epoch, index, &pl, err, &s->boxes);
     if (rc) {
         jpeg_reset(s);
         return rc;

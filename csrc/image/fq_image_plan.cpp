@@ -2,6 +2,7 @@
  * JPEG decoder does of op 0 (plan_decode: region, DCT scale, resampling).  Pure
  * functions of (spec, source size, seed, epoch, index): thread-safe. */
 #include "image/internal/fq_image_aug.h" /* tensorpack: tp_crop_box */
+#include "image/internal/fq_image_iou_crop.h"
 #include "image/internal/fq_image_stages.h"
 
 #include <algorithm>
@@ -17,6 +18,8 @@ struct Planner {
     fq_rng rng;
     Plan *pl;
     fq_err *err;
+    const PlanBoxes *boxes; /* the sample's boxes (RandomIoUCrop), may be nullptr */
+    int H, W;               /* the source size */
 };
 
 /* the subtree at i does not run: every record in it says so, nothing is drawn */
@@ -38,7 +41,9 @@ int plan_subtree(Planner &P, int i, int *h, int *w)
     r.in_h = *h, r.in_w = *w;
     r.applied = 1;
     /* the spec holds only checked ops: op_impl is never nullptr here */
-    int rc = op_impl(op.kind)->plan(op, &P.rng, P.sp->fmt.max_pixels, h, w, r, P.err);
+    int rc = is_iou_crop(op.kind) /* draws from the sample's boxes */
+                 ? iou_crop_plan(op, &P.rng, P.boxes, P.H, P.W, *P.pl, i, h, w, r, P.err)
+                 : op_impl(op.kind)->plan(op, &P.rng, P.sp->fmt.max_pixels, h, w, r, P.err);
     if (rc)
         return rc;
     if (!is_compose(op.kind)) {
@@ -65,9 +70,9 @@ int plan_subtree(Planner &P, int i, int *h, int *w)
 }  // namespace
 
 int make_plan(const fq_img_spec *sp, int H, int W, uint64_t seed, uint64_t epoch, uint64_t index, Plan *pl,
-              fq_err *err)
+              fq_err *err, const PlanBoxes *boxes)
 {
-    Planner P{sp, {}, pl, err};
+    Planner P{sp, {}, pl, err, boxes, H, W};
     fq_rng_init(&P.rng, seed, epoch, index);
     pl->n = sp->n_ops;
     pl->n_exec = 0;

@@ -2,6 +2,7 @@
  * place they are written), the output tables (Normalize or x/255 per channel, per
  * dtype), and the name tables of the C API.  A spec is read-only once created. */
 #include "image/internal/fq_image_aug.h"
+#include "image/internal/fq_image_iou_crop.h"
 
 #include <cstring>
 #include <new>
@@ -114,6 +115,8 @@ int fq_img_chain_check(const fq_op *ops, int n_ops, int dtype, fq_img_chain_info
      * and the alternatives of a RandomChoice all give the one size the loop saw */
     int span[FQ_IMG_MAX_OPS], parent[FQ_IMG_MAX_OPS], geom[FQ_IMG_MAX_OPS], gh[FQ_IMG_MAX_OPS], gw[FQ_IMG_MAX_OPS];
     if (int rc = fqi::compose_tree(ops, n_ops, span, parent, geom, gh, gw, err))
+        return rc;
+    if (int rc = fqi::iou_crop_chain_check(ops, n_ops, err)) /* boxes can reach it */
         return rc;
     if (!info->out_h)
         return fq_set_err(err, FQ_E_INVALID,

@@ -38,6 +38,7 @@ const RuleName kRules[] = {
     {"Pad", R_PAD},
     {"ScaleJitter", R_SCALE_JITTER},
     {"RandomZoomOut", R_ZOOM_OUT},
+    {"RandomIoUCrop", R_IOU_CROP}, /* a crop; boxes whose centre is outside it are dropped */
     /* pixel-only: targets unchanged */
     {"ColorJitter", R_PIXEL},
     {"Grayscale", R_PIXEL},
@@ -130,6 +131,11 @@ bool op_map(const fq_img_op_explain &r, double M[6])
         M[0] = r.box[2] / iw, M[2] = -r.box[0];
         M[4] = r.box[3] / ih, M[5] = -r.box[1];
         return true;
+    case R_IOU_CROP:
+        if (!r.applied)
+            return false;
+        M[2] = -r.box[0], M[5] = -r.box[1];
+        return true;
     case R_CROP:
         M[2] = -r.box[0], M[5] = -r.box[1];
         return true;
@@ -211,6 +217,37 @@ Box clip_box(Box b, double w, double h)
 
 }  // namespace
 
+namespace fqt {
+
+bool iou_crop_keeps(const fq_img_op_explain &r, double x0, double y0, double x1, double y1)
+{
+    if (!r.applied)
+        return true;
+    /* torchvision: cx = 0.5 * (x0 + x1) on float32 boxes, compared with the integer crop edges */
+    const float cx = 0.5f * ((float)x0 + (float)x1), cy = 0.5f * ((float)y0 + (float)y1);
+    return (float)r.box[0] < cx && cx < (float)(r.box[0] + r.box[2]) && (float)r.box[1] < cy &&
+           cy < (float)(r.box[1] + r.box[3]);
+}
+
+int box_through(const fq_img_op_explain *ops, int n, double b[4])
+{
+    Box cur{b[0], b[1], b[2], b[3]};
+    for (int j = 0; j < n; j++) {
+        const int rule = rule_of(ops[j].kind, nullptr);
+        if (rule == R_REFUSED)
+            return -1;
+        if (rule == R_IOU_CROP && !iou_crop_keeps(ops[j], cur.x0, cur.y0, cur.x1, cur.y1))
+            return 0;
+        double M[6];
+        if (op_map(ops[j], M))
+            cur = clip_box(map_box(M, cur), ops[j].out_w, ops[j].out_h);
+    }
+    b[0] = cur.x0, b[1] = cur.y0, b[2] = cur.x1, b[3] = cur.y1;
+    return 1;
+}
+
+}  // namespace fqt
+
 extern "C" {
 
 int fq_tgt_rule(int kind)
@@ -264,6 +301,9 @@ int fq_tgt_boxes(const fq_img_explain *ex, const float *boxes, const int32_t *cl
     bool moves[FQ_IMG_MAX_OPS];
     for (int j = 0; j < ex->n_ops; j++)
         moves[j] = fqt::op_map(ex->ops[j], maps[j]);
+    bool iou[FQ_IMG_MAX_OPS]; /* RandomIoUCrop records: the centre rule first */
+    for (int j = 0; j < ex->n_ops; j++)
+        iou[j] = fqt::rule_of(ex->ops[j].kind, nullptr) == fqt::R_IOU_CROP;
     int kept = 0, dropped_over = 0;
     for (int i = 0; i < n; i++) {
         const float *b = boxes + 4 * i;
@@ -279,14 +319,17 @@ int fq_tgt_boxes(const fq_img_explain *ex, const float *boxes, const int32_t *cl
                               "box %d: (%g, %g, %g, %g) lies outside the %dx%d source image (xyxy in source pixels)",
                               i, (double)b[0], (double)b[1], (double)b[2], (double)b[3], W, H);
         Box cur = clip_box(Box{b[0], b[1], b[2], b[3]}, W, H), full = cur;
-        for (int j = 0; j < ex->n_ops; j++) {
-            if (!moves[j])
+        bool centre_out = false;
+        for (int j = 0; j < ex->n_ops && !centre_out; j++) {
+            if (iou[j] && !fqt::iou_crop_keeps(ex->ops[j], cur.x0, cur.y0, cur.x1, cur.y1))
+                centre_out = true;
+            if (!moves[j] || centre_out)
                 continue;
             cur = clip_box(map_box(maps[j], cur), ex->ops[j].out_w, ex->ops[j].out_h);
             full = map_box(maps[j], full);
         }
         const double a = cur.area(), af = full.area();
-        if (!(cur.x1 > cur.x0 && cur.y1 > cur.y0) || a < o.min_area || (af > 0 ? a / af : 0.0) < o.min_visibility)
+        if (centre_out || !(cur.x1 > cur.x0 && cur.y1 > cur.y0) || a < o.min_area || (af > 0 ? a / af : 0.0) < o.min_visibility)
             continue;
         if (kept == max_boxes) {
             if (!o.truncate)

@@ -80,6 +80,8 @@ cv::Mat replay(const fq_img_op_explain &r, const cv::Mat &m, unsigned fill)
         const int b[4] = {r.box[0], r.box[1], r.out_w, r.out_h};
         return crop_fill(d, b, fill);
     }
+    case fqt::R_IOU_CROP:
+        return r.applied ? crop_fill(m, r.box, fill) : m;
     case fqt::R_CROP:
         return crop_fill(m, r.box, fill);
     case fqt::R_RCROP: {

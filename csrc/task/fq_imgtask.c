@@ -306,6 +306,8 @@ static int produce_read(fq_imgtask *t, fq_worker_buf *w, int64_t idx, uint64_t s
         rc = fq_set_err(&e, FQ_E_EMPTY, "empty image (0 bytes)");
     if (rc == FQ_OK)
         rc = convert_extras(t, w->extra, &e);
+    if (rc == FQ_OK && t->has_tg) /* RandomIoUCrop draws from the boxes just read */
+        fq_imgtask_plan_boxes(w->scratch, &t->tg, idx, w->extra + t->rd_off, r->extra_sizes + t->n_out_extra);
     if (rc == FQ_OK)
         rc = fq_img_process_encoded(t->spec, w->scratch, data, len, seed, epoch, (uint64_t)idx, out, ex, &e);
     if (rc != FQ_OK) {
@@ -326,6 +328,7 @@ static int produce(fq_imgtask *t, int worker, int64_t idx, uint64_t seed, uint64
     int rc;
     fq_err e;
     fq_clear_err(&e);
+    fq_imgtask_plan_boxes(w->scratch, t->has_tg ? &t->tg : NULL, idx, NULL, NULL); /* RandomIoUCrop's */
     w->processed = !(t->src.kind == FQ_SRC_BYTES && t->src.lens[idx] == 0); /* FILES: cleared below on a read error */
     switch (t->src.kind) {
     case FQ_SRC_FILES: {
@@ -582,18 +585,4 @@ void fq_imgtask_last_skip(fq_imgtask *t, int code, char *msg, size_t len)
         return;
     snprintf(msg, len, "%s", t->last_skip[code]);
     (void)pthread_mutex_unlock(&t->msg_mu);
-}
-
-void fq_permutation(uint64_t seed, uint64_t epoch, int64_t *out, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        out[i] = i;
-    fq_rng r;
-    fq_rng_init(&r, seed, epoch, FQ_RNG_SHUFFLE_INDEX);
-    for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)fq_rng_next_below(&r, (uint64_t)(i + 1));
-        int64_t tmp = out[i];
-        out[i] = out[j];
-        out[j] = tmp;
-    }
 }

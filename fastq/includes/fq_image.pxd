@@ -70,6 +70,7 @@ cdef extern from "image/fq_image.h" nogil:
         FQ_ORDER_BGR
         FQ_EXPLAIN_COMPOSE  # compositions (RandomApply / RandomChoice / RandomOrder)
         FQ_EXPLAIN_TENSORPACK  # tensorpack: TensorpackCrop / TensorpackColor
+        FQ_EXPLAIN_IOU_CROP  # RandomIoUCrop: rounds, trials, the IoU reached
 
     ctypedef struct fq_img_op_explain:
         int kind
@@ -110,6 +111,9 @@ cdef extern from "image/fq_image.h" nogil:
     size_t fq_img_spec_row_bytes(const fq_img_spec *spec)
     fq_img_scratch *fq_img_scratch_new()
     void fq_img_scratch_free(fq_img_scratch *s)
+    void fq_img_scratch_set_boxes(fq_img_scratch *s, const float *x0, const float *y0, const float *x1,
+                                  const float *y1, size_t stride, int n, int normalized)
+    int fq_img_spec_needs_boxes(const fq_img_spec *spec)
     int fq_img_process_encoded(const fq_img_spec *spec, fq_img_scratch *s, const uint8_t *data, size_t len,
                                uint64_t seed, uint64_t epoch, uint64_t index, void *out_row,
                                fq_img_explain *ex, fq_err *err)

@@ -305,6 +305,10 @@ class _ImageBackend(Backend):
             extra_types[k] = _image.NUM_TYPES[want.name]
             self.extra_outputs[k] = (self.extra_outputs[k][0], want)
         targets = getattr(source, "targets", None)  # fastq.targets.Targets: outputs after the reader's
+        if (self.compiled.packed_ops["kind"] == ops_mod.RandomIoUCrop.kind).any() and \
+                getattr(targets, "max_boxes", 0) < 1:  # its crop is drawn from the sample's boxes
+            raise ValueError("RandomIoUCrop needs targets with boxes: a source with targets=Targets(boxes, ...) "
+                             "(Files / Bytes / Arrays) or TFRecord(..., targets=OdapiTargets(...))")
         if targets is not None:
             from fastq import targets as targets_mod
             targets_mod.check_ops(self.compiled)  # refuse policies before any sample

@@ -35,6 +35,14 @@ struct Buf {
     cv::Mat mat(int h, int w, int type, size_t step = 0);
 };
 
+/* The boxes a sample's plan may draw from (fq_img_scratch_set_boxes; n < 0: none given). */
+struct PlanBoxes {
+    const float *x0 = nullptr, *y0 = nullptr, *x1 = nullptr, *y1 = nullptr;
+    size_t stride = 4;
+    int n = -1;
+    int normalized = 0;
+};
+
 }  // namespace fqi
 
 struct fq_img_scratch {
@@ -47,6 +55,7 @@ struct fq_img_scratch {
     fq_stage_times times{}; /* the last call's decode/ops/write ns (fq_stage_times.h) */
     std::vector<uint8_t> rst_buf; /* segment decode: the mini-JPEG (fq_image_rst.cpp) */
     std::vector<size_t> rst_seg;  /* segment decode: (start, end) of each restart segment */
+    fqi::PlanBoxes boxes;         /* the next samples' boxes, for RandomIoUCrop's plan */
 };
 
 namespace fqi {

@@ -161,7 +161,7 @@ constexpr bool fields_cover(const fq_op_field *f, int n, size_t size)
 /* Draw every random parameter of sample (seed, epoch, index) for an H x W source.
  * Errors: FQ_E_TOO_LARGE, FQ_E_INVALID (op-specific, e.g. RandomCrop larger than the image). */
 int make_plan(const fq_img_spec *sp, int H, int W, uint64_t seed, uint64_t epoch, uint64_t index, Plan *pl,
-              fq_err *err);
+              fq_err *err, const PlanBoxes *boxes = nullptr); /* boxes: the sample's (RandomIoUCrop) */
 
 /* How much of op 0 (already planned) the JPEG decoder does for an src_h x src_w JPEG. */
 void plan_decode(const fq_img_spec *sp, const Plan &pl, int src_h, int src_w, fq_img_decode_plan *dp);

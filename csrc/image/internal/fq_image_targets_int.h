@@ -10,7 +10,8 @@
 namespace fqt {
 
 /* the rule of an op kind: R_REFUSED (no rule), R_PIXEL (targets unchanged), else how it moves */
-enum Rule { R_REFUSED, R_PIXEL, R_RRC, R_RESIZE, R_CROP, R_RCROP, R_PAD, R_HFLIP, R_VFLIP, R_AFFINE, R_GEOM, R_SCALE_JITTER, R_ZOOM_OUT };
+enum Rule { R_REFUSED, R_PIXEL, R_RRC, R_RESIZE, R_CROP, R_RCROP, R_PAD, R_HFLIP, R_VFLIP, R_AFFINE, R_GEOM, R_SCALE_JITTER, R_ZOOM_OUT,
+           R_IOU_CROP };
 
 /* The rule of kind (by its name); *geom (may be NULL) = fqi::GeomKind for R_GEOM, else -1. */
 int rule_of(int kind, int *geom);
@@ -21,6 +22,13 @@ void src_size(const fq_img_explain *ex, int *h, int *w);
 /* The forward map of record r in continuous pixel coordinates (x' = M0 x + M1 y + M2,
  * y' = M3 x + M4 y + M5); false when it moves nothing (pixel-only, flip not drawn). */
 bool op_map(const fq_img_op_explain &r, double M[6]);
+/* RandomIoUCrop's box rule (torchvision): a box (xyxy, as it enters the op) is kept when the
+ * crop was not applied or its centre, in float32, lies strictly inside the crop box. */
+bool iou_crop_keeps(const fq_img_op_explain &r, double x0, double y0, double x1, double y1);
+/* Move b (xyxy source pixels, clipped to the source) through records ops[0 .. n) exactly as
+ * fq_tgt_boxes does (map, clip to each op's output): 1, or 0 when a RandomIoUCrop among them
+ * drops it, -1 when one of them has no target rule. */
+int box_through(const fq_img_op_explain *ops, int n, double b[4]);
 
 }  // namespace fqt
 
