@@ -19,6 +19,7 @@ import pytest
 pytestmark = pytest.mark.torch  # torchvision v2 (on torch) is the reference
 
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
+from helpers.determinism import assert_same_for_1_and_2_workers  # noqa: I100
 import fastq
 from fastq import _image
 from fastq import ops as O
@@ -204,13 +205,7 @@ def test_one_and_two_workers_are_bit_identical():
 
 
 def _same_for_1_and_2_workers(imgs, chain):
-    runs = []
-    for workers in (1, 2):
-        with fastq.Pipeline(fastq.sources.Arrays(imgs), batch_size=4, workers=workers, ops=chain, dtype="uint8",
-                            seed=5) as p:
-            runs.append(np.concatenate([b[0] for b in p]))
-    assert runs[0].shape[0] == len(imgs)
-    assert np.array_equal(runs[0], runs[1])
+    assert_same_for_1_and_2_workers(imgs, chain)
 
 
 BAD = [
