@@ -201,11 +201,7 @@ def test_one_and_two_workers_are_bit_identical():
     chain2 = [O.RandomResizedCrop(64), O.HorizontalFlip(), O.RandAugment(), O.TrivialAugmentWide(), O.Gamma((0.5, 2)),
               O.Cutout(10, p=0.5), O.Lighting(0.3), O.GaussianBlur(5, p=0.5), O.AutoAugment()]
     for c in (chain, chain2):
-        _same_for_1_and_2_workers(imgs, c)
-
-
-def _same_for_1_and_2_workers(imgs, chain):
-    assert_same_for_1_and_2_workers(imgs, chain)
+        assert_same_for_1_and_2_workers(imgs, c)
 
 
 BAD = [
