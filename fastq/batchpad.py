@@ -117,7 +117,7 @@ def _size2(name: str, v: Any) -> Tuple[int, int]:
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be an int or (height, width), got {v!r}") from None
     for x in (h, w):
-        if isinstance(x, bool) or not isinstance(x, numbers.Integral) or not 1 <= x <= 32768:
+        if isinstance(x, bool) or not isinstance(x, numbers.Integral) or not 1 <= int(x) <= 32768:
             raise ValueError(f"{name} must be positive ints <= 32768, got {v!r}")
     return int(h), int(w)
 
@@ -167,9 +167,9 @@ class BatchPad:
 
     def public_spec(self, specs: List[Tuple[Tuple[int, ...], np.dtype]]) -> List[Tuple[Tuple[Optional[int], ...], np.dtype]]:
         """output_spec with None for the variable height / width."""
-        out: List[Tuple[Tuple[Optional[int], ...], np.dtype]] = list(specs)  # type: ignore[arg-type]
+        out: List[Tuple[Tuple[Optional[int], ...], np.dtype]] = list(specs)
         for k, shape, _ in self.outputs:
-            s = list(specs[k][0])
+            s: List[Optional[int]] = list(specs[k][0])
             s[self._hdim(k, shape)], s[self._hdim(k, shape) + 1] = None, None
             out[k] = (tuple(s), specs[k][1])
         return out
