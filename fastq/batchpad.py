@@ -129,6 +129,12 @@ def pad_chain(ops: Any, *, input_size: Optional[Tuple[int, int]], pad_multiple: 
     if isinstance(ops, O.Op):
         ops = (ops,)
     ops = tuple(ops or ())
+    for i, op in enumerate(ops):
+        if not isinstance(op, O.Op):
+            raise ValueError(f"compile_ops: op {i} is not a fastq.ops op: {op!r}")
+    if len(list(O._rows(ops))) >= O.MAX_OPS:
+        raise ValueError(f"pad='batch' appends a Pad to the chain: at most {O.MAX_OPS - 1} ops (each op inside "
+                         f"a composition counts)")
     if isinstance(pad_multiple, bool) or not isinstance(pad_multiple, numbers.Integral) or \
             not 1 <= pad_multiple <= 4096:
         raise ValueError(f"pad_multiple must be an int in [1, 4096], got {pad_multiple!r}")

@@ -118,6 +118,10 @@ def test_option_errors(jpegs):
         pipe(Files(jpegs), det_chain(), pad="batch", pad_multiple=0)
     with pytest.raises(ValueError, match="RandomErasing"):
         pipe(Files(jpegs), det_chain() + [O.Normalize(), O.RandomErasing()], pad="batch", dtype="float32")
+    with pytest.raises(ValueError, match="at most 15 ops"):
+        pipe(Files(jpegs), det_chain() * 8, pad="batch")
+    with pytest.raises(ValueError, match="not a fastq.ops op"):
+        pipe(Files(jpegs), det_chain() + ["flip"], pad="batch")
     with pytest.raises(ValueError, match="mix="):
         fastq.Pipeline(Files(jpegs, list(range(N))), batch_size=4, ops=det_chain(), pad="batch",
                        mix=fastq.MixUp(num_classes=N))
