@@ -6,7 +6,9 @@
 
 detection    ResizeShortestEdge(short, max_size) + HorizontalFlip + Pad to a fixed
              square (a multiple of 32 above max_size), boxes moved with the image and
-             padded to max_boxes; uint8 NHWC, batch 8.  Peers: torchvision v2 (read_file
+             padded to max_boxes; uint8 NHWC, batch 8.  "fastq pad='batch'": the same
+             chain padded per batch to its largest image (a multiple of 32) instead of
+             the fixed square (the `fastq bench --task detection` preset).  Peers: torchvision v2 (read_file
              + decode_jpeg, Resize(short, max_size=...) and RandomHorizontalFlip on
              tv_tensors.BoundingBoxes, pad) in DataLoader(num_workers=W); DALI CPU
              (decoders.image, resize(resize_shorter, max_size), flip + bb_flip, pad);
@@ -72,6 +74,16 @@ def fastq_detection(d, a, max_boxes):
     pipe = fastq.Pipeline(fastq.sources.Files(d["paths"], targets=tg), batch_size=BATCH, ops=ops, dtype="uint8",
                           workers=a.workers, shuffle=True, seed=0, drop_remainder=False)
     return pipe
+
+
+def fastq_detection_batch_pad(d, a, max_boxes):
+    """The same chain without the fixed Pad: each batch padded to its largest image, a
+    multiple of 32 (Pipeline(pad="batch"); `fastq bench --task detection` runs this one)."""
+    tg = Targets(d["boxes"], d["classes"], max_boxes=max_boxes)
+    ops = [O.ResizeShortestEdge(a.short, a.max_size), O.HorizontalFlip()]
+    return fastq.Pipeline(fastq.sources.Files(d["paths"], targets=tg), batch_size=BATCH, ops=ops, dtype="uint8",
+                          workers=a.workers, shuffle=True, seed=0, drop_remainder=False, pad="batch",
+                          pad_multiple=32)
 
 
 def fastq_segmentation(d, a):
@@ -277,6 +289,7 @@ def measure(task, d, a):
     rng = np.random.default_rng(0)
     if task == "detection":
         makers = {"fastq": lambda: epochs_fastq(fastq_detection(d, a, max_boxes)),
+                  "fastq pad='batch'": lambda: epochs_fastq(fastq_detection_batch_pad(d, a, max_boxes)),
                   f"torchvision v2 DataLoader({a.workers})": lambda: epochs_torch(_TvDet(d, a, max_boxes), a.workers),
                   "DALI CPU": lambda: epochs_dali_detection(d, a, max_boxes),
                   "Python + cv2 loop": lambda: lambda: run_cv2_detection(d, a, max_boxes, rng)}

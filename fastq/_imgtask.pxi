@@ -64,7 +64,7 @@ cdef class ImageTask(TaskBase):
         self._masks = NULL
 
     def __init__(self, ImageSpec spec not None, str kind, items, labels=None, int workers=1, str on_error="raise",
-                 int max_attempts=16, bint with_index=False, extra_types=None, targets=None):
+                 int max_attempts=16, bint with_index=False, extra_types=None, targets=None, int sizes_op=-1):
         cdef fq_imgtask_source src
         cdef fq_imgtask_targets tg
         cdef fq_err err
@@ -212,6 +212,9 @@ cdef class ImageTask(TaskBase):
                 tg.mask_elem = ms[0].itemsize
                 tg.mask_fill = targets["mask_fill"]
             src.targets = &tg
+        if sizes_op >= 0:  # Pipeline(pad="batch"): the valid size of each sample, a last output
+            src.with_sizes = 1
+            src.sizes_op = sizes_op
         self._keep = keep
         self.spec = spec
         self.workers = workers

@@ -219,6 +219,10 @@ class Pipeline:
         self._active: Optional[_EpochIterator] = None  # the live epoch iterator
         self._pid = os.getpid()
         self._active_s = 0.0     # wall seconds of finished epoch iterations (stats()["stages"])
+        # pad="batch" (fastq.batchpad): the consumer repacks each batch to its own size
+        self._batch_pad = getattr(self._backend, "batch_pad", None)
+        if self._batch_pad is not None and mix is not None:
+            raise ValueError("pad='batch' does not take mix= (MixUp / CutMix mix images of one size)")
         self.mix = mix
         self._mix = None  # the bound fastq.mix._BoundMix (native image sources: now; others: at first use)
         if mix is not None:
@@ -278,15 +282,18 @@ class Pipeline:
     @property
     def output_spec(self) -> List[Tuple[Tuple[int, ...], np.dtype]]:
         """List of (per-sample shape, numpy dtype), one per output (with ``mix``:
-        the labels output is float32 of shape (num_classes,))."""
+        the labels output is float32 of shape (num_classes,); with ``pad="batch"``
+        the height and width of the images and masks are None)."""
         specs = self._backend.output_spec()
         mixer = self._mixer()
+        if self._batch_pad is not None:  # pad="batch": None for the images' (and masks') height, width
+            return self._batch_pad.public_spec(specs)
         return mixer.public_spec(specs) if mixer is not None else specs
 
     @property
     def output_names(self) -> Optional[List[str]]:
         """One name per output ("images", "labels", a TFRecord feature's key, "boxes",
-        "classes", "num_boxes", "image_info", "keypoints", "masks", "index"), or None
+        "classes", "num_boxes", "image_info", "keypoints", "masks", "index", "image_sizes"), or None
         for a source that does not name its outputs (a Python iterable)."""
         names = getattr(self._backend, "output_names", None)
         return list(names()) if names is not None else None
@@ -565,6 +572,13 @@ class _EpochIterator:
         if mixer is not None:
             try:
                 batch = mixer.apply(batch, self.epoch, self.position)  # in place, GIL released
+            except BaseException:
+                del batch, res  # the slot goes back
+                self._finish()
+                raise
+        if p._batch_pad is not None:
+            try:
+                batch = p._batch_pad.apply(batch)  # in place, GIL released (fastq.batchpad)
             except BaseException:
                 del batch, res  # the slot goes back
                 self._finish()

@@ -116,8 +116,9 @@ class Targets:
         training targets for most detectors); ``"keep"`` keeps them.  ``max_boxes``
         defaults to the table's largest object count.  ``masks`` (default: when the
         table has label maps) reads every label map (``ann.mask_keys``, 8- or 16-bit
-        single-channel PNG...) into memory now with OpenCV, checked to be 2-D; a
-        file that cannot be read raises naming it."""
+        single-channel PNG; palette PNGs give their indices:
+        :func:`fastq.annotations.segmentation.read_label_map`) into memory now; a file
+        that cannot be read raises naming it."""
         if crowd not in ("keep", "drop"):
             raise ValueError(f"Targets.from_annotations: crowd must be 'keep' or 'drop', got {crowd!r}")
         boxes, classes = [], []
@@ -133,15 +134,9 @@ class Targets:
         if masks:
             if ann.mask_keys is None:
                 raise ValueError("Targets.from_annotations: masks=True but the annotations have no label maps")
-            import cv2
-            maps = []
-            for k, path in zip(ann.keys, ann.mask_keys):
-                m = cv2.imread(path, cv2.IMREAD_UNCHANGED)
-                if m is None or m.ndim != 2 or m.dtype not in (np.uint8, np.uint16):
-                    why = "cannot be read" if m is None else f"is {m.dtype} with shape {m.shape}, not one channel"
-                    raise ValueError(f"Targets.from_annotations: the label map {path!r} of {k!r} {why}")
-                maps.append(m)
-            kw["masks"] = maps
+            from fastq.annotations.segmentation import read_label_map
+            kw["masks"] = [read_label_map(path, f"Targets.from_annotations: image {k!r}")
+                           for k, path in zip(ann.keys, ann.mask_keys)]
         return cls(boxes, classes, **kw)
 
     def output_spec(self, out_hw: Tuple[int, int]) -> List[Tuple[Tuple[int, ...], np.dtype]]:

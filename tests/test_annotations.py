@@ -433,3 +433,45 @@ def test_segmentation_pairs_flow_through_a_pipeline(tmp_path):
     cv2.imwrite(str(tmp_path / "masks" / "001.png"), np.zeros((5, 5, 3), np.uint8))
     with pytest.raises(ValueError, match=r"label map .*001.png.* not one channel"):
         T.Targets.from_annotations(segmentation_pairs(str(tmp_path)))
+
+
+def test_voc_palette_label_maps_give_their_indices(tmp_path):
+    """Pascal VOC's SegmentationClass PNGs are palette images: the class is the palette
+    index (255 = the 'void' border), which OpenCV would expand to colours.  read_label_map
+    and Targets.from_annotations give the indices written, and a pipeline moves them."""
+    from PIL import Image
+    import fastq
+    from fastq import ops as O
+    from fastq import targets as T
+    from fastq.annotations.segmentation import read_label_map
+    rng = np.random.default_rng(11)
+    sizes = _write_jpegs(tmp_path, 3, rng)
+    voc = tmp_path / "voc"
+    for d in ("JPEGImages", "SegmentationClass", os.path.join("ImageSets", "Segmentation")):
+        os.makedirs(voc / d, exist_ok=True)
+    palette = [c for i in range(256) for c in ((i * 37) % 256, (i * 91) % 256, (i * 53) % 256)]
+    maps, ids = [], []
+    for k, (h, w) in enumerate(sizes):
+        i = f"2007_{k:06d}"
+        os.replace(tmp_path / "img" / f"{k:03d}.jpg", voc / "JPEGImages" / f"{i}.jpg")
+        m = rng.integers(0, 21, (h, w)).astype(np.uint8)
+        m[0, :] = 255
+        im = Image.fromarray(m, "P")
+        im.putpalette(palette)
+        im.save(voc / "SegmentationClass" / f"{i}.png")
+        maps.append(m)
+        ids.append(i)
+    (voc / "ImageSets" / "Segmentation" / "train.txt").write_text("\n".join(ids) + "\n")
+    ann = segmentation_pairs(str(voc), "voc")
+    for path, m in zip(ann.mask_keys, maps):
+        got = read_label_map(path)
+        assert got.dtype == np.uint8 and got.shape == m.shape
+        np.testing.assert_array_equal(got, m)
+    targets = T.Targets.from_annotations(ann, mask_fill=255, image_info=False)
+    with fastq.Pipeline(fastq.sources.Files(ann.keys, targets=targets), batch_size=3, dtype="uint8", seed=2,
+                        ops=[O.RandomResizedCrop(32), O.HorizontalFlip()], return_index=True) as p:
+        for _images, masks, idx in p:
+            for row, i in enumerate(idx.tolist()):
+                np.testing.assert_array_equal(masks[row], T.transform_mask(p.explain(0, i), maps[i], fill=255))
+    with pytest.raises(ValueError, match=r"label map .*missing.png.* cannot be read"):
+        read_label_map(str(tmp_path / "missing.png"))

@@ -19,6 +19,7 @@ import pytest
 pytestmark = pytest.mark.torch  # torchvision v2 (on torch) is the reference
 
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
+from helpers.determinism import assert_same_for_1_and_2_workers  # noqa: I100
 import fastq
 from fastq import _image
 from fastq import ops as O
@@ -200,17 +201,7 @@ def test_one_and_two_workers_are_bit_identical():
     chain2 = [O.RandomResizedCrop(64), O.HorizontalFlip(), O.RandAugment(), O.TrivialAugmentWide(), O.Gamma((0.5, 2)),
               O.Cutout(10, p=0.5), O.Lighting(0.3), O.GaussianBlur(5, p=0.5), O.AutoAugment()]
     for c in (chain, chain2):
-        _same_for_1_and_2_workers(imgs, c)
-
-
-def _same_for_1_and_2_workers(imgs, chain):
-    runs = []
-    for workers in (1, 2):
-        with fastq.Pipeline(fastq.sources.Arrays(imgs), batch_size=4, workers=workers, ops=chain, dtype="uint8",
-                            seed=5) as p:
-            runs.append(np.concatenate([b[0] for b in p]))
-    assert runs[0].shape[0] == len(imgs)
-    assert np.array_equal(runs[0], runs[1])
+        assert_same_for_1_and_2_workers(imgs, c)
 
 
 BAD = [

@@ -179,3 +179,82 @@ def test_cli_fbresnet_names_the_peers_it_cannot_run(jpegs, tmp_path):
     assert list(res["peers"]) == ["fastq"] and res["task"]["dtype"] == "uint8"
     assert "not available for task fbresnet" in res["not_available"]["pyloop"]
     assert "n/a for task" in r.stdout
+
+
+# -- detection / segmentation (fastq.bench.dense, issue 19) ----------------------------
+
+@pytest.fixture(scope="module")
+def dense(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dense")
+    return testdata.make_dense_dataset(str(d), 16, seed=2, min_side=96, max_side=200)
+
+
+def test_dense_presets_definitions_and_annotations(dense):
+    from fastq.bench.dense import MAX_BOXES, load_annotations
+    det, seg = TASKS["detection"], TASKS["segmentation"]
+    assert (det.batch, det.dtype, det.data, seg.batch, seg.size) == (8, "uint8", "dense", 8, 512)
+    assert runner.default_peers("detection") == ["fastq", "torch", "dali", "pyloop"]
+    assert runner.default_peers("segmentation") == ["fastq", "torch", "pyloop"]
+    assert "pad='batch'" in det.describe() and "multiple of 32" in det.describe()
+    assert names(det.fastq_ops()) == ["ResizeShortestEdge", "HorizontalFlip"]
+    rse = det.fastq_ops()[0]
+    assert rse.short == (800,) and rse.max_size == 1333
+    assert names(seg.fastq_ops()) == ["RandomResizedCrop", "HorizontalFlip"]
+    assert task_from_dict(json.loads(json.dumps(det.to_dict()))).to_dict() == det.to_dict()
+    import cv2
+    ann = load_annotations(dense)
+    for p, b, c, m in zip(dense, ann["boxes"], ann["classes"], ann["mask_paths"]):
+        h, w = cv2.imread(p).shape[:2]
+        assert 1 <= len(b) <= MAX_BOXES and len(c) == len(b) and c.min() >= 1
+        assert (b[:, 0] < b[:, 2]).all() and (b[:, 2] <= w).all() and (b[:, 3] <= h).all() and b.min() >= 0
+        assert cv2.imread(m, cv2.IMREAD_UNCHANGED).shape == (h, w)
+    with pytest.raises(ValueError, match="dense_annotations.json is missing"):
+        load_annotations(["/nonexistent/x.jpg"])
+
+
+def test_detection_preset_batches_are_padded_to_the_batch_maximum(dense):
+    """The fastq side of the preset: variable batches, H and W multiples of 32, boxes."""
+    from fastq.bench.dense import load_annotations
+    from fastq.targets import Targets
+    ann = load_annotations(dense)
+    p = fastq.Pipeline(fastq.sources.Files(dense, targets=Targets(ann["boxes"], ann["classes"], max_boxes=8)),
+                       batch_size=8, ops=TASKS["detection"].fastq_ops(), dtype="uint8", pad="batch",
+                       pad_multiple=32, workers=2)
+    for images, boxes, classes, num, info, sizes in p:
+        assert images.shape[1] % 32 == 0 and images.shape[2] % 32 == 0 and images.shape[1] <= 1344
+        assert images.shape[1:3] == tuple(-(-int(v) // 32) * 32 for v in sizes.max(axis=0))
+        assert max(sizes.max(axis=0)) == 1333 or min(sizes.max(axis=0)) >= 800
+        assert (num >= 1).all()
+    p.close()
+
+
+@pytest.mark.parametrize("task", ["detection", "segmentation"])
+def test_dense_presets_run_fastq_and_the_cv2_loop(dense, task):
+    res = bench.run(dense, task=task, peers=["fastq", "pyloop"], rounds=1, retry_busy=0, progress=False,
+                    out=lambda m: None)
+    assert not res["failed"], res["failed"]
+    for p in ("fastq", "pyloop"):
+        assert res["peers"][p]["images_per_epoch"] == 16 and res["peers"][p]["images_per_s"] > 0
+    if task == "detection":
+        assert res["peers"]["fastq"]["info"]["options"] == {"pad": "batch", "pad_multiple": 32}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["detection", "segmentation"])
+def test_dense_presets_installed_peers_run(dense, task):
+    res = bench.run(dense, task=task, rounds=1, retry_busy=0, progress=False, out=lambda m: None)
+    assert not res["failed"], res["failed"]
+    present = {"torch": installed("torch", "torchvision"), "dali": installed("nvidia") and installed("nvidia.dali")}
+    for p in runner.default_peers(task):
+        if p in present and not present[p]:
+            assert p in res["not_installed"]
+        else:
+            assert res["peers"][p]["images_per_epoch"] == 16
+
+
+def test_cli_dense_tasks_refuse_data(jpegs):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    r = subprocess.run([sys.executable, "-m", "fastq", "bench", os.path.dirname(jpegs[0]), "--task", "detection",
+                        "--quick", "--no-progress"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode != 0 and "omit DATA" in r.stderr

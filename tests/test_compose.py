@@ -16,6 +16,7 @@ import pytest
 pytestmark = pytest.mark.torch  # torchvision v2 (on torch) is the reference
 
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
+from helpers.determinism import assert_same_for_1_and_2_workers  # noqa: I100
 import fastq
 from fastq import _image
 from fastq import ops as O
@@ -264,13 +265,7 @@ def test_one_and_two_workers_are_bit_identical():
              O.RandomApply([O.HorizontalFlip(), O.Rotate((-20, 20)), O.Equalize(0.5)], p=0.5),
              O.RandomOrder([O.Brightness((0.5, 1.5)), O.RandomChoice([O.Posterize(3), O.Solarize((0, 256))]),
                             O.VerticalFlip()]), O.TrivialAugmentWide()]
-    runs = []
-    for workers in (1, 2):
-        with fastq.Pipeline(fastq.sources.Arrays(imgs), batch_size=4, workers=workers, ops=chain, dtype="uint8",
-                            seed=5) as p:
-            runs.append(np.concatenate([b[0] for b in p]))
-    assert runs[0].shape == (12, 48, 48, 3)
-    assert np.array_equal(runs[0], runs[1])
+    assert_same_for_1_and_2_workers(imgs, chain, shape=(12, 48, 48, 3))
 
 
 def test_a_composition_as_op_0_decodes_the_whole_jpeg():

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
+from helpers.determinism import assert_same_for_1_and_2_workers  # noqa: I100
 import fastq
 from fastq import _image
 from fastq import ops as O
@@ -115,12 +116,7 @@ def test_deterministic_and_one_vs_two_workers():
     assert not np.array_equal(a, run(O.GaussianNoise(), img, 6)[0])
     imgs = [photo(40, 40, s) for s in range(8)]
     chain = [O.HorizontalFlip(), O.GaussianNoise(0.01, 0.2, p=0.7), O.GaussianNoise(sigma=0.05, clip=False)]
-    runs = []
-    for workers in (1, 2):
-        with fastq.Pipeline(fastq.sources.Arrays(imgs), batch_size=4, workers=workers, ops=chain, dtype="uint8",
-                            seed=5) as p:
-            runs.append(np.concatenate([b[0] for b in p]))
-    assert runs[0].shape[0] == len(imgs) and np.array_equal(runs[0], runs[1])
+    assert_same_for_1_and_2_workers(imgs, chain)
 
 
 @pytest.mark.parametrize("kw,msg", [({"sigma": -1}, "sigma must be"), ({"sigma": 11}, "sigma must be"),

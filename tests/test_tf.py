@@ -129,6 +129,20 @@ def test_eager_tensors_alias_the_slots(jpegs):
     p.close()
 
 
+def test_eager_tensors_alias_the_slots_with_batch_padding(jpegs):
+    # pad="batch": the images are repacked in place to the batch's size, still in the slot
+    p = fastq.Pipeline(fastq.sources.Files(jpegs), batch_size=B, workers=1, stall_timeout=10.0, pad="batch",
+                       pad_multiple=8, ops=[fastq.ops.ResizeShortestEdge([24, 40], max_size=64),
+                                            fastq.ops.HorizontalFlip()])
+    shapes = set()
+    for x, sizes in fqtf.dataset(p):
+        assert dlpack_address(x) in slot_addresses(p, 0) and dlpack_address(sizes) in slot_addresses(p, 1)
+        assert np.asarray(x).ctypes.data == dlpack_address(x)
+        shapes.add(tuple(x.shape))
+    assert len(shapes) > 1
+    p.close()
+
+
 def test_tensors_inside_tf_function_alias_the_slots(jpegs):
     p = make(jpegs)
     ds = fqtf.dataset(p)

@@ -19,6 +19,7 @@ import pytest
 pytestmark = pytest.mark.tf
 
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
+from helpers.determinism import assert_same_for_1_and_2_workers  # noqa: I100
 import fastq
 from fastq import _image
 from fastq import ops as O
@@ -227,12 +228,7 @@ def test_one_and_two_workers_are_bit_identical():
     imgs = [np.ascontiguousarray(img[:40, :40]) for _, img in PHOTOS[:4]] * 3
     chain = [O.HorizontalFlip(), O.TFRandAugment(num_layers=3), O.TFAutoAugment("v0"),
              O.TFAutoAugment("imagenet"), O.GaussianNoise(p=0.5)]
-    runs = []
-    for workers in (1, 2):
-        with fastq.Pipeline(fastq.sources.Arrays(imgs), batch_size=4, workers=workers, ops=chain, dtype="uint8",
-                            seed=5) as p:
-            runs.append(np.concatenate([b[0] for b in p]))
-    assert runs[0].shape[0] == len(imgs) and np.array_equal(runs[0], runs[1])
+    assert_same_for_1_and_2_workers(imgs, chain)
 
 
 @pytest.mark.parametrize("make,msg", [

@@ -22,6 +22,7 @@ typedef struct fq_worker_buf {
     int processed;                  /* the last produce() reached fq_img_process_* (own thread only) */
     _Atomic uint64_t stage_ns[5];   /* read, decode, ops, write, samples (fq_stage_times.h) */
     uint8_t *extra; /* READER: the outputs after the image of the last sample read */
+    int32_t hw[2];  /* with_sizes: the valid size of the last sample produced (own thread only) */
 } fq_worker_buf;
 
 struct fq_imgtask {
@@ -152,6 +153,8 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
     }
     if (src->kind < FQ_SRC_FILES || src->kind > FQ_SRC_READER)
         return fq_set_err(err, FQ_E_INVALID, "unknown source kind %d", src->kind);
+    if (src->with_sizes && (src->sizes_op < 0 || src->sizes_op >= FQ_IMG_MAX_OPS))
+        return fq_set_err(err, FQ_E_INVALID, "sizes_op %d out of range", src->sizes_op);
     if (on_error != FQ_ON_ERROR_RAISE && on_error != FQ_ON_ERROR_SKIP)
         return fq_set_err(err, FQ_E_INVALID, "unknown on_error policy %d", on_error);
     size_t rd_off = 0;
@@ -446,7 +449,11 @@ static int write_targets(fq_imgtask *t, int worker, int64_t idx, const fq_img_ex
 static int produce_all(fq_imgtask *t, int worker, int64_t idx, uint8_t *const *rows, fq_err *err)
 {
     fq_img_explain ex;
-    int rc = produce(t, worker, idx, t->seed, t->epoch, rows[0], t->has_tg ? &ex : NULL, err);
+    int rc = produce(t, worker, idx, t->seed, t->epoch, rows[0], t->has_tg || t->src.with_sizes ? &ex : NULL, err);
+    if (rc == FQ_OK && t->src.with_sizes && t->src.sizes_op >= ex.n_ops)
+        rc = fq_set_err(err, FQ_E_INVALID, "sizes_op %d, but the chain has %d ops", t->src.sizes_op, ex.n_ops);
+    else if (rc == FQ_OK && t->src.with_sizes) /* the input of the Pad to the capacity (fastq/batchpad.py) */
+        t->w[worker].hw[0] = ex.ops[t->src.sizes_op].in_h, t->w[worker].hw[1] = ex.ops[t->src.sizes_op].in_w;
     if (rc != FQ_OK || !t->has_tg)
         return rc;
     fq_err e;
@@ -480,6 +487,8 @@ static void write_extras(fq_imgtask *t, int worker, int64_t idx, uint8_t *const 
         b += n_target_rows(&t->tg);
     if (t->with_index)
         memcpy(rows[b], &idx, sizeof idx);
+    if (t->src.with_sizes) /* the last output */
+        memcpy(rows[b + (t->with_index ? 1 : 0)], t->w[worker].hw, sizeof t->w[worker].hw);
 }
 
 /* The replacement for sample idx at attempt a (1-based): another sample. */

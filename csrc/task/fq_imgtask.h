@@ -108,6 +108,12 @@ typedef struct fq_imgtask_source {
     const fq_sample_reader *reader; /* READER (borrowed); its outputs follow `labels` (if any) */
     int extra_type[FQ_IMGTASK_MAX_EXTRA]; /* READER: enum fq_num_type of each extra output (0: as read) */
     const fq_imgtask_targets *targets;    /* NULL: none; copied at create, its arrays borrowed */
+    /* Pipeline(pad="batch") (fastq/batchpad.py): with_sizes 1 adds one more output after every
+     * other (after the index), int32 (h, w): the sample's valid size, the input size of op record
+     * sizes_op (0 .. FQ_IMG_MAX_OPS - 1) of its explain record (the Pad to the slot's capacity
+     * that fastq appends to the chain).  0: no such output. */
+    int with_sizes;
+    int sizes_op;
 } fq_imgtask_source;
 
 typedef struct fq_imgtask fq_imgtask;

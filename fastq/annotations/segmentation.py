@@ -27,7 +27,7 @@ import numpy as np
 
 from fastq.annotations import Annotations, build
 
-__all__ = ["segmentation_pairs", "MissingMaskError", "LAYOUTS"]
+__all__ = ["segmentation_pairs", "read_label_map", "MissingMaskError", "LAYOUTS"]
 
 LAYOUTS = ("pairs", "voc", "ade20k", "cityscapes")
 _IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
@@ -52,6 +52,44 @@ def _walk(folder, exts):
                     raise ValueError(f"segmentation_pairs: {out[rel]!r} and {path!r} have the same name")
                 out[rel] = path
     return out
+
+
+def _png_color_type(path):
+    """The IHDR colour type of a PNG file (3: palette), or None when it is not a PNG."""
+    with open(path, "rb") as f:
+        head = f.read(26)
+    if len(head) < 26 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return head[25]
+
+
+def read_label_map(path: str, where: str = "read_label_map") -> np.ndarray:
+    """A label map file as a 2-D uint8 / uint16 array of class indices.
+
+    Palette PNGs (Pascal VOC's ``SegmentationClass``) give their palette **indices**
+    (read with Pillow, which keeps them; OpenCV expands a palette to colours).  Other
+    files are read with OpenCV ``IMREAD_UNCHANGED`` (8- or 16-bit grey PNG: ADE20K,
+    Cityscapes ``*_labelIds.png``).  A file that cannot be read, or that is not one
+    channel of 8 or 16 bits, raises ValueError naming it."""
+    try:
+        palette = _png_color_type(path) == 3
+    except OSError as e:
+        raise ValueError(f"{where}: the label map {path!r} cannot be read ({e.strerror})") from None
+    if palette:
+        try:
+            from PIL import Image
+        except ImportError:
+            raise ValueError(f"{where}: the label map {path!r} is a palette PNG, whose class indices only "
+                             "Pillow reads (pip install pillow)") from None
+        with Image.open(path) as im:
+            m = np.asarray(im) if im.mode == "P" else None
+    else:
+        import cv2
+        m = cv2.imread(path, cv2.IMREAD_UNCHANGED)
+    if m is None or m.ndim != 2 or m.dtype not in (np.uint8, np.uint16):
+        why = "cannot be read" if m is None else f"is {m.dtype} with shape {m.shape}, not one channel"
+        raise ValueError(f"{where}: the label map {path!r} {why}")
+    return np.ascontiguousarray(m)
 
 
 _Pair = Tuple[str, Optional[str], Optional[str]]  # image, its label map (None: missing), the expected name

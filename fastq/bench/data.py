@@ -70,6 +70,7 @@ def _write(msg, out):
 GENERATED = {
     "jpeg": ("jpeg", 2000, "make_jpeg_dataset", "ImageNet-like JPEGs, 300-800 px, quality 90"),
     "hires": ("hires", 300, "make_hires_dataset", "camera-like JPEGs, 1800-3200 px, noise, quality 92"),
+    "dense": ("dense", 512, "make_dense_dataset", "COCO-like JPEGs, 360-640 px, with boxes and label maps"),
 }
 
 

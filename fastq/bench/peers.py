@@ -117,6 +117,9 @@ class Cv2Sample:
 
 def peer_fastq(paths, workers, task):
     """fastq.Pipeline(sources.Files, or sources.TFRecord for shards): :func:`fastq_pipeline`."""
+    if getattr(task, "aug", None) in ("detection", "segmentation"):  # fastq.bench.dense
+        from fastq.bench.dense import dense_peer
+        return dense_peer("fastq", paths, workers, task)
     import fastq
     if isinstance(paths, TFRecordData):  # native TFRecord reader, the parent's record index
         src = fastq.sources.TFRecord(paths.shards, image_key=paths.image_key, label_key=paths.label_key,
@@ -397,6 +400,9 @@ def peer_torch(paths, workers, task):
     default) or Resize + CenterCrop -> RandomHorizontalFlip -> [ColorJitter] ->
     [RandAugment(2, 9)] -> ToDtype(float32, scale) -> Normalize -> [RandomErasing(0.25)];
     float32 NCHW batches (torch's layout)."""
+    if getattr(task, "aug", None) in ("detection", "segmentation"):  # fastq.bench.dense
+        from fastq.bench.dense import dense_peer
+        return dense_peer("torch", paths, workers, task)
     import torch
     import torchvision
     from torchvision.io import ImageReadMode, decode_image, read_file
@@ -438,6 +444,9 @@ def peer_torch(paths, workers, task):
 def peer_pyloop(paths, workers, task):
     """The cv2 code in one Python thread, np.stack per batch (TFRecord shards:
     records read with :class:`PyRecords`)."""
+    if getattr(task, "aug", None) in ("detection", "segmentation"):  # fastq.bench.dense
+        from fastq.bench.dense import dense_peer
+        return dense_peer("pyloop", paths, workers, task)
     import numpy as np
     sample = Cv2Sample(task, 0)
     order = random.Random(1)
@@ -473,6 +482,9 @@ def peer_dali(paths, workers, task):
     decoders.image -> resize(resize_shorter) ; jitter: color_twist with uniform
     factors; crop_mirror_normalize (float, HWC, random mirror for rrc).
     randaugment task: :func:`_dali_randaugment`."""
+    if getattr(task, "aug", None) in ("detection", "segmentation"):  # fastq.bench.dense
+        from fastq.bench.dense import dense_peer
+        return dense_peer("dali", paths, workers, task)
     from nvidia.dali import fn, pipeline_def, types
     import nvidia.dali
     S = task.size

@@ -18,6 +18,10 @@ single-thread profile, ``python -m fastq.bench.demo`` and every script under
              order of brightness / contrast / saturation / PCA lighting, h-flip),
              uint8 NHWC batches of 64, no normalize (tensorpack's ImageNet example
              normalizes inside the model graph)
+  detection  ResizeShortestEdge(800, max_size=1333) -> h-flip, boxes; each batch padded
+             to its largest image (a multiple of 32: Pipeline(pad="batch")); uint8,
+             batch 8, on the generated dense set (fastq.bench.dense)
+  segmentation  RandomResizedCrop 512 -> h-flip, label maps (nearest); uint8, batch 8
 
 The augmentation presets (``aug`` set) run only on the peers listed in
 ``Task.peers``; the others are reported as "not available for this task".
@@ -60,6 +64,12 @@ class Task:
             return (f"tensorpack fbresnet_augmentor: GoogleNet crop {self.size} bicubic -> random order of "
                     f"brightness(0.6-1.4), contrast(0.6-1.4), saturation(0.4), lighting(0.1) -> h-flip -> "
                     f"uint8, batch {self.batch}")
+        if self.aug == "detection":
+            return (f"ResizeShortestEdge(800, max_size=1333) -> h-flip, boxes -> each batch padded to its "
+                    f"largest image, a multiple of 32 (pad='batch') -> uint8, batch {self.batch}")
+        if self.aug == "segmentation":
+            return (f"RandomResizedCrop {self.size} -> h-flip, label maps (nearest) -> uint8, "
+                    f"batch {self.batch}")
         if self.mode == "center":
             geo = f"resize shorter side {self.resize} -> center crop {self.size}"
         else:
@@ -101,6 +111,10 @@ def augment_chain(task):
         # (the task's `channels`)
         from fastq.tensorpack import fbresnet_augmentor
         return list(fbresnet_augmentor(task.size)), None
+    if task.aug == "detection":  # + Pipeline(pad="batch", pad_multiple=32) (fastq.bench.dense)
+        return [ops.ResizeShortestEdge(800, max_size=1333), ops.HorizontalFlip()], None
+    if task.aug == "segmentation":
+        return [ops.RandomResizedCrop(task.size, scale=SCALE, ratio=RATIO), ops.HorizontalFlip()], None
     raise ValueError(f"task {task.name!r} has no augmentation preset")
 
 
@@ -114,6 +128,10 @@ TASKS = {
                         peers=["fastq", "dali", "torch", "tfdata", "tfdata_n"]),
     "fbresnet": Task("fbresnet", SIZE, aug="fbresnet", dtype="uint8", channels="BGR",
                      peers=["fastq", "tensorpack", "tensorpack_zmq"]),
+    "detection": Task("detection", 1344, aug="detection", dtype="uint8", batch=8, data="dense",
+                      peers=["fastq", "torch", "dali", "pyloop"]),
+    "segmentation": Task("segmentation", 512, aug="segmentation", dtype="uint8", batch=8, data="dense",
+                         peers=["fastq", "torch", "pyloop"]),
 }
 REFERENCE = TASKS["reference"]
 

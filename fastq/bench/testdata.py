@@ -265,3 +265,34 @@ def make_bad_files(out_dir, *, seed=0):
         Image.fromarray(np.dstack([cv2.cvtColor(base, cv2.COLOR_BGR2GRAY), alpha]), "LA").save(p)
         files["gray_alpha_png"] = p
     return files
+
+
+def make_dense_dataset(out_dir, n, *, seed=0, min_side=360, max_side=640, quality=90, progress=None):
+    """The generated set of ``fastq bench --task detection|segmentation`` (fastq.bench.dense):
+    :func:`make_jpeg_dataset` JPEGs (360-640 px, COCO / VOC-like sizes), and per image 1-8
+    random boxes (xyxy pixels, classes 1-80) and a label map (21 classes in 16 px blocks,
+    ``masks/<i:06d>.png``), listed in ``out_dir/dense_annotations.json``.  Deterministic
+    from ``seed``; returns the image paths."""
+    import json
+    cv2 = _cv2()
+    paths = make_jpeg_dataset(out_dir, n, seed=seed, min_side=min_side, max_side=max_side, quality=quality,
+                              progress=progress)
+    rng = np.random.default_rng([seed, 0xDE45E])
+    os.makedirs(os.path.join(out_dir, "masks"), exist_ok=True)
+    images = []
+    for i, p in enumerate(paths):
+        h, w = cv2.imread(p).shape[:2]
+        k = int(rng.integers(1, 9))
+        x0, y0 = rng.uniform(0, w * 0.8, k), rng.uniform(0, h * 0.8, k)
+        b = np.stack([x0, y0, np.minimum(x0 + rng.uniform(8, w / 3, k), w),
+                      np.minimum(y0 + rng.uniform(8, h / 3, k), h)], 1).astype(np.float32)
+        m = rng.integers(0, 21, (h // 16 + 1, w // 16 + 1)).astype(np.uint8)
+        m = cv2.resize(m, (w, h), interpolation=cv2.INTER_NEAREST)
+        name = os.path.join("masks", f"{i:06d}.png")
+        if not cv2.imwrite(os.path.join(out_dir, name), m):  # pragma: no cover
+            raise RuntimeError("cv2.imwrite failed")
+        images.append({"file": os.path.basename(p), "height": h, "width": w, "boxes": b.tolist(),
+                       "classes": rng.integers(1, 81, k).tolist(), "mask": name})
+    with open(os.path.join(out_dir, "dense_annotations.json"), "w") as f:
+        json.dump({"images": images}, f)
+    return paths

@@ -12,15 +12,18 @@ from fastq.cli.base import CliError, _csv, _positive_int, arg, command
              "with one image path per line; or TFRecord shards (*.tfrecord, *-of-* files: a glob, a shard or "
              "a folder of them); omitted: a generated set of ImageNet-like JPEGs (--task hires: 300 camera-like JPEGs, 1800-3200 px)"),
     arg("--task", default="reference", choices=list(TASKS),
-        help="what each peer does to every image (default: reference; see docs/cli.md)"),
+        help="what each peer does to every image (default: reference; detection and segmentation: boxes / label "
+             "maps, batch 8, on a generated set with annotations, no DATA; see docs/cli.md)"),
     arg("--peers", type=_csv,
         help="comma-separated peers: fastq, tfdata, tfdata_n, tensorpack, tensorpack_zmq, torch, pyloop, dali, "
              f"fastq@N (default: {','.join(DEFAULT_PEERS)}; --task randaugment: "
-             f"{','.join(default_peers('randaugment'))}; --task fbresnet: {','.join(default_peers('fbresnet'))}); "
+             f"{','.join(default_peers('randaugment'))}; --task fbresnet: {','.join(default_peers('fbresnet'))}; "
+             f"--task detection: {','.join(default_peers('detection'))}; --task segmentation: "
+             f"{','.join(default_peers('segmentation'))}); "
              "peers that are not installed are listed as such"),
     arg("--workers", type=_positive_int, help="fastq's workers and DALI's threads (default: usable cores)"),
     arg("--images", type=_positive_int,
-        help="images per epoch (generated set: default 2000, hires 300; DATA: default all, else a fixed random subset; "
+        help="images per epoch (generated set: default 2000, hires 300, detection / segmentation 512; DATA: default all, else a fixed random subset; "
              "TFRecord: the first N records in shard order)"),
     arg("--rounds", type=_positive_int, default=3, help="rounds; each peer's median is reported (default 3)"),
     arg("--scaling", type=_csv, default=[], metavar="N,N,...",
@@ -58,6 +61,9 @@ def cmd_bench(a):
     progress = not a.no_progress
     try:
         bench.check_peers(a.peers or [])  # before any data is generated
+        if a.data is not None and TASKS[a.task].data == "dense":
+            raise CliError(f"--task {a.task} runs on its generated set (images with boxes and label maps): "
+                           f"omit DATA")
         if a.data is None:
             from fastq.bench.data import GENERATED
             kind = TASKS[a.task].data

@@ -50,6 +50,8 @@ cdef extern from "task/fq_imgtask.h" nogil:
         const fq_sample_reader *reader
         int extra_type[16]
         const fq_imgtask_targets *targets
+        int with_sizes
+        int sizes_op
     ctypedef struct fq_imgtask:
         pass
     ctypedef struct fq_imgtask_stats:

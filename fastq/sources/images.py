@@ -55,6 +55,17 @@ IMAGE_OPTIONS: Tuple[Tuple[str, Any, str], ...] = (
                           "fit are refused: given labels when the pipeline is built; TFRecord and "
                           "WebDataset labels, converted natively, fail their sample with a "
                           "DecodeError naming the record (on_error applies)."),
+    ("pad", None, "None, or 'batch': the chain may end at a variable size bounded by a maximum fastq "
+                  "derives from its ops (or max_image_size); each batch is one (B, Hb, Wb, C) array, "
+                  "Hb, Wb the batch's largest image rounded up to pad_multiple, images at the top-left, "
+                  "the rest pad_fill (masks: their mask_fill); adds the last output image_sizes (B, 2) "
+                  "int32, each image's valid (h, w) (fastq.batchpad, docs/targets.md)."),
+    ("pad_multiple", 1, "with pad='batch': Hb and Wb (and the capacity) are multiples of this (e.g. 32)."),
+    ("pad_fill", 0, "with pad='batch': the padding's pixel value (0..255, one or 3 numbers, as Pad's "
+                    "fill: Normalize and the dtype apply to it)."),
+    ("max_image_size", None, "with pad='batch': (H, W), the largest chain output, instead of the bound "
+                             "derived from the ops (needed when they have none); a larger image fails "
+                             "its sample (on_error applies)."),
 )
 
 
@@ -276,7 +287,7 @@ class _ImageBackend(Backend):
     # keep in step with IMAGE_OPTIONS (tests/test_api.py checks it)
     def __init__(self, source, config, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
                  shuffle=False, on_error="raise", max_attempts=16, max_pixels=None, dct_scaling=True,
-                 return_index=False, label_dtype=None):
+                 return_index=False, label_dtype=None, pad=None, pad_multiple=1, pad_fill=0, max_image_size=None):
         from fastq import _image, ops as ops_mod
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
@@ -285,6 +296,15 @@ class _ImageBackend(Backend):
         if not isinstance(max_attempts, (int, np.integer)) or isinstance(max_attempts, bool) or max_attempts < 1:
             raise ValueError(f"max_attempts must be a positive int, got {max_attempts!r}")
         kw = {} if max_pixels is None else {"max_pixels": max_pixels}
+        sizes_op, cap = -1, None
+        if pad is not None:  # Pipeline(pad="batch"): a Pad to the capacity ends the chain (fastq/batchpad.py)
+            if pad != "batch":
+                raise ValueError(f"pad must be None or 'batch', got {pad!r}")
+            from fastq import batchpad
+            ops, cap, sizes_op = batchpad.pad_chain(ops, input_size=source._fixed_size(), pad_multiple=pad_multiple,
+                                                    pad_fill=pad_fill, max_image_size=max_image_size)
+        elif (pad_multiple, pad_fill, max_image_size) != (1, 0, None):
+            raise ValueError("pad_multiple, pad_fill and max_image_size apply only with pad='batch'")
         self.compiled = ops_mod.compile_ops(ops, dtype=dtype, layout=layout, channels=channels,
                                             dct_scaling=dct_scaling, input_size=source._fixed_size(), **kw)
         # outputs a native reader writes after the image (TFRecord / WebDataset labels, features)
@@ -324,11 +344,20 @@ class _ImageBackend(Backend):
         self.seed = int(seed)
         self.shuffle = bool(shuffle)
         self.return_index = bool(return_index)
+        self.sizes_op = sizes_op
         self.task = _image.ImageTask(self.spec, source.kind, source._task_items(), self.labels,
                                      workers=self.workers, on_error=on_error, max_attempts=int(max_attempts),
                                      with_index=self.return_index, extra_types=extra_types,
-                                     targets=None if targets is None else targets.task_args())
+                                     targets=None if targets is None else targets.task_args(),
+                                     **({"sizes_op": sizes_op} if sizes_op >= 0 else {}))
         _image.set_opencv_threads(1)  # our workers are the parallelism
+        self.batch_pad = None
+        if cap is not None:
+            from fastq.batchpad import BatchPad
+            specs, names = self.output_spec(), self.output_names()
+            planes = [(k, specs[k][0], specs[k][1]) for k, name in enumerate(names)
+                      if k == 0 or (name in BatchPad.PLANE_OUTPUTS and tuple(specs[k][0][-2:]) == cap)]
+            self.batch_pad = BatchPad(cap, int(pad_multiple), len(specs) - 1, planes, self.compiled.layout)
 
     def output_spec(self):
         from fastq import _image
@@ -339,6 +368,8 @@ class _ImageBackend(Backend):
         out += self.extra_outputs  # outputs a native reader writes (TFRecord labels...)
         if self.return_index:
             out.append(((), np.dtype(np.int64)))
+        if self.sizes_op >= 0:  # pad="batch": each image's valid (h, w), the last output
+            out.append(((2,), np.dtype(np.int32)))
         return out
 
     def output_names(self):
@@ -346,7 +377,7 @@ class _ImageBackend(Backend):
         the targets' ("boxes", "classes", "num_boxes", "image_info", "keypoints",
         "masks"), "index"."""
         return (["images"] + (["labels"] if self.labels is not None else []) + self.extra_names +
-                (["index"] if self.return_index else []))
+                (["index"] if self.return_index else []) + (["image_sizes"] if self.sizes_op >= 0 else []))
 
     def order(self, epoch):
         idx = self.source.indices
