@@ -159,15 +159,14 @@ int fq_imgtask_reader_boxes(const uint8_t *block, const size_t *sizes, int norma
  * the worker's extra buffer. */
 int fq_imgtask_reader_boxes_check(const fq_imgtask_source *src, size_t *block_off, fq_err *err);
 
-/* Internal (fq_imgtask_plan.c): point the worker's scratch at sample idx's boxes, which
+/* Internal (fq_imgtask_boxes.c): point the worker's scratch at sample idx's boxes, which
  * RandomIoUCrop's plan draws from (fq_img_scratch_set_boxes): g NULL (no targets): none; the
  * targets' arrays; from_reader: the five lists of block (as fq_imgtask_reader_boxes; block
- * NULL: not read yet, nothing is set), at most the reader's capacity, normalized as g says. */
+ * NULL: not read yet, none), at most the reader's capacity, normalized as g says. */
 void fq_imgtask_plan_boxes(fq_img_scratch *s, const fq_imgtask_targets *g, int64_t idx, const uint8_t *block,
                            const size_t *sizes);
 
-/* Deterministic permutation of 0..n-1 (Fisher-Yates on the (seed, epoch) stream;
- * fq_imgtask_plan.c). */
+/* Deterministic permutation of 0..n-1 (Fisher-Yates on the (seed, epoch) stream). */
 void fq_permutation(uint64_t seed, uint64_t epoch, int64_t *out, int64_t n);
 
 #ifdef __cplusplus

@@ -1,11 +1,8 @@
-/* fq_imgtask_plan.c - what the task gives the planner besides (seed, epoch, index): the
- * epoch's order (fq_permutation) and each sample's boxes, which RandomIoUCrop draws its
- * crop from (fq_imgtask_plan_boxes; image/fq_image.h fq_img_scratch_set_boxes). */
+/* fq_imgtask_boxes.c - each sample's boxes for its plan, which RandomIoUCrop draws its crop
+ * from (fq_imgtask_plan_boxes; image/fq_image.h fq_img_scratch_set_boxes). */
 #include "task/fq_imgtask.h"
 
 #include <string.h>
-
-#include "core/fq_rng.h"
 
 void fq_imgtask_plan_boxes(fq_img_scratch *s, const fq_imgtask_targets *g, int64_t idx, const uint8_t *block,
                            const size_t *sizes)
@@ -20,8 +17,10 @@ void fq_imgtask_plan_boxes(fq_img_scratch *s, const fq_imgtask_targets *g, int64
         fq_img_scratch_set_boxes(s, b, b ? b + 1 : NULL, b ? b + 2 : NULL, b ? b + 3 : NULL, 4, (int)n, 0);
         return;
     }
-    if (!block)
+    if (!block) { /* not read yet: none until produce_read sets them */
+        fq_img_scratch_set_boxes(s, NULL, NULL, NULL, NULL, 0, -1, 0);
         return;
+    }
     /* the five VARLEN lists (int64 count, then the values): xmin, ymin, xmax, ymax, class; the
      * counts are checked to agree when the targets are written (fq_imgtask_reader_boxes) */
     const float *v[4];
@@ -35,18 +34,4 @@ void fq_imgtask_plan_boxes(fq_img_scratch *s, const fq_imgtask_targets *g, int64
         off += sizes[k];
     }
     fq_img_scratch_set_boxes(s, v[0], v[1], v[2], v[3], 1, (int)(n > 0 ? n : 0), g->normalized);
-}
-
-void fq_permutation(uint64_t seed, uint64_t epoch, int64_t *out, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        out[i] = i;
-    fq_rng r;
-    fq_rng_init(&r, seed, epoch, FQ_RNG_SHUFFLE_INDEX);
-    for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)fq_rng_next_below(&r, (uint64_t)(i + 1));
-        int64_t tmp = out[i];
-        out[i] = out[j];
-        out[j] = tmp;
-    }
 }
