@@ -78,6 +78,8 @@ def _op_bound(op: Any, hw: Optional[Tuple[int, int]], exact: bool) -> Tuple[Opti
             return None, False, "RandomZoomOut of an unbounded size"
         r = op.side_range[1]
         return (max(hw[0], int(hw[0] * r)), max(hw[1], int(hw[1] * r))), False, ""
+    if isinstance(op, O.RandomIoUCrop):  # a crop inside its input, or no crop
+        return hw, False, "RandomIoUCrop of an unbounded size"
     chain = _image.check_chain(_image.pack_ops(list(O._rows([op]))), "float32")
     if chain["out_size"] is not None:  # a crop, Resize((h, w)), Pad(size), ScaleJitter, ...
         return (int(chain["out_size"][0]), int(chain["out_size"][1])), True, ""

@@ -398,3 +398,38 @@ def test_odapi_tfrecord_targets_draw_from_the_records_boxes(tmp_path):
             crops += 1
             assert rec["box"] == (params["left"], params["top"], params["width"], params["height"])
     assert crops >= 4
+
+
+def test_batch_padding_after_the_crop():
+    """pad="batch": RandomIoUCrop's output (bounded by its input) at the top-left of each
+    batch, image_sizes = the crop drawn, pixels = F.crop of the source."""
+    from fastq import batchpad
+    rng = np.random.default_rng(2)
+    imgs = [rng.integers(0, 255, (60, 80, 3), dtype=np.uint8) for _ in range(8)]
+    boxes = [random_boxes(rng, 3, 60, 80) for _ in imgs]
+    assert batchpad.chain_bound([O.RandomIoUCrop(), O.HorizontalFlip(p=0)], input_size=(60, 80)) == (60, 80)
+    tg = T.Targets(boxes, max_boxes=4, image_info=False)
+    p = fastq.Pipeline(Arrays(imgs, targets=tg), batch_size=4, ops=[O.RandomIoUCrop()], dtype="uint8", seed=3,
+                       return_index=True, pad="batch")
+    seen = 0
+    for b in p:
+        images, idxs, sizes = np.array(b[0]), np.array(b[-2]), np.array(b[-1])
+        for row, idx in enumerate(idxs):
+            x, y, w, h = _iou_record(p.explain(0, int(idx)))["box"]
+            assert tuple(sizes[row]) == (h, w)
+            np.testing.assert_array_equal(images[row][:h, :w], imgs[idx][y:y + h, x:x + w])
+            seen += 1
+    assert seen == 8
+
+
+def test_pad_after_a_crop_view_is_the_fill():
+    """A crop leaves a view of its input; the padding of a Pad after it is the fill, not the
+    pixels around the view (cv::copyMakeBorder's ROI extrapolation; BORDER_ISOLATED)."""
+    img = np.random.default_rng(0).integers(1, 255, (40, 40, 3), dtype=np.uint8)
+    for crop in (O.CenterCrop(20), O.RandomCrop(20)):
+        spec = _image.ImageSpec(O.compile_ops([crop, O.Pad(size=(30, 30), fill=0)], dtype="uint8"))
+        out, ex = spec.process_array(img, 0, 0, 1)
+        x, y, w, h = ex["ops"][0]["box"]
+        want = np.zeros((30, 30, 3), np.uint8)
+        want[:20, :20] = F.crop(torch.from_numpy(img).permute(2, 0, 1), y, x, 20, 20).permute(1, 2, 0).numpy()
+        np.testing.assert_array_equal(out, want)
