@@ -169,6 +169,8 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
         for (int64_t i = 0; i < src->n; i++)
             if (g->offsets[i + 1] < g->offsets[i] || g->offsets[i + 1] - g->offsets[i] > INT32_MAX)
                 return fq_set_err(err, FQ_E_INVALID, "targets: offsets must be non-decreasing");
+        if (fq_imgtask_inst_check(g, src->n, err) != FQ_OK)
+            return err->code;
     }
     fq_imgtask *t = calloc(1, sizeof *t);
     if (!t)
@@ -375,7 +377,8 @@ static int first_target_row(const fq_imgtask *t)
 
 static int n_target_rows(const fq_imgtask_targets *g)
 {
-    return (g->max_boxes > 0 ? 3 : 0) + (g->with_image_info ? 1 : 0) + (g->keypoints ? 1 : 0) + (g->masks ? 1 : 0);
+    return (g->max_boxes > 0 ? 3 : 0) + (g->with_image_info ? 1 : 0) + (g->keypoints ? 1 : 0) + (g->masks ? 1 : 0) +
+           (g->inst_kind ? 1 : 0);
 }
 
 /* the targets of sample idx from its explain record into rows[b ...] */
@@ -391,9 +394,9 @@ static int write_targets(fq_imgtask *t, int worker, int64_t idx, const fq_img_ex
         (rc = fq_imgtask_reader_boxes(t->w[worker].extra + t->rd_off, t->src.reader->extra_sizes + t->n_out_extra,
                                       g->normalized, ex->src_h, ex->src_w, &rb, &rcl, &n, &left, e)) != FQ_OK)
         return rc;
-    if (g->keypoints) {
+    if (g->keypoints || g->inst_kind) {
         index = malloc(sizeof(int32_t) * (size_t)(g->max_boxes + 1));
-        kp = malloc(sizeof(float) * 3 * (size_t)g->k * (size_t)(n + 1));
+        kp = malloc(sizeof(float) * 3 * (size_t)(g->k + 1) * (size_t)(n + 1));
         if (!index || !kp) {
             free(index), free(kp);
             return fq_set_err(e, FQ_E_NOMEM, "out of memory");
@@ -430,12 +433,15 @@ static int write_targets(fq_imgtask *t, int worker, int64_t idx, const fq_img_ex
             b++;
         }
     }
-    free(index), free(kp);
+    free(kp);
     if (rc == FQ_OK && g->masks) {
         const int h = g->mask_hw[2 * idx], w = g->mask_hw[2 * idx + 1];
         rc = fq_tgt_mask(ex, g->masks[idx], h, w, g->mask_elem, (size_t)w * (size_t)g->mask_elem, g->mask_fill,
                          rows[b++], e);
     }
+    if (rc == FQ_OK && g->inst_kind) /* per-instance masks of the kept boxes: fq_imgtask_inst.c */
+        rc = fq_imgtask_inst_masks(g, idx, off, n, ex, index, count, rows[b++], e);
+    free(index);
     return rc;
 }
 
@@ -582,18 +588,4 @@ void fq_imgtask_last_skip(fq_imgtask *t, int code, char *msg, size_t len)
         return;
     snprintf(msg, len, "%s", t->last_skip[code]);
     (void)pthread_mutex_unlock(&t->msg_mu);
-}
-
-void fq_permutation(uint64_t seed, uint64_t epoch, int64_t *out, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        out[i] = i;
-    fq_rng r;
-    fq_rng_init(&r, seed, epoch, FQ_RNG_SHUFFLE_INDEX);
-    for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)fq_rng_next_below(&r, (uint64_t)(i + 1));
-        int64_t tmp = out[i];
-        out[i] = out[j];
-        out[j] = tmp;
-    }
 }
