@@ -39,7 +39,17 @@ class Targets:
     ``classes[i]``: n_i ints (None: 0); ``keypoints[i]``: (n_i, K, 3) (x, y, visibility)
     of each box's instance; ``masks[i]``: an HxW uint8 / uint16 array at the source size.
     A sample whose targets are bad (NaN, outside the image, a mask of another size) or
-    too many with ``truncate=False`` fails like a bad image (``on_error`` applies)."""
+    too many with ``truncate=False`` fails like a bad image (``on_error`` applies).
+
+    Per-instance masks (Mask R-CNN), one entry per box (None: no mask, an empty one):
+    ``instance_polygons[i][k]``: the rings of box k (each (P, 2) or a flat x, y list,
+    source pixels), moved with the ops' forward maps and rasterized at the output size
+    with pycocotools' algorithm; ``instance_rles[i][k]``: a COCO RLE dict or uint32 runs
+    (column-major, zeros first) at the source size; or ``instance_masks[i]``: an (n_i, H,
+    W) array of bitmaps (run-length encoded now).  Bitmaps are decoded in the worker and
+    moved with the nearest-neighbour mask rule (fill 0).  Output ``instance_masks``
+    (max_boxes, out_h, out_w) uint8 of the kept boxes, zeros after the count: B x
+    max_boxes x out_h x out_w bytes per batch (docs/targets.md "Instance masks")."""
 
     def __init__(self, boxes: Sequence[Any], classes: Optional[Sequence[Any]] = None, *, max_boxes: int = 100,
                  min_area: float = 0.0, min_visibility: float = 0.0, truncate: bool = True,
