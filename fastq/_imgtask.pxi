@@ -237,6 +237,8 @@ cdef class ImageTask(TaskBase):
                 a = arrs[6]
                 tg.inst_hw = <const int32_t *> a.data
                 tg.inst_out_h, tg.inst_out_w = targets["instance_out_hw"]
+                if targets.get("instance_mask_size") is not None:
+                    tg.inst_mask_h, tg.inst_mask_w = targets["instance_mask_size"]
             src.targets = &tg
         self._keep = keep
         self.spec = spec

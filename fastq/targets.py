@@ -49,7 +49,10 @@ class Targets:
     W) array of bitmaps (run-length encoded now).  Bitmaps are decoded in the worker and
     moved with the nearest-neighbour mask rule (fill 0).  Output ``instance_masks``
     (max_boxes, out_h, out_w) uint8 of the kept boxes, zeros after the count: B x
-    max_boxes x out_h x out_w bytes per batch (docs/targets.md "Instance masks")."""
+    max_boxes x out_h x out_w bytes per batch (docs/targets.md "Instance masks").
+    ``instance_mask_size=M`` or ``(M_h, M_w)``: each kept instance inside its output box
+    at M_h x M_w instead (Mask R-CNN's mask targets; see :func:`transform_polygons`,
+    :func:`transform_rle` with ``box``)."""
 
     def __init__(self, boxes: Sequence[Any], classes: Optional[Sequence[Any]] = None, *, max_boxes: int = 100,
                  min_area: float = 0.0, min_visibility: float = 0.0, truncate: bool = True,
@@ -57,7 +60,7 @@ class Targets:
                  flip_index: Optional[Sequence[int]] = None, masks: Optional[Sequence[Any]] = None,
                  mask_fill: int = 0, instance_polygons: Optional[Sequence[Any]] = None,
                  instance_rles: Optional[Sequence[Any]] = None, instance_masks: Optional[Sequence[Any]] = None,
-                 _instances: Optional[Dict[str, np.ndarray]] = None) -> None:
+                 instance_mask_size: Any = None, _instances: Optional[Dict[str, np.ndarray]] = None) -> None:
         rows = [np.asarray(b, np.float32).reshape(-1, 4) for b in boxes]
         if classes is None:
             cls = [np.zeros(len(r), np.int32) for r in rows]
@@ -113,6 +116,16 @@ class Targets:
                                               instance_masks)
         if self.instances is not None and self.max_boxes == 0:
             raise ValueError("Targets: instance masks need boxes (max_boxes >= 1): their rows follow the kept boxes")
+        self.instance_mask_size: Optional[Tuple[int, int]] = None
+        if instance_mask_size is not None:
+            ms = (instance_mask_size, instance_mask_size) if isinstance(instance_mask_size, int) else \
+                tuple(instance_mask_size)
+            if len(ms) != 2 or not all(isinstance(v, int) and 1 <= v <= 65536 for v in ms):
+                raise ValueError(f"Targets: instance_mask_size must be M or (M_h, M_w) in [1, 65536], got "
+                                 f"{instance_mask_size!r}")
+            if self.instances is None:
+                raise ValueError("Targets: instance_mask_size without instance masks")
+            self.instance_mask_size = (int(ms[0]), int(ms[1]))
 
     @classmethod
     def from_dicts(cls, targets: Sequence[Dict[str, Any]], **options: Any) -> "Targets":
@@ -189,7 +202,8 @@ class Targets:
             out.append((tuple(out_hw), self.masks[0].dtype))
         if self.instances is not None:
             self._out_hw = (int(out_hw[0]), int(out_hw[1]))
-            out.append(((self.max_boxes, self._out_hw[0], self._out_hw[1]), np.dtype(np.uint8)))
+            mh, mw = self.instance_mask_size or self._out_hw
+            out.append(((self.max_boxes, mh, mw), np.dtype(np.uint8)))
         return out
 
     def output_names(self) -> List[str]:
@@ -206,7 +220,7 @@ class Targets:
                 "min_area": self.min_area, "min_visibility": self.min_visibility, "truncate": self.truncate,
                 "image_info": self.image_info, "keypoints": self.keypoints, "flip_index": self.flip_index,
                 "masks": self.masks, "mask_fill": self.mask_fill, "instances": self.instances,
-                "instance_out_hw": self._out_hw}
+                "instance_out_hw": self._out_hw, "instance_mask_size": self.instance_mask_size}
 
 
 # --- per-instance masks: the flat arrays the image task reads (fq_imgtask_targets.inst_*) ----
@@ -266,8 +280,10 @@ def _build_instances(n_boxes: List[int], polygons: Optional[Sequence[Any]], rles
                                  f"got shape {bm.shape}")
             hw[i] = bm.shape[1:]
             rs: List[Any] = [rle_encode(m) for m in bm]
+        elif rles is not None and rles[i] is not None:
+            rs = list(rles[i])
         else:
-            rs = list(rles[i]) if rles is not None and rles[i] is not None else [None] * nb
+            rs = [None] * nb
         for what, got in (("instance polygons", ps), ("instance RLE masks", rs)):
             if len(got) != nb:
                 raise ValueError(f"Targets: sample {i}: {nb} boxes but {len(got)} {what} (one per box; None: "
@@ -279,7 +295,7 @@ def _build_instances(n_boxes: List[int], polygons: Optional[Sequence[Any]], rles
                 raise ValueError(f"Targets: sample {i}: instance {k} has both a polygon and an RLE mask")
             if has_p:
                 obj = []
-                for ring in p:
+                for ring in (p if p is not None else []):
                     a = np.asarray(ring, np.float32).reshape(-1)
                     if a.size % 2:
                         raise ValueError(f"Targets: sample {i}: instance {k}: a polygon needs x, y pairs, got "
@@ -376,20 +392,42 @@ def transform_mask(explain: Dict[str, Any], mask: Any, fill: int = 0) -> np.ndar
     return _image.targets_mask(explain, mask, int(fill))
 
 
-def transform_polygons(explain: Dict[str, Any], rings: Sequence[Any]) -> np.ndarray:
+def transform_polygons(explain: Dict[str, Any], rings: Sequence[Any], box: Any = None,
+                       size: Any = None) -> np.ndarray:
     """One instance's polygon rings (each (P, 2) or a flat x0, y0, x1, ... list, source
     pixels) -> its (out_h, out_w) uint8 0 / 1 mask: the vertices move with every geometric
     op's forward map (as boxes and keypoints, no clipping), then each ring is rasterized
     at the output size with pycocotools' algorithm (``frPyObjects`` + ``decode``: a pixel
-    is inside when its centre is, up to pycocotools' 1/5 px tracing); rings unite."""
-    return _image.targets_polygons(explain, [np.asarray(r, np.float32).reshape(-1, 2) for r in rings])
+    is inside when its centre is, up to pycocotools' 1/5 px tracing); rings unite.
+
+    With ``box`` (x0, y0, x1, y1 in output pixels, e.g. the instance's transformed box) and
+    ``size`` (M_h, M_w): the mask inside the box at M_h x M_w (Mask R-CNN targets), the
+    moved vertices taken to ``(x - x0) * M_w / max(x1 - x0, 0.1)`` (likewise y) before
+    rasterizing, as detectron2's ``PolygonMasks.crop_and_resize``."""
+    rs = [np.asarray(r, np.float32).reshape(-1, 2) for r in rings]
+    if box is None:
+        return _image.targets_polygons(explain, rs)
+    return _image.targets_polygons(explain, rs, box, _mask_size(size))
 
 
-def transform_rle(explain: Dict[str, Any], counts: Any, height: int, width: int) -> np.ndarray:
+def _mask_size(size: Any) -> Tuple[int, int]:
+    ms = (size, size) if isinstance(size, int) else tuple(size)
+    if len(ms) != 2 or min(ms) < 1:
+        raise ValueError(f"size must be M or (M_h, M_w) >= 1, got {size!r}")
+    return int(ms[0]), int(ms[1])
+
+
+def transform_rle(explain: Dict[str, Any], counts: Any, height: int, width: int, box: Any = None,
+                  size: Any = None) -> np.ndarray:
     """One instance's run-length mask (COCO order: column-major runs, zeros first) of a
     height x width mask at the source size -> its (out_h, out_w) uint8 0 / 1 mask, moved
-    like :func:`transform_mask` (nearest neighbour, fill 0)."""
-    return _image.targets_rle(explain, counts, int(height), int(width))
+    like :func:`transform_mask` (nearest neighbour, fill 0).  With ``box`` and ``size``:
+    that mask sampled in the box at M_h x M_w, nearest (cell (i, j) takes the output pixel
+    under ``(x0 + (j + 0.5) (x1 - x0) / M_w, y0 + (i + 0.5) (y1 - y0) / M_h)``, clamped)."""
+    full = _image.targets_rle(explain, counts, int(height), int(width))
+    if box is None:
+        return full
+    return _image.targets_mask_box(full, box, _mask_size(size))
 
 
 def image_info(explain: Dict[str, Any]) -> np.ndarray:

@@ -401,6 +401,73 @@ def test_from_annotations_drops_crowd_instances_with_their_boxes(tmp_path):
         j += 1
 
 
+# ---- instance_mask_size: each kept instance in its box at M x M (Mask R-CNN targets) -------------
+
+def box_frame(pts, box, mh, mw):
+    """detectron2's PolygonMasks.crop_and_resize on the moved vertices (float64)."""
+    x0, y0, x1, y1 = (float(v) for v in np.asarray(box, np.float32))
+    p = np.array(pts, np.float64)
+    p[:, 0] = (p[:, 0] - x0) * (mw / max(x1 - x0, 0.1))
+    p[:, 1] = (p[:, 1] - y0) * (mh / max(y1 - y0, 0.1))
+    return p
+
+
+def np_box_sample(m, box, mh, mw):
+    x0, y0, x1, y1 = (float(v) for v in np.asarray(box, np.float32))
+    ys = np.clip(np.floor(y0 + (np.arange(mh) + 0.5) * ((y1 - y0) / mh)), 0, m.shape[0] - 1).astype(int)
+    xs = np.clip(np.floor(x0 + (np.arange(mw) + 0.5) * ((x1 - x0) / mw)), 0, m.shape[1] - 1).astype(int)
+    return m[ys][:, xs]
+
+
+@pytest.mark.parametrize("name", ["rrc", "affine", "chain", "rse_pad"])
+def test_polygons_in_their_box_match_pycocotools(name):
+    rng = np.random.default_rng(7)
+    for index in range(5):
+        _, ex = run(CHAINS[name], index=index)
+        rings = random_rings(rng)
+        moved = [np_move(ex, r) for r in rings]
+        allp = np.concatenate(moved)
+        box = np.array([*allp.min(0), *allp.max(0)], np.float32)
+        for mh, mw in ((28, 28), (14, 20)):
+            got = T.transform_polygons(ex, rings, box=box, size=(mh, mw))
+            want = coco_raster([box_frame(m, box, mh, mw) for m in moved], mh, mw)
+            np.testing.assert_array_equal(got, want)
+            assert got.sum() > 0
+
+
+def test_pipeline_instance_mask_size_gives_each_instance_in_its_box():
+    import fastq
+    from fastq.sources import Arrays
+
+    src, boxes, polys, rles = _source()
+    tg = src.targets
+    tg2 = T.Targets([boxes[i] for i in range(len(boxes))], [np.arange(len(b)) + 1 for b in boxes], max_boxes=3,
+                    min_area=4.0, image_info=False, instance_polygons=polys, instance_rles=rles,
+                    instance_mask_size=(28, 24))
+    assert tg2.instances is not None and tg.instances is not None
+    p = fastq.Pipeline(Arrays(src._items, targets=tg2), batch_size=4, ops=OPS, dtype="uint8", seed=3, workers=2,
+                       return_index=True)
+    assert [s for s, _ in p.output_spec][4] == (3, 28, 24)
+    n_poly = n_rle = 0
+    for b in p:
+        for row, idx in enumerate(b[5]):
+            ex = p.explain(0, int(idx))
+            want_b, full = _want(ex, boxes[idx], polys[idx], rles[idx], min_area=4.0)
+            for slot in range(3):
+                if slot >= want_b["num_boxes"]:
+                    assert (b[4][row][slot] == 0).all()
+                    continue
+                j, box = want_b["index"][slot], b[1][row][slot]
+                if polys[idx][j] is not None:
+                    want = coco_raster([box_frame(np_move(ex, r), box, 28, 24) for r in polys[idx][j]], 28, 24)
+                    n_poly += 1
+                else:
+                    want = np_box_sample(full[slot], box, 28, 24)
+                    n_rle += 1
+                np.testing.assert_array_equal(b[4][row][slot], want)
+    assert n_poly >= 4 and n_rle >= 1
+
+
 # ---- bad input -----------------------------------------------------------------------------------
 
 def _nan(polys, rles, imgs):
@@ -462,6 +529,10 @@ def test_bad_instance_arguments_are_refused_at_construction():
         T.Targets(b, instance_rles=[[np.array([-1, 3])], [None]])
     with pytest.raises(ValueError, match="need boxes"):
         T.Targets([np.zeros((0, 4))] * 2, max_boxes=0, instance_polygons=[[], []])
+    with pytest.raises(ValueError, match="instance_mask_size must be"):
+        T.Targets(b, instance_polygons=[[None], [None]], instance_mask_size=(0, 28))
+    with pytest.raises(ValueError, match="instance_mask_size without instance masks"):
+        T.Targets(b, instance_mask_size=28)
 
 
 def test_direct_calls_refuse_bad_polygons_and_rle():

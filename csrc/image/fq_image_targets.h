@@ -80,6 +80,15 @@ int fq_tgt_mask(const fq_img_explain *ex, const void *mask, int h, int w, int el
  * point more than 1 px outside the source image), FQ_E_UNSUPPORTED, FQ_E_NOMEM. */
 int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings, uint8_t *out,
                     fq_err *err);
+/* The same, the moved vertices then taken into box's frame (x0, y0, x1, y1, output pixels)
+ * scaled to mh x mw, as detectron2's PolygonMasks.crop_and_resize: x' = (x - x0) * mw /
+ * max(x1 - x0, 0.1), y' likewise; rasterized at mh x mw into out (zeroed by the caller). */
+int fq_tgt_polygons_box(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                        const float box[4], int mh, int mw, uint8_t *out, fq_err *err);
+/* box (x0, y0, x1, y1, finite) of src (h x w uint8) resampled to mh x mw, nearest: cell (i, j)
+ * takes pixel (floor(y0 + (i + 0.5) (y1 - y0) / mh), floor(x0 + (j + 0.5) (x1 - x0) / mw)),
+ * clamped into the image. */
+void fq_tgt_mask_box(const uint8_t *src, int h, int w, const float box[4], int mh, int mw, uint8_t *out);
 /* The checks of fq_tgt_polygons alone (nothing rasterized). */
 int fq_tgt_polygons_check(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
                           fq_err *err);

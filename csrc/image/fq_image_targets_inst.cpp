@@ -159,20 +159,31 @@ int fq_tgt_polygons_check(const fq_img_explain *ex, const float *xy, const int64
     return FQ_OK;
 }
 
-int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings, uint8_t *out,
-                    fq_err *err)
+}  // extern "C"
+
+namespace {
+
+/* fq_tgt_polygons at oh x ow; box (x0, y0, x1, y1 output pixels, may be NULL): then the
+ * vertices are also moved into the box's frame scaled to oh x ow (detectron2's
+ * crop_and_resize: (x - x0) * ow / max(x1 - x0, 0.1)) */
+int polygons_at(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings, const float *box,
+                int oh, int ow, uint8_t *out, fq_err *err)
 {
     if (int rc = fq_tgt_polygons_check(ex, xy, ring_off, n_rings, err))
         return rc;
-    if (!out)
-        return fq_set_err(err, FQ_E_INVALID, "fq_tgt_polygons: NULL output");
-    int oh, ow;
-    out_size(ex, &oh, &ow);
-    double maps[FQ_IMG_MAX_OPS][6];
+    if (!out || oh < 1 || ow < 1)
+        return fq_set_err(err, FQ_E_INVALID, "fq_tgt_polygons: bad output");
+    double maps[FQ_IMG_MAX_OPS][6], bx = 0, by = 0, rx = 1, ry = 1;
     int n_maps = 0;
     for (int j = 0; j < ex->n_ops; j++)
         if (fqt::op_map(ex->ops[j], maps[n_maps]))
             n_maps++;
+    if (box) {
+        if (!(std::isfinite(box[0]) && std::isfinite(box[1]) && std::isfinite(box[2]) && std::isfinite(box[3])))
+            return fq_set_err(err, FQ_E_INVALID, "polygon: the box must be finite");
+        bx = box[0], by = box[1];
+        rx = ow / std::max((double)box[2] - box[0], 0.1), ry = oh / std::max((double)box[3] - box[1], 0.1);
+    }
     try {
         std::vector<int> x, y;
         std::vector<int64_t> pos;
@@ -187,6 +198,8 @@ int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ri
                     const double nx = M[0] * px + M[1] * py + M[2], ny = M[3] * px + M[4] * py + M[5];
                     px = nx, py = ny;
                 }
+                if (box)
+                    px = (px - bx) * rx, py = (py - by) * ry;
                 if (!(std::fabs(px) < kMaxCoord && std::fabs(py) < kMaxCoord))
                     return fq_set_err(err, FQ_E_INVALID, "polygon %d, point %d: moved to (%g, %g), too far "
                                       "outside the %dx%d output", r, p, px, py, ow, oh);
@@ -202,6 +215,40 @@ int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ri
         return fq_set_err(err, FQ_E_NOMEM, "polygon: out of memory");
     }
     return FQ_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings, uint8_t *out,
+                    fq_err *err)
+{
+    if (int rc = fqt::check(ex, err))
+        return rc;
+    int oh, ow;
+    out_size(ex, &oh, &ow);
+    return polygons_at(ex, xy, ring_off, n_rings, nullptr, oh, ow, out, err);
+}
+
+int fq_tgt_polygons_box(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                        const float box[4], int mh, int mw, uint8_t *out, fq_err *err)
+{
+    if (!box)
+        return fq_set_err(err, FQ_E_INVALID, "fq_tgt_polygons_box: NULL box");
+    return polygons_at(ex, xy, ring_off, n_rings, box, mh, mw, out, err);
+}
+
+void fq_tgt_mask_box(const uint8_t *src, int h, int w, const float box[4], int mh, int mw, uint8_t *out)
+{
+    const double x0 = box[0], y0 = box[1], sx = (box[2] - x0) / mw, sy = (box[3] - y0) / mh;
+    for (int i = 0; i < mh; i++) {
+        const int y = (int)std::min(std::max(std::floor(y0 + (i + 0.5) * sy), 0.0), (double)(h - 1));
+        for (int j = 0; j < mw; j++) {
+            const int x = (int)std::min(std::max(std::floor(x0 + (j + 0.5) * sx), 0.0), (double)(w - 1));
+            out[(size_t)i * mw + j] = src[(size_t)y * w + x];
+        }
+    }
 }
 
 int fq_tgt_rle_check(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, fq_err *err)

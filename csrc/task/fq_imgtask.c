@@ -390,6 +390,7 @@ static int write_targets(fq_imgtask *t, int worker, int64_t idx, const fq_img_ex
     int n = g->from_reader ? 0 : (int)(g->offsets[idx + 1] - off), count = 0, n_trunc = 0, rc;
     float *rb = NULL, *kp = NULL; /* rb, rcl: from_reader, this sample's boxes and classes */
     int32_t *rcl = NULL, *index = NULL;
+    const float *kept = g->max_boxes > 0 ? (const float *)rows[b] : NULL; /* the boxes output (instance masks) */
     if (g->from_reader &&
         (rc = fq_imgtask_reader_boxes(t->w[worker].extra + t->rd_off, t->src.reader->extra_sizes + t->n_out_extra,
                                       g->normalized, ex->src_h, ex->src_w, &rb, &rcl, &n, &left, e)) != FQ_OK)
@@ -440,7 +441,7 @@ static int write_targets(fq_imgtask *t, int worker, int64_t idx, const fq_img_ex
                          rows[b++], e);
     }
     if (rc == FQ_OK && g->inst_kind) /* per-instance masks of the kept boxes: fq_imgtask_inst.c */
-        rc = fq_imgtask_inst_masks(g, idx, off, n, ex, index, count, rows[b++], e);
+        rc = fq_imgtask_inst_masks(g, idx, off, n, ex, index, kept, count, rows[b++], e);
     free(index);
     return rc;
 }

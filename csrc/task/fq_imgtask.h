@@ -109,6 +109,11 @@ typedef struct fq_imgtask_targets {
     const uint32_t *inst_counts;
     const int32_t *inst_hw;
     int inst_out_h, inst_out_w;
+    /* 0: masks at the output size; else each kept instance's mask in its output box at
+     * inst_mask_h x inst_mask_w (Mask R-CNN targets): polygons moved into the box's frame
+     * (fq_tgt_polygons_box), bitmaps sampled (fq_tgt_mask_box); the row is max_boxes x
+     * inst_mask_h x inst_mask_w */
+    int inst_mask_h, inst_mask_w;
 } fq_imgtask_targets;
 
 enum fq_inst_kind { FQ_INST_NONE = 0, FQ_INST_POLYGONS = 1, FQ_INST_RLE = 2 };
@@ -172,10 +177,11 @@ int fq_imgtask_reader_boxes(const uint8_t *block, const size_t *sizes, int norma
 int fq_imgtask_reader_boxes_check(const fq_imgtask_source *src, size_t *block_off, fq_err *err);
 
 /* Internal (fq_imgtask_inst.c): the instance masks of sample idx (its n boxes start at
- * global row off) into row (max_boxes planes): the kept boxes' (index[0 .. count - 1]).
+ * global row off) into row (max_boxes planes): the kept boxes' (index[0 .. count - 1],
+ * kept_boxes: their output boxes, count x 4).
  * Errors name the instance ("instance 1: ..."). */
 int fq_imgtask_inst_masks(const fq_imgtask_targets *g, int64_t idx, int64_t off, int n, const fq_img_explain *ex,
-                          const int32_t *index, int count, uint8_t *row, fq_err *err);
+                          const int32_t *index, const float *kept_boxes, int count, uint8_t *row, fq_err *err);
 /* Internal: checks of the instance arrays at create (n samples). */
 int fq_imgtask_inst_check(const fq_imgtask_targets *g, int64_t n, fq_err *err);
 

@@ -33,21 +33,29 @@ int fq_imgtask_inst_check(const fq_imgtask_targets *g, int64_t n, fq_err *err)
         if (g->inst_kind[j] > FQ_INST_RLE)
             return fq_set_err(err, FQ_E_INVALID, "targets: box %lld: unknown instance kind %d", (long long)j,
                               (int)g->inst_kind[j]);
+    if (g->inst_mask_h < 0 || g->inst_mask_w < 0 || (g->inst_mask_h > 0) != (g->inst_mask_w > 0) ||
+        g->inst_mask_h > 65536 || g->inst_mask_w > 65536)
+        return fq_set_err(err, FQ_E_INVALID, "targets: bad instance mask size %dx%d", g->inst_mask_w,
+                          g->inst_mask_h);
     if ((uint64_t)g->max_boxes * (uint64_t)g->inst_out_h * (uint64_t)g->inst_out_w > ((uint64_t)1 << 40))
         return fq_set_err(err, FQ_E_INVALID, "targets: instance masks of %d x %d x %d bytes per sample",
                           g->max_boxes, g->inst_out_h, g->inst_out_w);
     return FQ_OK;
 }
 
-/* box j (global row) of sample idx: checked, and rasterized into out when out != NULL */
-static int one(const fq_imgtask_targets *g, int64_t idx, int64_t j, const fq_img_explain *ex, uint8_t *out,
-               fq_err *e)
+/* box j (global row) of sample idx: checked, and rasterized into out when out != NULL (in
+ * box at the instance mask size when box != NULL; scratch: an output-size plane for RLE) */
+static int one(const fq_imgtask_targets *g, int64_t idx, int64_t j, const fq_img_explain *ex, const float *box,
+               uint8_t *scratch, uint8_t *out, fq_err *e)
 {
     switch (g->inst_kind[j]) {
     case FQ_INST_POLYGONS: {
         const int64_t r0 = g->inst_poly[j], nr = g->inst_poly[j + 1] - r0;
         if (nr > INT32_MAX)
             return fq_set_err(e, FQ_E_INVALID, "%lld polygons", (long long)nr);
+        if (out && box)
+            return fq_tgt_polygons_box(ex, g->inst_xy, g->inst_ring + r0, (int)nr, box, g->inst_mask_h,
+                                       g->inst_mask_w, out, e);
         return out ? fq_tgt_polygons(ex, g->inst_xy, g->inst_ring + r0, (int)nr, out, e)
                    : fq_tgt_polygons_check(ex, g->inst_xy, g->inst_ring + r0, (int)nr, e);
     }
@@ -57,7 +65,12 @@ static int one(const fq_imgtask_targets *g, int64_t idx, int64_t j, const fq_img
             h = ex->n_ops > 0 ? ex->ops[0].in_h : ex->src_h, w = ex->n_ops > 0 ? ex->ops[0].in_w : ex->src_w;
         const uint32_t *c = g->inst_counts + g->inst_rle[j];
         const int64_t m = g->inst_rle[j + 1] - g->inst_rle[j];
-        return out ? fq_tgt_rle(ex, c, m, h, w, out, e) : fq_tgt_rle_check(ex, c, m, h, w, e);
+        if (!out)
+            return fq_tgt_rle_check(ex, c, m, h, w, e);
+        int rc = fq_tgt_rle(ex, c, m, h, w, box ? scratch : out, e);
+        if (rc == FQ_OK && box)
+            fq_tgt_mask_box(scratch, g->inst_out_h, g->inst_out_w, box, g->inst_mask_h, g->inst_mask_w, out);
+        return rc;
     }
     default:
         return FQ_OK; /* no mask: an empty one */
@@ -65,29 +78,38 @@ static int one(const fq_imgtask_targets *g, int64_t idx, int64_t j, const fq_img
 }
 
 int fq_imgtask_inst_masks(const fq_imgtask_targets *g, int64_t idx, int64_t off, int n, const fq_img_explain *ex,
-                          const int32_t *index, int count, uint8_t *row, fq_err *err)
+                          const int32_t *index, const float *kept_boxes, int count, uint8_t *row, fq_err *err)
 {
     const int oh = ex->n_ops > 0 ? ex->ops[ex->n_ops - 1].out_h : ex->src_h;
     const int ow = ex->n_ops > 0 ? ex->ops[ex->n_ops - 1].out_w : ex->src_w;
     if (oh != g->inst_out_h || ow != g->inst_out_w)
         return fq_set_err(err, FQ_E_INVALID, "instance masks: the chain gives %dx%d, the output is %dx%d", ow, oh,
                           g->inst_out_w, g->inst_out_h);
-    const size_t plane = (size_t)oh * (size_t)ow;
+    const int in_box = g->inst_mask_h > 0;
+    const size_t plane = in_box ? (size_t)g->inst_mask_h * (size_t)g->inst_mask_w : (size_t)oh * (size_t)ow;
     memset(row, 0, plane * (size_t)g->max_boxes);
     fq_err e;
     for (int i = 0; i < n; i++) { /* every instance is checked, kept or not */
         fq_clear_err(&e);
-        int rc = one(g, idx, off + i, ex, NULL, &e);
+        int rc = one(g, idx, off + i, ex, NULL, NULL, NULL, &e);
         if (rc != FQ_OK)
             return fq_set_err(err, rc, "instance %d: %s", i, e.msg);
     }
-    for (int i = 0; i < count; i++) {
-        if (index[i] < 0 || index[i] >= n)
-            return fq_set_err(err, FQ_E_INVALID, "instance masks: kept box %d is row %d of %d", i, index[i], n);
+    uint8_t *scratch = NULL;
+    if (in_box && count > 0 && !(scratch = malloc((size_t)oh * (size_t)ow)))
+        return fq_set_err(err, FQ_E_NOMEM, "instance masks: out of memory");
+    int rc = FQ_OK;
+    for (int i = 0; i < count && rc == FQ_OK; i++) {
+        if (index[i] < 0 || index[i] >= n) {
+            rc = fq_set_err(err, FQ_E_INVALID, "instance masks: kept box %d is row %d of %d", i, index[i], n);
+            break;
+        }
         fq_clear_err(&e);
-        int rc = one(g, idx, off + index[i], ex, row + plane * (size_t)i, &e);
+        rc = one(g, idx, off + index[i], ex, in_box ? kept_boxes + 4 * i : NULL, scratch, row + plane * (size_t)i,
+                 &e);
         if (rc != FQ_OK)
-            return fq_set_err(err, rc, "instance %d: %s", index[i], e.msg);
+            fq_set_err(err, rc, "instance %d: %s", index[i], e.msg);
     }
-    return FQ_OK;
+    free(scratch);
+    return rc;
 }

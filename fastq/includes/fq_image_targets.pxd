@@ -30,3 +30,6 @@ cdef extern from "image/fq_image_targets.h" nogil:
     int fq_tgt_rle(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, uint8_t *out,
                    fq_err *err)
     int fq_tgt_rle_check(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, fq_err *err)
+    int fq_tgt_polygons_box(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                            const float *box, int mh, int mw, uint8_t *out, fq_err *err)
+    void fq_tgt_mask_box(const uint8_t *src, int h, int w, const float *box, int mh, int mw, uint8_t *out)

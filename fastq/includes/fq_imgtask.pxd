@@ -49,6 +49,8 @@ cdef extern from "task/fq_imgtask.h" nogil:
         const int32_t *inst_hw
         int inst_out_h
         int inst_out_w
+        int inst_mask_h
+        int inst_mask_w
     ctypedef struct fq_imgtask_source:
         int kind
         int64_t n
