@@ -545,3 +545,26 @@ def test_direct_calls_refuse_bad_polygons_and_rle():
         T.transform_rle(ex, [H * W, 1], H, W)
     with pytest.raises(ValueError, match="run lengths must be integers"):
         T.transform_rle(ex, [2 ** 32], H, W)
+
+
+def test_tf_dataset_features_labels_names_instance_masks():
+    pytest.importorskip("tensorflow", reason="TensorFlow is optional (requirements-dev.txt)")
+    import fastq
+    import fastq.tf as fqtf
+    from fastq.sources import Arrays
+
+    rng = np.random.default_rng(13)
+    imgs = [rng.integers(0, 255, (60, 80, 3), dtype=np.uint8) for _ in range(4)]
+    boxes = [np.array([[10, 10, 50, 40]], np.float32)] * 4
+    rings = [[[np.array([[10, 10], [50, 12], [30, 40]], np.float32)]]] * 4
+    tg = T.Targets(boxes, [[1]] * 4, max_boxes=2, image_info=False, instance_polygons=rings)
+    p = fastq.Pipeline(Arrays(imgs, targets=tg), batch_size=2, ops=[O.Resize((48, 64))], dtype="uint8")
+    ds = fqtf.dataset(p, structure="features_labels")
+    x, y = next(iter(ds))
+    assert sorted(y) == ["boxes", "classes", "instance_masks", "num_boxes"]
+    assert tuple(y["instance_masks"].shape) == (2, 2, 48, 64)
+    ex = p.explain(0, 0)
+    want = coco_raster([np_move(ex, rings[0][0][0])], 48, 64)
+    np.testing.assert_array_equal(y["instance_masks"].numpy()[0][0], want)
+    assert (y["instance_masks"].numpy()[:, 1] == 0).all()
+    p.close()
