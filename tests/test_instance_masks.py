@@ -468,6 +468,50 @@ def test_pipeline_instance_mask_size_gives_each_instance_in_its_box():
     assert n_poly >= 4 and n_rle >= 1
 
 
+def test_odapi_png_instance_masks_through_load_odapi(tmp_path):
+    """OD-API shards with image/object/mask PNGs (written by encode_odapi_example):
+    load_odapi(masks=True) keeps them as RLE; through Bytes + from_annotations each row
+    is cv2's nearest resize + flip of the PNG's own pixels."""
+    import cv2
+
+    import fastq
+    from fastq.annotations.odapi import OdapiFormatError, encode_odapi_example, load_odapi
+    from fastq.records import tfrecord_frame
+    from fastq.sources import Bytes
+
+    rng = np.random.default_rng(14)
+    recs, images, bitmaps = [], [], []
+    for i in range(4):
+        h, w = 50 + 4 * i, 70 - 3 * i
+        img = cv2.imencode(".png", rng.integers(0, 255, (h, w, 3), dtype=np.uint8))[1].tobytes()
+        ms = [random_bitmap(rng, h, w) * 255 for _ in range(1 + i % 2)]
+        boxes = [[0, 0, w, h]] * len(ms)
+        pngs = [cv2.imencode(".png", m)[1].tobytes() for m in ms]
+        recs.append(encode_odapi_example(img, h, w, boxes, [1] * len(ms), instance_masks=pngs if i != 3 else None))
+        images.append(img)
+        bitmaps.append(ms if i != 3 else None)
+    shard = tmp_path / "a.tfrecord"
+    shard.write_bytes(b"".join(tfrecord_frame(r) for r in recs))
+    ann = load_odapi([shard], masks=True)
+    assert list(ann.seg_kind) == [2, 2, 2, 2, 0, 0]
+    tg = T.Targets.from_annotations(ann, instance_masks=True)
+    p = fastq.Pipeline(Bytes(images, targets=tg), batch_size=4, ops=[O.Resize((40, 48), interpolation="nearest"),
+                                                                     O.HorizontalFlip()], dtype="uint8", seed=4)
+    b = next(iter(p))
+    for i in range(4):
+        ex = p.explain(0, i)
+        for k in range(2):
+            if bitmaps[i] is None or k >= len(bitmaps[i]):
+                assert (b[5][i][k] == 0).all()
+                continue
+            want = cv2.resize((bitmaps[i][k] != 0).astype(np.uint8), (48, 40), interpolation=cv2.INTER_NEAREST)
+            np.testing.assert_array_equal(b[5][i][k], cv2.flip(want, 1) if ex["ops"][1]["applied"] else want)
+    bad = encode_odapi_example(images[0], 50, 70, [[0, 0, 5, 5]], [1], instance_masks=[b"not a png"])
+    (tmp_path / "b.tfrecord").write_bytes(tfrecord_frame(bad))
+    with pytest.raises(OdapiFormatError, match="record 0: image/object/mask 0 cannot be decoded"):
+        load_odapi([tmp_path / "b.tfrecord"], masks=True)
+
+
 # ---- bad input -----------------------------------------------------------------------------------
 
 def _nan(polys, rles, imgs):
