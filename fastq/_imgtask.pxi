@@ -2,7 +2,7 @@
 # Pipeline (csrc/fq_imgtask.h), handed to fastq._core.NativeRun as a pair of
 # C pointers (task function, context).  Everything the context points into is
 # kept alive by the ImageTask object, which NativeRun references until joined.
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, uint32_t
 from libc.stdlib cimport free, calloc
 
 # The types a native reader's int64 outputs can be delivered as (label_dtype of
@@ -211,6 +211,34 @@ cdef class ImageTask(TaskBase):
                 tg.mask_hw = <const int32_t *> a.data
                 tg.mask_elem = ms[0].itemsize
                 tg.mask_fill = targets["mask_fill"]
+            if targets.get("instances") is not None:  # per-instance masks: flat arrays (Targets._instances)
+                inst = targets["instances"]
+                arrs = [np.ascontiguousarray(inst[k], t) for k, t in (
+                    ("kind", np.uint8), ("poly", np.int64), ("ring", np.int64), ("xy", np.float32),
+                    ("rle", np.int64), ("counts", np.uint32), ("hw", np.int32))]
+                nb = tb.shape[0]
+                if (arrs[0].shape[0] != nb or arrs[1].shape[0] != nb + 1 or arrs[4].shape[0] != nb + 1 or
+                        arrs[2].shape[0] != arrs[1][nb] + 1 or arrs[3].size != 2 * arrs[2][arrs[2].shape[0] - 1] or
+                        arrs[5].shape[0] != arrs[4][nb] or arrs[6].size != 2 * n):
+                    raise ValueError("targets: instance arrays of inconsistent lengths")
+                keep += arrs
+                a = arrs[0]
+                tg.inst_kind = <const uint8_t *> a.data
+                a = arrs[1]
+                tg.inst_poly = <const int64_t *> a.data
+                a = arrs[2]
+                tg.inst_ring = <const int64_t *> a.data
+                a = arrs[3]
+                tg.inst_xy = <const float *> a.data
+                a = arrs[4]
+                tg.inst_rle = <const int64_t *> a.data
+                a = arrs[5]
+                tg.inst_counts = <const uint32_t *> a.data
+                a = arrs[6]
+                tg.inst_hw = <const int32_t *> a.data
+                tg.inst_out_h, tg.inst_out_w = targets["instance_out_hw"]
+                if targets.get("instance_mask_size") is not None:
+                    tg.inst_mask_h, tg.inst_mask_w = targets["instance_mask_size"]
             src.targets = &tg
         if sizes_op >= 0:  # Pipeline(pad="batch"): the valid size of each sample, a last output
             src.with_sizes = 1

@@ -157,3 +157,74 @@ def targets_image_info(explain):
     if rc != 0:
         raise_fq_error(&err)
     return np.array([v[i] for i in range(8)], np.float32).reshape(4, 2)
+
+
+cdef _out_hw(fq_img_explain *ex):
+    if ex.n_ops:
+        return ex.ops[ex.n_ops - 1].out_h, ex.ops[ex.n_ops - 1].out_w
+    return ex.src_h, ex.src_w
+
+
+def targets_polygons(explain, rings, box=None, size=None):
+    """One instance's polygon rings (a list of (P, 2) float arrays) -> out_h x out_w uint8, or
+    with box (x0, y0, x1, y1 output pixels) and size (mh, mw): in the box at mh x mw."""
+    cdef fq_img_explain ex
+    _explain_from_dict(explain, &ex)
+    rs = [np.asarray(r, np.float32).reshape(-1, 2) for r in rings]
+    xy = np.ascontiguousarray(np.concatenate(rs) if rs else np.zeros((0, 2), np.float32))
+    off = np.zeros(len(rs) + 1, np.int64)
+    np.cumsum([len(r) for r in rs], out=off[1:])
+    oh, ow = _out_hw(&ex) if box is None else size
+    out = np.zeros((oh, ow), np.uint8)
+    bx = np.ascontiguousarray(np.zeros(4) if box is None else box, np.float32).reshape(4)
+    cdef cnp.ndarray axy = xy, aoff = off, ao = out, abx = bx
+    cdef int nr = len(rs), rc, mh = oh, mw = ow
+    cdef bint with_box = box is not None
+    cdef fq_err err
+    memset(&err, 0, sizeof(err))
+    with nogil:
+        if with_box:
+            rc = fq_tgt_polygons_box(&ex, <const float *> axy.data, <const int64_t *> aoff.data, nr,
+                                     <const float *> abx.data, mh, mw, <uint8_t *> ao.data, &err)
+        else:
+            rc = fq_tgt_polygons(&ex, <const float *> axy.data, <const int64_t *> aoff.data, nr,
+                                 <uint8_t *> ao.data, &err)
+    if rc != 0:
+        raise_fq_error(&err)
+    return out
+
+
+def targets_rle(explain, counts, int h, int w):
+    """One instance's run lengths (COCO order) of an h x w source mask -> out_h x out_w uint8."""
+    cdef fq_img_explain ex
+    _explain_from_dict(explain, &ex)
+    c = np.asarray(counts)
+    if c.size and (c.dtype.kind not in "iu" or c.min() < 0 or c.max() > 0xFFFFFFFF):
+        raise ValueError("RLE: run lengths must be integers in [0, 2**32)")
+    c = np.ascontiguousarray(c.reshape(-1), np.uint32)
+    oh, ow = _out_hw(&ex)
+    out = np.zeros((oh, ow), np.uint8)
+    cdef cnp.ndarray ac = c, ao = out
+    cdef int64_t m = c.shape[0]
+    cdef int rc
+    cdef fq_err err
+    memset(&err, 0, sizeof(err))
+    with nogil:
+        rc = fq_tgt_rle(&ex, <const uint32_t *> ac.data, m, h, w, <uint8_t *> ao.data, &err)
+    if rc != 0:
+        raise_fq_error(&err)
+    return out
+
+
+def targets_mask_box(mask, box, size):
+    """box (x0, y0, x1, y1) of an HxW uint8 mask sampled to size (mh, mw), nearest (fq_tgt_mask_box)."""
+    m = np.ascontiguousarray(mask, np.uint8)
+    bx = np.ascontiguousarray(box, np.float32).reshape(4)
+    if m.ndim != 2 or not np.isfinite(bx).all() or min(size) < 1:
+        raise ValueError("mask box: need an HxW mask, a finite box and a size >= 1")
+    out = np.zeros(tuple(size), np.uint8)
+    cdef cnp.ndarray am = m, abx = bx, ao = out
+    cdef int h = m.shape[0], w = m.shape[1], mh = size[0], mw = size[1]
+    with nogil:
+        fq_tgt_mask_box(<const uint8_t *> am.data, h, w, <const float *> abx.data, mh, mw, <uint8_t *> ao.data)
+    return out

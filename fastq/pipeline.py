@@ -293,7 +293,8 @@ class Pipeline:
     @property
     def output_names(self) -> Optional[List[str]]:
         """One name per output ("images", "labels", a TFRecord feature's key, "boxes",
-        "classes", "num_boxes", "image_info", "keypoints", "masks", "index", "image_sizes"), or None
+        "classes", "num_boxes", "image_info", "keypoints", "masks", "instance_masks",
+        "index", "image_sizes"), or None
         for a source that does not name its outputs (a Python iterable)."""
         names = getattr(self._backend, "output_names", None)
         return list(names()) if names is not None else None

@@ -19,7 +19,8 @@ import numpy as np
 
 from fastq import _image
 
-__all__ = ["transform_boxes", "transform_keypoints", "transform_mask", "image_info", "rule", "check_ops", "Targets"]
+__all__ = ["transform_boxes", "transform_keypoints", "transform_mask", "image_info", "rule", "check_ops", "Targets",
+           "transform_polygons", "transform_rle"]
 
 
 class Targets:
@@ -38,13 +39,28 @@ class Targets:
     ``classes[i]``: n_i ints (None: 0); ``keypoints[i]``: (n_i, K, 3) (x, y, visibility)
     of each box's instance; ``masks[i]``: an HxW uint8 / uint16 array at the source size.
     A sample whose targets are bad (NaN, outside the image, a mask of another size) or
-    too many with ``truncate=False`` fails like a bad image (``on_error`` applies)."""
+    too many with ``truncate=False`` fails like a bad image (``on_error`` applies).
+
+    Per-instance masks (Mask R-CNN), one entry per box (None: no mask, an empty one):
+    ``instance_polygons[i][k]``: the rings of box k (each (P, 2) or a flat x, y list,
+    source pixels), moved with the ops' forward maps and rasterized at the output size
+    with pycocotools' algorithm; ``instance_rles[i][k]``: a COCO RLE dict or uint32 runs
+    (column-major, zeros first) at the source size; or ``instance_masks[i]``: an (n_i, H,
+    W) array of bitmaps (run-length encoded now).  Bitmaps are decoded in the worker and
+    moved with the nearest-neighbour mask rule (fill 0).  Output ``instance_masks``
+    (max_boxes, out_h, out_w) uint8 of the kept boxes, zeros after the count: B x
+    max_boxes x out_h x out_w bytes per batch (docs/targets.md "Instance masks").
+    ``instance_mask_size=M`` or ``(M_h, M_w)``: each kept instance inside its output box
+    at M_h x M_w instead (Mask R-CNN's mask targets; see :func:`transform_polygons`,
+    :func:`transform_rle` with ``box``)."""
 
     def __init__(self, boxes: Sequence[Any], classes: Optional[Sequence[Any]] = None, *, max_boxes: int = 100,
                  min_area: float = 0.0, min_visibility: float = 0.0, truncate: bool = True,
                  image_info: bool = True, keypoints: Optional[Sequence[Any]] = None,
                  flip_index: Optional[Sequence[int]] = None, masks: Optional[Sequence[Any]] = None,
-                 mask_fill: int = 0) -> None:
+                 mask_fill: int = 0, instance_polygons: Optional[Sequence[Any]] = None,
+                 instance_rles: Optional[Sequence[Any]] = None, instance_masks: Optional[Sequence[Any]] = None,
+                 instance_mask_size: Any = None, _instances: Optional[Dict[str, np.ndarray]] = None) -> None:
         rows = [np.asarray(b, np.float32).reshape(-1, 4) for b in boxes]
         if classes is None:
             cls = [np.zeros(len(r), np.int32) for r in rows]
@@ -91,6 +107,25 @@ class Targets:
                                        any(m.dtype != self.masks[0].dtype or m.ndim != 2 for m in self.masks)):
             raise ValueError("Targets: masks must be HxW arrays of one dtype, uint8 or uint16")
         self.mask_fill = int(mask_fill)
+        self._out_hw: Optional[Tuple[int, int]] = None
+        self.instances = _instances
+        if instance_polygons is not None or instance_rles is not None or instance_masks is not None:
+            if _instances is not None:
+                raise ValueError("Targets: instances given twice")
+            self.instances = _build_instances([len(r) for r in rows], instance_polygons, instance_rles,
+                                              instance_masks)
+        if self.instances is not None and self.max_boxes == 0:
+            raise ValueError("Targets: instance masks need boxes (max_boxes >= 1): their rows follow the kept boxes")
+        self.instance_mask_size: Optional[Tuple[int, int]] = None
+        if instance_mask_size is not None:
+            ms = (instance_mask_size, instance_mask_size) if isinstance(instance_mask_size, int) else \
+                tuple(instance_mask_size)
+            if len(ms) != 2 or not all(isinstance(v, int) and 1 <= v <= 65536 for v in ms):
+                raise ValueError(f"Targets: instance_mask_size must be M or (M_h, M_w) in [1, 65536], got "
+                                 f"{instance_mask_size!r}")
+            if self.instances is None:
+                raise ValueError("Targets: instance_mask_size without instance masks")
+            self.instance_mask_size = (int(ms[0]), int(ms[1]))
 
     @classmethod
     def from_dicts(cls, targets: Sequence[Dict[str, Any]], **options: Any) -> "Targets":
@@ -107,7 +142,7 @@ class Targets:
 
     @classmethod
     def from_annotations(cls, ann: Any, *, crowd: str = "keep", masks: Optional[bool] = None,
-                         **options: Any) -> "Targets":
+                         instance_masks: bool = False, **options: Any) -> "Targets":
         """The targets of a :class:`fastq.annotations.Annotations` table (COCO, OD-API,
         segmentation pairs), for a source over ``ann.keys`` in the same order:
         ``fastq.sources.Files(ann.keys, targets=Targets.from_annotations(ann))``.
@@ -118,7 +153,10 @@ class Targets:
         table has label maps) reads every label map (``ann.mask_keys``, 8- or 16-bit
         single-channel PNG; palette PNGs give their indices:
         :func:`fastq.annotations.segmentation.read_label_map`) into memory now; a file
-        that cannot be read raises naming it."""
+        that cannot be read raises naming it.  ``instance_masks=True``: the
+        objects' polygons / RLE masks (COCO ``segmentation``; crowd objects' RLE too when
+        kept) become the ``instance_masks`` output, rows aligned with the kept boxes; an
+        object without a segmentation gets an empty mask."""
         if crowd not in ("keep", "drop"):
             raise ValueError(f"Targets.from_annotations: crowd must be 'keep' or 'drop', got {crowd!r}")
         boxes, classes = [], []
@@ -128,6 +166,12 @@ class Targets:
             boxes.append(ann.boxes[a:b][keep])
             classes.append(ann.classes[a:b][keep])
         kw: Dict[str, Any] = dict(options)
+        if instance_masks:
+            if ann.seg_kind is None:
+                raise ValueError("Targets.from_annotations: instance_masks=True but the annotations have no "
+                                 "segmentations (load_coco(..., masks=True))")
+            sel = np.arange(len(ann.boxes)) if crowd == "keep" else np.flatnonzero(ann.iscrowd == 0)
+            kw["_instances"] = _instances_of(ann, sel)
         kw.setdefault("max_boxes", max([len(b) for b in boxes], default=0))
         if masks is None:
             masks = ann.mask_keys is not None
@@ -151,19 +195,141 @@ class Targets:
             out.append(((self.max_boxes, self.keypoints.shape[1], 3), np.dtype(np.float32)))
         if self.masks is not None:
             out.append((tuple(out_hw), self.masks[0].dtype))
+        if self.instances is not None:
+            self._out_hw = (int(out_hw[0]), int(out_hw[1]))
+            mh, mw = self.instance_mask_size or self._out_hw
+            out.append(((self.max_boxes, mh, mw), np.dtype(np.uint8)))
         return out
 
     def output_names(self) -> List[str]:
         """The names of :meth:`output_spec`'s outputs, in order (TF Model Garden's)."""
         return ((["boxes", "classes", "num_boxes"] if self.max_boxes > 0 else []) +
                 (["image_info"] if self.image_info else []) + (["keypoints"] if self.keypoints is not None else []) +
-                (["masks"] if self.masks is not None else []))
+                (["masks"] if self.masks is not None else []) +
+                (["instance_masks"] if self.instances is not None else []))
 
     def task_args(self) -> Dict[str, Any]:
+        if self.instances is not None and self._out_hw is None:
+            raise ValueError("Targets: output_spec(out_hw) must come before task_args (the instance masks' size)")
         return {"boxes": self.boxes, "classes": self.classes, "offsets": self.offsets, "max_boxes": self.max_boxes,
                 "min_area": self.min_area, "min_visibility": self.min_visibility, "truncate": self.truncate,
                 "image_info": self.image_info, "keypoints": self.keypoints, "flip_index": self.flip_index,
-                "masks": self.masks, "mask_fill": self.mask_fill}
+                "masks": self.masks, "mask_fill": self.mask_fill, "instances": self.instances,
+                "instance_out_hw": self._out_hw, "instance_mask_size": self.instance_mask_size}
+
+
+# --- per-instance masks: the flat arrays the image task reads (fq_imgtask_targets.inst_*) ----
+
+_NONE, _POLYGONS, _RLE = 0, 1, 2  # fastq.annotations.SEG_*, enum fq_inst_kind
+
+
+def _offsets(counts: Sequence[int]) -> np.ndarray:
+    out = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(np.asarray(counts, np.int64), out=out[1:])
+    return out
+
+
+def _gather(offsets: np.ndarray, sel: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Ranges offsets[s]:offsets[s + 1] for s in sel: (their new offsets, the flat indices)."""
+    starts = offsets[sel]
+    lens = offsets[sel + 1] - starts
+    new = _offsets(lens)
+    return new, np.repeat(starts - new[:-1], lens) + np.arange(new[-1], dtype=np.int64)
+
+
+def _instances_of(ann: Any, sel: np.ndarray) -> Dict[str, np.ndarray]:
+    """The instance arrays of objects sel (global rows, in order) of an Annotations table."""
+    sel = np.asarray(sel, np.int64)
+    poly, ring_idx = _gather(np.asarray(ann.poly_offsets, np.int64), sel)
+    ring, pt_idx = _gather(np.asarray(ann.ring_offsets, np.int64), ring_idx)
+    rle, c_idx = _gather(np.asarray(ann.rle_offsets, np.int64), sel)
+    hw = np.stack([np.asarray(ann.heights, np.int32), np.asarray(ann.widths, np.int32)], 1)
+    return {"kind": np.asarray(ann.seg_kind, np.uint8)[sel], "poly": poly, "ring": ring,
+            "xy": np.asarray(ann.poly_xy, np.float32).reshape(-1, 2)[pt_idx], "rle": rle,
+            "counts": np.asarray(ann.rle_counts, np.uint32)[c_idx], "hw": hw.reshape(-1)}
+
+
+def _build_instances(n_boxes: List[int], polygons: Optional[Sequence[Any]], rles: Optional[Sequence[Any]],
+                     bitmaps: Optional[Sequence[Any]]) -> Dict[str, np.ndarray]:
+    """Targets(instance_polygons=, instance_rles=, instance_masks=) -> the flat arrays."""
+    from fastq.annotations.rle import RleError, rle_encode, rle_from_object
+    if rles is not None and bitmaps is not None:
+        raise ValueError("Targets: give instance_rles or instance_masks, not both")
+    n = len(n_boxes)
+    for name, per in (("instance_polygons", polygons), ("instance_rles", rles), ("instance_masks", bitmaps)):
+        if per is not None and len(per) != n:
+            raise ValueError(f"Targets: {n} samples of boxes but {len(per)} of {name}")
+    kinds: List[int] = []
+    ring_counts: List[int] = []
+    rings: List[np.ndarray] = []
+    runs: List[np.ndarray] = []
+    hw = np.zeros((n, 2), np.int32)
+    for i in range(n):
+        nb = n_boxes[i]
+        ps = list(polygons[i]) if polygons is not None and polygons[i] is not None else [None] * nb
+        if bitmaps is not None and bitmaps[i] is not None:
+            bm = np.asarray(bitmaps[i]) if not isinstance(bitmaps[i], (list, tuple)) or len(bitmaps[i]) else \
+                np.zeros((0, 0, 0), np.uint8)
+            if bm.ndim != 3 or len(bm) != nb:
+                raise ValueError(f"Targets: sample {i}: instance_masks must be ({nb}, H, W), one mask per box, "
+                                 f"got shape {bm.shape}")
+            hw[i] = bm.shape[1:]
+            rs: List[Any] = [rle_encode(m) for m in bm]
+        elif rles is not None and rles[i] is not None:
+            rs = list(rles[i])
+        else:
+            rs = [None] * nb
+        for what, got in (("instance polygons", ps), ("instance RLE masks", rs)):
+            if len(got) != nb:
+                raise ValueError(f"Targets: sample {i}: {nb} boxes but {len(got)} {what} (one per box; None: "
+                                 f"no mask)")
+        for k in range(nb):
+            p, r = ps[k], rs[k]
+            has_p = p is not None and len(p) > 0
+            if has_p and r is not None:
+                raise ValueError(f"Targets: sample {i}: instance {k} has both a polygon and an RLE mask")
+            if has_p:
+                obj = []
+                for ring in (p if p is not None else []):
+                    a = np.asarray(ring, np.float32).reshape(-1)
+                    if a.size % 2:
+                        raise ValueError(f"Targets: sample {i}: instance {k}: a polygon needs x, y pairs, got "
+                                         f"{a.size} values")
+                    obj.append(a.reshape(-1, 2))
+                kinds.append(_POLYGONS)
+                ring_counts.append(len(obj))
+                rings += obj
+                runs.append(np.zeros(0, np.uint32))
+            elif r is not None:
+                if isinstance(r, dict):
+                    size = r.get("size")
+                    if size is None or len(size) != 2:
+                        raise ValueError(f"Targets: sample {i}: instance {k}: RLE without a [height, width] size")
+                    if hw[i].any() and tuple(hw[i]) != (int(size[0]), int(size[1])):
+                        raise ValueError(f"Targets: sample {i}: instance {k}: RLE size {list(size)} differs from "
+                                         f"its sample's other masks {hw[i].tolist()}")
+                    try:
+                        c = rle_from_object(r, int(size[0]), int(size[1]), f"sample {i}: instance {k}")
+                    except RleError as e:
+                        raise ValueError(f"Targets: {e}") from None
+                    hw[i] = (int(size[0]), int(size[1]))
+                else:
+                    c = np.asarray(r).reshape(-1)
+                    if c.size and (c.dtype.kind not in "iu" or c.min() < 0 or c.max() > 0xFFFFFFFF):
+                        raise ValueError(f"Targets: sample {i}: instance {k}: RLE run lengths must be integers in "
+                                         f"[0, 2**32)")
+                kinds.append(_RLE)
+                ring_counts.append(0)
+                runs.append(np.asarray(c, np.uint32))
+            else:
+                kinds.append(_NONE)
+                ring_counts.append(0)
+                runs.append(np.zeros(0, np.uint32))
+    return {"kind": np.asarray(kinds, np.uint8), "poly": _offsets(ring_counts),
+            "ring": _offsets([len(r) for r in rings]),
+            "xy": np.concatenate(rings) if rings else np.zeros((0, 2), np.float32),
+            "rle": _offsets([len(r) for r in runs]),
+            "counts": np.concatenate(runs) if runs else np.zeros(0, np.uint32), "hw": hw.reshape(-1)}
 
 
 def rule(op: Any) -> str:
@@ -219,6 +385,44 @@ def transform_mask(explain: Dict[str, Any], mask: Any, fill: int = 0) -> np.ndar
     outside the image (crop padding, Pad, affine borders) is ``fill`` (e.g. 255 =
     ignore), whatever the image's border mode.  Pixel ops do not touch it."""
     return _image.targets_mask(explain, mask, int(fill))
+
+
+def transform_polygons(explain: Dict[str, Any], rings: Sequence[Any], box: Any = None,
+                       size: Any = None) -> np.ndarray:
+    """One instance's polygon rings (each (P, 2) or a flat x0, y0, x1, ... list, source
+    pixels) -> its (out_h, out_w) uint8 0 / 1 mask: the vertices move with every geometric
+    op's forward map (as boxes and keypoints, no clipping), then each ring is rasterized
+    at the output size with pycocotools' algorithm (``frPyObjects`` + ``decode``: a pixel
+    is inside when its centre is, up to pycocotools' 1/5 px tracing); rings unite.
+
+    With ``box`` (x0, y0, x1, y1 in output pixels, e.g. the instance's transformed box) and
+    ``size`` (M_h, M_w): the mask inside the box at M_h x M_w (Mask R-CNN targets), the
+    moved vertices taken to ``(x - x0) * M_w / max(x1 - x0, 0.1)`` (likewise y) before
+    rasterizing, as detectron2's ``PolygonMasks.crop_and_resize``."""
+    rs = [np.asarray(r, np.float32).reshape(-1, 2) for r in rings]
+    if box is None:
+        return _image.targets_polygons(explain, rs)
+    return _image.targets_polygons(explain, rs, box, _mask_size(size))
+
+
+def _mask_size(size: Any) -> Tuple[int, int]:
+    ms = (size, size) if isinstance(size, int) else tuple(size)
+    if len(ms) != 2 or min(ms) < 1:
+        raise ValueError(f"size must be M or (M_h, M_w) >= 1, got {size!r}")
+    return int(ms[0]), int(ms[1])
+
+
+def transform_rle(explain: Dict[str, Any], counts: Any, height: int, width: int, box: Any = None,
+                  size: Any = None) -> np.ndarray:
+    """One instance's run-length mask (COCO order: column-major runs, zeros first) of a
+    height x width mask at the source size -> its (out_h, out_w) uint8 0 / 1 mask, moved
+    like :func:`transform_mask` (nearest neighbour, fill 0).  With ``box`` and ``size``:
+    that mask sampled in the box at M_h x M_w, nearest (cell (i, j) takes the output pixel
+    under ``(x0 + (j + 0.5) (x1 - x0) / M_w, y0 + (i + 0.5) (y1 - y0) / M_h)``, clamped)."""
+    full = _image.targets_rle(explain, counts, int(height), int(width))
+    if box is None:
+        return full
+    return _image.targets_mask_box(full, box, _mask_size(size))
 
 
 def image_info(explain: Dict[str, Any]) -> np.ndarray:

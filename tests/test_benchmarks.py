@@ -23,6 +23,7 @@ SCRIPTS = {
     "bench_hires.py": "test_bench_hires",
     "bench_image_single.py": "test_bench_image_single",
     "bench_images.py": "test_bench_images",
+    "bench_instance_masks.py": "test_bench_instance_masks",
     "bench_prepare.py": "test_bench_prepare",
     "bench_pyfunc.py": "test_bench_pyfunc",
     "bench_sources.py": "test_bench_sources",
@@ -149,3 +150,11 @@ def test_bench_dense(tmp_path):
         assert set(r["median_img_s"]) | set(r["unavailable"]) >= {"fastq", "torchvision v2 DataLoader(2)"} or \
             set(r["median_img_s"]) | set(r["unavailable"]) >= {"fastq", "torchvision v2 DataLoader(1)"}, r
     assert "detection: 8 images" in out and "segmentation: 8 images" in out
+
+
+def test_bench_instance_masks(tmp_path):
+    out = run("bench_instance_masks.py", "--images", "4", "--repeats", "1", "--width", "96", "--height", "64",
+              "--short", "48", "--max-size", "96", "--batch", "2", "--json", str(tmp_path / "i.json"), tmp=tmp_path)
+    res = json.load(open(tmp_path / "i.json"))["results"]
+    assert {"fastq boxes", "fastq boxes + instance masks", "fastq boxes + instance masks 28x28"} <= set(res), res
+    assert all(r["wall_ms_per_image"] > 0 for r in res.values()) and "4 images 96x64" in out

@@ -71,6 +71,36 @@ int fq_tgt_keypoints(const fq_img_explain *ex, const float *kps, int n, int k, c
 int fq_tgt_mask(const fq_img_explain *ex, const void *mask, int h, int w, int elem_size, size_t stride,
                 unsigned fill, void *out, fq_err *err);
 
+/* Per-instance masks (fq_image_targets_inst.cpp; docs/targets.md "Instance masks").
+ * Polygons: n_rings rings, ring r = points ring_off[r] .. ring_off[r + 1] of xy (float32
+ * x, y pairs, source pixels); the vertices move with every geometric op's forward map (no
+ * clipping) and each ring is rasterized at the output size (ex's last out_h x out_w) with
+ * pycocotools' rleFrPoly; the rings' pixels are set to 1 in out (the caller zeroes it:
+ * rings unite).  Errors: FQ_E_INVALID (a ring of < 3 points, non-finite coordinates, a
+ * point more than 1 px outside the source image), FQ_E_UNSUPPORTED, FQ_E_NOMEM. */
+int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings, uint8_t *out,
+                    fq_err *err);
+/* The same, the moved vertices then taken into box's frame (x0, y0, x1, y1, output pixels)
+ * scaled to mh x mw, as detectron2's PolygonMasks.crop_and_resize: x' = (x - x0) * mw /
+ * max(x1 - x0, 0.1), y' likewise; rasterized at mh x mw into out (zeroed by the caller). */
+int fq_tgt_polygons_box(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                        const float box[4], int mh, int mw, uint8_t *out, fq_err *err);
+/* box (x0, y0, x1, y1, finite) of src (h x w uint8) resampled to mh x mw, nearest: cell (i, j)
+ * takes pixel (floor(y0 + (i + 0.5) (y1 - y0) / mh), floor(x0 + (j + 0.5) (x1 - x0) / mw)),
+ * clamped into the image. */
+void fq_tgt_mask_box(const uint8_t *src, int h, int w, const float box[4], int mh, int mw, uint8_t *out);
+/* The checks of fq_tgt_polygons alone (nothing rasterized). */
+int fq_tgt_polygons_check(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                          fq_err *err);
+/* Run-length mask (COCO: m column-major runs starting with 0s) of an h x w mask at the
+ * source size: decoded, then moved with fq_tgt_mask (nearest neighbour, fill 0) into out
+ * (output size, uint8 0 / 1).  Errors: FQ_E_INVALID (h x w is not the source size, runs
+ * that do not cover h * w pixels), FQ_E_UNSUPPORTED, FQ_E_NOMEM. */
+int fq_tgt_rle(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, uint8_t *out,
+               fq_err *err);
+/* The checks of fq_tgt_rle alone. */
+int fq_tgt_rle_check(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, fq_err *err);
+
 /* TF Model Garden's image_info, row-major 4 x 2: (original h, w), (scaled h, w),
  * (y scale, x scale), (y offset, x offset): out = src * scale - offset.  Flips are
  * ignored (as TF flips before resize_and_crop_image); ops with an affine map

@@ -172,6 +172,8 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
         for (int64_t i = 0; i < src->n; i++)
             if (g->offsets[i + 1] < g->offsets[i] || g->offsets[i + 1] - g->offsets[i] > INT32_MAX)
                 return fq_set_err(err, FQ_E_INVALID, "targets: offsets must be non-decreasing");
+        if (fq_imgtask_inst_check(g, src->n, err) != FQ_OK)
+            return err->code;
     }
     fq_imgtask *t = calloc(1, sizeof *t);
     if (!t)
@@ -381,7 +383,8 @@ static int first_target_row(const fq_imgtask *t)
 
 static int n_target_rows(const fq_imgtask_targets *g)
 {
-    return (g->max_boxes > 0 ? 3 : 0) + (g->with_image_info ? 1 : 0) + (g->keypoints ? 1 : 0) + (g->masks ? 1 : 0);
+    return (g->max_boxes > 0 ? 3 : 0) + (g->with_image_info ? 1 : 0) + (g->keypoints ? 1 : 0) + (g->masks ? 1 : 0) +
+           (g->inst_kind ? 1 : 0);
 }
 
 /* the targets of sample idx from its explain record into rows[b ...] */
@@ -393,13 +396,14 @@ static int write_targets(fq_imgtask *t, int worker, int64_t idx, const fq_img_ex
     int n = g->from_reader ? 0 : (int)(g->offsets[idx + 1] - off), count = 0, n_trunc = 0, rc;
     float *rb = NULL, *kp = NULL; /* rb, rcl: from_reader, this sample's boxes and classes */
     int32_t *rcl = NULL, *index = NULL;
+    const float *kept = g->max_boxes > 0 ? (const float *)rows[b] : NULL; /* the boxes output (instance masks) */
     if (g->from_reader &&
         (rc = fq_imgtask_reader_boxes(t->w[worker].extra + t->rd_off, t->src.reader->extra_sizes + t->n_out_extra,
                                       g->normalized, ex->src_h, ex->src_w, &rb, &rcl, &n, &left, e)) != FQ_OK)
         return rc;
-    if (g->keypoints) {
+    if (g->keypoints || g->inst_kind) {
         index = malloc(sizeof(int32_t) * (size_t)(g->max_boxes + 1));
-        kp = malloc(sizeof(float) * 3 * (size_t)g->k * (size_t)(n + 1));
+        kp = malloc(sizeof(float) * 3 * (size_t)(g->k + 1) * (size_t)(n + 1));
         if (!index || !kp) {
             free(index), free(kp);
             return fq_set_err(e, FQ_E_NOMEM, "out of memory");
@@ -436,12 +440,15 @@ static int write_targets(fq_imgtask *t, int worker, int64_t idx, const fq_img_ex
             b++;
         }
     }
-    free(index), free(kp);
+    free(kp);
     if (rc == FQ_OK && g->masks) {
         const int h = g->mask_hw[2 * idx], w = g->mask_hw[2 * idx + 1];
         rc = fq_tgt_mask(ex, g->masks[idx], h, w, g->mask_elem, (size_t)w * (size_t)g->mask_elem, g->mask_fill,
                          rows[b++], e);
     }
+    if (rc == FQ_OK && g->inst_kind) /* per-instance masks of the kept boxes: fq_imgtask_inst.c */
+        rc = fq_imgtask_inst_masks(g, idx, off, n, ex, index, kept, count, rows[b++], e);
+    free(index);
     return rc;
 }
 

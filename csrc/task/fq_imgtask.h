@@ -93,7 +93,30 @@ typedef struct fq_imgtask_targets {
      * FQ_TFR_TRUNCATE) are counted in fq_imgtask_stats.boxes_truncated. */
     int from_reader;
     int normalized;
+    /* per-instance masks of each box (fq_imgtask_inst.c), rows aligned with boxes; NULL
+     * inst_kind: none.  Output max_boxes x inst_out_h x inst_out_w uint8 (0 / 1) of the kept
+     * boxes, gathered by their index like keypoints, zeros after the count; after the mask.
+     * Box j (global row): inst_kind[j] FQ_INST_NONE (an empty mask), FQ_INST_POLYGONS (rings
+     * inst_poly[j] .. inst_poly[j + 1], ring r = points inst_ring[r] .. inst_ring[r + 1] of
+     * inst_xy, x, y float32 source pixels) or FQ_INST_RLE (runs inst_rle[j] .. inst_rle[j + 1]
+     * of inst_counts, an inst_hw[2 i] x inst_hw[2 i + 1] mask of sample i, 0 x 0: the
+     * source's size).  Every instance of a sample is checked, the kept ones rasterized. */
+    const uint8_t *inst_kind;
+    const int64_t *inst_poly;
+    const int64_t *inst_ring;
+    const float *inst_xy;
+    const int64_t *inst_rle;
+    const uint32_t *inst_counts;
+    const int32_t *inst_hw;
+    int inst_out_h, inst_out_w;
+    /* 0: masks at the output size; else each kept instance's mask in its output box at
+     * inst_mask_h x inst_mask_w (Mask R-CNN targets): polygons moved into the box's frame
+     * (fq_tgt_polygons_box), bitmaps sampled (fq_tgt_mask_box); the row is max_boxes x
+     * inst_mask_h x inst_mask_w */
+    int inst_mask_h, inst_mask_w;
 } fq_imgtask_targets;
+
+enum fq_inst_kind { FQ_INST_NONE = 0, FQ_INST_POLYGONS = 1, FQ_INST_RLE = 2 };
 
 typedef struct fq_imgtask_source {
     int kind;                   /* FQ_SRC_* */
@@ -165,6 +188,14 @@ int fq_imgtask_reader_boxes_check(const fq_imgtask_source *src, size_t *block_of
  * NULL: not read yet, none), at most the reader's capacity, normalized as g says. */
 void fq_imgtask_plan_boxes(fq_img_scratch *s, const fq_imgtask_targets *g, int64_t idx, const uint8_t *block,
                            const size_t *sizes);
+/* Internal (fq_imgtask_inst.c): the instance masks of sample idx (its n boxes start at
+ * global row off) into row (max_boxes planes): the kept boxes' (index[0 .. count - 1],
+ * kept_boxes: their output boxes, count x 4).
+ * Errors name the instance ("instance 1: ..."). */
+int fq_imgtask_inst_masks(const fq_imgtask_targets *g, int64_t idx, int64_t off, int n, const fq_img_explain *ex,
+                          const int32_t *index, const float *kept_boxes, int count, uint8_t *row, fq_err *err);
+/* Internal: checks of the instance arrays at create (n samples). */
+int fq_imgtask_inst_check(const fq_imgtask_targets *g, int64_t n, fq_err *err);
 
 /* Deterministic permutation of 0..n-1 (Fisher-Yates on the (seed, epoch) stream). */
 void fq_permutation(uint64_t seed, uint64_t epoch, int64_t *out, int64_t n);

@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
-from fastq.annotations import Annotations, build
+from fastq.annotations import SEG_NONE, SEG_RLE, Annotations, _offsets, build
 from fastq.records import encode_example, parse_example
 
 __all__ = ["BBOX_KEYS", "CLASS_KEY", "CROWD_KEY", "MASK_KEY", "SEG_KEY", "encode_odapi_example", "load_odapi",
@@ -80,14 +80,22 @@ def _records(path):
             yield i, f.read(n)
 
 
-def load_odapi(shards: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]) -> Annotations:
-    """Index OD-API shards: one row per record, in shard then record order."""
+def load_odapi(shards: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]], *,
+               masks: bool = False) -> Annotations:
+    """Index OD-API shards: one row per record, in shard then record order.
+
+    ``masks=True``: each object's ``image/object/mask`` PNG is decoded now (OpenCV; one
+    channel of the record's height x width, nonzero = inside) and kept run-length encoded
+    (``seg_kind`` SEG_RLE), for ``Targets.from_annotations(ann, instance_masks=True)``;
+    objects of records without masks get none.  A PNG that cannot be decoded or has
+    another size raises OdapiFormatError naming the record and object."""
     if isinstance(shards, (str, os.PathLike)):
         shards = [shards]
     wanted = set(BBOX_KEYS + (CLASS_KEY, CROWD_KEY, MASK_KEY, SEG_KEY) + _SIZE_KEYS)
     keys: List[str] = []
     heights, widths, boxes, classes, crowd = [], [], [], [], []
     n_masks, has_seg = [], []
+    runs: List[List[Optional[np.ndarray]]] = []
     for shard in shards:
         shard = os.fspath(shard)
         for i, rec in _records(shard):
@@ -123,8 +131,35 @@ def load_odapi(shards: Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]
             classes.append(cls)
             crowd.append(cr)
             n_masks.append(0 if m is None else len(m))
+            if masks:
+                runs.append(_mask_runs(m, n, h[0], w[0], where))
             has_seg.append(SEG_KEY in ex)
     labels = np.unique(np.concatenate(classes)) if classes else np.zeros(0, np.int64)
-    return build(keys, heights, widths, boxes, classes, crowd, labels, [str(c) for c in labels],
+    seg: Dict[str, Any] = {}
+    if masks:
+        flat = [r for per in runs for r in per]
+        seg = {"seg_kind": np.asarray([SEG_NONE if r is None else SEG_RLE for r in flat], np.uint8),
+               "poly_offsets": np.zeros(len(flat) + 1, np.int64), "ring_offsets": np.zeros(1, np.int64),
+               "poly_xy": np.zeros((0, 2), np.float32), "rle_offsets": _offsets([0 if r is None else len(r)
+                                                                                  for r in flat]),
+               "rle_counts": np.concatenate([r for r in flat if r is not None] or [np.zeros(0, np.uint32)])}
+    return build(keys, heights, widths, boxes, classes, crowd, labels, [str(c) for c in labels], **seg,
                  first_class=0, stats={"records": len(keys), "with_instance_masks": int(sum(1 for x in n_masks if x)),
                                        "with_segmentation": int(sum(has_seg))})
+
+
+def _mask_runs(pngs: Any, n: int, h: int, w: int, where: str) -> List[Optional[np.ndarray]]:
+    """The run lengths of a record's n instance PNGs (None each when the record has none)."""
+    import cv2
+
+    from fastq.annotations.rle import rle_encode
+    if pngs is None:
+        return [None] * n
+    out: List[Optional[np.ndarray]] = []
+    for k, png in enumerate(pngs):
+        m = cv2.imdecode(np.frombuffer(bytes(png), np.uint8), cv2.IMREAD_UNCHANGED) if len(png) else None
+        if m is None or m.ndim != 2 or m.shape != (h, w):
+            why = "cannot be decoded" if m is None else f"is {m.shape}, the image {h}x{w} (one channel)"
+            raise OdapiFormatError(f"{where}: image/object/mask {k} {why}")
+        out.append(rle_encode(m != 0))
+    return out

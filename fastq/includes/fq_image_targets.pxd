@@ -1,5 +1,5 @@
 # csrc/image/fq_image_targets.h: dense targets (boxes, keypoints, masks) through an explain record.
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 from fastq.includes.fq_common cimport fq_err
 from fastq.includes.fq_image cimport fq_img_explain, fq_op
 
@@ -23,3 +23,13 @@ cdef extern from "image/fq_image_targets.h" nogil:
     int fq_tgt_mask(const fq_img_explain *ex, const void *mask, int h, int w, int elem_size, size_t stride,
                     unsigned fill, void *out, fq_err *err)
     int fq_tgt_image_info(const fq_img_explain *ex, double out[8], fq_err *err)
+    int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                        uint8_t *out, fq_err *err)
+    int fq_tgt_polygons_check(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                              fq_err *err)
+    int fq_tgt_rle(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, uint8_t *out,
+                   fq_err *err)
+    int fq_tgt_rle_check(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, fq_err *err)
+    int fq_tgt_polygons_box(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                            const float *box, int mh, int mw, uint8_t *out, fq_err *err)
+    void fq_tgt_mask_box(const uint8_t *src, int h, int w, const float *box, int mh, int mw, uint8_t *out)

@@ -1,5 +1,5 @@
 # csrc/task/fq_imgtask.h: the image task.
-from libc.stdint cimport uint8_t, int32_t, int64_t, uint64_t
+from libc.stdint cimport uint8_t, int32_t, int64_t, uint32_t, uint64_t
 
 from fastq.includes.fq_common cimport fq_err
 from fastq.includes.fq_stage_times cimport fq_stage_times
@@ -19,6 +19,9 @@ cdef extern from "task/fq_imgtask.h" nogil:
         FQ_IMGTASK_MAX_EXTRA
         FQ_NUM_AS_READ
         FQ_NUM_COUNT
+        FQ_INST_NONE
+        FQ_INST_POLYGONS
+        FQ_INST_RLE
     size_t fq_num_size(int type)
     const char *fq_num_name(int type)
     ctypedef struct fq_imgtask_targets:
@@ -37,6 +40,17 @@ cdef extern from "task/fq_imgtask.h" nogil:
         unsigned mask_fill
         int from_reader
         int normalized
+        const uint8_t *inst_kind
+        const int64_t *inst_poly
+        const int64_t *inst_ring
+        const float *inst_xy
+        const int64_t *inst_rle
+        const uint32_t *inst_counts
+        const int32_t *inst_hw
+        int inst_out_h
+        int inst_out_w
+        int inst_mask_h
+        int inst_mask_w
     ctypedef struct fq_imgtask_source:
         int kind
         int64_t n
