@@ -409,3 +409,38 @@ def test_tf_dataset_has_none_dims_aliases_and_feeds_a_model(jpegs):
     hist = model.fit(fqtf.dataset(p).map(lambda x, y, s: (x, y)), epochs=1, verbose=0)
     assert np.isfinite(hist.history["loss"][0])
     p.close()
+
+
+@pytest.mark.parametrize("mask_size", [None, 6])
+def test_instance_masks_are_repacked_like_the_images(arrays, mask_size):
+    """Full-size instance masks ((max_boxes, H, W) per sample) come out (B, max_boxes, Hb,
+    Wb), equal to the fixed-Pad chain's cropped, zero outside each image; M x M instance
+    masks (instance_mask_size) are not planes of the image and stay as they are."""
+    rng = np.random.default_rng(2)
+    boxes, polys = [], []
+    for a in arrays:
+        h, w = a.shape[:2]
+        x0, y0 = rng.uniform(0, w / 2), rng.uniform(0, h / 2)
+        x1, y1 = x0 + w / 3, y0 + h / 3
+        boxes.append([[x0, y0, x1, y1]])
+        polys.append([[np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], np.float32)]])
+
+    def src():
+        return Arrays(arrays, targets=Targets(boxes, [[1]] * N, max_boxes=2, instance_polygons=polys,
+                                              instance_mask_size=mask_size))
+    p = pipe(src(), det_chain(), pad="batch", pad_multiple=8)
+    k = p.output_names.index("instance_masks")
+    got = collect(p)
+    fixed = collect(pipe(src(), det_chain() + [O.Pad(size=56)]))
+    for g, f in zip(got, fixed):
+        sizes = g[-1]
+        hb, wb = g[0].shape[1:3]
+        if mask_size is None:
+            assert g[k].shape == (len(sizes), 2, hb, wb)
+            np.testing.assert_array_equal(g[k], f[k][:, :, :hb, :wb])
+            for r, (h, w) in enumerate(sizes):
+                assert g[k][r, 0].any() and not g[k][r, :, h:].any() and not g[k][r, :, :, w:].any()
+        else:
+            assert g[k].shape == (len(sizes), 2, 6, 6)
+            np.testing.assert_array_equal(g[k], f[k])
+    p.close()
