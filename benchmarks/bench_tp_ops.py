@@ -3,6 +3,9 @@ fbresnet`): each op of fastq.tensorpack.fbresnet_augmentor(224) alone on one thr
 microseconds per image (thread CPU time, median of runs), minus the cost of the same call
 with no op (the Python call + explain record).  Inputs: 224x224 RGB arrays for the colour
 op and the flip, generated ImageNet-like JPEGs (300-800 px) for the crop and the decode.
+TensorpackColor is also timed on its scalar path (the same bytes; fastq._image.set_simd_tp), so
+the vectorized path's gain is a same-run ratio.  The crop's JPEG rows minus its array row is the
+(region) decode.
 
 Usage: python benchmarks/bench_tp_ops.py [n] [runs]      (default 200 5)
 """
@@ -21,7 +24,7 @@ import numpy as np  # noqa: E402
 
 import fastq.tensorpack as ftp  # noqa: E402
 from fastq import ops as O  # noqa: E402
-from fastq._image import ImageSpec, set_opencv_threads  # noqa: E402
+from fastq._image import ImageSpec, set_opencv_threads, set_simd_tp  # noqa: E402
 from fastq.bench.testdata import make_jpeg_dataset  # noqa: E402
 
 
@@ -67,6 +70,10 @@ def main():
     base = per_image(arr(spec([O.HorizontalFlip(p=0.0)], **sq)), arrays, runs)
     rows.append(("call overhead (224x224 array, p=0 flip)", base, None))
     rows.append(("TensorpackColor (224x224)", per_image(arr(spec([color], **sq)), arrays, runs), base))
+    set_simd_tp(False)
+    rows.append(("TensorpackColor (224x224), scalar path (set_simd_tp(False))",
+                 per_image(arr(spec([color], **sq)), arrays, runs), base))
+    set_simd_tp(True)
     for k, name in enumerate(("brightness", "contrast", "saturation", "lighting")):
         only = [O.TensorpackColor(**{m: v for m, v in (("brightness", (1.0, 1.0)), ("contrast", (1.0, 1.0)),
                                                       ("saturation", 0.0), ("lighting_std", 0.0)) if m != name})]
@@ -82,6 +89,10 @@ def main():
                      per_image(enc(spec([crop], dct_scaling=dct)), blobs, runs), None))
         rows.append((f"JPEG -> whole chain (dct_scaling={dct})",
                      per_image(enc(spec([crop, color, flip], dct_scaling=dct)), blobs, runs), None))
+    set_simd_tp(False)
+    rows.append(("JPEG -> whole chain, scalar TensorpackColor",
+                 per_image(enc(spec([crop, color, flip])), blobs, runs), None))
+    set_simd_tp(True)
     print(f"{n} images, {runs} runs, 1 thread; thread CPU us per image (median of runs); load average "
           f"{os.getloadavg()[0]:.2f}")
     for name, v, b in rows:

@@ -28,6 +28,7 @@ SCRIPTS = {
     "bench_sources.py": "test_bench_sources",
     "bench_tf.py": "test_bench_tf",
     "bench_tf_kernel.py": "test_bench_tf_kernel",
+    "bench_tp_ops.py": "test_bench_tp_ops",
 }
 
 
@@ -149,3 +150,8 @@ def test_bench_dense(tmp_path):
         assert set(r["median_img_s"]) | set(r["unavailable"]) >= {"fastq", "torchvision v2 DataLoader(2)"} or \
             set(r["median_img_s"]) | set(r["unavailable"]) >= {"fastq", "torchvision v2 DataLoader(1)"}, r
     assert "detection: 8 images" in out and "segmentation: 8 images" in out
+
+
+def test_bench_tp_ops(tmp_path):
+    out = run("bench_tp_ops.py", "6", "1", tmp=tmp_path)
+    assert "TensorpackColor (224x224)" in out and "scalar path" in out and "whole chain (dct_scaling=False)" in out
