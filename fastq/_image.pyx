@@ -362,6 +362,14 @@ def set_simd_write(bint on):
     fq_img_simd_write_set(1 if on else 0)
 
 
+def set_simd_tp(bint on):
+    """Process-wide switch of TensorpackColor's AVX2 path (bit-identical to its scalar
+    path; for tests and benchmarks).  Returns the previous setting."""
+    cdef int was = fq_img_simd_tp_enabled()
+    fq_img_simd_tp_set(1 if on else 0)
+    return bool(was)
+
+
 cdef _prepared(int rc, fq_err *err, uint8_t *out, fq_prepare_info *info):
     """``(new_bytes or None, info dict)`` of fq_jpeg_prepare / fq_jpeg_downscale; frees
     ``out``; raises the C error."""

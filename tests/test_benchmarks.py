@@ -29,6 +29,7 @@ SCRIPTS = {
     "bench_sources.py": "test_bench_sources",
     "bench_tf.py": "test_bench_tf",
     "bench_tf_kernel.py": "test_bench_tf_kernel",
+    "bench_tp_ops.py": "test_bench_tp_ops",
 }
 
 
@@ -158,3 +159,8 @@ def test_bench_instance_masks(tmp_path):
     res = json.load(open(tmp_path / "i.json"))["results"]
     assert {"fastq boxes", "fastq boxes + instance masks", "fastq boxes + instance masks 28x28"} <= set(res), res
     assert all(r["wall_ms_per_image"] > 0 for r in res.values()) and "4 images 96x64" in out
+
+
+def test_bench_tp_ops(tmp_path):
+    out = run("bench_tp_ops.py", "6", "1", tmp=tmp_path)
+    assert "TensorpackColor (224x224)" in out and "scalar path" in out and "whole chain (dct_scaling=False)" in out

@@ -413,3 +413,23 @@ def test_fbresnet_pipeline_one_vs_two_workers_bit_identical(jpegs):
         assert x.shape == (4, 64, 64, 3) and x.dtype == np.uint8
         np.testing.assert_array_equal(x, y)
 
+
+
+def test_fbresnet_chain_never_dct_scales(jpegs):
+    """TensorpackCrop as op 0 decodes its region at full scale even with dct_scaling=True (the
+    pipeline default): tensorpack decodes with cv2.imread, and the DCT-scaled path (warpAffine of a
+    1/2..1/8 decode) gives other pixels.  Boxes of at least twice the output are the ones the
+    DCT-scaled path would take: the test makes sure some are drawn."""
+    ops = ftp.fbresnet_augmentor(64)
+    on, off = _spec(ops, dct_scaling=True), _spec(ops, dct_scaling=False)
+    big = 0
+    for i, path in enumerate(jpegs):
+        data = open(path, "rb").read()
+        for index in range(6):
+            a, ea = on.process_encoded(data, 4, 0, 10 * i + index)
+            b, eb = off.process_encoded(data, 4, 0, 10 * i + index)
+            assert ea["decode_scale"] == (8, 8) and ea["ops"][0] == eb["ops"][0]
+            np.testing.assert_array_equal(a, b)
+            crop = ea["ops"][0]
+            big += crop["applied"] and min(crop["box"][2], crop["box"][3]) >= 128
+    assert big > 0

@@ -5,12 +5,19 @@
  * kAugOps (fq_image_aug.cpp); semantics and the measured differences: docs/ops.md.  Every
  * draw comes from the sample's fq_rng; pure functions of their arguments (thread-safe). */
 #include "image/internal/fq_image_aug.h"
+#include "image/internal/fq_image_aug_tp.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include <opencv2/imgproc.hpp>
+
+/* the float32 steps below are tensorpack's roundings: never fused into FMAs (GCC: off in the
+ * ISO -std= modes setup.py uses; clang contracts within an expression unless told) */
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
 
 namespace fqi {
 
@@ -226,6 +233,15 @@ void tp_color_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
     float inc[3];
     for (int k = 0; k < 3; k++)
         inc[k] = q.bgr != 0 ? inc_tp[2 - k] : inc_tp[k];
+    if (c == 3) { /* the vectorized path (fq_image_aug_tp_simd.cpp): the same bytes */
+        cv::Mat d = e.next(H, W, e.cur.type());
+        const float ca = (float)r.factor[1], cb = (float)(1.0 - r.factor[1]);
+        const float sa = (float)r.factor[2], sb = (float)(1.0 - r.factor[2]);
+        if (tp_color_simd(e.cur, d, r.order, (float)r.factor[0], ca, cb, sa, sb, inc, &r.contrast_mean)) {
+            e.set(d);
+            return;
+        }
+    }
     cv::Mat f(H, W, CV_32FC(c));
     e.cur.convertTo(f, CV_32F);
     float *x = f.ptr<float>(0);

@@ -165,7 +165,11 @@ void plan_decode(const fq_img_spec *sp, const Plan &pl, int src_h, int src_w, fq
     dp->out_h = pl.n > 0 ? pl.r[0].out_h : src_h;
     dp->out_w = pl.n > 0 ? pl.r[0].out_w : src_w;
     first_op_box(sp, pl, src_h, src_w, dp);
-    dp->scale_num = dct_scale(sp, dp);
+    /* TensorpackCrop (parity with cv2.imread + cv2.resize): full-scale region decode only; the
+     * DCT-scaled path (warpAffine) is approximate and measured slower for it (issue 18) */
+    int tp_interp;
+    const bool tp_box = pl.n > 0 && fqi::tp_crop_box(sp->ops[0], pl.r[0], &tp_interp);
+    dp->scale_num = tp_box ? 8 : dct_scale(sp, dp);
     scaled_region(dp, src_h, src_w);
 }
 

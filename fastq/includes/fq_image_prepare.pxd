@@ -9,6 +9,8 @@ cdef extern from "image/fq_image_prepare.h" nogil:
     uint64_t fq_img_segment_decode_count()
     void fq_img_simd_write_set(int on)
     int fq_img_simd_write_enabled()
+    void fq_img_simd_tp_set(int on)
+    int fq_img_simd_tp_enabled()
 
     ctypedef struct fq_prepare_info:
         int status
