@@ -128,6 +128,9 @@ def test_hires_forms_cli_end_to_end(tmp_path, monkeypatch, capsys):
     assert p["restart_tiled_files"] == 64 and o["restart_tiled_files"] == 0
     assert st["prepared"]["entropy_box"]["mean_entropy_bytes_decoded"] <= p["mean_entropy_bytes_decoded"]
     assert p["decoded_fraction_of_scan"] < o["decoded_fraction_of_scan"]
+    off = st["prepared, segments off"]  # the same files through the plain path: whole rows
+    assert off["segment_decodes"] == 0
+    assert off["entropy_decoded"]["decoded_fraction_of_scan"] > p["decoded_fraction_of_scan"]
     assert 0 < res["quality"]["max128"]["ssim_median"] < 1
     text = capsys.readouterr().out
     assert "single thread" in text and "quality of the max128 copy" in text

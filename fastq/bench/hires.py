@@ -159,7 +159,10 @@ def run_forms(form_paths, *, peers=("fastq", "dali"), workers=None, rounds=3, re
 def single_thread_forms(form_paths, passes=3, progress=True, out=print):
     """Per form, one thread, files in memory: mean thread-CPU µs per image of the reference
     chain and of RandomResizedCrop(nearest, uint8) (decode-dominated), median of
-    ``passes`` (each image's forms interleaved, rotated); entropy-coded bytes read."""
+    ``passes`` (each image's forms interleaved, rotated); entropy-coded bytes read.  With a
+    ``prepared`` form also ``prepared, segments off``: the same files through the plain
+    ROI decode (``set_segment_decode(False)``), which Huffman-decodes every row down to
+    the region's bottom, as on the originals."""
     from fastq import _image, ops as O
     from fastq.bench.entropy import crop_entropy_summary
     _image.set_opencv_threads(1)
@@ -169,6 +172,9 @@ def single_thread_forms(form_paths, passes=3, progress=True, out=print):
                  [O.RandomResizedCrop(SIZE, scale=SCALE, ratio=RATIO, interpolation="nearest")], dtype="uint8"))}
     forms = list(form_paths)
     blobs = {f: [open(p, "rb").read() for p in ps] for f, ps in form_paths.items()}
+    if "prepared" in blobs:
+        forms.append(SEGMENTS_OFF)
+        blobs[SEGMENTS_OFF] = blobs["prepared"]
     n = len(blobs[forms[0]])
     res = {f: {k: [] for k in specs} for f in forms}
     with _progress_bar(passes + 1, "single-thread profile", progress) as bar:
@@ -177,10 +183,12 @@ def single_thread_forms(form_paths, passes=3, progress=True, out=print):
             for i in range(n):
                 r = (i + ps) % len(forms)
                 for f in forms[r:] + forms[:r]:
+                    _image.set_segment_decode(f != SEGMENTS_OFF)
                     for k, spec in specs.items():
                         t0 = time.thread_time()
                         spec.process_encoded(blobs[f][i], 0, 1, i)
                         acc[f][k] += time.thread_time() - t0
+                _image.set_segment_decode(True)
             if ps:
                 for f in forms:
                     for k in specs:
@@ -191,10 +199,15 @@ def single_thread_forms(form_paths, passes=3, progress=True, out=print):
         boxes, rois = [], []
         seg0 = _image.segment_decode_count()
         for i, b in enumerate(blobs[f]):
+            _image.set_segment_decode(f != SEGMENTS_OFF)
             before = _image.segment_decode_count()
             ex = specs["chain"].process_encoded(b, 0, 1, i)[1]
+            _image.set_segment_decode(True)
             boxes.append(ex["crop_src"])
-            rois.append(_decoded_region(ex, _image.segment_decode_count() > before))
+            reg = _decoded_region(ex, _image.segment_decode_count() > before)
+            if f == SEGMENTS_OFF:  # the plain path Huffman-decodes whole rows down to the region's bottom
+                reg = (0, 0, ex["src_shape"][1], reg[1] + reg[3])
+            rois.append(reg)
         prof[f] = {"chain_us": statistics.median(res[f]["chain"]), "decode_us": statistics.median(res[f]["decode"]),
                    "file_kb": statistics.mean(len(b) for b in blobs[f]) / 1e3,
                    "segment_decodes": _image.segment_decode_count() - seg0,
@@ -203,6 +216,7 @@ def single_thread_forms(form_paths, passes=3, progress=True, out=print):
     return prof
 
 
+SEGMENTS_OFF = "prepared, segments off"
 KEEP = 8  # scaled pixels the segment decode keeps around the box (kKeep, csrc/image/fq_image_rst.cpp)
 
 
@@ -315,13 +329,13 @@ def print_forms_report(res, out=print):
             out(f"  target fastq on {f} >= {tg:.0f}x DALI CPU on the originals: {v:.2f}x "
                 f"{'met' if v >= tg else 'MISSED'}")
     out("\nsingle thread (files in memory; thread CPU µs per image, median of passes):")
-    out(f"{'form':10s} {'kB/file':>8s} {'chain us':>9s} {'decode us':>10s} {'entropy kB read':>16s} "
+    out(f"{'form':22s} {'kB/file':>8s} {'chain us':>9s} {'decode us':>10s} {'entropy kB read':>16s} "
         f"{'of scan':>8s} {'box kB':>7s} {'crop px':>8s} {'us/kB':>6s}")
     for f, p in res["single_thread"].items():
         e, eb = p["entropy_decoded"], p["entropy_box"]
         if e.get("files"):
             kb = e["mean_entropy_bytes_decoded"] / 1e3
-            out(f"{f:10s} {p['file_kb']:8.1f} {p['chain_us']:9.0f} {p['decode_us']:10.0f} {kb:16.1f} "
+            out(f"{f:22s} {p['file_kb']:8.1f} {p['chain_us']:9.0f} {p['decode_us']:10.0f} {kb:16.1f} "
                 f"{100 * e['decoded_fraction_of_scan']:7.0f}% {eb['mean_entropy_bytes_decoded'] / 1e3:7.1f} "
                 f"{100 * eb['mean_crop_pixel_share']:7.0f}% {p['decode_us'] / kb:6.2f}")
     out("entropy kB read: the entropy-coded bytes the decode reads for the region fastq decodes (crop box + "
