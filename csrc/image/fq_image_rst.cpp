@@ -11,9 +11,11 @@
  *   + those segments in raster order with their RST markers renumbered 0..7, + EOI.
  * Decoding that "mini-JPEG" gives, away from its edges, exactly the pixels of a full
  * decode (same coefficients, same IDCT; upsampling context only reaches one chroma
- * sample over an edge).  The ROI handed to us already carries a 16-pixel margin around
- * the crop box (fq_image_plan.cpp), and every mini edge is an MCU edge outside that ROI or
- * an edge of the image, so the pixels the ops read are identical to the plain path's.
+ * sample over an edge).  Only the box the ops read plus kKeep pixels (T, inside the
+ * ROI with its 16-pixel margin from fq_image_plan.cpp) is decoded from the mini-JPEG;
+ * every mini edge is an MCU edge outside T or an edge of the image, and the rest of the
+ * ROI is T's edge replicated (never read), so the pixels the ops read are identical to
+ * the plain path's.
  *
  * Anything unusual declines (progressive, arithmetic, multi-scan, no DRI, interval not
  * dividing the row, RST markers missing/misnumbered, no EOI, ...) and the plain ROI
