@@ -20,8 +20,10 @@ For each set it reports:
    sampled torchvision-style in the original, the same box in relative coordinates
    on the copy; both rendered by the same resampler: cv2.resize INTER_AREA of the
    whole image to the size that makes the box 224 x 224, then the crop), as PSNR
-   (dB, median and 5th percentile over images x --crops) and the share of crops
-   that the copy has to upsample.
+   (dB) and SSIM (skimage.metrics.structural_similarity), median and 5th
+   percentile over images x --crops, and the share of crops that the copy has to
+   upsample.  (fastq bench --task hires --hires-forms measures the same against
+   DALI CPU in one run: fastq.bench.hires.)
 
 Usage: python benchmarks/bench_hires.py [--images 60] [--max-side 512,1024]
        [--quality 90] [--passes 3] [--crops 8] [--data-dir DIR] [--json out.json]
@@ -43,37 +45,8 @@ if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
 import numpy as np  # noqa: E402
 
 from fastq.bench.entropy import entropy_bytes, scan_layout  # noqa: E402,F401  (scan_layout: the script's API)
-from fastq.bench.tasks import RATIO, REFERENCE, SCALE, SIZE  # noqa: E402
-
-
-def rrc_box(rng, H, W):
-    """torchvision's RandomResizedCrop.get_params (scale 0.08-1, ratio 3/4-4/3)."""
-    area = H * W
-    for _ in range(10):
-        a = area * rng.uniform(*SCALE)
-        ar = np.exp(rng.uniform(np.log(RATIO[0]), np.log(RATIO[1])))
-        w, h = int(round(np.sqrt(a * ar))), int(round(np.sqrt(a / ar)))
-        if 0 < w <= W and 0 < h <= H:
-            return int(rng.integers(0, W - w + 1)), int(rng.integers(0, H - h + 1)), w, h
-    s = min(H, W)
-    return (W - s) // 2, (H - s) // 2, s, s
-
-
-def render(img, rel):
-    """RRC output for the relative box rel = (fx, fy, fw, fh): INTER_AREA resize of the
-    whole image so that the box is SIZE x SIZE, then the crop (the same geometry for
-    any resolution of the same picture)."""
-    import cv2
-    fx, fy, fw, fh = rel
-    tw, th = int(round(SIZE / fw)), int(round(SIZE / fh))
-    big = cv2.resize(img, (tw, th), interpolation=cv2.INTER_AREA)
-    x0, y0 = min(int(round(fx * tw)), tw - SIZE), min(int(round(fy * th)), th - SIZE)
-    return big[y0:y0 + SIZE, x0:x0 + SIZE]
-
-
-def psnr(a, b):
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return 10 * np.log10(255.0 ** 2 / max(mse, 1e-10))
+from fastq.bench.hires import psnr, render, rrc_box  # noqa: E402,F401  (shared with fastq bench --hires-forms)
+from fastq.bench.tasks import REFERENCE, SIZE  # noqa: E402
 
 
 def single_thread(sets, passes):
@@ -117,6 +90,7 @@ def main():
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     import cv2
+    from skimage.metrics import structural_similarity
     from fastq import _image, ops as O
     from fastq.bench import testdata
     from fastq.prepare import prepare_tree
@@ -178,16 +152,20 @@ def main():
           f"({a.images} images x {a.crops} crops):")
     for s in sides:
         k = f"max-side {s}"
-        vals, up = [], 0
+        vals, ssim, up = [], [], 0
         for img, b, rels in zip(origs, blobs[k], boxes):
             cp = cv2.imdecode(np.frombuffer(b, np.uint8), cv2.IMREAD_COLOR)
             for rel in rels:
-                vals.append(psnr(render(img, rel), render(cp, rel)))
+                ra, rb = render(img, rel), render(cp, rel)
+                vals.append(psnr(ra, rb))
+                ssim.append(float(structural_similarity(ra, rb, channel_axis=2, data_range=255)))
                 up += rel[2] * cp.shape[1] < SIZE or rel[3] * cp.shape[0] < SIZE
         q = {"psnr_median_db": float(np.median(vals)), "psnr_p5_db": float(np.percentile(vals, 5)),
+             "ssim_median": float(np.median(ssim)), "ssim_p5": float(np.percentile(ssim, 5)),
              "upsampled_share": up / len(vals)}
         res["sets"][k].update(q)
         print(f"  {k:14s} PSNR median {q['psnr_median_db']:.1f} dB, 5th percentile {q['psnr_p5_db']:.1f} dB; "
+              f"SSIM median {q['ssim_median']:.4f}, 5th percentile {q['ssim_p5']:.4f}; "
               f"{100 * q['upsampled_share']:.0f} % of the crops are upsampled from the copy")
     if a.json:
         with open(a.json, "w") as f:

@@ -90,6 +90,7 @@ def test_bench_hires(tmp_path):
     # restart segments: the crop reads fewer entropy-coded bytes than the scan down to its bottom row
     assert res["lossless"]["entropy_kB_read"] < res["original"]["entropy_kB_read"]
     assert 10 < res["max-side 128"]["psnr_median_db"] < 100 and res["max-side 128"]["upsampled_share"] > 0
+    assert 0 < res["max-side 128"]["ssim_p5"] <= res["max-side 128"]["ssim_median"] < 1
 
 
 def test_bench_prepare(tmp_path, data_dir):

@@ -11,9 +11,11 @@
  *   + those segments in raster order with their RST markers renumbered 0..7, + EOI.
  * Decoding that "mini-JPEG" gives, away from its edges, exactly the pixels of a full
  * decode (same coefficients, same IDCT; upsampling context only reaches one chroma
- * sample over an edge).  The ROI handed to us already carries a 16-pixel margin around
- * the crop box (fq_image_plan.cpp), and every mini edge is an MCU edge outside that ROI or
- * an edge of the image, so the pixels the ops read are identical to the plain path's.
+ * sample over an edge).  Only the box the ops read plus kKeep pixels (T, inside the
+ * ROI with its 16-pixel margin from fq_image_plan.cpp) is decoded from the mini-JPEG;
+ * every mini edge is an MCU edge outside T or an edge of the image, and the rest of the
+ * ROI is T's edge replicated (never read), so the pixels the ops read are identical to
+ * the plain path's.
  *
  * Anything unusual declines (progressive, arithmetic, multi-scan, no DRI, interval not
  * dividing the row, RST markers missing/misnumbered, no EOI, ...) and the plain ROI
@@ -29,6 +31,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+
+#include <opencv2/core.hpp>
 
 namespace {
 
@@ -39,6 +44,10 @@ std::atomic<int> g_enabled{[] {
 std::atomic<uint64_t> g_count{0};
 
 constexpr int kDeclined = -1;
+/* Scaled pixels decoded exactly around the box the ops read: the widest resampling
+ * support (Lanczos: 4 pixels, plus half a pixel of box rounding), plus the one pixel at
+ * a mini-JPEG edge whose chroma upsampling context differs from a full decode, plus 1. */
+constexpr int kKeep = 8;
 
 inline unsigned be16(const uint8_t *p) { return ((unsigned)p[0] << 8) | p[1]; }
 
@@ -135,7 +144,7 @@ inline int ceil_div(int64_t a, int64_t b) { return (int)((a + b - 1) / b); }
  * decode, with the original header re-read so the caller can fall back), kDeclined
  * when it did nothing (the original header is still loaded in s->cinfo). */
 int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::SrcInfo &si, int M, int x, int y,
-                 int w, int h, int oc, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err)
+                 int w, int h, const int *need, int oc, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err)
 {
     if (!g_enabled.load(std::memory_order_relaxed) || w <= 0 || h <= 0 || M < 1 || M > 8 || 8 % M)
         return kDeclined;
@@ -162,9 +171,20 @@ int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::
     if (mcux % ri)
         return kDeclined;
     const int spr = mcux / ri; /* segments per MCU row */
-    /* ROI (scaled by M/8) -> source pixels -> MCU columns/rows -> segment columns */
+    /* The pixels that have to be exact: the box the ops read (`need`) plus kKeep pixels,
+     * inside the ROI.  The ROI's own margin (16 scaled pixels, fq_image_plan.cpp) is
+     * what the plain path decodes; here only this tighter region T is decoded and the
+     * rest of the ROI is filled by replicating T's edge pixels, which no op reads. */
+    int tx0 = x, ty0 = y, tx1 = x + w, ty1 = y + h;
+    if (need && need[2] > 0 && need[3] > 0) {
+        tx0 = std::max(x, need[0] - kKeep), ty0 = std::max(y, need[1] - kKeep);
+        tx1 = std::min(x + w, need[0] + need[2] + kKeep), ty1 = std::min(y + h, need[1] + need[3] + kKeep);
+        if (tx0 >= tx1 || ty0 >= ty1)
+            tx0 = x, ty0 = y, tx1 = x + w, ty1 = y + h;
+    }
+    /* T (scaled by M/8) -> source pixels -> MCU columns/rows -> segment columns */
     const int f = 8 / M;
-    int sx0 = x * f, sx1 = std::min((x + w) * f, W), sy0 = y * f, sy1 = std::min((y + h) * f, H);
+    int sx0 = tx0 * f, sx1 = std::min(tx1 * f, W), sy0 = ty0 * f, sy1 = std::min(ty1 * f, H);
     if (sx0 >= sx1 || sy0 >= sy1)
         return kDeclined;
     int k0 = (sx0 / mcu_w) / ri, k1 = ceil_div(ceil_div(sx1, mcu_w), ri);
@@ -186,15 +206,15 @@ int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::
     const int mc0 = k0 * ri, mc1 = k1 * ri;
     const int mini_w = mc1 == mcux ? W - mc0 * mcu_w : (mc1 - mc0) * mcu_w;
     const int mini_h = r1 == mcuy ? H - r0 * mcu_h : (r1 - r0) * mcu_h;
-    size_t need = sos_end + 2;
+    size_t mini_len = sos_end + 2;
     for (int r = r0; r < r1; r++)
         for (int k = k0; k < k1; k++) {
             size_t i = (size_t)r * spr + k;
-            need += seg[2 * i + 1] - seg[2 * i] + 2;
+            mini_len += seg[2 * i + 1] - seg[2 * i] + 2;
         }
     std::vector<uint8_t> &buf = s->rst_buf;
-    if (buf.size() < need)
-        buf.resize(need); /* may throw std::bad_alloc: process_encoded catches */
+    if (buf.size() < mini_len)
+        buf.resize(mini_len); /* may throw std::bad_alloc: process_encoded catches */
     uint8_t *o = buf.data();
     std::memcpy(o, data, sos_end);
     /* SOF: length(2) precision(1) height(2) width(2) */
@@ -217,7 +237,7 @@ int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::
     o[pos++] = 0xFF;
     o[pos++] = 0xD9;
 
-    /* decode it: the ROI in mini coordinates */
+    /* decode it: T in mini coordinates */
     const int ox = mc0 * mcu_w / f, oy = r0 * mcu_h / f;
     fqi::jpeg_reset(s);
     fqi::SrcInfo msi;
@@ -228,7 +248,7 @@ int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::
     }
     int mh = 0, mw = 0;
     if (rc == FQ_OK)
-        rc = fqi::jpeg_decode(s, msi, M, x - ox, y - oy, w, h, oc, out, &mh, &mw, err);
+        rc = fqi::jpeg_decode(s, msi, M, tx0 - ox, ty0 - oy, tx1 - tx0, ty1 - ty0, oc, out, &mh, &mw, err);
     if (rc == FQ_OK && (mh != ceil_div((int64_t)mini_h * M, 8) || mw != ceil_div((int64_t)mini_w * M, 8)))
         rc = FQ_E_DECODE;
     if (rc != FQ_OK) {
@@ -236,6 +256,18 @@ int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::
         fqi::SrcInfo again;
         int rc2 = fqi::jpeg_header(s, data, len, &again, err);
         return rc2 ? rc2 : kDeclined;
+    }
+    if (tx0 != x || ty0 != y || tx1 != x + w || ty1 != y + h) {
+        /* the ROI the caller expects: T at its place, the margin replicated from T's edges */
+        try {
+            cv::Mat roi = s->tmp.mat(h, w, out->type());
+            cv::copyMakeBorder(*out, roi, ty0 - y, y + h - ty1, tx0 - x, x + w - tx1, cv::BORDER_REPLICATE);
+            *out = roi;
+        } catch (const std::bad_alloc &) {
+            return fq_set_err(err, FQ_E_NOMEM, "out of memory for a %dx%d decode buffer", w, h);
+        } catch (const cv::Exception &e) {
+            return fq_set_err(err, FQ_E_DECODE, "cannot place the segment decode: %s", e.what());
+        }
     }
     *scaled_w = ceil_div((int64_t)W * M, 8);
     *scaled_h = ceil_div((int64_t)H * M, 8);
@@ -248,9 +280,11 @@ int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::
 namespace fqi {
 
 int jpeg_decode_crop(fq_img_scratch *s, const uint8_t *data, size_t len, const SrcInfo &si, int scale_num, int x,
-                     int y, int w, int h, int out_channels, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err)
+                     int y, int w, int h, const int *need, int out_channels, cv::Mat *out, int *scaled_h,
+                     int *scaled_w, fq_err *err)
 {
-    int rc = try_segments(s, data, len, si, scale_num, x, y, w, h, out_channels, out, scaled_h, scaled_w, err);
+    int rc = try_segments(s, data, len, si, scale_num, x, y, w, h, need, out_channels, out, scaled_h, scaled_w,
+                          err);
     if (rc != kDeclined)
         return rc;
     return jpeg_decode(s, si, scale_num, x, y, w, h, out_channels, out, scaled_h, scaled_w, err);

@@ -13,6 +13,7 @@
 ``plot``        the PNG chart (matplotlib)
 ``profile``     the single-thread per-stage profile (``--profile``)
 ``entropy``     entropy-coded bytes a crop decode reads from a JPEG (``--profile``)
+``hires``       ``--task hires --hires-forms``: original / prepared / max-side copies in one run
 ``demo``        ``python -m fastq.bench.demo``: fastq against a Python + cv2 loop
 ==============  ===================================================================
 

@@ -1,4 +1,5 @@
 """``fastq bench``: images/s of fastq and its peers (the tool is :mod:`fastq.bench`)."""
+import json
 import os
 
 from fastq.bench.runner import DEFAULT_PEERS, default_peers
@@ -36,6 +37,11 @@ from fastq.cli.base import CliError, _csv, _positive_int, arg, command
     arg("--data-dir", metavar="DIR", help="where generated sets are cached (default ~/.cache/fastq/bench_data)"),
     arg("--timeout", type=float, default=900, help="seconds allowed per peer process (default 900)"),
     arg("--no-progress", action="store_true", help="no progress bars"),
+    arg("--hires-forms", type=_csv, metavar="FORM,FORM,...",
+        help="--task hires: measure fastq and DALI CPU in the same run on these forms of the set: original, "
+             "prepared (fastq prepare, lossless), maxN (fastq prepare --max-side N), e.g. "
+             "original,prepared,max512; ratios against DALI CPU on the originals, per-form profile, PSNR/SSIM "
+             "of the maxN copies (docs/benchmarks_augment.md)"),
 ])
 def cmd_bench(a):
     """Run each installed peer in its own process on the same files: a warm-up
@@ -59,6 +65,8 @@ def cmd_bench(a):
         except ImportError:
             raise CliError("--plot needs matplotlib: pip install matplotlib") from None
     progress = not a.no_progress
+    if a.hires_forms and a.task != "hires":
+        raise CliError("--hires-forms needs --task hires")
     try:
         bench.check_peers(a.peers or [])  # before any data is generated
         if a.data is not None and TASKS[a.task].data == "dense":
@@ -81,6 +89,8 @@ def cmd_bench(a):
                 import random
                 paths = sorted(random.Random(0).sample(paths, n))
             desc = f"{a.data}: {len(paths)} of {total} image files"
+        if a.hires_forms:
+            return _hires_forms(a, paths, rounds, progress, desc)
         res = bench.run(paths, task=a.task, peers=a.peers, workers=a.workers, rounds=rounds, scaling=scaling,
                         profile=a.profile, retry_busy=0 if a.quick else 1, timeout=a.timeout,
                         progress=progress, data_description=desc)
@@ -89,3 +99,22 @@ def cmd_bench(a):
     bench.print_report(res)
     bench.write_outputs(res, a.json, a.plot)
     return 1 if not res["peers"] else 0
+
+
+def _hires_forms(a, paths, rounds, progress, desc):
+    """``--hires-forms``: the forms of the set in one run (fastq.bench.hires)."""
+    from fastq import bench
+    from fastq.bench import hires
+    if isinstance(paths, bench.TFRecordInput):
+        raise bench.BenchInputError("--hires-forms needs image files (the copies are made with fastq prepare)")
+    forms = hires.parse_forms(a.hires_forms)
+    fp = hires.build_forms(paths, forms, a.data_dir, progress=progress)
+    res = hires.run_forms(fp, peers=a.peers or ("fastq", "dali"), workers=a.workers, rounds=rounds,
+                          retry_busy=0 if a.quick else 1, timeout=a.timeout, progress=progress,
+                          passes=1 if a.quick else 3, crops=2 if a.quick else 4, data_description=desc)
+    hires.print_forms_report(res)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+        print(f"wrote {a.json}")
+    return 0 if res["peers"] else 1

@@ -85,9 +85,12 @@ int jpeg_decode(fq_img_scratch *s, const SrcInfo &si, int scale_num, int x, int 
 
 /* jpeg_decode of a crop ROI, through a mini-JPEG of the restart segments that cover
  * it when data (the bytes jpeg_header read) allows (fq_image_rst.cpp), else exactly
- * jpeg_decode.  Same contract and output as jpeg_decode. */
+ * jpeg_decode.  Same contract and output as jpeg_decode, except that only the pixels
+ * of `need` (x, y, w, h: the box the ops read, scaled; NULL: the whole ROI) plus 8
+ * pixels around it are guaranteed to be the decoded ones. */
 int jpeg_decode_crop(fq_img_scratch *s, const uint8_t *data, size_t len, const SrcInfo &si, int scale_num, int x,
-                     int y, int w, int h, int out_channels, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err);
+                     int y, int w, int h, const int *need, int out_channels, cv::Mat *out, int *scaled_h,
+                     int *scaled_w, fq_err *err);
 
 /* Reset the scratch decoder after a header was read but no decode followed. */
 void jpeg_reset(fq_img_scratch *s);
