@@ -490,25 +490,33 @@ constexpr std::array<fq_op_desc, kNumAug> kAugDescs = make_descs(std::make_index
 
 namespace fqi {
 
-/* one table per channel (lut[k] for channel k of c), into a fresh buffer (cv::LUT) */
+/* one table per channel (lut[k] for channel k of c), into a fresh buffer (lut_simd, else
+ * cv::LUT) */
 void apply_luts(Exec &e, const uint8_t (*lut)[256])
 {
     const int c = e.cur.channels();
-    uint8_t inter[256 * 3];
-    for (int v = 0; v < 256; v++)
-        for (int k = 0; k < c; k++)
-            inter[v * c + k] = lut[k][v];
-    cv::Mat lm(1, 256, CV_8UC(c), inter);
     cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    cv::LUT(e.cur, lm, d);
+    const uint8_t *const l3[3] = {lut[0], c == 3 ? lut[1] : lut[0], c == 3 ? lut[2] : lut[0]};
+    if (!lut_simd(e.cur, d, l3)) {
+        uint8_t inter[256 * 3];
+        for (int v = 0; v < 256; v++)
+            for (int k = 0; k < c; k++)
+                inter[v * c + k] = lut[k][v];
+        cv::Mat lm(1, 256, CV_8UC(c), inter);
+        cv::LUT(e.cur, lm, d);
+    }
     e.set(d);
 }
 
 void apply_lut(Exec &e, const uint8_t lut[256])
 {
-    cv::Mat lm(1, 256, CV_8U, const_cast<uint8_t *>(lut));
     cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    cv::LUT(e.cur, lm, d);
+    const uint8_t *const l3[3] = {lut, lut, lut};
+    cv::Mat flat = e.cur.reshape(1), dflat = d.reshape(1); /* one table: channels do not matter */
+    if (!lut_simd(flat, dflat, l3)) {
+        cv::Mat lm(1, 256, CV_8U, const_cast<uint8_t *>(lut));
+        cv::LUT(e.cur, lm, d);
+    }
     e.set(d);
 }
 

@@ -281,6 +281,74 @@ __attribute__((target("avx2"))) bool gray_sum_simd(const cv::Mat &src, double *s
     return true;
 }
 
+namespace {
+
+bool vbmi_ok()
+{
+    static const bool cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512vbmi");
+    return cpu && fq_img_simd_write_enabled();
+}
+
+/* one 256-entry table as four 64-byte quarters */
+struct Lut512 {
+    __m512i q[4];
+};
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline Lut512 load_lut(const uint8_t *t)
+{
+    return Lut512{{_mm512_loadu_si512(t), _mm512_loadu_si512(t + 64), _mm512_loadu_si512(t + 128),
+                   _mm512_loadu_si512(t + 192)}};
+}
+
+/* t[x] for 64 bytes: two 128-entry permutes, chosen by bit 7 of x */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i lookup64(const Lut512 &t, __m512i x)
+{
+    __m512i lo = _mm512_permutex2var_epi8(t.q[0], x, t.q[1]), hi = _mm512_permutex2var_epi8(t.q[2], x, t.q[3]);
+    return _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi);
+}
+
+}  // namespace
+
+/* apply_lut / apply_luts (fq_image_aug.cpp) with AVX-512 VBMI byte permutes: element i
+ * of a row of c channels through lut[i % c] (c = 1 or 3) */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) bool lut_simd(const cv::Mat &src, cv::Mat &dst,
+                                                                     const uint8_t *const lut[3])
+{
+    const int c = src.channels();
+    if (!vbmi_ok() || (c != 1 && c != 3) || src.depth() != CV_8U)
+        return false;
+    const int n = src.cols * c;
+    Lut512 t[3];
+    for (int k = 0; k < c; k++)
+        t[k] = load_lut(lut[k]);
+    /* lanes of channel 1 / channel 2 of a vector starting at element phase p (mod 3) */
+    __mmask64 m1[3] = {0, 0, 0}, m2[3] = {0, 0, 0};
+    for (int p = 0; p < 3; p++)
+        for (int l = 0; l < 64; l++) {
+            if ((p + l) % 3 == 1)
+                m1[p] |= (__mmask64)1 << l;
+            if ((p + l) % 3 == 2)
+                m2[p] |= (__mmask64)1 << l;
+        }
+    for (int y = 0; y < src.rows; y++) {
+        const uint8_t *s = src.ptr<uint8_t>(y);
+        uint8_t *o = dst.ptr<uint8_t>(y);
+        int p = 0;
+        for (int i = 0; i < n; i += 64, p = p == 2 ? 0 : p + 1) {
+            const __mmask64 live = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+            __m512i x = _mm512_maskz_loadu_epi8(live, s + i);
+            __m512i r = lookup64(t[0], x);
+            if (c == 3) {
+                r = _mm512_mask_blend_epi8(m1[p], r, lookup64(t[1], x));
+                r = _mm512_mask_blend_epi8(m2[p], r, lookup64(t[2], x));
+            }
+            _mm512_mask_storeu_epi8(o + i, live, r);
+        }
+    }
+    return true;
+}
+
 #else
 
 bool aug_simd_ok() { return false; }
@@ -288,6 +356,7 @@ bool geom_warp_simd(const cv::Mat &, cv::Mat &, const float *, bool, bool, const
 bool sharpness_simd(const cv::Mat &, cv::Mat &, float) { return false; }
 bool color_simd(const cv::Mat &, cv::Mat &, float, float) { return false; }
 bool gray_sum_simd(const cv::Mat &, double *) { return false; }
+bool lut_simd(const cv::Mat &, cv::Mat &, const uint8_t *const *) { return false; }
 
 #endif
 

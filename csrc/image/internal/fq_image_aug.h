@@ -123,6 +123,8 @@ bool geom_warp_simd(const cv::Mat &src, cv::Mat &dst, const float t[6], bool hf,
 bool sharpness_simd(const cv::Mat &src, cv::Mat &dst, float f1); /* interior rows only */
 bool color_simd(const cv::Mat &src, cv::Mat &dst, float f, float f1);
 bool gray_sum_simd(const cv::Mat &src, double *sum);
+/* src through lut[k] for channel k (1 or 3 channels) into dst: AVX-512 VBMI */
+bool lut_simd(const cv::Mat &src, cv::Mat &dst, const uint8_t *const lut[3]);
 
 /* geometric ops, in this order from Rotate in the table (fq_image_aug_geom.cpp) */
 enum GeomKind { G_ROTATE, G_SHEAR_X, G_SHEAR_Y, G_TRANSLATE_X, G_TRANSLATE_Y };
