@@ -309,13 +309,18 @@ void color_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
         return;
     const float f = (float)r.factor[0], f1 = (float)(1.0 - r.factor[0]);
     cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    if (!fqi::color_simd(e.cur, d, f, f1))
+    if (!fqi::color_simd(e.cur, d, f, f1)) { /* a grey row, then the blends (color_pixel's values) */
+        float *g = e.s->g1.mat(1, e.cur.cols, CV_32FC1).ptr<float>(0);
         for (int y = 0; y < e.cur.rows; y++) {
             const uint8_t *s = e.cur.ptr<uint8_t>(y);
             uint8_t *o = d.ptr<uint8_t>(y);
             for (int x = 0; x < e.cur.cols; x++)
-                fqi::color_pixel(s + 3 * x, o + 3 * x, f, f1);
+                g[x] = fqi::gray_value(s + 3 * x);
+            for (int x = 0; x < e.cur.cols; x++)
+                for (int k = 0; k < 3; k++)
+                    o[3 * x + k] = aug_blend((float)s[3 * x + k], g[x], f, f1);
         }
+    }
     e.set(d);
 }
 

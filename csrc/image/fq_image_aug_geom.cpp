@@ -108,12 +108,32 @@ void geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
         fill[k] = (uint8_t)std::nearbyint(q.fill[k]);
     const bool hf = e.hflip, vf = e.vflip;
     cv::Mat d = e.next(H, W, e.cur.type());
-    if (!geom_warp_simd(e.cur, d, t, hf, vf, fill))
+    if (!geom_warp_simd(e.cur, d, t, hf, vf, fill)) {
+        /* geom_pixel's computation with the invariants in locals (the byte stores could
+         * alias a cv::Mat's fields) */
+        const float sw = (float)W * 0.5f, ow = ((float)W - 1.f) * 0.5f, sh = (float)H * 0.5f, oh = ((float)H - 1.f) * 0.5f;
+        const uint8_t *base = e.cur.ptr<uint8_t>(0);
+        const size_t step = e.cur.step[0];
+        const float t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3], t4 = t[4], t5 = t[5];
         for (int y = 0; y < H; y++) {
             uint8_t *o = d.ptr<uint8_t>(y);
-            for (int x = 0; x < W; x++, o += c)
-                geom_pixel(e.cur, o, x, y, t, hf, vf, fill);
+            const float yg = (float)y - oh;
+            for (int x = 0; x < W; x++, o += c) {
+                const float xg = (float)x - ow;
+                float gx = xg * t0 + yg * t1 + t2, gy = xg * t3 + yg * t4 + t5;
+                float ix = aug_round_even(fma_exact(gx, sw, ow)), iy = aug_round_even(fma_exact(gy, sh, oh));
+                if (ix >= 0.f && ix < (float)W && iy >= 0.f && iy < (float)H) {
+                    const int sx = hf ? W - 1 - (int)ix : (int)ix, sy = vf ? H - 1 - (int)iy : (int)iy;
+                    const uint8_t *sp = base + (size_t)sy * step + (size_t)sx * c;
+                    for (int k = 0; k < c; k++)
+                        o[k] = sp[k];
+                } else {
+                    for (int k = 0; k < c; k++)
+                        o[k] = fill[k];
+                }
+            }
         }
+    }
     e.hflip = e.vflip = false;
     e.set(d);
 }
