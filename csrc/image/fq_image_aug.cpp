@@ -126,31 +126,23 @@ int plan_solarize_add(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_im
 
 /* ---- execution helpers ------------------------------------------------------------ */
 
-/* float32 in [0, 255] (clamped) -> uint8 by truncation, as torch's .to(torch.uint8) */
-inline uint8_t clamp_trunc(float v) { return (uint8_t)(v < 0.f ? 0.f : (v > 255.f ? 255.f : v)); }
+using fqi::aug_blend;
+using fqi::aug_clamp_trunc;
 
-/* torchvision's _blend(x, y, r) = x * r + y * (1 - r) in float32 (the add is an FMA in
- * torch's vectorised kernel) */
-inline uint8_t blend(float x, float y, float r, float one_minus_r)
+/* the sum of the floored grey values (gray_value; the single channel of a grey image):
+ * integers, so the double sum is exact in any order (AVX2: gray_sum_simd) */
+double gray_sum(const cv::Mat &m)
 {
-    return clamp_trunc(fma_exact(y, one_minus_r, x * r));
-}
-
-/* floor(0.2989 R + 0.587 G + 0.114 B) in float32 (torch's mul + two FMA adds), or the
- * single channel, into a CV_32F image in g1 */
-cv::Mat gray_floor(Exec &e)
-{
-    cv::Mat g = e.s->g1.mat(e.cur.rows, e.cur.cols, CV_32FC1);
-    const int c = e.cur.channels();
-    for (int y = 0; y < e.cur.rows; y++) {
-        const uint8_t *s = e.cur.ptr<uint8_t>(y);
-        float *o = g.ptr<float>(y);
-        for (int x = 0; x < e.cur.cols; x++, s += c)
-            o[x] = c == 1 ? (float)s[0]
-                          : std::floor(fma_exact((float)s[2], 0.114f,
-                                                 fma_exact((float)s[1], 0.587f, (float)s[0] * 0.2989f)));
+    double sum = 0;
+    if (m.channels() == 3 && fqi::gray_sum_simd(m, &sum))
+        return sum;
+    const int c = m.channels();
+    for (int y = 0; y < m.rows; y++) {
+        const uint8_t *s = m.ptr<uint8_t>(y);
+        for (int x = 0; x < m.cols; x++, s += c)
+            sum += c == 1 ? (float)s[0] : fqi::gray_value(s);
     }
-    return g;
+    return sum;
 }
 
 /* ---- pixel ops ---------------------------------------------------------------------- */
@@ -201,10 +193,30 @@ void solarize_add_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
     apply_lut(e, lut);
 }
 
+/* per channel counts; RGB pixels alternate between two sets of tables (fewer stalls on
+ * repeated values), summed at the end */
 void channel_histograms(const cv::Mat &m, int hist[3][256])
 {
     const int c = m.channels();
     std::memset(hist, 0, sizeof(int) * 3 * 256);
+    if (c == 3) {
+        int h2[3][256];
+        std::memset(h2, 0, sizeof h2);
+        for (int y = 0; y < m.rows; y++) {
+            const uint8_t *s = m.ptr<uint8_t>(y);
+            int x = 0;
+            for (; x + 2 <= m.cols; x += 2, s += 6) {
+                hist[0][s[0]]++, hist[1][s[1]]++, hist[2][s[2]]++;
+                h2[0][s[3]]++, h2[1][s[4]]++, h2[2][s[5]]++;
+            }
+            if (x < m.cols)
+                hist[0][s[0]]++, hist[1][s[1]]++, hist[2][s[2]]++;
+        }
+        for (int k = 0; k < 3; k++)
+            for (int v = 0; v < 256; v++)
+                hist[k][v] += h2[k][v];
+        return;
+    }
     for (int y = 0; y < m.rows; y++) {
         const uint8_t *s = m.ptr<uint8_t>(y);
         for (int x = 0; x < m.cols * c; x += c)
@@ -230,7 +242,7 @@ void autocontrast_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
         if (hi <= lo)
             mn = 0.f, inv = 1.f;
         for (int v = 0; v < 256; v++)
-            lut[k][v] = clamp_trunc(((float)v - mn) / inv);
+            lut[k][v] = aug_clamp_trunc(((float)v - mn) / inv);
     }
     apply_luts(e, lut);
 }
@@ -275,7 +287,7 @@ void brightness_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
     const float f = (float)r.factor[0];
     uint8_t lut[256];
     for (int v = 0; v < 256; v++)
-        lut[v] = clamp_trunc((float)v * f);
+        lut[v] = aug_clamp_trunc((float)v * f);
     apply_lut(e, lut);
 }
 
@@ -283,19 +295,12 @@ void contrast_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
 {
     if (!r.applied)
         return;
-    cv::Mat g = gray_floor(e);
-    double sum = 0;
-    for (int y = 0; y < g.rows; y++) {
-        const float *p = g.ptr<float>(y);
-        for (int x = 0; x < g.cols; x++)
-            sum += p[x];
-    }
-    const float mean = (float)(sum / ((double)g.rows * g.cols));
+    const float mean = (float)(gray_sum(e.cur) / ((double)e.cur.rows * e.cur.cols));
     r.contrast_mean = mean;
     const float f = (float)r.factor[0], f1 = (float)(1.0 - r.factor[0]);
     uint8_t lut[256];
     for (int v = 0; v < 256; v++)
-        lut[v] = blend((float)v, mean, f, f1);
+        lut[v] = aug_blend((float)v, mean, f, f1);
     apply_lut(e, lut);
 }
 
@@ -303,22 +308,25 @@ void color_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
 {
     if (!r.applied || e.cur.channels() != 3)
         return;
-    cv::Mat g = gray_floor(e);
     const float f = (float)r.factor[0], f1 = (float)(1.0 - r.factor[0]);
     cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    for (int y = 0; y < e.cur.rows; y++) {
-        const uint8_t *s = e.cur.ptr<uint8_t>(y);
-        const float *gp = g.ptr<float>(y);
-        uint8_t *o = d.ptr<uint8_t>(y);
-        for (int x = 0; x < e.cur.cols; x++)
-            for (int k = 0; k < 3; k++)
-                o[3 * x + k] = blend((float)s[3 * x + k], gp[x], f, f1);
+    if (!fqi::color_simd(e.cur, d, f, f1)) { /* a grey row, then the blends (color_pixel's values) */
+        float *g = e.s->g1.mat(1, e.cur.cols, CV_32FC1).ptr<float>(0);
+        for (int y = 0; y < e.cur.rows; y++) {
+            const uint8_t *s = e.cur.ptr<uint8_t>(y);
+            uint8_t *o = d.ptr<uint8_t>(y);
+            for (int x = 0; x < e.cur.cols; x++)
+                g[x] = fqi::gray_value(s + 3 * x);
+            for (int x = 0; x < e.cur.cols; x++)
+                for (int k = 0; k < 3; k++)
+                    o[3 * x + k] = aug_blend((float)s[3 * x + k], g[x], f, f1);
+        }
     }
     e.set(d);
 }
 
-/* interior: x + (1 - f) * (round(blur) - x), blur = (sum of the 8 neighbours + 5 x) / 13
- * (never a tie: 13 is odd); the 1-pixel border is kept */
+/* interior: sharpness_value (fq_image_aug.h; never a tie: 13 is odd); the 1-pixel border
+ * is kept */
 void sharpness_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
 {
     const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
@@ -326,17 +334,22 @@ void sharpness_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
         return;
     const float f1 = (float)(1.0 - r.factor[0]);
     cv::Mat d = e.next(H, W, e.cur.type());
-    e.cur.copyTo(d);
+    const size_t rb = (size_t)W * c;
+    std::memcpy(d.ptr<uint8_t>(0), e.cur.ptr<uint8_t>(0), rb);
+    std::memcpy(d.ptr<uint8_t>(H - 1), e.cur.ptr<uint8_t>(H - 1), rb);
     for (int y = 1; y < H - 1; y++) {
-        const uint8_t *u = e.cur.ptr<uint8_t>(y - 1), *m = e.cur.ptr<uint8_t>(y), *b = e.cur.ptr<uint8_t>(y + 1);
+        const uint8_t *m = e.cur.ptr<uint8_t>(y);
         uint8_t *o = d.ptr<uint8_t>(y);
-        for (int i = c; i < (W - 1) * c; i++) {
-            int s = u[i - c] + u[i] + u[i + c] + m[i - c] + 5 * m[i] + m[i + c] + b[i - c] + b[i] + b[i + c];
-            float bl = (float)((2 * s + 13) / 26); /* round(s / 13), s >= 0 */
-            float x = (float)m[i];
-            o[i] = clamp_trunc(fma_exact(bl - x, f1, x));
-        }
+        std::memcpy(o, m, c);
+        std::memcpy(o + rb - c, m + rb - c, c);
     }
+    if (!fqi::sharpness_simd(e.cur, d, f1))
+        for (int y = 1; y < H - 1; y++) {
+            const uint8_t *u = e.cur.ptr<uint8_t>(y - 1), *m = e.cur.ptr<uint8_t>(y), *b = e.cur.ptr<uint8_t>(y + 1);
+            uint8_t *o = d.ptr<uint8_t>(y);
+            for (int i = c; i < (W - 1) * c; i++)
+                o[i] = fqi::sharpness_value(u, m, b, i, c, f1);
+        }
     e.set(d);
 }
 
@@ -487,25 +500,33 @@ constexpr std::array<fq_op_desc, kNumAug> kAugDescs = make_descs(std::make_index
 
 namespace fqi {
 
-/* one table per channel (lut[k] for channel k of c), into a fresh buffer (cv::LUT) */
+/* one table per channel (lut[k] for channel k of c), into a fresh buffer (lut_simd, else
+ * cv::LUT) */
 void apply_luts(Exec &e, const uint8_t (*lut)[256])
 {
     const int c = e.cur.channels();
-    uint8_t inter[256 * 3];
-    for (int v = 0; v < 256; v++)
-        for (int k = 0; k < c; k++)
-            inter[v * c + k] = lut[k][v];
-    cv::Mat lm(1, 256, CV_8UC(c), inter);
     cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    cv::LUT(e.cur, lm, d);
+    const uint8_t *const l3[3] = {lut[0], c == 3 ? lut[1] : lut[0], c == 3 ? lut[2] : lut[0]};
+    if (!lut_simd(e.cur, d, l3)) {
+        uint8_t inter[256 * 3];
+        for (int v = 0; v < 256; v++)
+            for (int k = 0; k < c; k++)
+                inter[v * c + k] = lut[k][v];
+        cv::Mat lm(1, 256, CV_8UC(c), inter);
+        cv::LUT(e.cur, lm, d);
+    }
     e.set(d);
 }
 
 void apply_lut(Exec &e, const uint8_t lut[256])
 {
-    cv::Mat lm(1, 256, CV_8U, const_cast<uint8_t *>(lut));
     cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    cv::LUT(e.cur, lm, d);
+    const uint8_t *const l3[3] = {lut, lut, lut};
+    cv::Mat flat = e.cur.reshape(1), dflat = d.reshape(1); /* one table: channels do not matter */
+    if (!lut_simd(flat, dflat, l3)) {
+        cv::Mat lm(1, 256, CV_8U, const_cast<uint8_t *>(lut));
+        cv::LUT(e.cur, lm, d);
+    }
     e.set(d);
 }
 

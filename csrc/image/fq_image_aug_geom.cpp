@@ -11,19 +11,6 @@
 
 namespace fqi {
 
-namespace {
-
-/* nearbyint (half to even) for |v| < 2^22 without a libm call (plain x86-64 has no
- * roundss): adding and removing 1.5 * 2^23 rounds in the default rounding mode.  Larger
- * |v| (far outside any image) come back unchanged; NaN stays NaN (then: outside). */
-inline float round_even(float v)
-{
-    if (!(std::fabs(v) < 4194304.f))
-        return v;
-    return (v + 12582912.f) - 12582912.f; /* not folded: no -ffast-math; SSE float, no excess precision */
-}
-
-}  // namespace
 
 const char *geom_check_range(const fq_op &op, double lim, const char *why)
 {
@@ -104,40 +91,50 @@ int plan_geom(int G, const fq_op &op, fq_rng *rng, int *ph, int *pw, fq_img_op_e
 }
 
 /* Nearest-neighbour inverse mapping as torchvision's _affine_grid + grid_sample
- * (align_corners=False) in float32: output pixel centre (x - (W-1)/2, y - (H-1)/2) is
- * mapped by r.matrix, rounded half to even; outside the image: fill. */
+ * (align_corners=False) in float32: geom_pixel (fq_image_aug.h) per output pixel, the
+ * pending flips folded into the source read (no flipped copy); AVX2 form:
+ * geom_warp_simd. */
 void geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 {
     if (!r.applied)
         return;
-    e.materialize_flips();
     const AugGeom &q = fqi::params<AugGeom>(op);
     const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
     float t[6];
     for (int k = 0; k < 3; k++)
         t[k] = (float)r.matrix[k] / (float)(0.5 * W), t[3 + k] = (float)r.matrix[3 + k] / (float)(0.5 * H);
-    const float sw = (float)W * 0.5f, ow = ((float)W - 1.f) * 0.5f, sh = (float)H * 0.5f, oh = ((float)H - 1.f) * 0.5f;
     uint8_t fill[3];
     for (int k = 0; k < 3; k++)
         fill[k] = (uint8_t)std::nearbyint(q.fill[k]);
+    const bool hf = e.hflip, vf = e.vflip;
     cv::Mat d = e.next(H, W, e.cur.type());
-    for (int y = 0; y < H; y++) {
-        const float yg = (float)y - oh;
-        uint8_t *o = d.ptr<uint8_t>(y);
-        for (int x = 0; x < W; x++, o += c) {
-            const float xg = (float)x - ow;
-            float gx = xg * t[0] + yg * t[1] + t[2], gy = xg * t[3] + yg * t[4] + t[5];
-            float ix = round_even(fma_exact(gx, sw, ow)), iy = round_even(fma_exact(gy, sh, oh));
-            if (ix >= 0.f && ix < (float)W && iy >= 0.f && iy < (float)H) {
-                const uint8_t *s = e.cur.ptr<uint8_t>((int)iy) + (int)ix * c;
-                for (int k = 0; k < c; k++)
-                    o[k] = s[k];
-            } else {
-                for (int k = 0; k < c; k++)
-                    o[k] = fill[k];
+    if (!geom_warp_simd(e.cur, d, t, hf, vf, fill)) {
+        /* geom_pixel's computation with the invariants in locals (the byte stores could
+         * alias a cv::Mat's fields) */
+        const float sw = (float)W * 0.5f, ow = ((float)W - 1.f) * 0.5f, sh = (float)H * 0.5f, oh = ((float)H - 1.f) * 0.5f;
+        const uint8_t *base = e.cur.ptr<uint8_t>(0);
+        const size_t step = e.cur.step[0];
+        const float t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3], t4 = t[4], t5 = t[5];
+        for (int y = 0; y < H; y++) {
+            uint8_t *o = d.ptr<uint8_t>(y);
+            const float yg = (float)y - oh;
+            for (int x = 0; x < W; x++, o += c) {
+                const float xg = (float)x - ow;
+                float gx = xg * t0 + yg * t1 + t2, gy = xg * t3 + yg * t4 + t5;
+                float ix = aug_round_even(fma_exact(gx, sw, ow)), iy = aug_round_even(fma_exact(gy, sh, oh));
+                if (ix >= 0.f && ix < (float)W && iy >= 0.f && iy < (float)H) {
+                    const int sx = hf ? W - 1 - (int)ix : (int)ix, sy = vf ? H - 1 - (int)iy : (int)iy;
+                    const uint8_t *sp = base + (size_t)sy * step + (size_t)sx * c;
+                    for (int k = 0; k < c; k++)
+                        o[k] = sp[k];
+                } else {
+                    for (int k = 0; k < c; k++)
+                        o[k] = fill[k];
+                }
             }
         }
     }
+    e.hflip = e.vflip = false;
     e.set(d);
 }
 

@@ -3,6 +3,7 @@
  * images with OpenCV.  Semantics: docs/ops.md; parameters: the fq_op_* structs of
  * fq_image.h.  Everything here is a pure function of its arguments (thread-safe). */
 #include "image/internal/fq_image_stages.h"
+#include "image/internal/fq_image_aug.h" /* apply_lut */
 
 #include <array>
 #include <cmath>
@@ -332,14 +333,6 @@ int color_jitter_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_im
     return FQ_OK;
 }
 
-void apply_lut(Exec &e, const uint8_t lut[256])
-{
-    cv::Mat lm(1, 256, CV_8U, const_cast<uint8_t *>(lut));
-    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    cv::LUT(e.cur, lm, d);
-    e.set(d);
-}
-
 void color_jitter_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
 {
     fq_img_scratch *s = e.s;
@@ -353,7 +346,7 @@ void color_jitter_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
             uint8_t lut[256];
             for (int v = 0; v < 256; v++)
                 lut[v] = cv::saturate_cast<uint8_t>(v * fct);
-            apply_lut(e, lut);
+            fqi::apply_lut(e, lut); /* AVX-512 VBMI lookup, else cv::LUT */
         } else if (which == FQ_JITTER_CONTRAST) { /* f * x + (1 - f) * mean(gray) */
             double mean;
             if (c == 3) {
@@ -367,7 +360,7 @@ void color_jitter_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
             uint8_t lut[256];
             for (int v = 0; v < 256; v++)
                 lut[v] = cv::saturate_cast<uint8_t>(fct * v + (1.0 - fct) * mean);
-            apply_lut(e, lut);
+            fqi::apply_lut(e, lut); /* AVX-512 VBMI lookup, else cv::LUT */
         } else if (which == FQ_JITTER_SATURATION) { /* f * x + (1 - f) * gray(x) */
             if (c != 3)
                 continue;

@@ -44,6 +44,88 @@ inline void aug_plan_p_level(fq_rng *rng, double p, const double *level, fq_img_
  * the fused result, without a libm call (the build targets plain x86-64) */
 inline float fma_exact(float a, float b, float c) { return (float)((double)a * (double)b + (double)c); }
 
+/* ---- per-pixel definitions shared by the scalar loops and the tails of their AVX2
+ * forms (fq_image_aug_simd.cpp), so both give the same bytes ------------------------- */
+
+/* float32 in [0, 255] (clamped) -> uint8 by truncation, as torch's .to(torch.uint8) */
+inline uint8_t aug_clamp_trunc(float v) { return (uint8_t)(v < 0.f ? 0.f : (v > 255.f ? 255.f : v)); }
+
+/* nearbyint (half to even) for |v| < 2^22 without a libm call (plain x86-64 has no
+ * roundss): adding and removing 1.5 * 2^23 rounds in the default rounding mode.  Larger
+ * |v| (far outside any image) come back unchanged; NaN stays NaN (then: outside). */
+inline float aug_round_even(float v)
+{
+    if (!(std::fabs(v) < 4194304.f))
+        return v;
+    return (v + 12582912.f) - 12582912.f; /* not folded: no -ffast-math; SSE float, no excess precision */
+}
+
+/* floor(0.2989 R + 0.587 G + 0.114 B) of one RGB pixel in float32 (torch's mul + two
+ * FMA adds) */
+inline float gray_value(const uint8_t *s)
+{
+    return std::floor(fma_exact((float)s[2], 0.114f, fma_exact((float)s[1], 0.587f, (float)s[0] * 0.2989f)));
+}
+
+/* torchvision's _blend(x, y, r) = x * r + y * (1 - r) in float32 (the add is an FMA in
+ * torch's vectorised kernel) */
+inline uint8_t aug_blend(float x, float y, float r, float one_minus_r)
+{
+    return aug_clamp_trunc(fma_exact(y, one_minus_r, x * r));
+}
+
+/* Color: one RGB pixel blended with its grey */
+inline void color_pixel(const uint8_t *s, uint8_t *o, float f, float f1)
+{
+    const float g = gray_value(s);
+    for (int k = 0; k < 3; k++)
+        o[k] = aug_blend((float)s[k], g, f, f1);
+}
+
+/* Sharpness: element i of an interior row m (rows u above, b below, c channels):
+ * x + (1 - f) * (round(blur) - x), blur = (sum of the 8 neighbours + 5 x) / 13 */
+inline uint8_t sharpness_value(const uint8_t *u, const uint8_t *m, const uint8_t *b, int i, int c, float f1)
+{
+    int s = u[i - c] + u[i] + u[i + c] + m[i - c] + 5 * m[i] + m[i + c] + b[i - c] + b[i] + b[i + c];
+    float bl = (float)((2 * s + 13) / 26); /* round(s / 13), s >= 0 */
+    float x = (float)m[i];
+    return aug_clamp_trunc(fma_exact(bl - x, f1, x));
+}
+
+/* the nearest-neighbour inverse map (torchvision's _affine_grid + grid_sample,
+ * align_corners=False, in float32) of output pixel (x, y): centre (x - (W-1)/2,
+ * y - (H-1)/2) mapped by t (the 2x3 matrix over half sizes), rounded half to even;
+ * the source pixel read from src as if flipped by hf / vf; outside the image: fill */
+inline void geom_pixel(const cv::Mat &src, uint8_t *o, int x, int y, const float t[6], bool hf, bool vf,
+                       const uint8_t *fill)
+{
+    const int H = src.rows, W = src.cols, c = src.channels();
+    const float sw = (float)W * 0.5f, ow = ((float)W - 1.f) * 0.5f, sh = (float)H * 0.5f, oh = ((float)H - 1.f) * 0.5f;
+    const float xg = (float)x - ow, yg = (float)y - oh;
+    float gx = xg * t[0] + yg * t[1] + t[2], gy = xg * t[3] + yg * t[4] + t[5];
+    float ix = aug_round_even(fma_exact(gx, sw, ow)), iy = aug_round_even(fma_exact(gy, sh, oh));
+    if (ix >= 0.f && ix < (float)W && iy >= 0.f && iy < (float)H) {
+        const int sx = hf ? W - 1 - (int)ix : (int)ix, sy = vf ? H - 1 - (int)iy : (int)iy;
+        const uint8_t *s = src.ptr<uint8_t>(sy) + (size_t)sx * c;
+        for (int k = 0; k < c; k++)
+            o[k] = s[k];
+    } else {
+        for (int k = 0; k < c; k++)
+            o[k] = fill[k];
+    }
+}
+
+/* The AVX2 forms (fq_image_aug_simd.cpp): false (nothing written) when the CPU lacks
+ * AVX2, the SIMD switch is off or the image is not one they take; the caller then runs
+ * the scalar loop.  Each writes the same bytes as the scalar definition above. */
+bool aug_simd_ok();
+bool geom_warp_simd(const cv::Mat &src, cv::Mat &dst, const float t[6], bool hf, bool vf, const uint8_t fill[3]);
+bool sharpness_simd(const cv::Mat &src, cv::Mat &dst, float f1); /* interior rows only */
+bool color_simd(const cv::Mat &src, cv::Mat &dst, float f, float f1);
+bool gray_sum_simd(const cv::Mat &src, double *sum);
+/* src through lut[k] for channel k (1 or 3 channels) into dst: AVX-512 VBMI */
+bool lut_simd(const cv::Mat &src, cv::Mat &dst, const uint8_t *const lut[3]);
+
 /* geometric ops, in this order from Rotate in the table (fq_image_aug_geom.cpp) */
 enum GeomKind { G_ROTATE, G_SHEAR_X, G_SHEAR_Y, G_TRANSLATE_X, G_TRANSLATE_Y };
 /* the inverse map of geometric op G at level *v (truncated for translations) for h x w */

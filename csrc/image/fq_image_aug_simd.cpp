@@ -1,0 +1,363 @@
+/* fq_image_aug_simd.cpp - AVX2 forms of the costly uint8 augmentation primitives (the
+ * nearest-neighbour warp of Rotate / ShearX/Y / TranslateX/Y, Sharpness, Color and
+ * Contrast's grey mean; fq_image_aug.cpp and fq_image_aug_geom.cpp hold the scalar forms,
+ * which stay the definition).
+ *
+ * Exactness: every lane runs the scalar form's IEEE operations in the same order and
+ * precision (float products and sums; fma_exact as a double product plus a double sum,
+ * then one rounding to float; round_even as the add / subtract of 1.5 * 2^23; floor; the
+ * clamp and truncation), so each output byte equals the scalar one.  The integer parts
+ * are exact by construction (Sharpness's round(s / 13) as a 16-bit multiply-high, checked
+ * for every s the op can produce by a static_assert below).  tests/test_aug_simd.py
+ * compares the two forms (set_simd_write(False) turns these kernels off too).
+ *
+ * Runs when the CPU has AVX2 and the SIMD switch (fq_img_simd_write_set) is on; the
+ * callers fall back to the scalar form otherwise.  Pure functions of their arguments. */
+#include "image/internal/fq_image_aug.h"
+
+#include <cstring>
+
+#include "image/fq_image_prepare.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define FQ_AUG_X86 1
+#endif
+
+namespace fqi {
+
+namespace {
+
+/* floor((s + 6) * 5042 / 2^16) == floor((s + 6) / 13) == round(s / 13) (13 odd: no tie)
+ * for every 0 <= s <= 13 * 255 */
+constexpr bool mulhi13_exact_all()
+{
+    for (int s = 0; s <= 13 * 255; s++)
+        if (((s + 6) * 5042) >> 16 != (s + 6) / 13 || (2 * s + 13) / 26 != (s + 6) / 13)
+            return false;
+    return true;
+}
+static_assert(mulhi13_exact_all(), "Sharpness: (s + 6) * 5042 >> 16 must be round(s / 13)");
+
+}  // namespace
+
+#ifdef FQ_AUG_X86
+
+bool aug_simd_ok()
+{
+    static const bool cpu = __builtin_cpu_supports("avx2");
+    return cpu && fq_img_simd_write_enabled();
+}
+
+namespace {
+
+/* fma_exact on 8 lanes: (float)((double)a * (double)b + (double)c) */
+__attribute__((target("avx2"))) inline __m256 fma_exact8(__m256 a, __m256d b, __m256 c)
+{
+    __m256d lo = _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), b),
+                               _mm256_cvtps_pd(_mm256_castps256_ps128(c)));
+    __m256d hi = _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), b),
+                               _mm256_cvtps_pd(_mm256_extractf128_ps(c, 1)));
+    return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+}
+
+/* round_even of fq_image_aug_geom.cpp on 8 lanes (|v| >= 2^22 and NaN: unchanged) */
+__attribute__((target("avx2"))) inline __m256 round_even8(__m256 v)
+{
+    const __m256 big = _mm256_set1_ps(12582912.f);
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 r = _mm256_sub_ps(_mm256_add_ps(v, big), big);
+    __m256 small = _mm256_cmp_ps(_mm256_and_ps(v, abs_mask), _mm256_set1_ps(4194304.f), _CMP_LT_OQ);
+    return _mm256_blendv_ps(v, r, small);
+}
+
+/* clamp to [0, 255] and truncate 8 floats (never NaN here) to int32 */
+__attribute__((target("avx2"))) inline __m256i clamp_trunc8(__m256 v)
+{
+    v = _mm256_min_ps(_mm256_max_ps(v, _mm256_setzero_ps()), _mm256_set1_ps(255.f));
+    return _mm256_cvttps_epi32(v);
+}
+
+/* 16 int32 in 0..255 (elements 0..7 in a, 8..15 in b) -> 16 bytes */
+__attribute__((target("avx2"))) inline __m128i pack16(__m256i a, __m256i b)
+{
+    __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xD8);
+    return _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+}
+
+/* 16 bytes -> 16 uint16 */
+__attribute__((target("avx2"))) inline __m256i ld(const uint8_t *p)
+{
+    return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+}
+
+/* 8 bytes -> 8 floats */
+__attribute__((target("avx2"))) inline __m256 load8f(const uint8_t *p)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))));
+}
+
+/* 8 RGB pixels as three interleaved float vectors (s0 = elements 0..7, ...) -> planar */
+__attribute__((target("avx2"))) inline void deinterleave8(__m256 s0, __m256 s1, __m256 s2, __m256 &r, __m256 &g,
+                                                          __m256 &b)
+{
+    const __m256i r0 = _mm256_setr_epi32(0, 3, 6, 0, 0, 0, 0, 0), r1 = _mm256_setr_epi32(0, 0, 0, 1, 4, 7, 0, 0),
+                  r2 = _mm256_setr_epi32(0, 0, 0, 0, 0, 0, 2, 5);
+    const __m256i g0 = _mm256_setr_epi32(1, 4, 7, 0, 0, 0, 0, 0), g1 = _mm256_setr_epi32(0, 0, 0, 2, 5, 0, 0, 0),
+                  g2 = _mm256_setr_epi32(0, 0, 0, 0, 0, 0, 3, 6);
+    const __m256i b0 = _mm256_setr_epi32(2, 5, 0, 0, 0, 0, 0, 0), b1 = _mm256_setr_epi32(0, 0, 0, 3, 6, 0, 0, 0),
+                  b2 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 4, 7);
+    r = _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(s0, r0), _mm256_permutevar8x32_ps(s1, r1), 0x38),
+                        _mm256_permutevar8x32_ps(s2, r2), 0xC0);
+    g = _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(s0, g0), _mm256_permutevar8x32_ps(s1, g1), 0x18),
+                        _mm256_permutevar8x32_ps(s2, g2), 0xE0);
+    b = _mm256_blend_ps(_mm256_blend_ps(_mm256_permutevar8x32_ps(s0, b0), _mm256_permutevar8x32_ps(s1, b1), 0x1C),
+                        _mm256_permutevar8x32_ps(s2, b2), 0xE0);
+}
+
+/* gray_floor of fq_image_aug.cpp: floor(fma(b, .114, fma(g, .587, r * .2989))) */
+__attribute__((target("avx2"))) inline __m256 gray8(__m256 r, __m256 g, __m256 b)
+{
+    const __m256d kg = _mm256_set1_pd((double)0.587f), kb = _mm256_set1_pd((double)0.114f);
+    __m256 t = fma_exact8(g, kg, _mm256_mul_ps(r, _mm256_set1_ps(0.2989f)));
+    return _mm256_floor_ps(fma_exact8(b, kb, t));
+}
+
+}  // namespace
+
+/* geom_exec's loop (fq_image_aug_geom.cpp) for 3 channels: per output pixel the source
+ * pixel found by the same float operations, read with a masked 32-bit gather (fill where
+ * outside).  The 4-byte read of the image's very last pixel would pass its end: that
+ * pixel is taken from a register instead. */
+__attribute__((target("avx2"))) bool geom_warp_simd(const cv::Mat &src, cv::Mat &dst, const float t[6],
+                                                    bool hf, bool vf, const uint8_t fill[3])
+{
+    const int H = src.rows, W = src.cols;
+    if (!aug_simd_ok() || src.channels() != 3 || src.depth() != CV_8U || W < 8 || src.step[0] > (size_t)1 << 30 ||
+        (size_t)H * src.step[0] > (size_t)1 << 30)
+        return false;
+    const float sw = (float)W * 0.5f, ow = ((float)W - 1.f) * 0.5f, sh = (float)H * 0.5f, oh = ((float)H - 1.f) * 0.5f;
+    const int step = (int)src.step[0];
+    const uint8_t *base = src.ptr<uint8_t>(0);
+    const int last = (H - 1) * step + (W - 1) * 3;
+    const uint8_t *lp = base + last;
+    const __m256i lastv = _mm256_set1_epi32(lp[0] | lp[1] << 8 | lp[2] << 16);
+    const __m256i fillv = _mm256_set1_epi32(fill[0] | fill[1] << 8 | fill[2] << 16);
+    const __m256 T0 = _mm256_set1_ps(t[0]), T2 = _mm256_set1_ps(t[2]), T3 = _mm256_set1_ps(t[3]),
+                 T5 = _mm256_set1_ps(t[5]), OW = _mm256_set1_ps(ow), OH = _mm256_set1_ps(oh),
+                 WF = _mm256_set1_ps((float)W), HF = _mm256_set1_ps((float)H), Z = _mm256_setzero_ps();
+    const __m256d SWd = _mm256_set1_pd((double)sw), SHd = _mm256_set1_pd((double)sh);
+    const __m256 OWs = OW, OHs = OH;
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), STEP = _mm256_set1_epi32(step),
+                  THREE = _mm256_set1_epi32(3), LAST = _mm256_set1_epi32(last),
+                  WM1 = _mm256_set1_epi32(W - 1), HM1 = _mm256_set1_epi32(H - 1);
+    const __m128i pack = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+    for (int y = 0; y < H; y++) {
+        const float yg = (float)y - oh;
+        const __m256 C1 = _mm256_set1_ps(yg * t[1]), C4 = _mm256_set1_ps(yg * t[4]);
+        uint8_t *o = dst.ptr<uint8_t>(y);
+        int x = 0;
+        for (; x + 8 <= W; x += 8) {
+            __m256 xg = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_set1_epi32(x), lanes)), OW);
+            __m256 gx = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(xg, T0), C1), T2);
+            __m256 gy = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(xg, T3), C4), T5);
+            __m256 ix = round_even8(fma_exact8(gx, SWd, OWs)), iy = round_even8(fma_exact8(gy, SHd, OHs));
+            __m256 in = _mm256_and_ps(_mm256_and_ps(_mm256_cmp_ps(ix, Z, _CMP_GE_OQ), _mm256_cmp_ps(ix, WF, _CMP_LT_OQ)),
+                                      _mm256_and_ps(_mm256_cmp_ps(iy, Z, _CMP_GE_OQ), _mm256_cmp_ps(iy, HF, _CMP_LT_OQ)));
+            __m256i inm = _mm256_castps_si256(in);
+            __m256i sx = _mm256_cvttps_epi32(_mm256_and_ps(ix, in)), sy = _mm256_cvttps_epi32(_mm256_and_ps(iy, in));
+            if (hf)
+                sx = _mm256_sub_epi32(WM1, sx);
+            if (vf)
+                sy = _mm256_sub_epi32(HM1, sy);
+            __m256i off = _mm256_and_si256(
+                _mm256_add_epi32(_mm256_mullo_epi32(sy, STEP), _mm256_mullo_epi32(sx, THREE)), inm);
+            __m256i at_last = _mm256_and_si256(_mm256_cmpeq_epi32(off, LAST), inm);
+            __m256i v = _mm256_mask_i32gather_epi32(fillv, reinterpret_cast<const int *>(base), off,
+                                                    _mm256_andnot_si256(at_last, inm), 1);
+            v = _mm256_blendv_epi8(v, lastv, at_last);
+            __m128i a = _mm_shuffle_epi8(_mm256_castsi256_si128(v), pack);
+            __m128i b = _mm_shuffle_epi8(_mm256_extracti128_si256(v, 1), pack);
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(o + 3 * x), a); /* bytes 12..15 rewritten next */
+            std::memcpy(o + 3 * x + 12, &b, 12);
+        }
+        for (; x < W; x++)
+            geom_pixel(src, o + 3 * x, x, y, t, hf, vf, fill);
+    }
+    return true;
+}
+
+/* sharpness_exec's interior rows (fq_image_aug.cpp): dst row y, elements [c, (W-1) c) */
+__attribute__((target("avx2"))) bool sharpness_simd(const cv::Mat &src, cv::Mat &dst, float f1)
+{
+    const int H = src.rows, c = src.channels(), n = (src.cols - 1) * c;
+    if (!aug_simd_ok() || src.depth() != CV_8U)
+        return false;
+    const __m256d F1 = _mm256_set1_pd((double)f1);
+    const __m256i K6 = _mm256_set1_epi16(6), K13 = _mm256_set1_epi16(5042);
+    for (int y = 1; y < H - 1; y++) {
+        const uint8_t *u = src.ptr<uint8_t>(y - 1), *m = src.ptr<uint8_t>(y), *b = src.ptr<uint8_t>(y + 1);
+        uint8_t *o = dst.ptr<uint8_t>(y);
+        int i = c;
+        for (; i + 16 <= n; i += 16) { /* reads [i - c, i + 16 + c): inside the rows */
+            __m256i mc = ld(m + i);
+            __m256i s = _mm256_add_epi16(_mm256_add_epi16(ld(u + i - c), ld(u + i)), _mm256_add_epi16(ld(u + i + c), ld(m + i - c)));
+            s = _mm256_add_epi16(s, _mm256_add_epi16(_mm256_add_epi16(ld(m + i + c), ld(b + i - c)),
+                                                     _mm256_add_epi16(ld(b + i), ld(b + i + c))));
+            s = _mm256_add_epi16(s, _mm256_add_epi16(_mm256_slli_epi16(mc, 2), mc));
+            __m256i bl = _mm256_mulhi_epu16(_mm256_add_epi16(s, K6), K13);
+            __m256i d = _mm256_sub_epi16(bl, mc);
+            __m256 d0 = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(d)));
+            __m256 d1 = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(d, 1)));
+            __m256 x0 = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(mc)));
+            __m256 x1 = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(mc, 1)));
+            __m128i r = pack16(clamp_trunc8(fma_exact8(d0, F1, x0)), clamp_trunc8(fma_exact8(d1, F1, x1)));
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(o + i), r);
+        }
+        for (; i < n; i++)
+            o[i] = sharpness_value(u, m, b, i, c, f1);
+    }
+    return true;
+}
+
+/* color_exec's blend (fq_image_aug.cpp) for 3 channels: per pixel the floored grey, then
+ * blend(s, grey, f, f1) per channel */
+__attribute__((target("avx2"))) bool color_simd(const cv::Mat &src, cv::Mat &dst, float f, float f1)
+{
+    if (!aug_simd_ok() || src.channels() != 3 || src.depth() != CV_8U)
+        return false;
+    const int W = src.cols;
+    const __m256 F = _mm256_set1_ps(f);
+    const __m256d F1 = _mm256_set1_pd((double)f1);
+    const __m256i e0 = _mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2), e1 = _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5),
+                  e2 = _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7);
+    for (int y = 0; y < src.rows; y++) {
+        const uint8_t *s = src.ptr<uint8_t>(y);
+        uint8_t *o = dst.ptr<uint8_t>(y);
+        int x = 0;
+        for (; x + 8 <= W; x += 8) {
+            const uint8_t *p = s + 3 * x;
+            __m256 s0 = load8f(p), s1 = load8f(p + 8), s2 = load8f(p + 16), r, g, b;
+            deinterleave8(s0, s1, s2, r, g, b);
+            __m256 gr = gray8(r, g, b);
+            __m256i o0 = clamp_trunc8(fma_exact8(_mm256_permutevar8x32_ps(gr, e0), F1, _mm256_mul_ps(s0, F)));
+            __m256i o1 = clamp_trunc8(fma_exact8(_mm256_permutevar8x32_ps(gr, e1), F1, _mm256_mul_ps(s1, F)));
+            __m256i o2 = clamp_trunc8(fma_exact8(_mm256_permutevar8x32_ps(gr, e2), F1, _mm256_mul_ps(s2, F)));
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(o + 3 * x), pack16(o0, o1));
+            __m128i t = pack16(o2, o2);
+            std::memcpy(o + 3 * x + 16, &t, 8);
+        }
+        for (; x < W; x++)
+            color_pixel(s + 3 * x, o + 3 * x, f, f1);
+    }
+    return true;
+}
+
+/* the sum of gray_floor over an RGB image (integers: exact in any order) */
+__attribute__((target("avx2"))) bool gray_sum_simd(const cv::Mat &src, double *sum)
+{
+    if (!aug_simd_ok() || src.channels() != 3 || src.depth() != CV_8U)
+        return false;
+    const int W = src.cols;
+    int64_t total = 0;
+    for (int y = 0; y < src.rows; y++) {
+        const uint8_t *s = src.ptr<uint8_t>(y);
+        __m256i acc = _mm256_setzero_si256();
+        int x = 0;
+        for (; x + 8 <= W; x += 8) { /* per lane <= 254 * 4096 per row: no overflow */
+            const uint8_t *p = s + 3 * x;
+            __m256 r, g, b;
+            deinterleave8(load8f(p), load8f(p + 8), load8f(p + 16), r, g, b);
+            acc = _mm256_add_epi32(acc, _mm256_cvttps_epi32(gray8(r, g, b)));
+        }
+        alignas(32) int32_t l[8];
+        _mm256_store_si256(reinterpret_cast<__m256i *>(l), acc);
+        for (int k = 0; k < 8; k++)
+            total += l[k];
+        for (; x < W; x++)
+            total += (int64_t)gray_value(s + 3 * x);
+    }
+    *sum = (double)total;
+    return true;
+}
+
+namespace {
+
+bool vbmi_ok()
+{
+    static const bool cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                            __builtin_cpu_supports("avx512vbmi");
+    return cpu && fq_img_simd_write_enabled();
+}
+
+/* one 256-entry table as four 64-byte quarters */
+struct Lut512 {
+    __m512i q[4];
+};
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline Lut512 load_lut(const uint8_t *t)
+{
+    return Lut512{{_mm512_loadu_si512(t), _mm512_loadu_si512(t + 64), _mm512_loadu_si512(t + 128),
+                   _mm512_loadu_si512(t + 192)}};
+}
+
+/* t[x] for 64 bytes: two 128-entry permutes, chosen by bit 7 of x */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i lookup64(const Lut512 &t, __m512i x)
+{
+    __m512i lo = _mm512_permutex2var_epi8(t.q[0], x, t.q[1]), hi = _mm512_permutex2var_epi8(t.q[2], x, t.q[3]);
+    return _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi);
+}
+
+}  // namespace
+
+/* apply_lut / apply_luts (fq_image_aug.cpp) with AVX-512 VBMI byte permutes: element i
+ * of a row of c channels through lut[i % c] (c = 1 or 3) */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) bool lut_simd(const cv::Mat &src, cv::Mat &dst,
+                                                                     const uint8_t *const lut[3])
+{
+    const int c = src.channels();
+    if (!vbmi_ok() || (c != 1 && c != 3) || src.depth() != CV_8U)
+        return false;
+    const int n = src.cols * c;
+    Lut512 t[3];
+    for (int k = 0; k < c; k++)
+        t[k] = load_lut(lut[k]);
+    /* lanes of channel 1 / channel 2 of a vector starting at element phase p (mod 3) */
+    __mmask64 m1[3] = {0, 0, 0}, m2[3] = {0, 0, 0};
+    for (int p = 0; p < 3; p++)
+        for (int l = 0; l < 64; l++) {
+            if ((p + l) % 3 == 1)
+                m1[p] |= (__mmask64)1 << l;
+            if ((p + l) % 3 == 2)
+                m2[p] |= (__mmask64)1 << l;
+        }
+    for (int y = 0; y < src.rows; y++) {
+        const uint8_t *s = src.ptr<uint8_t>(y);
+        uint8_t *o = dst.ptr<uint8_t>(y);
+        int p = 0;
+        for (int i = 0; i < n; i += 64, p = p == 2 ? 0 : p + 1) {
+            const __mmask64 live = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+            __m512i x = _mm512_maskz_loadu_epi8(live, s + i);
+            __m512i r = lookup64(t[0], x);
+            if (c == 3) {
+                r = _mm512_mask_blend_epi8(m1[p], r, lookup64(t[1], x));
+                r = _mm512_mask_blend_epi8(m2[p], r, lookup64(t[2], x));
+            }
+            _mm512_mask_storeu_epi8(o + i, live, r);
+        }
+    }
+    return true;
+}
+
+#else
+
+bool aug_simd_ok() { return false; }
+bool geom_warp_simd(const cv::Mat &, cv::Mat &, const float *, bool, bool, const uint8_t *) { return false; }
+bool sharpness_simd(const cv::Mat &, cv::Mat &, float) { return false; }
+bool color_simd(const cv::Mat &, cv::Mat &, float, float) { return false; }
+bool gray_sum_simd(const cv::Mat &, double *) { return false; }
+bool lut_simd(const cv::Mat &, cv::Mat &, const uint8_t *const *) { return false; }
+
+#endif
+
+}  // namespace fqi
