@@ -57,19 +57,6 @@ static int reader_ok(const fq_imgtask_source *src)
     return r && r->read && r->describe && r->n_extra >= 0 && r->n_extra <= FQ_IMGTASK_MAX_EXTRA;
 }
 
-size_t fq_num_size(int type)
-{
-    static const size_t size[FQ_NUM_COUNT] = {0, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
-    return type > 0 && type < FQ_NUM_COUNT ? size[type] : 0;
-}
-
-const char *fq_num_name(int type)
-{
-    static const char *const name[FQ_NUM_COUNT] = {"",       "int8",   "int16",  "int32",   "int64",  "uint8",
-                                                   "uint16", "uint32", "uint64", "float32", "float64"};
-    return type > 0 && type < FQ_NUM_COUNT ? name[type] : "";
-}
-
 /* Extra output k's value v as `type` at dst; FQ_E_DECODE when an integer type cannot
  * hold it.  dst may overlap the value's own 8 bytes (v is already loaded). */
 static int store_num(int type, int64_t v, uint8_t *dst, fq_err *err)
