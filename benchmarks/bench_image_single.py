@@ -9,7 +9,6 @@ Usage: python benchmarks/bench_image_single.py [n] [runs]      (default 500 3)
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -21,17 +20,14 @@ from fastq import ops as O  # noqa: E402
 from fastq._image import ImageSpec, set_opencv_threads  # noqa: E402
 from fastq.bench.peers import Cv2Sample  # noqa: E402
 from fastq.bench.tasks import REFERENCE  # noqa: E402
-from fastq.bench.testdata import make_jpeg_dataset  # noqa: E402
+from fastq.bench.testdata import cached_jpeg_dataset  # noqa: E402
 
 
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     set_opencv_threads(1)
-    d = os.path.join(tempfile.gettempdir(), f"fastq_bench_jpegs_{n}")
-    paths = sorted(os.path.join(d, f) for f in os.listdir(d)) if os.path.isdir(d) else []
-    if len(paths) != n:
-        paths = make_jpeg_dataset(d, n, seed=0)
+    paths = cached_jpeg_dataset(n)
     blobs = [open(p, "rb").read() for p in paths]
     for dct in (True, False):
         spec = ImageSpec(O.compile_ops(REFERENCE.fastq_ops(), dct_scaling=dct))

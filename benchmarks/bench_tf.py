@@ -23,7 +23,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -42,12 +41,9 @@ def dataset_paths(n):
                 files = sorted(f for f in os.listdir(d) if f.endswith(".jpg"))
                 if len(files) >= n:
                     return [os.path.join(d, f) for f in files[:n]], d
-    from fastq.bench.testdata import make_jpeg_dataset
-    d = os.path.join(tempfile.gettempdir(), f"fastq_bench_jpegs_{n}")
-    files = sorted(f for f in os.listdir(d) if f.endswith(".jpg")) if os.path.isdir(d) else []
-    if len(files) != n:
-        return make_jpeg_dataset(d, n, seed=0), d
-    return [os.path.join(d, f) for f in files], d
+    from fastq.bench.testdata import cached_jpeg_dataset
+    paths = cached_jpeg_dataset(n)
+    return paths, os.path.dirname(paths[0])
 
 
 from fastq.bench.tasks import REFERENCE  # noqa: E402

@@ -33,7 +33,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -42,12 +41,8 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 def dataset_paths(n, min_side=300, max_side=800):
-    from fastq.bench.testdata import make_jpeg_dataset
-    d = os.path.join(tempfile.gettempdir(), f"fastq_bench_jpegs_{n}" + ("" if min_side == 300 else f"_{min_side}"))
-    files = sorted(f for f in os.listdir(d) if f.endswith(".jpg")) if os.path.isdir(d) else []
-    if len(files) != n:
-        return make_jpeg_dataset(d, n, seed=0, min_side=min_side, max_side=max_side)
-    return [os.path.join(d, f) for f in files]
+    from fastq.bench.testdata import cached_jpeg_dataset
+    return cached_jpeg_dataset(n, min_side=min_side, max_side=max_side)
 
 
 def cores():

@@ -12,7 +12,6 @@ Usage: python benchmarks/bench_tp_ops.py [n] [runs]      (default 200 5)
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,7 +24,7 @@ import numpy as np  # noqa: E402
 import fastq.tensorpack as ftp  # noqa: E402
 from fastq import ops as O  # noqa: E402
 from fastq._image import ImageSpec, set_opencv_threads, set_simd_tp  # noqa: E402
-from fastq.bench.testdata import make_jpeg_dataset  # noqa: E402
+from fastq.bench.testdata import cached_jpeg_dataset  # noqa: E402
 
 
 def spec(ops, **kw):
@@ -49,10 +48,7 @@ def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     set_opencv_threads(1)
-    d = os.path.join(tempfile.gettempdir(), f"fastq_bench_jpegs_{n}")
-    paths = sorted(os.path.join(d, f) for f in os.listdir(d)) if os.path.isdir(d) else []
-    if len(paths) != n:
-        paths = make_jpeg_dataset(d, n, seed=0)
+    paths = cached_jpeg_dataset(n)
     blobs = [open(p, "rb").read() for p in paths]
     rs = np.random.RandomState(0)
     arrays = [rs.randint(0, 256, (224, 224, 3), np.uint8) for _ in range(16)]

@@ -32,6 +32,7 @@ from fastq import _image
 from fastq import targets as T
 from fastq.sources import Arrays
 from test_golden import RefRng
+from helpers.determinism import rows_by_index  # noqa: I100
 
 N = 24
 
@@ -76,13 +77,7 @@ def _data(n=N, seed=0, hmax=120):
     return imgs, boxes
 
 
-def _rows(pipe):
-    out = {}
-    for b in pipe:
-        b = [np.array(x) for x in b]
-        for r, idx in enumerate(b[-1]):
-            out[int(idx)] = [x[r] for x in b[:-1]]
-    return out
+_rows = rows_by_index
 
 
 def _pipe(imgs, boxes, ops, workers=2, **kw):

@@ -15,6 +15,7 @@ import pytest
 import fastq
 import fastq.ops as O
 from fastq import _image, errors
+from helpers.determinism import rows_by_index  # noqa: I100
 from fastq import targets as T
 from fastq.annotations.odapi import BBOX_KEYS, CLASS_KEY, encode_odapi_example, load_odapi
 from fastq.records import encode_example, tfrecord_frame
@@ -66,14 +67,7 @@ def data(tmp_path_factory):
     return {"dir": d, "samples": samples, "shards": shards, "jpegs": jpegs}
 
 
-def _rows(pipe):
-    """{index: [outputs]} over one epoch (return_index: the last output)."""
-    out = {}
-    for b in pipe:
-        b = [np.array(x) for x in b]
-        for r, idx in enumerate(b[-1]):
-            out[int(idx)] = [x[r] for x in b[:-1]]
-    return out
+_rows = rows_by_index
 
 
 def _pipe(src, ops=OPS, **kw):

@@ -124,6 +124,19 @@ FQ_TP_AVX2 inline void load(const uint8_t *q, Px &p, const Masks &m)
     }
 }
 
+/* Pixels x .. x + cnt - 1 of an RGB row (cnt <= 16): the last group of a row, whose
+ * 48-byte load would read past the row, goes through the zero-padded `tail`. */
+FQ_TP_AVX2 inline void load_group(const uint8_t *row, int x, int cnt, uint8_t (&tail)[48], Px &p, const Masks &m)
+{
+    if (cnt == 16) {
+        load(row + 3 * x, p, m);
+        return;
+    }
+    std::memset(tail, 0, sizeof tail);
+    std::memcpy(tail, row + 3 * x, 3 * (size_t)cnt);
+    load(tail, p, m);
+}
+
 FQ_TP_AVX2 inline void store(uint8_t *q, const Px &p, const Masks &m)
 {
     __m128i c8[3];
@@ -184,13 +197,7 @@ FQ_TP_AVX2 double grey_sum(const cv::Mat &src, const int *ord, int kc, const Con
         for (int x = 0; x < W; x += 16) {
             const int cnt = W - x < 16 ? W - x : 16;
             Px p;
-            if (cnt == 16) {
-                load(row + 3 * x, p, m);
-            } else {
-                std::memset(tail, 0, sizeof tail);
-                std::memcpy(tail, row + 3 * x, 3 * (size_t)cnt);
-                load(tail, p, m);
-            }
+            load_group(row, x, cnt, tail, p, m);
             for (int s = 0; s < kc; s++)
                 step(ord[s], p, k);
             for (int h = 0; h < 2; h++) {
@@ -270,13 +277,7 @@ FQ_TP_AVX2 void run(const cv::Mat &src, cv::Mat &dst, const int *ord, const floa
         for (int x = 0; x < W; x += 16) {
             const int cnt = W - x < 16 ? W - x : 16;
             Px p;
-            if (cnt == 16) {
-                load(row + 3 * x, p, m);
-            } else {
-                std::memset(tail, 0, sizeof tail);
-                std::memcpy(tail, row + 3 * x, 3 * (size_t)cnt);
-                load(tail, p, m);
-            }
+            load_group(row, x, cnt, tail, p, m);
             for (int s = 0; s < 4; s++)
                 step(ord[s], p, k);
             if (cnt == 16) {

@@ -73,6 +73,19 @@ def _flip_and_write(img, rng, out_dir, i, quality):
     return p
 
 
+def cached_jpeg_dataset(n, *, min_side=300, max_side=800):
+    """The paths of :func:`make_jpeg_dataset` ``(n, seed=0)``, built once into the
+    system temp dir (``fastq_bench_jpegs_<n>``, ``_<min_side>`` appended when it is not
+    300) and reused while that folder holds exactly ``n`` JPEGs: the microbenchmarks'
+    shared input."""
+    import tempfile
+    d = os.path.join(tempfile.gettempdir(), f"fastq_bench_jpegs_{n}" + ("" if min_side == 300 else f"_{min_side}"))
+    files = sorted(f for f in os.listdir(d) if f.endswith(".jpg")) if os.path.isdir(d) else []
+    if len(files) != n:
+        return make_jpeg_dataset(d, n, seed=0, min_side=min_side, max_side=max_side)
+    return [os.path.join(d, f) for f in files]
+
+
 def make_jpeg_dataset(out_dir, n, *, seed=0, min_side=300, max_side=800, quality=90, progress=None):
     """Write ``n`` JPEGs ``out_dir/000000.jpg ...`` and return their paths.
 

@@ -19,3 +19,14 @@ def assert_same_for_1_and_2_workers(imgs, chain, *, seed=5, batch_size=4, shape=
         assert runs[0].shape == shape
     assert np.array_equal(runs[0], runs[1])
     return runs[0]
+
+
+def rows_by_index(pipe):
+    """{sample index: [its row of every output]} over one epoch of a pipeline built with
+    ``return_index=True`` (the index is the last output), whatever the batch order."""
+    out = {}
+    for b in pipe:
+        b = [np.array(x) for x in b]
+        for r, idx in enumerate(b[-1]):
+            out[int(idx)] = [x[r] for x in b[:-1]]
+    return out
