@@ -174,6 +174,7 @@ cdef class ImageTask(TaskBase):
             tg.classes = <const int32_t *> a.data
             a = to
             tg.offsets = <const int64_t *> a.data
+            tg.normalized = bool(targets.get("normalized", False))
             tg.max_boxes = targets["max_boxes"]
             tg.opts.min_area, tg.opts.min_visibility = targets["min_area"], targets["min_visibility"]
             tg.opts.truncate = targets["truncate"]

@@ -35,7 +35,10 @@ class Targets:
     :func:`transform_boxes`, :func:`transform_keypoints`, :func:`transform_mask`,
     :func:`image_info`.
 
-    ``boxes[i]``: an (n_i, 4) array of xyxy source pixels for sample i (n_i may be 0);
+    ``boxes[i]``: an (n_i, 4) array of xyxy source pixels for sample i (n_i may be 0), or
+    with ``normalized=True`` fractions of the source image's width and height (the OD-API /
+    TF convention: the worker multiplies them by the decoded image's size, in float64
+    rounded to float32, before the ops' rules; outputs are in output pixels either way);
     ``classes[i]``: n_i ints (None: 0); ``keypoints[i]``: (n_i, K, 3) (x, y, visibility)
     of each box's instance; ``masks[i]``: an HxW uint8 / uint16 array at the source size.
     A sample whose targets are bad (NaN, outside the image, a mask of another size) or
@@ -60,8 +63,13 @@ class Targets:
                  flip_index: Optional[Sequence[int]] = None, masks: Optional[Sequence[Any]] = None,
                  mask_fill: int = 0, instance_polygons: Optional[Sequence[Any]] = None,
                  instance_rles: Optional[Sequence[Any]] = None, instance_masks: Optional[Sequence[Any]] = None,
-                 instance_mask_size: Any = None, _instances: Optional[Dict[str, np.ndarray]] = None) -> None:
+                 instance_mask_size: Any = None, normalized: bool = False,
+                 _instances: Optional[Dict[str, np.ndarray]] = None) -> None:
         rows = [np.asarray(b, np.float32).reshape(-1, 4) for b in boxes]
+        self.normalized = bool(normalized)
+        if self.normalized and (keypoints is not None or instance_polygons is not None):
+            raise ValueError("Targets: normalized=True applies to boxes only; give keypoints and instance "
+                             "polygons in source pixels (or boxes in pixels too)")
         if classes is None:
             cls = [np.zeros(len(r), np.int32) for r in rows]
         else:
@@ -212,6 +220,7 @@ class Targets:
         if self.instances is not None and self._out_hw is None:
             raise ValueError("Targets: output_spec(out_hw) must come before task_args (the instance masks' size)")
         return {"boxes": self.boxes, "classes": self.classes, "offsets": self.offsets, "max_boxes": self.max_boxes,
+                "normalized": self.normalized,
                 "min_area": self.min_area, "min_visibility": self.min_visibility, "truncate": self.truncate,
                 "image_info": self.image_info, "keypoints": self.keypoints, "flip_index": self.flip_index,
                 "masks": self.masks, "mask_fill": self.mask_fill, "instances": self.instances,

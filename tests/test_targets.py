@@ -579,3 +579,44 @@ def test_dct_scaled_decode_keeps_source_coordinates():
     x, y, w, h = ex["ops"][0]["box"]
     r = T.transform_boxes(ex, [[x, y, x + w, y + h], [x + w / 2, y, x + w, y + h / 4]], max_boxes=2)
     np.testing.assert_allclose(r["boxes"], [[0, 0, 40, 40], [20, 0, 40, 10]], atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["arrays", "bytes"])
+def test_normalized_boxes_equal_the_same_boxes_in_pixels(kind):
+    """Targets(normalized=True): fractions of the source image, multiplied by its decoded
+    size in the worker (float64, rounded to float32, numpy here) before the rules: the
+    outputs equal Targets given those pixels; 1 and 2 workers agree; RandomIoUCrop draws
+    from the same (scaled) boxes."""
+    import cv2
+    import fastq
+    from fastq.sources import Arrays, Bytes
+
+    rng = np.random.default_rng(12)
+    imgs = [rng.integers(0, 255, (50 + 4 * i, 80 - 3 * i, 3), dtype=np.uint8) for i in range(8)]
+    px = [random_boxes(rng, 1 + i % 3, *im.shape[:2]) for i, im in enumerate(imgs)]
+    frac = [(b / np.array([w, h, w, h], np.float64)).astype(np.float32)
+            for b, (h, w) in zip(px, (im.shape[:2] for im in imgs))]
+    scaled = [(f.astype(np.float64) * np.array([w, h, w, h])).astype(np.float32)
+              for f, (h, w) in zip(frac, (im.shape[:2] for im in imgs))]
+    cls = [np.arange(len(b)) + 1 for b in px]
+
+    def src(boxes, **kw):
+        tg = T.Targets(boxes, cls, max_boxes=4, **kw)
+        if kind == "bytes":
+            return Bytes([cv2.imencode(".png", im)[1].tobytes() for im in imgs], targets=tg)
+        return Arrays(imgs, targets=tg)
+
+    for ops in (DET_OPS[:2] + DET_OPS[3:], [O.RandomIoUCrop(), O.Resize((40, 40)), O.HorizontalFlip()]):
+        runs = []
+        for boxes, kw, workers in ((frac, {"normalized": True}, 1), (frac, {"normalized": True}, 2),
+                                   (scaled, {}, 2)):
+            with fastq.Pipeline(src(boxes, **kw), batch_size=4, ops=ops, dtype="uint8", seed=4,
+                                workers=workers) as p:
+                runs.append([[np.array(x) for x in b] for b in p])
+        for other in runs[1:]:
+            for a, b in zip(runs[0], other):
+                for x, y in zip(a, b):
+                    np.testing.assert_array_equal(x, y)
+        assert sum(int(b[3].sum()) for b in runs[0]) > 0  # some boxes survive
+    with pytest.raises(ValueError, match="normalized=True applies to boxes only"):
+        T.Targets(frac, cls, normalized=True, keypoints=[np.zeros((len(b), 2, 3), np.float32) for b in frac])

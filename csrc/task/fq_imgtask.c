@@ -388,11 +388,14 @@ static int write_targets(fq_imgtask *t, int worker, int64_t idx, const fq_img_ex
         (rc = fq_imgtask_reader_boxes(t->w[worker].extra + t->rd_off, t->src.reader->extra_sizes + t->n_out_extra,
                                       g->normalized, ex->src_h, ex->src_w, &rb, &rcl, &n, &left, e)) != FQ_OK)
         return rc;
+    if (!g->from_reader && g->normalized && g->max_boxes > 0 &&
+        (rc = fq_imgtask_scaled_boxes(g, off, n, ex->src_h, ex->src_w, &rb, e)) != FQ_OK)
+        return rc;
     if (g->keypoints || g->inst_kind) {
         index = malloc(sizeof(int32_t) * (size_t)(g->max_boxes + 1));
         kp = malloc(sizeof(float) * 3 * (size_t)(g->k + 1) * (size_t)(n + 1));
         if (!index || !kp) {
-            free(index), free(kp);
+            free(index), free(kp), free(rb), free(rcl);
             return fq_set_err(e, FQ_E_NOMEM, "out of memory");
         }
     }

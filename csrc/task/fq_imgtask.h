@@ -92,7 +92,7 @@ typedef struct fq_imgtask_targets {
      * fastq.annotations.load_odapi does.  Boxes the reader left out (more than its capacity,
      * FQ_TFR_TRUNCATE) are counted in fq_imgtask_stats.boxes_truncated. */
     int from_reader;
-    int normalized;
+    int normalized; /* also without from_reader: the boxes array holds fractions (fq_imgtask_scaled_boxes) */
     /* per-instance masks of each box (fq_imgtask_inst.c), rows aligned with boxes; NULL
      * inst_kind: none.  Output max_boxes x inst_out_h x inst_out_w uint8 (0 / 1) of the kept
      * boxes, gathered by their index like keypoints, zeros after the count; after the mask.
@@ -188,6 +188,12 @@ int fq_imgtask_reader_boxes_check(const fq_imgtask_source *src, size_t *block_of
  * NULL: not read yet, none), at most the reader's capacity, normalized as g says. */
 void fq_imgtask_plan_boxes(fq_img_scratch *s, const fq_imgtask_targets *g, int64_t idx, const uint8_t *block,
                            const size_t *sizes);
+/* Internal (fq_imgtask_boxes.c): in-memory boxes given as fractions of the source image
+ * (g->normalized, not from_reader): rows off .. off + n - 1 times the source width / height
+ * (float64 product rounded to float32, as fq_imgtask_reader_boxes) into *out, malloc'd (the
+ * caller frees it).  FQ_E_NOMEM. */
+int fq_imgtask_scaled_boxes(const fq_imgtask_targets *g, int64_t off, int n, int src_h, int src_w, float **out,
+                            fq_err *err);
 /* Internal (fq_imgtask_inst.c): the instance masks of sample idx (its n boxes start at
  * global row off) into row (max_boxes planes): the kept boxes' (index[0 .. count - 1],
  * kept_boxes: their output boxes, count x 4).
