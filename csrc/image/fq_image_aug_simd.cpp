@@ -22,6 +22,14 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define FQ_AUG_X86 1
+/* LLVM 18+ (zig 0.13's clang, which builds the manylinux wheel) splits 512-bit vectors
+ * out of AVX-512 into the "evex512" feature and refuses __m512i without it; GCC 12 and
+ * clang 14 do not know that feature name. */
+#if defined(__clang__) && __clang_major__ >= 18
+#define FQ_VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi,evex512")))
+#else
+#define FQ_VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+#endif
 #endif
 
 namespace fqi {
@@ -295,14 +303,14 @@ struct Lut512 {
     __m512i q[4];
 };
 
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline Lut512 load_lut(const uint8_t *t)
+FQ_VBMI_TARGET inline Lut512 load_lut(const uint8_t *t)
 {
     return Lut512{{_mm512_loadu_si512(t), _mm512_loadu_si512(t + 64), _mm512_loadu_si512(t + 128),
                    _mm512_loadu_si512(t + 192)}};
 }
 
 /* t[x] for 64 bytes: two 128-entry permutes, chosen by bit 7 of x */
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i lookup64(const Lut512 &t, __m512i x)
+FQ_VBMI_TARGET inline __m512i lookup64(const Lut512 &t, __m512i x)
 {
     __m512i lo = _mm512_permutex2var_epi8(t.q[0], x, t.q[1]), hi = _mm512_permutex2var_epi8(t.q[2], x, t.q[3]);
     return _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi);
@@ -312,7 +320,7 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i lookup64(c
 
 /* apply_lut / apply_luts (fq_image_aug.cpp) with AVX-512 VBMI byte permutes: element i
  * of a row of c channels through lut[i % c] (c = 1 or 3) */
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) bool lut_simd(const cv::Mat &src, cv::Mat &dst,
+FQ_VBMI_TARGET bool lut_simd(const cv::Mat &src, cv::Mat &dst,
                                                                      const uint8_t *const lut[3])
 {
     const int c = src.channels();
