@@ -370,6 +370,24 @@ def set_simd_tp(bint on):
     return bool(was)
 
 
+def set_simd_resize(bint on):
+    """Process-wide switch of the AVX2 bicubic resize of 8-bit 3-channel images (byte for
+    byte cv::resize(INTER_CUBIC) of the linked OpenCV 4.6.0; for tests and benchmarks).
+    Returns the previous setting."""
+    cdef int was = fq_img_simd_resize_enabled()
+    fq_img_simd_resize_set(1 if on else 0)
+    return bool(was)
+
+
+def simd_resize_status():
+    """``"on"``, ``"off"`` (switched off) or ``"unavailable: <why>"`` (no AVX2, not x86-64,
+    or a linked OpenCV whose bicubic resize this path does not reproduce)."""
+    why = fq_img_simd_resize_unavailable().decode()
+    if why:
+        return "unavailable: " + why
+    return "on" if fq_img_simd_resize_enabled() else "off"
+
+
 cdef _prepared(int rc, fq_err *err, uint8_t *out, fq_prepare_info *info):
     """``(new_bytes or None, info dict)`` of fq_jpeg_prepare / fq_jpeg_downscale; frees
     ``out``; raises the C error."""

@@ -3,6 +3,8 @@
  * calling thread with that thread's scratch. */
 #include "image/internal/fq_image_stages.h"
 
+#include "image/internal/fq_image_resize.h"
+
 #include <algorithm>
 
 #include <opencv2/imgproc.hpp>
@@ -43,7 +45,9 @@ void Exec::resize_to(const cv::Mat &src, int h, int w, int interp)
         return;
     }
     cv::Mat d = next(h, w, src.type());
-    cv::resize(src, d, cv::Size(w, h), 0, 0, interp);
+    /* bicubic 8-bit RGB/BGR: the AVX2 copy of cv::resize (same bytes) where it applies */
+    if (interp != cv::INTER_CUBIC || !resize_cubic_u8c3(src, d))
+        cv::resize(src, d, cv::Size(w, h), 0, 0, interp);
     set(d);
 }
 

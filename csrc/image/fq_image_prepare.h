@@ -37,6 +37,13 @@ int fq_img_simd_write_enabled(void);
  * bit-identical to its scalar path. */
 void fq_img_simd_tp_set(int on);
 int fq_img_simd_tp_enabled(void);
+/* The same for the AVX2 bicubic resize of 8-bit 3-channel images (csrc/fq_image_resize_cubic.cpp;
+ * FASTQ_SIMD_RESIZE), byte for byte cv::resize(INTER_CUBIC) of OpenCV 4.6.0.
+ * fq_img_simd_resize_unavailable() is "" where the path can run, else why not (no AVX2, another
+ * OpenCV version or CPU baseline, not x86-64); a static string. */
+void fq_img_simd_resize_set(int on);
+int fq_img_simd_resize_enabled(void);
+const char *fq_img_simd_resize_unavailable(void);
 
 /* Result of fq_jpeg_prepare. */
 typedef struct fq_prepare_info {

@@ -11,6 +11,9 @@ cdef extern from "image/fq_image_prepare.h" nogil:
     int fq_img_simd_write_enabled()
     void fq_img_simd_tp_set(int on)
     int fq_img_simd_tp_enabled()
+    void fq_img_simd_resize_set(int on)
+    int fq_img_simd_resize_enabled()
+    const char *fq_img_simd_resize_unavailable()
 
     ctypedef struct fq_prepare_info:
         int status
