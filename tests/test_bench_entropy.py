@@ -8,16 +8,18 @@ import cv2
 import numpy as np
 import pytest
 
-from fastq.bench.entropy import crop_entropy_summary, entropy_bytes, scan_layout
+from fastq.bench.entropy import crop_entropy_summary, entropy_bytes, jpeg_layout, scan_layout
 
 W, H = 256, 160  # 4:2:0 -> 16 x 16 MCUs: 16 columns, 10 rows
 
 
-def jpeg(rst_interval=0):
+def jpeg(rst_interval=0, progressive=False):
     img = (np.random.RandomState(0).rand(H, W, 3) * 255).astype(np.uint8)
     params = [cv2.IMWRITE_JPEG_QUALITY, 90, cv2.IMWRITE_JPEG_SAMPLING_FACTOR, cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420]
     if rst_interval:
         params += [cv2.IMWRITE_JPEG_RST_INTERVAL, rst_interval]
+    if progressive:
+        params += [cv2.IMWRITE_JPEG_PROGRESSIVE, 1]
     ok, buf = cv2.imencode(".jpg", img, params)
     assert ok
     return buf.tobytes()
@@ -61,3 +63,15 @@ def test_with_row_tiling_restart_markers_only_the_covering_segments_count():
     assert s["mean_crop_pixel_share"] == pytest.approx((60 * 16 / (W * H) + 1) / 2)
     full = len(jpeg()) - 2 - scan_start(jpeg())
     assert s["decoded_fraction_of_scan"] == pytest.approx((expect + full) / (len(data) - 2 - start + full))
+
+
+def test_jpeg_layout_names_the_frame_type_and_scan_layout_is_its_first_fields():
+    """The SOF marker is what tests/test_prepare.py reads "progressive" from."""
+    base, prog, gray = jpeg(rst_interval=4), jpeg(progressive=True), cv2.imencode(".jpg", np.zeros((H, W), np.uint8))[1]
+    lb, lp, lg = jpeg_layout(base), jpeg_layout(prog), jpeg_layout(gray.tobytes())
+    assert (lb.sof, lp.sof, lg.sof) == (0xC0, 0xC2, 0xC0)
+    assert (lb.width, lb.height, lb.mcu_w, lb.mcu_h, lb.restart_interval) == (W, H, 16, 16, 4)
+    assert (lg.mcu_w, lg.mcu_h) == (8, 8) and lp.scan_start == scan_start(prog)
+    assert scan_layout(base) == tuple(lb)[:7] and len(lb.rst) == 16 * 10 // 4 - 1
+    with pytest.raises(ValueError, match="bad JPEG marker layout"):
+        jpeg_layout(b"\xff\xd8garbage!")

@@ -141,17 +141,21 @@ def test_bench_pyfunc(tmp_path):
 
 
 def test_bench_dense(tmp_path):
-    out = run("bench_dense.py", "--images", "8", "--repeats", "1", "--short", "96", "--max-size", "160",
-              "--seg-size", "64", "--json", str(tmp_path / "d.json"), tmp=tmp_path)
-    res = json.load(open(tmp_path / "d.json"))["results"]
-    assert set(res) == {"detection", "segmentation"}
+    from fastq.bench.runner import default_peers
+    out = run("bench_dense.py", "--images", "8", "--quick", "--json", str(tmp_path / "d.json"), tmp=tmp_path)
+    d = json.load(open(tmp_path / "d.json"))
+    res = d["results"]
+    assert set(res) == {"detection", "segmentation"} and d["args"]["images"] == 8
     for task, r in res.items():
-        assert r["median_img_s"]["fastq"] > 0, r
-        assert "Python + cv2 loop" in r["median_img_s"], r  # always available
-        # every other peer either ran or says why not
-        assert set(r["median_img_s"]) | set(r["unavailable"]) >= {"fastq", "torchvision v2 DataLoader(2)"} or \
-            set(r["median_img_s"]) | set(r["unavailable"]) >= {"fastq", "torchvision v2 DataLoader(1)"}, r
-    assert "detection: 8 images" in out and "segmentation: 8 images" in out
+        assert r["task"]["name"] == task and r["task"]["images"] == 8 and r["task"]["rounds"] == 1, r["task"]
+        assert not r["failed"], r["failed"]
+        assert r["peers"]["fastq"]["images_per_s"] > 0 and r["machine"]["fastq_workers"] == min(2, os.cpu_count())
+        assert r["peers"]["pyloop"]["images_per_epoch"] == 8  # cv2: always installed here
+        # every other peer of the task either ran or says why not
+        for p in default_peers(task):
+            assert p in r["peers"] or p in r["not_installed"], (task, p)
+        assert f"task {task}: " in out
+    assert res["detection"]["peers"]["fastq"]["info"]["options"] == {"pad": "batch", "pad_multiple": 32}
 
 
 def test_bench_instance_masks(tmp_path):

@@ -14,6 +14,7 @@ from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.pat
 from fastq import errors as E
 from fastq import prepare as P
 from fastq.cli import main as cli_main
+from fastq.bench.entropy import jpeg_layout
 from fastq.bench.testdata import make_bad_files, make_jpeg_dataset
 
 from fastq import _image  # noqa: E402
@@ -22,28 +23,10 @@ import cv2  # noqa: E402
 
 def _segments(data):
     """(width, height, (mcu_w, mcu_h), restart_interval, number of RST markers,
-    progressive) parsed from the JPEG's markers."""
-    p, w = 2, None
-    mcu_w, mcu_h, ri, prog = 8, 8, 0, False
-    while p < len(data):
-        assert data[p] == 0xFF
-        m = data[p + 1]
-        n = int.from_bytes(data[p + 2:p + 4], "big")
-        seg = data[p + 4:p + 2 + n]
-        if m in (0xC0, 0xC1, 0xC2):
-            prog = m == 0xC2
-            h, w, nc = int.from_bytes(seg[1:3], "big"), int.from_bytes(seg[3:5], "big"), seg[5]
-            if nc == 3:
-                mcu_w = 8 * max(seg[6 + 3 * i + 1] >> 4 for i in range(3))
-                mcu_h = 8 * max(seg[6 + 3 * i + 1] & 15 for i in range(3))
-        elif m == 0xDD:
-            ri = int.from_bytes(seg[:2], "big")
-        elif m == 0xDA:
-            body = data[p + 2 + n:]
-            nrst = sum(1 for i in range(len(body) - 1) if body[i] == 0xFF and 0xD0 <= body[i + 1] <= 0xD7)
-            return w, h, (mcu_w, mcu_h), ri, nrst, prog
-        p += 2 + n
-    raise AssertionError("no SOS")
+    progressive) parsed from the JPEG's markers in Python (fastq.bench.entropy's
+    marker walk, independent of the C++ rewriter)."""
+    L = jpeg_layout(data)
+    return L.width, L.height, (L.mcu_w, L.mcu_h), L.restart_interval, len(L.rst), L.sof == 0xC2
 
 
 def _pixels(data, flag=cv2.IMREAD_UNCHANGED):

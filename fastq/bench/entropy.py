@@ -7,15 +7,23 @@ a file without them every byte of the scan down to the crop's bottom MCU row has
 entropy-decoded (estimated as that row's share of the scan).  Used by
 ``fastq bench --profile`` (:mod:`fastq.bench.profile`) and ``benchmarks/bench_hires.py``.
 """
+from collections import namedtuple
+
 import numpy as np
 
-__all__ = ["scan_layout", "entropy_bytes", "crop_entropy_summary"]
+__all__ = ["JpegLayout", "jpeg_layout", "scan_layout", "entropy_bytes", "crop_entropy_summary"]
+
+JpegLayout = namedtuple("JpegLayout", "width height mcu_w mcu_h restart_interval scan_start rst sof")
+JpegLayout.__doc__ = """A JPEG's layout up to its first scan (:func:`jpeg_layout`): frame size, MCU size,
+restart interval (0: none), scan start (the first byte after the first SOS), the offsets
+of the RST markers after it, and the SOF marker byte (0xC0 baseline, 0xC1 extended,
+0xC2 progressive)."""
 
 
-def scan_layout(data):
-    """(width, height, mcu_w, mcu_h, restart interval, scan start, [RST offsets]) of a
-    baseline JPEG, parsed from its markers (scan start = first byte after the SOS)."""
-    p, w = 2, None
+def jpeg_layout(data):
+    """The :class:`JpegLayout` of a JPEG (SOF0-2), parsed from its markers; ValueError
+    when the bytes after SOI are not a marker sequence up to an SOS."""
+    p, w, h, sof = 2, None, None, None
     mcu_w = mcu_h = 8
     ri = 0
     while p + 4 <= len(data):
@@ -25,6 +33,7 @@ def scan_layout(data):
         n = int.from_bytes(data[p + 2:p + 4], "big")
         seg = data[p + 4:p + 2 + n]
         if m in (0xC0, 0xC1, 0xC2):
+            sof = m
             h, w, nc = int.from_bytes(seg[1:3], "big"), int.from_bytes(seg[3:5], "big"), seg[5]
             if nc == 3:
                 mcu_w = 8 * max(seg[6 + 3 * i + 1] >> 4 for i in range(3))
@@ -37,9 +46,15 @@ def scan_layout(data):
             ff = np.flatnonzero(body[:-1] == 0xFF)
             nxt = body[ff + 1]
             rst = (ff[(nxt >= 0xD0) & (nxt <= 0xD7)] + start).tolist()
-            return w, h, mcu_w, mcu_h, ri, start, rst
+            return JpegLayout(w, h, mcu_w, mcu_h, ri, start, rst, sof)
         p += 2 + n
     raise ValueError("no SOS")
+
+
+def scan_layout(data):
+    """(width, height, mcu_w, mcu_h, restart interval, scan start, [RST offsets]) of a
+    baseline JPEG: :func:`jpeg_layout` without the SOF marker."""
+    return tuple(jpeg_layout(data))[:7]
 
 
 def entropy_bytes(data, box):

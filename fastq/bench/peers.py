@@ -110,10 +110,23 @@ class Cv2Sample:
         return x
 
 
-
 # ---------------------------------------------------------------------------
 # peers: each returns (run_epoch() -> images delivered, close or None, info() -> dict)
 # ---------------------------------------------------------------------------
+
+def _batch_epochs(batches, info):
+    """(run_epoch, None, info) of a peer whose batches come as (images, labels) pairs
+    from a re-iterable ``batches`` (a tf.data Dataset, a torch DataLoader, a tensorpack
+    DataFlow): run_epoch iterates it once, counts the rows of each batch and drops it;
+    info() returns the dict ``info`` (the libraries' versions)."""
+    def run_epoch():
+        n = 0
+        for images, lab in batches:
+            n += int(images.shape[0])
+            del images, lab  # release the batch at once
+        return n
+    return run_epoch, None, lambda: info
+
 
 def peer_fastq(paths, workers, task):
     """fastq.Pipeline(sources.Files, or sources.TFRecord for shards): :func:`fastq_pipeline`."""
@@ -254,14 +267,7 @@ def peer_tfdata(paths, workers, task, parallel=None):
         ds = ds.map(lambda path, label: load(tf.io.read_file(path), label),
                     num_parallel_calls=parallel or tf.data.AUTOTUNE)
     ds = ds.batch(task.batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
-
-    def run_epoch():
-        n = 0
-        for images, lab in ds:  # EagerTensors: no conversion to numpy
-            n += int(images.shape[0])
-            del images, lab
-        return n
-    return run_epoch, None, lambda: info
+    return _batch_epochs(ds, info)  # EagerTensors: no conversion to numpy
 
 
 def _keras_randaugment(tf, task, all_jpeg):
@@ -357,20 +363,18 @@ def _tensorpack_map(paths, task):
     return DataFromList([[p, i] for i, p in enumerate(paths)], shuffle=True), map_func
 
 
-def _tensorpack_epochs(ds, task):
+def _tensorpack_peer(paths, task, parallel_map, **workers):
+    """(run_epoch, None, info) of a tensorpack peer: :func:`_tensorpack_map`'s
+    DataFromList -> ``parallel_map`` (a tensorpack parallel map DataFlow class) with its
+    mapped function, buffer 200, strict, ``**workers`` -> BatchData(no remainder)."""
     import numpy as np
     import tensorpack
     from tensorpack.dataflow import BatchData
+    ds, map_func = _tensorpack_map(paths, task)
+    ds = parallel_map(ds, map_func=map_func, buffer_size=200, strict=True, **workers)
     ds = BatchData(ds, task.batch, remainder=False, use_list=False)
     ds.reset_state()
-
-    def run_epoch():
-        n = 0
-        for images, lab in ds:
-            n += images.shape[0]
-            del images, lab
-        return n
-    return run_epoch, None, lambda: {"tensorpack": tensorpack.__version__, "numpy": np.__version__}
+    return _batch_epochs(ds, {"tensorpack": tensorpack.__version__, "numpy": np.__version__})
 
 
 def peer_tensorpack(paths, workers, task):
@@ -379,18 +383,14 @@ def peer_tensorpack(paths, workers, task):
     a pure-Python Example parser) inside the mapped function.  fbresnet task:
     tensorpack's own augmentors (:func:`_tensorpack_map`)."""
     from tensorpack.dataflow import MultiThreadMapData
-    ds, map_func = _tensorpack_map(paths, task)
-    ds = MultiThreadMapData(ds, num_thread=2, map_func=map_func, buffer_size=200, strict=True)
-    return _tensorpack_epochs(ds, task)
+    return _tensorpack_peer(paths, task, MultiThreadMapData, num_thread=2)
 
 
 def peer_tensorpack_zmq(paths, workers, task):
     """DataFromList(shuffle) -> MultiProcessMapDataZMQ(2 processes, the same mapped
     function as :func:`peer_tensorpack`) -> BatchData."""
     from tensorpack.dataflow import MultiProcessMapDataZMQ
-    ds, map_func = _tensorpack_map(paths, task)
-    ds = MultiProcessMapDataZMQ(ds, num_proc=2, map_func=map_func, buffer_size=200, strict=True)
-    return _tensorpack_epochs(ds, task)
+    return _tensorpack_peer(paths, task, MultiProcessMapDataZMQ, num_proc=2)
 
 
 def peer_torch(paths, workers, task):
@@ -431,14 +431,7 @@ def peer_torch(paths, workers, task):
     torch.manual_seed(0)
     loader = torch.utils.data.DataLoader(Files(), batch_size=task.batch, shuffle=True, drop_last=True,
                                          num_workers=workers, persistent_workers=True, prefetch_factor=2)
-
-    def run_epoch():
-        n = 0
-        for images, lab in loader:
-            n += images.shape[0]
-            del images, lab
-        return n
-    return run_epoch, None, lambda: {"torch": torch.__version__, "torchvision": torchvision.__version__}
+    return _batch_epochs(loader, {"torch": torch.__version__, "torchvision": torchvision.__version__})
 
 
 def peer_pyloop(paths, workers, task):
