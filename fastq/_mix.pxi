@@ -11,11 +11,17 @@ _MIX_KINDS = {FQ_MIX_NONE: None, FQ_MIX_MIXUP: "mixup", FQ_MIX_CUTMIX: "cutmix"}
 
 
 cdef int _mix_params(tuple params, fq_mix_params *p) except -1:
-    """params: (mixup_alpha, cutmix_alpha, switch_prob, prob, label_smoothing, num_classes, elem)."""
+    """params: (mixup_alpha, cutmix_alpha, switch_prob, prob, label_smoothing, num_classes, mode
+    [, correct_lam [, cutmix_minmax]]): mode FQ_MIX_BATCH / ELEM / PAIR = 0 / 1 / 2 (False / True: batch / elem),
+    correct_lam True by default, cutmix_minmax None or (min, max)."""
     cdef fq_err err
     p.mixup_alpha, p.cutmix_alpha, p.switch_prob, p.prob, p.label_smoothing = params[:5]
     p.num_classes = params[5]
-    p.elem = 1 if params[6] else 0
+    p.mode = int(params[6])
+    p.correct_lam = 1 if len(params) < 8 or params[7] else 0
+    minmax = params[8] if len(params) > 8 else None
+    p.minmax = 0 if minmax is None else 1
+    p.cutmix_min, p.cutmix_max = (0.0, 0.0) if minmax is None else minmax
     if fq_mix_check(p, &err) != FQ_OK:
         raise_fq_error(&err)
     return 0
@@ -31,13 +37,15 @@ cdef list _mix_draw_dicts(fq_mix_draw *d, int count):
     out = []
     for i in range(count):
         box = (d[i].x0, d[i].y0, d[i].x1, d[i].y1) if d[i].kind == FQ_MIX_CUTMIX else None
-        out.append({"mode": _MIX_KINDS[d[i].kind], "lam": d[i].lam, "lam_drawn": d[i].lam_drawn, "box": box})
+        drawn = None if d[i].lam_drawn != d[i].lam_drawn else d[i].lam_drawn  # NaN: a minmax box, no Beta draw
+        out.append({"mode": _MIX_KINDS[d[i].kind], "lam": d[i].lam, "lam_drawn": drawn, "box": box})
     return out
 
 
 def mix_draws(tuple params, uint64_t seed, uint64_t epoch, uint64_t batch, int n, int h, int w):
-    """The draws of batch `batch` (n rows of h x w): a list of 1 (batch mode) or n
-    (elem mode) dicts {mode: None | "mixup" | "cutmix", lam, lam_drawn, box (x0, y0, x1, y1) | None}."""
+    """The draws of batch `batch` (n rows of h x w): a list of 1 (batch mode), n (elem
+    mode) or n / 2 (pair mode) dicts {mode: None | "mixup" | "cutmix", lam, lam_drawn
+    (None for a cutmix_minmax box), box (x0, y0, x1, y1) | None}."""
     cdef fq_mix_params p
     cdef fq_err err
     cdef int rc
@@ -50,7 +58,7 @@ def mix_draws(tuple params, uint64_t seed, uint64_t epoch, uint64_t batch, int n
             rc = fq_mix_draw_batch(&p, seed, epoch, batch, n, h, w, d, &err)
         if rc != FQ_OK:
             raise_fq_error(&err)
-        return _mix_draw_dicts(d, n if p.elem else 1)
+        return _mix_draw_dicts(d, fq_mix_draw_count(&p, n))
     finally:
         free(d)
 

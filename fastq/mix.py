@@ -10,9 +10,12 @@ Semantics: torchvision.transforms.v2 MixUp / CutMix with timm's ``Mixup`` argume
 (see docs/mix.md and csrc/image/fq_batch_mix.h).  The partner of row i is row i - 1
 (row 0's is the last row: torchvision's ``batch.roll(1, 0)``); MixUp blends the two
 images with lambda ~ Beta(alpha, alpha), CutMix pastes a box of the partner and
-corrects lambda to the pasted area; the integer labels become one-hot rows with
-label smoothing, mixed with the same lambda.  ``mode="batch"``: one draw per batch;
-``mode="elem"``: one draw per row (applied or not, MixUp or CutMix, lambda, box).
+corrects lambda to the pasted area (``correct_lam=False``: lambda stays the Beta draw;
+``cutmix_minmax``: timm's box of uniform sizes, lambda always the area's); the integer
+labels become one-hot rows with label smoothing, mixed with the same lambda.
+``mode="batch"``: one draw per batch; ``mode="elem"``: one draw per row (applied or
+not, MixUp or CutMix, lambda, box); ``mode="pair"`` (timm): rows i and n - 1 - i are
+each other's partners and share one draw (CutMix swaps the box between them).
 
 Every draw is a function of (seed, epoch, batch index) only, so the batches are
 bit-identical for any number of workers and across ``state_dict`` /
@@ -28,7 +31,20 @@ import numpy as np
 
 __all__ = ["MixUpCutMix", "MixUp", "CutMix"]
 
-_MODES = ("batch", "elem")
+_MODES = ("batch", "elem", "pair")  # their index is enum fq_mix_mode (csrc/image/fq_batch_mix.h)
+
+
+def _minmax(v):
+    try:
+        lo, hi = v
+    except (TypeError, ValueError):
+        raise ValueError(f"cutmix_minmax must be None or (min, max), got {v!r}") from None
+    for x in (lo, hi):
+        if isinstance(x, bool) or not isinstance(x, numbers.Real) or not np.isfinite(float(x)):
+            raise ValueError(f"cutmix_minmax must be two finite numbers, got {v!r}")
+    if not 0.0 <= float(lo) < float(hi) <= 1.0:
+        raise ValueError(f"cutmix_minmax needs 0 <= min < max <= 1, got {v!r}")
+    return (float(lo), float(hi))
 
 
 def _prob(name, v):
@@ -46,6 +62,14 @@ class MixUpCutMix:
         Beta(alpha, alpha) of MixUp's lambda; 0 disables MixUp.
     cutmix_alpha : float
         Beta(alpha, alpha) of CutMix's lambda; 0 disables CutMix.
+    cutmix_minmax : None or (min, max)
+        timm's ``cutmix_minmax``: the CutMix box is ``cut_h = randint(int(H * min),
+        int(H * max))`` (end-exclusive), ``cut_w`` likewise, its corner uniform among
+        the positions inside the image (timm's ``rand_bbox_minmax``), no Beta draw,
+        and lambda is the area's whatever ``correct_lam`` says.  As in timm, it
+        enables CutMix: ``cutmix_alpha`` becomes 1.0.  Needs ``0 <= min < max <= 1``
+        and, for the image size, ``int(size * min) < int(size * max)`` (ValueError
+        when the Pipeline is built; Python sources: at the first batch).
     switch_prob : float
         With both enabled, the probability of CutMix (else MixUp).
     prob : float
@@ -58,9 +82,16 @@ class MixUpCutMix:
         Required: the width of the soft labels (float32, per-sample shape
         ``(num_classes,)``).  A label outside ``[0, num_classes)`` is a ValueError
         naming the sample.
-    mode : "batch" or "elem"
-        One draw per batch (torchvision, timm "batch") or one per row (timm "elem";
-        the partner is still the previous row).
+    mode : "batch", "elem" or "pair"
+        One draw per batch (torchvision, timm "batch"), one per row (timm "elem";
+        the partner is still the previous row) or one per pair (timm "pair": rows i
+        and n - 1 - i, i < n / 2, are mixed with each other with one draw; the batch
+        size must be even, and so must a final partial batch: ValueError when the
+        Pipeline is built where the sizes are known, else at that batch).
+    correct_lam : bool
+        True (timm's default, torchvision): CutMix's lambda is corrected to the pasted
+        area.  False: it stays the Beta draw (timm ``correct_lam=False``), so the labels
+        no longer follow the clipped box.
     seed : int or None
         Seed of the draws; None: the source's ``seed`` option (0 for sources
         without one).
@@ -68,8 +99,9 @@ class MixUpCutMix:
         Only for a Python iterable source (native image sources know their layout);
         None means NHWC.
 
-    CutMix's lambda is always corrected to the pasted area (timm ``correct_lam=True``,
-    torchvision); timm's ``cutmix_minmax`` and ``mode="pair"`` are not offered.
+    The partner (roll, not timm's flip) and the Beta CutMix box (torchvision's
+    ``make_params``, not timm's ``rand_bbox``) follow torchvision in modes "batch" and
+    "elem"; mode "pair" is timm's flip by construction.
     """
 
     mixup_alpha: float
@@ -79,15 +111,24 @@ class MixUpCutMix:
     label_smoothing: float
     num_classes: int
     mode: str
+    correct_lam: bool
+    cutmix_minmax: Optional[Tuple[float, float]]
     seed: Optional[int]
     layout: Optional[str]
 
     def __init__(self, mixup_alpha: float = 1.0, cutmix_alpha: float = 0.0, switch_prob: float = 0.5,
                  prob: float = 1.0, label_smoothing: float = 0.1, *, num_classes: Optional[int] = None,
-                 mode: str = "batch", seed: Optional[int] = None, layout: Optional[str] = None) -> None:
+                 mode: str = "batch", correct_lam: bool = True,
+                 cutmix_minmax: Optional[Tuple[float, float]] = None, seed: Optional[int] = None,
+                 layout: Optional[str] = None) -> None:
         for name, v in (("mixup_alpha", mixup_alpha), ("cutmix_alpha", cutmix_alpha)):
             if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(float(v)) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if cutmix_minmax is not None:
+            cutmix_minmax = _minmax(cutmix_minmax)
+            cutmix_alpha = 1.0  # timm: "force cutmix alpha == 1.0 when minmax active"
+        if not isinstance(correct_lam, (bool, np.bool_)):
+            raise ValueError(f"correct_lam must be True or False, got {correct_lam!r}")
         if mixup_alpha <= 0 and cutmix_alpha <= 0:
             raise ValueError("MixUpCutMix: mixup_alpha or cutmix_alpha must be > 0 (0 disables that one)")
         if num_classes is None:
@@ -98,7 +139,7 @@ class MixUpCutMix:
         if isinstance(ls, bool) or not isinstance(ls, numbers.Real) or not 0.0 <= float(ls) < 1.0:
             raise ValueError(f"label_smoothing must be a number in [0, 1), got {ls!r}")
         if mode not in _MODES:
-            raise ValueError(f"mode must be 'batch' or 'elem', got {mode!r}")
+            raise ValueError(f"mode must be 'batch', 'elem' or 'pair', got {mode!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
         if layout is not None:
@@ -111,17 +152,20 @@ class MixUpCutMix:
         self.label_smoothing = float(ls)
         self.num_classes = int(num_classes)
         self.mode = mode
+        self.correct_lam = bool(correct_lam)
+        self.cutmix_minmax = cutmix_minmax
         self.seed = None if seed is None else int(seed)
         self.layout = layout
 
     def _params(self) -> Tuple[Any, ...]:
         return (self.mixup_alpha, self.cutmix_alpha, self.switch_prob, self.prob, self.label_smoothing,
-                self.num_classes, self.mode == "elem")
+                self.num_classes, _MODES.index(self.mode), self.correct_lam, self.cutmix_minmax)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(mixup_alpha={self.mixup_alpha}, cutmix_alpha={self.cutmix_alpha}, "
-                f"switch_prob={self.switch_prob}, prob={self.prob}, label_smoothing={self.label_smoothing}, "
-                f"num_classes={self.num_classes}, mode={self.mode!r}, seed={self.seed})")
+                f"cutmix_minmax={self.cutmix_minmax}, switch_prob={self.switch_prob}, prob={self.prob}, "
+                f"label_smoothing={self.label_smoothing}, num_classes={self.num_classes}, mode={self.mode!r}, "
+                f"correct_lam={self.correct_lam}, seed={self.seed})")
 
 
 def MixUp(alpha: float = 1.0, *, num_classes: Optional[int] = None, label_smoothing: float = 0.0,
@@ -133,11 +177,13 @@ def MixUp(alpha: float = 1.0, *, num_classes: Optional[int] = None, label_smooth
 
 
 def CutMix(alpha: float = 1.0, *, num_classes: Optional[int] = None, label_smoothing: float = 0.0,
-           prob: float = 1.0, mode: str = "batch", seed: Optional[int] = None,
+           prob: float = 1.0, mode: str = "batch", correct_lam: bool = True,
+           cutmix_minmax: Optional[Tuple[float, float]] = None, seed: Optional[int] = None,
            layout: Optional[str] = None) -> MixUpCutMix:
     """CutMix alone (torchvision.transforms.v2.CutMix: alpha 1.0, no smoothing)."""
     return MixUpCutMix(mixup_alpha=0.0, cutmix_alpha=alpha, prob=prob, label_smoothing=label_smoothing,
-                       num_classes=num_classes, mode=mode, seed=seed, layout=layout)
+                       num_classes=num_classes, mode=mode, correct_lam=correct_lam, cutmix_minmax=cutmix_minmax,
+                       seed=seed, layout=layout)
 
 
 def _native_image_backend(backend):
@@ -153,6 +199,16 @@ def _has_no_labels(backend):
     if hasattr(backend, "label_spec"):  # Stream
         return not backend.label_spec
     return False
+
+
+def _num_samples(backend):
+    """Samples per epoch of a native image backend, or None when unknown."""
+    if not _native_image_backend(backend):
+        return None
+    try:
+        return len(backend.source)
+    except TypeError:
+        return None
 
 
 class _BoundMix:
@@ -194,6 +250,20 @@ class _BoundMix:
         # (the soft labels); Python producers copy whole samples, so they get none
         self.in_ring = _native_image_backend(backend)
         self.soft_spec = ((mix.num_classes,), np.dtype(np.float32))
+        mm = mix.cutmix_minmax
+        if mm is not None and any(int(s * mm[0]) >= int(s * mm[1]) for s in self.hw):
+            raise ValueError(f"MixUpCutMix: cutmix_minmax={mm} gives no box size for {self.hw[0]} x {self.hw[1]} "
+                             f"images: int(size * min) must be < int(size * max) for the height and the width "
+                             f"(timm's randint(int(size * min), int(size * max)) raises there too)")
+        if mix.mode == "pair":
+            if batch_size % 2:
+                raise ValueError(f"MixUpCutMix(mode='pair') needs an even batch_size (pairs of rows i and "
+                                 f"n - 1 - i, as timm), got batch_size={batch_size}")
+            total = _num_samples(backend)
+            if total is not None and not getattr(backend, "drop_remainder", True) and total % batch_size % 2:
+                raise ValueError(f"MixUpCutMix(mode='pair') needs even batches, but the last batch of each epoch "
+                                 f"has {total % batch_size} rows ({total} samples, batch_size={batch_size}): "
+                                 f"pass drop_remainder=True")
 
     def public_spec(self, specs: List[Tuple[Tuple[int, ...], np.dtype]]) -> List[Tuple[Tuple[int, ...], np.dtype]]:
         out = list(specs)
@@ -207,6 +277,7 @@ class _BoundMix:
         from fastq import _image
         images, labels = arrays[0], arrays[self.LABEL]
         n = images.shape[0]
+        self._check_rows(n, epoch, batch_index)
         if self.in_ring:
             soft = arrays[-1]
             arrays = arrays[:-1]
@@ -221,6 +292,11 @@ class _BoundMix:
         out = list(arrays)
         out[self.LABEL] = soft
         return tuple(out)
+
+    def _check_rows(self, n, epoch, batch_index):
+        if self.mix.mode == "pair" and n % 2:
+            raise ValueError(f"MixUpCutMix(mode='pair') needs even batches, but batch {batch_index} of epoch {epoch} "
+                             f"has {n} rows (a final partial batch): pass drop_remainder=True")
 
     def _name(self, epoch, batch_index, row):
         b = self.backend
@@ -239,13 +315,16 @@ class _BoundMix:
     def explain(self, epoch: int, batch_index: int, rows: int) -> Dict[str, Any]:
         from fastq import _image
         h, w = self.hw
+        self._check_rows(rows, epoch, batch_index)
         draws = _image.mix_draws(self.params, self.seed, epoch, batch_index, rows, h, w)
+        pair = self.mix.mode == "pair"
+        partner = [rows - 1 - i if pair else (i - 1) % rows for i in range(rows)]
         out: Dict[str, Any] = {"epoch": epoch, "batch_index": batch_index, "seed": self.seed, "rows": rows,
-                               "per": self.mix.mode, "partner": [(i - 1) % rows for i in range(rows)],
+                               "per": self.mix.mode, "partner": partner,
                                "num_classes": self.mix.num_classes, "label_smoothing": self.mix.label_smoothing,
                                "image_size": (h, w), "layout": self.layout}
         if self.mix.mode == "batch":
             out.update(draws[0])
-        else:
-            out["draws"] = draws
+        else:  # per row; in mode pair rows i and n - 1 - i share draw i
+            out["draws"] = draws if not pair else [dict(draws[min(i, rows - 1 - i)]) for i in range(rows)]
         return out

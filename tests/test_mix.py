@@ -2,7 +2,8 @@
 
 Every mixed batch is checked against torchvision.transforms.v2.MixUp / CutMix replayed
 with the lambda and box that ``Pipeline.explain_batch`` reports, on the same batch
-taken from a pipeline without ``mix``."""
+taken from a pipeline without ``mix``.  timm's options (cutmix_minmax, correct_lam,
+mode="pair") are checked against timm's Mixup in tests/test_mix_timm.py."""
 import numpy as np
 import pytest
 
@@ -211,8 +212,11 @@ def test_partial_last_batch_rolls_its_own_rows():
             mixed.explain_batch(0, 3)
 
 
-def test_deterministic_across_workers_runs_and_resume():
-    mix = fastq.MixUpCutMix(mixup_alpha=0.2, cutmix_alpha=1.0, label_smoothing=0.1, num_classes=K)
+@pytest.mark.parametrize("kw", [{}, dict(mode="pair", cutmix_minmax=(0.2, 0.8)), dict(mode="pair", correct_lam=False),
+                                dict(mode="elem", cutmix_minmax=(0.3, 0.9), correct_lam=False)],
+                         ids=["batch", "pair_minmax", "pair_no_correct_lam", "elem_minmax_no_correct_lam"])
+def test_deterministic_across_workers_runs_and_resume(kw):
+    mix = fastq.MixUpCutMix(mixup_alpha=0.2, cutmix_alpha=1.0, label_smoothing=0.1, num_classes=K, **kw)
     imgs, labels = _data(64)
 
     def pipe(workers):
@@ -319,8 +323,8 @@ def test_errors():
         fastq.MixUp(0.2)
     with pytest.raises(ValueError, match="mixup_alpha or cutmix_alpha must be > 0"):
         fastq.MixUpCutMix(mixup_alpha=0.0, cutmix_alpha=0.0, num_classes=3)
-    with pytest.raises(ValueError, match="mode"):
-        fastq.MixUp(1.0, num_classes=3, mode="pair")
+    with pytest.raises(ValueError, match="mode must be 'batch', 'elem' or 'pair'"):
+        fastq.MixUp(1.0, num_classes=3, mode="pairs")
     with pytest.raises(ValueError, match="label_smoothing"):
         fastq.MixUp(1.0, num_classes=3, label_smoothing=1.0)
     with pytest.raises(ValueError, match="prob"):

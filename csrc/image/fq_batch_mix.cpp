@@ -79,6 +79,23 @@ void draw_one(const fq_mix_params *p, fq_rng *r, int h, int w, fq_mix_draw *d)
         cut = u_switch < p->switch_prob;
     else
         cut = p->cutmix_alpha > 0.0;
+    if (cut && p->minmax) {
+        /* timm's rand_bbox_minmax: no Beta draw, lambda is always the area's */
+        d->kind = FQ_MIX_CUTMIX;
+        d->lam_drawn = std::nan("");
+        int64_t hlo = (int64_t)(h * p->cutmix_min), hhi = (int64_t)(h * p->cutmix_max);
+        int64_t wlo = (int64_t)(w * p->cutmix_min), whi = (int64_t)(w * p->cutmix_max);
+        int64_t ch = hlo + (int64_t)fq_rng_next_below(r, (uint64_t)(hhi - hlo));
+        int64_t cw = wlo + (int64_t)fq_rng_next_below(r, (uint64_t)(whi - wlo));
+        int64_t y0 = (int64_t)fq_rng_next_below(r, (uint64_t)(h - ch + 1));
+        int64_t x0 = (int64_t)fq_rng_next_below(r, (uint64_t)(w - cw + 1));
+        d->x0 = (int32_t)x0;
+        d->y0 = (int32_t)y0;
+        d->x1 = (int32_t)(x0 + cw);
+        d->y1 = (int32_t)(y0 + ch);
+        d->lam = 1.0 - (double)(cw * ch) / ((double)w * (double)h);
+        return;
+    }
     double lam = beta(r, cut ? p->cutmix_alpha : p->mixup_alpha);
     d->lam_drawn = lam;
     if (!cut) {
@@ -98,7 +115,24 @@ void draw_one(const fq_mix_params *p, fq_rng *r, int h, int w, fq_mix_draw *d)
     d->y0 = (int32_t)y0;
     d->x1 = (int32_t)x1;
     d->y1 = (int32_t)y1;
-    d->lam = 1.0 - (double)((x1 - x0) * (y1 - y0)) / ((double)w * (double)h);
+    d->lam = p->correct_lam ? 1.0 - (double)((x1 - x0) * (y1 - y0)) / ((double)w * (double)h) : lam;
+}
+
+/* Row i's partner and draw. */
+int partner_of(const fq_mix_params *p, int i, int n)
+{
+    if (p->mode == FQ_MIX_PAIR)
+        return n - 1 - i;
+    return i == 0 ? n - 1 : i - 1;
+}
+
+const fq_mix_draw *draw_of(const fq_mix_params *p, const fq_mix_draw *draws, int i, int n)
+{
+    if (p->mode == FQ_MIX_ELEM)
+        return &draws[i];
+    if (p->mode == FQ_MIX_PAIR)
+        return &draws[i < n - 1 - i ? i : n - 1 - i];
+    return &draws[0];
 }
 
 /* ---- element conversions ------------------------------------------------------ */
@@ -258,6 +292,36 @@ void cut_row(size_t es, int layout, uint8_t *a, const uint8_t *b, int h, int w, 
         }
 }
 
+/* Swap a[box] and b[box] (mode pair's CutMix); tmp holds one box line. */
+void swap_box(size_t es, int layout, uint8_t *a, uint8_t *b, uint8_t *tmp, int h, int w, int c,
+              const fq_mix_draw *d)
+{
+    if (d->x1 <= d->x0 || d->y1 <= d->y0)
+        return;
+    size_t line, plane, seg, x0;
+    int planes;
+    if (layout == FQ_MIX_NHWC) {
+        line = (size_t)w * (size_t)c * es;
+        seg = (size_t)(d->x1 - d->x0) * (size_t)c * es;
+        x0 = (size_t)d->x0 * (size_t)c * es;
+        plane = 0;
+        planes = 1;
+    } else {
+        line = (size_t)w * es;
+        seg = (size_t)(d->x1 - d->x0) * es;
+        x0 = (size_t)d->x0 * es;
+        plane = (size_t)h * line;
+        planes = c;
+    }
+    for (int ch = 0; ch < planes; ch++)
+        for (int y = d->y0; y < d->y1; y++) {
+            size_t off = (size_t)ch * plane + (size_t)y * line + x0;
+            std::memcpy(tmp, a + off, seg);
+            std::memcpy(a + off, b + off, seg);
+            std::memcpy(b + off, tmp, seg);
+        }
+}
+
 bool read_label(const void *labels, int ltype, int i, int64_t *out)
 {
     switch (ltype) {
@@ -296,6 +360,13 @@ int fq_mix_check(const fq_mix_params *p, fq_err *err)
         return fq_set_err(err, FQ_E_INVALID, "mix: label_smoothing must be in [0, 1) (got %g)", p->label_smoothing);
     if (p->num_classes < 1)
         return fq_set_err(err, FQ_E_INVALID, "mix: num_classes must be >= 1 (got %lld)", (long long)p->num_classes);
+    if (p->mode != FQ_MIX_BATCH && p->mode != FQ_MIX_ELEM && p->mode != FQ_MIX_PAIR)
+        return fq_set_err(err, FQ_E_INVALID, "mix: unknown mode %d", p->mode);
+    if (p->minmax && !(p->cutmix_min >= 0.0 && p->cutmix_min < p->cutmix_max && p->cutmix_max <= 1.0))
+        return fq_set_err(err, FQ_E_INVALID, "mix: cutmix_minmax must have 0 <= min < max <= 1 (got %g, %g)",
+                          p->cutmix_min, p->cutmix_max);
+    if (p->minmax && !(p->cutmix_alpha > 0.0))
+        return fq_set_err(err, FQ_E_INVALID, "mix: cutmix_minmax needs cutmix_alpha > 0 (timm sets it to 1)");
     return FQ_OK;
 }
 
@@ -310,6 +381,11 @@ int fq_mix_beta_samples(uint64_t seed, double a, int64_t n, double *out, fq_err 
     return FQ_OK;
 }
 
+int fq_mix_draw_count(const fq_mix_params *p, int n)
+{
+    return p->mode == FQ_MIX_ELEM ? n : p->mode == FQ_MIX_PAIR ? n / 2 : 1;
+}
+
 int fq_mix_draw_batch(const fq_mix_params *p, uint64_t seed, uint64_t epoch, uint64_t batch, int n, int h, int w,
                       fq_mix_draw *draws, fq_err *err)
 {
@@ -318,9 +394,15 @@ int fq_mix_draw_batch(const fq_mix_params *p, uint64_t seed, uint64_t epoch, uin
         return rc;
     if (n < 1 || h < 1 || w < 1)
         return fq_set_err(err, FQ_E_INVALID, "mix: a batch of %d rows of %d x %d", n, h, w);
+    if (p->mode == FQ_MIX_PAIR && n % 2 != 0)
+        return fq_set_err(err, FQ_E_INVALID, "mix: mode 'pair' needs an even number of rows (got %d)", n);
+    if (p->minmax && ((int64_t)(h * p->cutmix_min) >= (int64_t)(h * p->cutmix_max) ||
+                      (int64_t)(w * p->cutmix_min) >= (int64_t)(w * p->cutmix_max)))
+        return fq_set_err(err, FQ_E_INVALID, "mix: cutmix_minmax (%g, %g) gives no box size for %d x %d images "
+                          "(int(size * min) must be < int(size * max))", p->cutmix_min, p->cutmix_max, h, w);
     fq_rng r;
     fq_rng_init(&r, seed, epoch, FQ_MIX_RNG_INDEX(batch));
-    int count = p->elem ? n : 1;
+    int count = fq_mix_draw_count(p, n);
     for (int i = 0; i < count; i++)
         draw_one(p, &r, h, w, &draws[i]);
     return FQ_OK;
@@ -346,10 +428,12 @@ int fq_mix_apply(const fq_mix_params *p, const fq_mix_draw *draws, void *images,
             return FQ_E_INVALID;
         }
     }
+    if (p->mode == FQ_MIX_PAIR && n % 2 != 0)
+        return fq_set_err(err, FQ_E_INVALID, "mix: mode 'pair' needs an even number of rows (got %d)", n);
     const double off = p->label_smoothing / (double)K, on = 1.0 - p->label_smoothing + off;
     for (int i = 0; i < n; i++) {
-        const fq_mix_draw *d = p->elem ? &draws[i] : &draws[0];
-        int pi = i == 0 ? n - 1 : i - 1;
+        const fq_mix_draw *d = draw_of(p, draws, i, n);
+        int pi = partner_of(p, i, n);
         int64_t li = 0, lp = 0;
         read_label(labels, ltype, i, &li);
         read_label(labels, ltype, pi, &lp);
@@ -363,18 +447,33 @@ int fq_mix_apply(const fq_mix_params *p, const fq_mix_draw *draws, void *images,
             row[lp] = (float)((1.0 - d->lam) * on + d->lam * off);
         }
     }
-    /* images: row i reads the original row i - 1, so go from the last row down,
-     * row 0 reading the saved copy of the original last row */
     const size_t es = elem_size(dtype), count = (size_t)h * (size_t)w * (size_t)c, rb = count * es;
     uint8_t *base = (uint8_t *)images;
     bool any = false;
-    for (int i = 0; i < (p->elem ? n : 1); i++)
+    for (int i = 0; i < fq_mix_draw_count(p, n); i++)
         any = any || draws[i].kind != FQ_MIX_NONE;
     if (!any)
         return FQ_OK;
+    if (p->mode == FQ_MIX_PAIR) {
+        /* rows i and j = n - 1 - i read each other: keep row i's original in tmp */
+        for (int i = 0; i < n / 2; i++) {
+            const fq_mix_draw *d = &draws[i];
+            uint8_t *a = base + (size_t)i * rb, *b = base + (size_t)(n - 1 - i) * rb;
+            if (d->kind == FQ_MIX_MIXUP) {
+                std::memcpy(tmp, a, rb);
+                mix_row(dtype, a, b, count, d->lam);
+                mix_row(dtype, b, tmp, count, d->lam);
+            } else if (d->kind == FQ_MIX_CUTMIX) {
+                swap_box(es, layout, a, b, (uint8_t *)tmp, h, w, c, d);
+            }
+        }
+        return FQ_OK;
+    }
+    /* row i reads the original row i - 1, so go from the last row down,
+     * row 0 reading the saved copy of the original last row */
     std::memcpy(tmp, base + (size_t)(n - 1) * rb, rb);
     for (int i = n - 1; i >= 0; i--) {
-        const fq_mix_draw *d = p->elem ? &draws[i] : &draws[0];
+        const fq_mix_draw *d = draw_of(p, draws, i, n);
         uint8_t *a = base + (size_t)i * rb;
         const uint8_t *b = i == 0 ? (const uint8_t *)tmp : base + (size_t)(i - 1) * rb;
         if (d->kind == FQ_MIX_MIXUP)

@@ -8,6 +8,9 @@ cdef extern from "image/fq_batch_mix.h" nogil:
         FQ_MIX_NONE
         FQ_MIX_MIXUP
         FQ_MIX_CUTMIX
+        FQ_MIX_BATCH
+        FQ_MIX_ELEM
+        FQ_MIX_PAIR
         FQ_MIX_NHWC
         FQ_MIX_NCHW
         FQ_MIX_U8
@@ -30,7 +33,10 @@ cdef extern from "image/fq_batch_mix.h" nogil:
         double prob
         double label_smoothing
         int64_t num_classes
-        int elem
+        int mode
+        int correct_lam
+        int minmax
+        double cutmix_min, cutmix_max
 
     ctypedef struct fq_mix_draw:
         int kind
@@ -40,6 +46,7 @@ cdef extern from "image/fq_batch_mix.h" nogil:
 
     int fq_mix_check(const fq_mix_params *p, fq_err *err)
     int fq_mix_beta_samples(uint64_t seed, double a, int64_t n, double *out, fq_err *err)
+    int fq_mix_draw_count(const fq_mix_params *p, int n)
     int fq_mix_draw_batch(const fq_mix_params *p, uint64_t seed, uint64_t epoch, uint64_t batch, int n, int h,
                           int w, fq_mix_draw *draws, fq_err *err)
     int fq_mix_apply(const fq_mix_params *p, const fq_mix_draw *draws, void *images, int dtype, int layout, int n,
