@@ -6,6 +6,8 @@
  * algorithm (rleFrPoly: the boundary traced on a 5x finer grid, the rows where it
  * crosses each pixel column's centre toggle the column-major mask), rings united.
  * Exact for any affine map, costs O(perimeter) per ring, no resampling of a raster.
+ * At the output size the mask is then kept only where the image shows the source
+ * (fq_tgt_valid): a part cut off by a crop does not come back in a later op's padding.
  *
  * Run-length masks (COCO RLE, column-major runs starting with 0s, at the source size):
  * decoded, then moved with fq_tgt_mask (nearest neighbour, fill 0).  docs/targets.md. */
@@ -217,9 +219,52 @@ int polygons_at(const fq_img_explain *ex, const float *xy, const int64_t *ring_o
     return FQ_OK;
 }
 
+/* the polygons at the output size, kept where valid (out_h x out_w, 0 / 1) is 1 */
+int polygons_valid(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                   const uint8_t *valid, uint8_t *out, fq_err *err)
+{
+    int oh, ow;
+    out_size(ex, &oh, &ow);
+    if (int rc = polygons_at(ex, xy, ring_off, n_rings, nullptr, oh, ow, out, err))
+        return rc;
+    const size_t n = (size_t)oh * (size_t)ow;
+    for (size_t i = 0; i < n; i++)
+        out[i] &= valid[i];
+    return FQ_OK;
+}
+
 }  // namespace
 
 extern "C" {
+
+int fq_tgt_valid(const fq_img_explain *ex, uint8_t *out, fq_err *err)
+{
+    if (int rc = fqt::check(ex, err))
+        return rc;
+    if (!out)
+        return fq_set_err(err, FQ_E_INVALID, "fq_tgt_valid: NULL output");
+    int h, w;
+    fqt::src_size(ex, &h, &w);
+    if (h < 1 || w < 1)
+        return fq_set_err(err, FQ_E_INVALID, "fq_tgt_valid: a %dx%d source", w, h);
+    uint8_t *ones = (uint8_t *)std::malloc((size_t)h * (size_t)w);
+    if (!ones)
+        return fq_set_err(err, FQ_E_NOMEM, "instance masks: out of memory for a %dx%d plane", w, h);
+    std::memset(ones, 1, (size_t)h * (size_t)w);
+    const int rc = fq_tgt_mask(ex, ones, h, w, 1, (size_t)w, 0, out, err);
+    std::free(ones);
+    return rc;
+}
+
+int fq_tgt_polygons_valid(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                          const uint8_t *valid, uint8_t *out, fq_err *err)
+{
+    if (int rc = fqt::check(ex, err))
+        return rc;
+    if (!valid)
+        return fq_set_err(err, FQ_E_INVALID, "fq_tgt_polygons_valid: NULL valid plane");
+    return polygons_valid(ex, xy, ring_off, n_rings, valid, out, err);
+}
 
 int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings, uint8_t *out,
                     fq_err *err)
@@ -228,7 +273,14 @@ int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ri
         return rc;
     int oh, ow;
     out_size(ex, &oh, &ow);
-    return polygons_at(ex, xy, ring_off, n_rings, nullptr, oh, ow, out, err);
+    uint8_t *valid = (uint8_t *)std::malloc((size_t)oh * (size_t)ow);
+    if (!valid)
+        return fq_set_err(err, FQ_E_NOMEM, "polygon: out of memory for a %dx%d plane", ow, oh);
+    int rc = fq_tgt_valid(ex, valid, err);
+    if (rc == FQ_OK)
+        rc = polygons_valid(ex, xy, ring_off, n_rings, valid, out, err);
+    std::free(valid);
+    return rc;
 }
 
 int fq_tgt_polygons_box(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
