@@ -264,7 +264,7 @@ int fq_tgt_valid(const fq_img_explain *ex, uint8_t *out, fq_err *err)
         return fq_set_err(err, FQ_E_INVALID, "fq_tgt_valid: a %dx%d source", w, h);
     uint8_t *ones = (uint8_t *)std::malloc((size_t)h * (size_t)w);
     if (!ones)
-        return fq_set_err(err, FQ_E_NOMEM, "instance masks: out of memory for a %dx%d plane", w, h);
+        return fq_set_err(err, FQ_E_NOMEM, "shown region: out of memory for a %dx%d plane", w, h);
     std::memset(ones, 1, (size_t)h * (size_t)w);
     const int rc = fq_tgt_mask(ex, ones, h, w, 1, (size_t)w, 0, out, err);
     std::free(ones);
