@@ -47,10 +47,11 @@ class Targets:
     Per-instance masks (Mask R-CNN), one entry per box (None: no mask, an empty one):
     ``instance_polygons[i][k]``: the rings of box k (each (P, 2) or a flat x, y list,
     source pixels), moved with the ops' forward maps and rasterized at the output size
-    with pycocotools' algorithm; ``instance_rles[i][k]``: a COCO RLE dict or uint32 runs
-    (column-major, zeros first) at the source size; or ``instance_masks[i]``: an (n_i, H,
-    W) array of bitmaps (run-length encoded now).  Bitmaps are decoded in the worker and
-    moved with the nearest-neighbour mask rule (fill 0).  Output ``instance_masks``
+    with pycocotools' algorithm (kept where the image shows the source, not in its fill);
+    ``instance_rles[i][k]``: a COCO RLE dict or uint32 runs (column-major, zeros first) at
+    the source size; or ``instance_masks[i]``: an (n_i, H, W) array of bitmaps
+    (run-length encoded now).  Bitmaps are decoded in the worker and moved with the
+    nearest-neighbour mask rule (fill 0).  Output ``instance_masks``
     (max_boxes, out_h, out_w) uint8 of the kept boxes, zeros after the count: B x
     max_boxes x out_h x out_w bytes per batch (docs/targets.md "Instance masks").
     ``instance_mask_size=M`` or ``(M_h, M_w)``: each kept instance inside its output box
@@ -402,7 +403,10 @@ def transform_polygons(explain: Dict[str, Any], rings: Sequence[Any], box: Any =
     pixels) -> its (out_h, out_w) uint8 0 / 1 mask: the vertices move with every geometric
     op's forward map (as boxes and keypoints, no clipping), then each ring is rasterized
     at the output size with pycocotools' algorithm (``frPyObjects`` + ``decode``: a pixel
-    is inside when its centre is, up to pycocotools' 1/5 px tracing); rings unite.
+    is inside when its centre is, up to pycocotools' 1/5 px tracing); rings unite.  The
+    mask is then kept where the output shows the source image (``transform_mask`` of an
+    all-ones mask): a part that a crop cut off does not come back in a later op's padding
+    or border fill.
 
     With ``box`` (x0, y0, x1, y1 in output pixels, e.g. the instance's transformed box) and
     ``size`` (M_h, M_w): the mask inside the box at M_h x M_w (Mask R-CNN targets), the

@@ -2,8 +2,10 @@
 csrc/image/fq_image_targets_inst.cpp, csrc/task/fq_imgtask_inst.c).  Independent
 references: polygons moved with numpy float64 maps built here from the explain record
 (torchvision's _get_inverse_affine_matrix for the Rotate / Shear / Translate primitives),
-then rasterized by pycocotools (frPyObjects + decode); bitmaps / RLE against cv2 nearest
-resizes and flips of the decoded mask, and against the existing transform_mask path."""
+then rasterized by pycocotools (frPyObjects + decode) and kept where the output shows the
+source (the image's fill, as transform_mask of an all-ones mask gives it, is no object);
+bitmaps / RLE against cv2 nearest resizes and flips of the decoded mask, and against the
+existing transform_mask path."""
 import json
 import math
 
@@ -110,6 +112,12 @@ def coco_raster(rings, h, w):
     return mask_api.decode(mask_api.merge(rles))
 
 
+def shown(ex):
+    """Where the output shows the source image (1) rather than fill (0): an all-ones mask
+    through the mask path (nearest neighbour, fill 0)."""
+    return T.transform_mask(ex, np.ones(ex["src_shape"], np.uint8))
+
+
 def random_rings(rng, h=H, w=W, n_rings=None):
     out = []
     for _ in range(n_rings or int(rng.integers(1, 3))):
@@ -133,7 +141,7 @@ def test_polygons_match_pycocotools_of_the_moved_vertices(name):
         for _ in range(4):
             rings = random_rings(rng)
             got = T.transform_polygons(ex, rings)
-            want = coco_raster([np_move(ex, r) for r in rings], oh, ow)
+            want = coco_raster([np_move(ex, r) for r in rings], oh, ow) & shown(ex)
             assert got.shape == (oh, ow) and got.dtype == np.uint8
             np.testing.assert_array_equal(got, want, err_msg=str(ex["ops"]))
             n_px += int(got.sum())
@@ -250,7 +258,7 @@ def _want(ex, boxes, ps, rs, max_boxes=3, **kw):
     for slot in range(b["num_boxes"]):
         j = b["index"][slot]
         if ps[j] is not None:
-            out[slot] = coco_raster([np_move(ex, r) for r in ps[j]], oh, ow)
+            out[slot] = coco_raster([np_move(ex, r) for r in ps[j]], oh, ow) & shown(ex)
         else:
             h, w = rs[j]["size"]
             out[slot] = T.transform_mask(ex, rle_decode(np.array(rs[j]["counts"]), h, w))

@@ -76,10 +76,17 @@ int fq_tgt_mask(const fq_img_explain *ex, const void *mask, int h, int w, int el
  * x, y pairs, source pixels); the vertices move with every geometric op's forward map (no
  * clipping) and each ring is rasterized at the output size (ex's last out_h x out_w) with
  * pycocotools' rleFrPoly; the rings' pixels are set to 1 in out (the caller zeroes it:
- * rings unite).  Errors: FQ_E_INVALID (a ring of < 3 points, non-finite coordinates, a
- * point more than 1 px outside the source image), FQ_E_UNSUPPORTED, FQ_E_NOMEM. */
+ * rings unite), then cleared where the output does not show the source (fq_tgt_valid).
+ * Errors: FQ_E_INVALID (a ring of < 3 points, non-finite coordinates, a point more than
+ * 1 px outside the source image), FQ_E_UNSUPPORTED, FQ_E_NOMEM. */
 int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings, uint8_t *out,
                     fq_err *err);
+/* out (ex's last out_h x out_w, uint8) = 1 where the output shows the source image, 0 in
+ * what the ops filled (padding, affine borders): fq_tgt_mask of an all-ones mask. */
+int fq_tgt_valid(const fq_img_explain *ex, uint8_t *out, fq_err *err);
+/* fq_tgt_polygons with the fq_tgt_valid plane given (computed once per sample). */
+int fq_tgt_polygons_valid(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                          const uint8_t *valid, uint8_t *out, fq_err *err);
 /* The same, the moved vertices then taken into box's frame (x0, y0, x1, y1, output pixels)
  * scaled to mh x mw, as detectron2's PolygonMasks.crop_and_resize: x' = (x - x0) * mw /
  * max(x1 - x0, 0.1), y' likewise; rasterized at mh x mw into out (zeroed by the caller). */

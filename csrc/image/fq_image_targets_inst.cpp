@@ -6,6 +6,8 @@
  * algorithm (rleFrPoly: the boundary traced on a 5x finer grid, the rows where it
  * crosses each pixel column's centre toggle the column-major mask), rings united.
  * Exact for any affine map, costs O(perimeter) per ring, no resampling of a raster.
+ * At the output size the mask is then kept only where the image shows the source
+ * (fq_tgt_valid): a part cut off by a crop does not come back in a later op's padding.
  *
  * Run-length masks (COCO RLE, column-major runs starting with 0s, at the source size):
  * decoded, then moved with fq_tgt_mask (nearest neighbour, fill 0).  docs/targets.md. */
@@ -165,9 +167,10 @@ namespace {
 
 /* fq_tgt_polygons at oh x ow; box (x0, y0, x1, y1 output pixels, may be NULL): then the
  * vertices are also moved into the box's frame scaled to oh x ow (detectron2's
- * crop_and_resize: (x - x0) * ow / max(x1 - x0, 0.1)) */
+ * crop_and_resize: (x - x0) * ow / max(x1 - x0, 0.1)).  span (may be NULL): the pixel
+ * rectangle x0, y0, x1, y1 (end exclusive, inside oh x ow) outside which nothing was set */
 int polygons_at(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings, const float *box,
-                int oh, int ow, uint8_t *out, fq_err *err)
+                int oh, int ow, uint8_t *out, int *span, fq_err *err)
 {
     if (int rc = fq_tgt_polygons_check(ex, xy, ring_off, n_rings, err))
         return rc;
@@ -184,6 +187,7 @@ int polygons_at(const fq_img_explain *ex, const float *xy, const int64_t *ring_o
         bx = box[0], by = box[1];
         rx = ow / std::max((double)box[2] - box[0], 0.1), ry = oh / std::max((double)box[3] - box[1], 0.1);
     }
+    double lo_x = HUGE_VAL, lo_y = HUGE_VAL, hi_x = -HUGE_VAL, hi_y = -HUGE_VAL;
     try {
         std::vector<int> x, y;
         std::vector<int64_t> pos;
@@ -204,6 +208,8 @@ int polygons_at(const fq_img_explain *ex, const float *xy, const int64_t *ring_o
                     return fq_set_err(err, FQ_E_INVALID, "polygon %d, point %d: moved to (%g, %g), too far "
                                       "outside the %dx%d output", r, p, px, py, ow, oh);
                 x[p] = trunc_int(kScale * px + .5), y[p] = trunc_int(kScale * py + .5);
+                lo_x = std::min(lo_x, px), hi_x = std::max(hi_x, px);
+                lo_y = std::min(lo_y, py), hi_y = std::max(hi_y, py);
             }
             x[k] = x[0], y[k] = y[0];
             pos.clear();
@@ -214,12 +220,66 @@ int polygons_at(const fq_img_explain *ex, const float *xy, const int64_t *ring_o
     } catch (const std::bad_alloc &) {
         return fq_set_err(err, FQ_E_NOMEM, "polygon: out of memory");
     }
+    if (span) { /* pixel centres inside the vertices' bounding box, with a pixel to spare */
+        const double m = 1 << 30; /* |coordinates| < kMaxCoord: no overflow */
+        span[0] = (int)std::min(std::max(std::floor(lo_x) - 1, 0.0), m);
+        span[1] = (int)std::min(std::max(std::floor(lo_y) - 1, 0.0), m);
+        span[2] = (int)std::max(std::min(std::ceil(hi_x) + 1, (double)ow), 0.0);
+        span[3] = (int)std::max(std::min(std::ceil(hi_y) + 1, (double)oh), 0.0);
+    }
+    return FQ_OK;
+}
+
+/* the polygons at the output size, kept where valid (out_h x out_w, 0 / 1) is 1: only the
+ * rectangle the rings span is visited (a sample's many small instances on a large output) */
+int polygons_valid(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                   const uint8_t *valid, uint8_t *out, fq_err *err)
+{
+    int oh, ow, span[4] = {0, 0, 0, 0};
+    out_size(ex, &oh, &ow);
+    if (int rc = polygons_at(ex, xy, ring_off, n_rings, nullptr, oh, ow, out, span, err))
+        return rc;
+    for (int y = span[1]; y < span[3]; y++) {
+        uint8_t *o = out + (size_t)y * (size_t)ow;
+        const uint8_t *v = valid + (size_t)y * (size_t)ow;
+        for (int x = span[0]; x < span[2]; x++)
+            o[x] &= v[x];
+    }
     return FQ_OK;
 }
 
 }  // namespace
 
 extern "C" {
+
+int fq_tgt_valid(const fq_img_explain *ex, uint8_t *out, fq_err *err)
+{
+    if (int rc = fqt::check(ex, err))
+        return rc;
+    if (!out)
+        return fq_set_err(err, FQ_E_INVALID, "fq_tgt_valid: NULL output");
+    int h, w;
+    fqt::src_size(ex, &h, &w);
+    if (h < 1 || w < 1)
+        return fq_set_err(err, FQ_E_INVALID, "fq_tgt_valid: a %dx%d source", w, h);
+    uint8_t *ones = (uint8_t *)std::malloc((size_t)h * (size_t)w);
+    if (!ones)
+        return fq_set_err(err, FQ_E_NOMEM, "shown region: out of memory for a %dx%d plane", w, h);
+    std::memset(ones, 1, (size_t)h * (size_t)w);
+    const int rc = fq_tgt_mask(ex, ones, h, w, 1, (size_t)w, 0, out, err);
+    std::free(ones);
+    return rc;
+}
+
+int fq_tgt_polygons_valid(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
+                          const uint8_t *valid, uint8_t *out, fq_err *err)
+{
+    if (int rc = fqt::check(ex, err))
+        return rc;
+    if (!valid)
+        return fq_set_err(err, FQ_E_INVALID, "fq_tgt_polygons_valid: NULL valid plane");
+    return polygons_valid(ex, xy, ring_off, n_rings, valid, out, err);
+}
 
 int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings, uint8_t *out,
                     fq_err *err)
@@ -228,7 +288,14 @@ int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ri
         return rc;
     int oh, ow;
     out_size(ex, &oh, &ow);
-    return polygons_at(ex, xy, ring_off, n_rings, nullptr, oh, ow, out, err);
+    uint8_t *valid = (uint8_t *)std::malloc((size_t)oh * (size_t)ow);
+    if (!valid)
+        return fq_set_err(err, FQ_E_NOMEM, "polygon: out of memory for a %dx%d plane", ow, oh);
+    int rc = fq_tgt_valid(ex, valid, err);
+    if (rc == FQ_OK)
+        rc = polygons_valid(ex, xy, ring_off, n_rings, valid, out, err);
+    std::free(valid);
+    return rc;
 }
 
 int fq_tgt_polygons_box(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
@@ -236,7 +303,7 @@ int fq_tgt_polygons_box(const fq_img_explain *ex, const float *xy, const int64_t
 {
     if (!box)
         return fq_set_err(err, FQ_E_INVALID, "fq_tgt_polygons_box: NULL box");
-    return polygons_at(ex, xy, ring_off, n_rings, box, mh, mw, out, err);
+    return polygons_at(ex, xy, ring_off, n_rings, box, mh, mw, out, nullptr, err);
 }
 
 void fq_tgt_mask_box(const uint8_t *src, int h, int w, const float box[4], int mh, int mw, uint8_t *out)

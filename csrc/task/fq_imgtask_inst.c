@@ -44,9 +44,10 @@ int fq_imgtask_inst_check(const fq_imgtask_targets *g, int64_t n, fq_err *err)
 }
 
 /* box j (global row) of sample idx: checked, and rasterized into out when out != NULL (in
- * box at the instance mask size when box != NULL; scratch: an output-size plane for RLE) */
+ * box at the instance mask size when box != NULL; scratch: an output-size plane for RLE;
+ * valid: where the output shows the source, made on the first polygon at the output size) */
 static int one(const fq_imgtask_targets *g, int64_t idx, int64_t j, const fq_img_explain *ex, const float *box,
-               uint8_t *scratch, uint8_t *out, fq_err *e)
+               uint8_t *scratch, uint8_t **valid, uint8_t *out, fq_err *e)
 {
     switch (g->inst_kind[j]) {
     case FQ_INST_POLYGONS: {
@@ -56,8 +57,19 @@ static int one(const fq_imgtask_targets *g, int64_t idx, int64_t j, const fq_img
         if (out && box)
             return fq_tgt_polygons_box(ex, g->inst_xy, g->inst_ring + r0, (int)nr, box, g->inst_mask_h,
                                        g->inst_mask_w, out, e);
-        return out ? fq_tgt_polygons(ex, g->inst_xy, g->inst_ring + r0, (int)nr, out, e)
-                   : fq_tgt_polygons_check(ex, g->inst_xy, g->inst_ring + r0, (int)nr, e);
+        if (!out)
+            return fq_tgt_polygons_check(ex, g->inst_xy, g->inst_ring + r0, (int)nr, e);
+        if (!*valid) {
+            if (!(*valid = malloc((size_t)g->inst_out_h * (size_t)g->inst_out_w)))
+                return fq_set_err(e, FQ_E_NOMEM, "out of memory");
+            int rc = fq_tgt_valid(ex, *valid, e);
+            if (rc != FQ_OK) {
+                free(*valid);
+                *valid = NULL;
+                return rc;
+            }
+        }
+        return fq_tgt_polygons_valid(ex, g->inst_xy, g->inst_ring + r0, (int)nr, *valid, out, e);
     }
     case FQ_INST_RLE: {
         int h = g->inst_hw[2 * idx], w = g->inst_hw[2 * idx + 1];
@@ -91,11 +103,11 @@ int fq_imgtask_inst_masks(const fq_imgtask_targets *g, int64_t idx, int64_t off,
     fq_err e;
     for (int i = 0; i < n; i++) { /* every instance is checked, kept or not */
         fq_clear_err(&e);
-        int rc = one(g, idx, off + i, ex, NULL, NULL, NULL, &e);
+        int rc = one(g, idx, off + i, ex, NULL, NULL, NULL, NULL, &e);
         if (rc != FQ_OK)
             return fq_set_err(err, rc, "instance %d: %s", i, e.msg);
     }
-    uint8_t *scratch = NULL;
+    uint8_t *scratch = NULL, *valid = NULL;
     if (in_box && count > 0 && !(scratch = malloc((size_t)oh * (size_t)ow)))
         return fq_set_err(err, FQ_E_NOMEM, "instance masks: out of memory");
     int rc = FQ_OK;
@@ -105,11 +117,12 @@ int fq_imgtask_inst_masks(const fq_imgtask_targets *g, int64_t idx, int64_t off,
             break;
         }
         fq_clear_err(&e);
-        rc = one(g, idx, off + index[i], ex, in_box ? kept_boxes + 4 * i : NULL, scratch, row + plane * (size_t)i,
-                 &e);
+        rc = one(g, idx, off + index[i], ex, in_box ? kept_boxes + 4 * i : NULL, scratch, &valid,
+                 row + plane * (size_t)i, &e);
         if (rc != FQ_OK)
             fq_set_err(err, rc, "instance %d: %s", index[i], e.msg);
     }
+    free(valid);
     free(scratch);
     return rc;
 }

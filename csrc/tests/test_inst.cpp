@@ -42,6 +42,28 @@ int main()
         for (uint8_t v : out)
             on += v;
         CHECK(on > 500 && on < (size_t)OH * OW / 2, "%zu pixels set", on);
+        /* the shown region of a resize + flip is the whole output; a valid plane with its
+         * right half cleared keeps the polygons' left half only */
+        std::vector<uint8_t> valid((size_t)OH * OW, 7), part((size_t)OH * OW, 0);
+        CHECK(fq_tgt_valid(&ex, valid.data(), &err) == FQ_OK, "%s", err.msg);
+        size_t shown = 0;
+        for (uint8_t v : valid)
+            shown += v == 1;
+        CHECK(shown == (size_t)OH * OW, "%zu pixels shown", shown);
+        for (int y = 0; y < OH; y++)
+            std::memset(valid.data() + (size_t)y * OW + OW / 2, 0, OW - OW / 2);
+        CHECK(fq_tgt_polygons_valid(&ex, xy, rings, 2, valid.data(), part.data(), &err) == FQ_OK, "%s", err.msg);
+        size_t kept = 0, right = 0;
+        for (int y = 0; y < OH; y++)
+            for (int x = 0; x < OW; x++) {
+                const size_t i = (size_t)y * OW + x;
+                kept += part[i];
+                right += x >= OW / 2 && part[i];
+                CHECK(part[i] == (x < OW / 2 ? out[i] : 0), "pixel %d, %d", x, y);
+            }
+        CHECK(kept > 0 && right == 0, "%zu kept, %zu right", kept, right);
+        CHECK(fq_tgt_polygons_valid(&ex, xy, rings, 2, nullptr, part.data(), &err) == FQ_E_INVALID, "NULL valid");
+        CHECK(fq_tgt_valid(&ex, nullptr, &err) == FQ_E_INVALID, "NULL output");
         const float box[4] = {5, 5, 70, 60};
         std::vector<uint8_t> in_box(28 * 20, 0);
         CHECK(fq_tgt_polygons_box(&ex, xy, rings, 2, box, 28, 20, in_box.data(), &err) == FQ_OK, "%s", err.msg);
