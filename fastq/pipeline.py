@@ -388,10 +388,12 @@ class Pipeline:
     def explain_batch(self, epoch: int, batch_index: int) -> Dict[str, Any]:
         """What ``mix`` draws for batch `batch_index` of `epoch`: ``mode``
         (None, "mixup" or "cutmix"), ``lam`` (the weight of each row's own image
-        and label; CutMix: corrected to the pasted area), ``lam_drawn`` (the Beta
-        draw), ``box`` (CutMix: x0, y0, x1, y1, end-exclusive), ``partner`` (row
-        i is mixed with row partner[i] = i - 1, torchvision's roll(1)); with
-        mode="elem" these are per row in ``draws``."""
+        and label; CutMix: corrected to the pasted area unless correct_lam=False),
+        ``lam_drawn`` (the Beta draw; None for a cutmix_minmax box), ``box`` (CutMix:
+        x0, y0, x1, y1, end-exclusive), ``partner`` (row i is mixed with row
+        partner[i] = i - 1, torchvision's roll(1); mode="pair": n - 1 - i, timm's
+        flip); with mode="elem" or "pair" these are per row or pair in ``draws``
+        (docs/mix.md)."""
         mixer = self._mixer()
         if mixer is None:
             raise TypeError("explain_batch() needs a Pipeline built with mix=...")
