@@ -282,9 +282,11 @@ void tf_apply(Exec &e, int kind, double v, double extra, const double fill[3])
                     o[x * c + k] = (uint8_t)fill[k];
         }
         e.set(d);
+    } else if (!std::strcmp(n, "Posterize")) { /* shift 8 - bits: TF's bitwise shifts clamp it to 7 (bits 0 = 1) */
+        aug_apply(e, kind, std::max(v, 1.0), fill);
     } else if (!std::strcmp(n, "Solarize")) { /* TF compares with the threshold cast to uint8: 256 -> 0 */
         aug_apply(e, kind, std::fmod(v, 256.0), fill);
-    } else { /* Invert, Equalize, Posterize (bits), Brightness (factor) */
+    } else { /* Invert, Equalize, Brightness (factor) */
         aug_apply(e, kind, v, fill);
     }
 }
