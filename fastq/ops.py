@@ -1601,7 +1601,7 @@ class TFRandAugment(Op):
 
 # TFAutoAugment's policies: TF's augmentation_name -> the C table's index
 TF_AUTOAUGMENT_POLICIES = {"v0": 0, "reduced_imagenet": 1, "simple": 2, "reduced_cifar10": 3, "svhn": 4,
-                           "panoptic_deeplab_policy": 5, "vit": 6, "test": 7}
+                           "panoptic_deeplab_policy": 5, "vit": 6, "test": 7, "deit3_three_augment": 8}
 
 
 class TFAutoAugment(Op):
@@ -1609,11 +1609,13 @@ class TFAutoAugment(Op):
     translate_const=250)``: ``policy`` one of :data:`TF_AUTOAUGMENT_POLICIES` -- "v0"
     (``policy_v0``), "reduced_imagenet" (also spelled "imagenet"), "simple",
     "reduced_cifar10", "svhn" (25, 25, 13, 25, 25 two-op sub-policies),
-    "panoptic_deeplab_policy" (5), "vit" (9 three-op sub-policies), "test" (1); one drawn
-    uniformly; each op applied if ``u < prob`` at its level (TF's level_to_arg, as
-    :class:`TFRandAugment`), geometric ops negated with probability 1/2.  Not done: TF's
-    "detection_v0" (box-aware ops), "deit3_three_augment" (Grayscale, Gaussian_Noise) and a
-    custom ``policies`` list.  Explain: ``subpolicy``, ``policy`` (the ops applied)."""
+    "panoptic_deeplab_policy" (5), "vit" (9 three-op sub-policies), "test" (1),
+    "deit3_three_augment" (3 one-op: TF's grayscale, solarize 128, or its Gaussian_Noise, a
+    3x3 Gaussian blur with sigma ~ U(0.1, translate_const / 10), explained as
+    ``GaussianBlur``); one drawn uniformly; each op applied if ``u < prob`` at its level
+    (TF's level_to_arg, as :class:`TFRandAugment`), geometric ops negated with probability
+    1/2.  Not done: TF's "detection_v0" (box-aware ops) and a custom ``policies`` list.
+    Explain: ``subpolicy``, ``policy`` (the ops applied)."""
 
     kind = _K["TFAutoAugment"]
 

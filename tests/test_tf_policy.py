@@ -27,6 +27,8 @@ from fastq import ops as O
 tf = pytest.importorskip("tensorflow", reason="TF 2.21 runs the TF Model Garden reference")
 from helpers import tf_augment_ref as R  # noqa: E402
 
+# deit3_three_augment's ops outside TF_POLICY_OPS, by fastq's names (TF: Grayscale, Gaussian_Noise)
+DEIT3_OPS = ("Grayscale", "GaussianBlur")
 # chi-square critical values at p = 0.001
 CHI2_001 = {16: 39.25, 24: 51.18, 1: 10.83}
 GEOM = ("Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY")
@@ -75,6 +77,10 @@ def ref_op(img, name, arg, centre):
         out = R.solarize(t, int(arg))  # 256 (M = 10): TF casts it to uint8 0, inverting every pixel
     elif name == "SolarizeAdd":
         out = R.solarize_add(t, int(arg))
+    elif name == "Grayscale":
+        out = R.grayscale(t)
+    elif name == "GaussianBlur":  # TF's Gaussian_Noise with the sigma drawn (gaussian_noise draws it by numpy)
+        out = R.gaussian_filter2d(t, filter_shape=[3, 3], sigma=arg)
     elif name == "Cutout":
         cy, cx = divmod(int(centre), 65536)
         out = R._fill_rectangle(t, cx, cy, int(arg), int(arg), 128)
@@ -125,7 +131,7 @@ def test_replay_through_tf_model_garden(case):
             for k, d in enumerate(rec["policy"]):
                 if d["op"] == "Identity":
                     continue
-                assert d["op"] in O.TF_POLICY_OPS
+                assert d["op"] in O.TF_POLICY_OPS + DEIT3_OPS
                 if isinstance(op, O.TFRandAugment):
                     assert d["op"] not in op.exclude_ops, d
                 if isinstance(op, O.TFRandAugment) and op.magnitude_std == 0:
@@ -140,9 +146,11 @@ def test_replay_through_tf_model_garden(case):
             names = [d["op"] for d in rec["policy"] if d["op"] != "Identity"]
             dd = np.abs(out.astype(int) - cur.astype(int))
             what = f"{op!r} {name} #{index} {names}"
-            inexact = [i for i, n in enumerate(names) if n in GEOM + ("Color", "Contrast", "Sharpness")]
+            inexact = [i for i, n in enumerate(names) if n in GEOM + ("Color", "Contrast", "Sharpness", "GaussianBlur")]
             if not inexact:
                 assert dd.max() == 0, what  # LUT ops, SolarizeAdd, Cutout: exact
+            elif names == ["GaussianBlur"]:  # see test_deit3_gaussian_noise_sigma_and_blur
+                assert dd.max() <= 1, what
             elif any(n in ("Equalize", "AutoContrast") for n in names[inexact[0] + 1:]):
                 # a histogram op after an inexact one moves its LUT steps by the few 1-level
                 # differences (measured: Sharpness -> Equalize, at most 6 levels on 3.4%);
@@ -174,7 +182,9 @@ def test_each_op_alone_matches_tf(name):
 
 TABLES = {"v0": R.POLICY_V0, "reduced_imagenet": R.POLICY_REDUCED_IMAGENET, "simple": R.POLICY_SIMPLE,
           "reduced_cifar10": R.POLICY_REDUCED_CIFAR10, "svhn": R.POLICY_SVHN,
-          "panoptic_deeplab_policy": R.POLICY_PANOPTIC_DEEPLAB, "vit": R.POLICY_VIT, "test": R.POLICY_TEST}
+          "panoptic_deeplab_policy": R.POLICY_PANOPTIC_DEEPLAB, "vit": R.POLICY_VIT, "test": R.POLICY_TEST,
+          "deit3_three_augment": R.POLICY_DEIT3_THREE_AUGMENT}
+FASTQ_NAME = {"Gaussian_Noise": "GaussianBlur"}
 
 
 def test_every_policy_has_its_tf_table():
@@ -182,6 +192,9 @@ def test_every_policy_has_its_tf_table():
 
 
 def _arg_matches(d, name, level):
+    if name == "Gaussian_Noise":  # sigma ~ U(low, high) of TF's level_to_arg
+        low, high = R.level_to_arg(100.0, 250.0)[name](level)
+        return low <= d["magnitude"] <= high
     want = tf_arg(name, level, 100.0, 250.0)
     return want is None or abs(abs(d["magnitude"]) - want) <= 1e-6 * max(1.0, want)
 
@@ -206,7 +219,7 @@ def test_autoaugment_levels_and_subpolicies(pol):
         for j, (name, prob, level) in enumerate(table[sp]):
             # an op is the next one listed if its name and argument match (two equal ops in a
             # row with equal arguments are interchangeable)
-            if drawn and drawn[0]["op"] == name and _arg_matches(drawn[0], name, level):
+            if drawn and drawn[0]["op"] == FASTQ_NAME.get(name, name) and _arg_matches(drawn[0], name, level):
                 drawn.pop(0)
                 applied[sp, j] += 1
         assert not drawn, (pol, sp, rec["policy"])
@@ -260,7 +273,7 @@ def test_one_and_two_workers_are_bit_identical():
     chain = [O.HorizontalFlip(), O.TFRandAugment(num_layers=3), O.TFAutoAugment("v0"),
              O.TFAutoAugment("imagenet"), O.GaussianNoise(p=0.5),
              O.TFRandAugment(num_layers=2, magnitude=7, magnitude_std=0.5, exclude_ops=["Invert"]),
-             O.TFAutoAugment("vit"), O.TFAutoAugment("svhn")]
+             O.TFAutoAugment("vit"), O.TFAutoAugment("svhn"), O.TFAutoAugment("deit3_three_augment")]
     assert_same_for_1_and_2_workers(imgs, chain)
 
 
@@ -435,3 +448,43 @@ def test_equalize_after_sharpness_is_exact():
             assert rec["policy"][0]["magnitude"] == first[1]["policy"][0]["magnitude"]
             assert np.array_equal(out, np.asarray(R.equalize(tf.constant(first[0])))), (name, index)
     assert seen >= 1
+
+
+def test_deit3_gaussian_noise_sigma_and_blur():
+    """deit3_three_augment's Gaussian_Noise: sigma = np.random.uniform(level/10,
+    translate_const * level/10) per application (KS against U(0.1, 25)), then TF's 3x3
+    gaussian_filter2d (reflect padding, fused multiply-adds) with it: within 1 level; for
+    most sigmas fastq's kernel weights are TF's and at most a few values differ, for some
+    (measured about 5 %) TF's softmax gives a weight 1 ulp away, and then a flat region can
+    be 1 level off throughout (the photos here: <= 1 % of values on 9 in 10 applications);
+    Grayscale exact"""
+    from scipy import stats
+    op = O.TFAutoAugment("deit3_three_augment")
+    sigmas = []
+    small = np.ascontiguousarray(PHOTOS[3][1][:8, :8])
+    for index in range(3000):
+        _, rec = run(op, small, index)
+        if rec["policy"][0]["op"] == "GaussianBlur":
+            sigmas.append(rec["policy"][0]["magnitude"])
+    assert len(sigmas) > 800
+    assert stats.kstest(sigmas, stats.uniform(loc=0.1, scale=25.0 - 0.1).cdf).pvalue > 1e-3
+    seen = {"GaussianBlur": 0, "Grayscale": 0}
+    close = 0
+    for name, img in PHOTOS:
+        for index in range(12):
+            out, rec = run(op, img, index)
+            d = rec["policy"][0]
+            if d["op"] not in seen:
+                continue
+            seen[d["op"]] += 1
+            want = ref_op(img, d["op"], d["magnitude"], d["bin"])
+            dd = np.abs(out.astype(int) - want.astype(int))
+            if d["op"] == "Grayscale":
+                assert dd.max() == 0, (name, index)
+            else:
+                assert dd.max() <= 1, (name, index, d)
+                close += name != "flat" and (dd > 0).mean() <= 0.01
+    assert min(seen.values()) >= 5, seen
+    on_flat = sum(run(op, PHOTOS[-1][1], i)[1]["policy"][0]["op"] == "GaussianBlur" for i in range(12))
+    photos_blurred = seen["GaussianBlur"] - on_flat
+    assert close >= 0.9 * photos_blurred, (close, photos_blurred)

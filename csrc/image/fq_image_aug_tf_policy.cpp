@@ -1,6 +1,6 @@
 /* fq_image_aug_tf_policy.cpp - TF Model Garden's RandAugment (magnitude_std, exclude_ops)
  * and AutoAugment (v0, reduced_imagenet, simple, reduced_cifar10, svhn,
- * panoptic_deeplab_policy, vit, test) of official/vision/ops/augment.py
+ * panoptic_deeplab_policy, vit, test, deit3_three_augment) of official/vision/ops/augment.py
  * (tf-models-official 2.20) with TF's own op definitions where they differ from
  * torchvision's: blend, AutoContrast (float scale), Color (tf.image.rgb_to_grayscale),
  * Contrast (tf.image.adjust_contrast), Sharpness (truncated smooth, blend), SolarizeAdd
@@ -28,10 +28,13 @@ using fqi::params;
 /* TF's RandAugment available_ops order */
 enum TFOp { T_AUTOCONTRAST, T_EQUALIZE, T_INVERT, T_ROTATE, T_POSTERIZE, T_SOLARIZE, T_COLOR, T_CONTRAST,
             T_BRIGHTNESS, T_SHARPNESS, T_SHEAR_X, T_SHEAR_Y, T_TRANSLATE_X, T_TRANSLATE_Y, T_CUTOUT, T_SOLARIZE_ADD,
-            T_COUNT };
-const char *const kTFNames[T_COUNT] = {"AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize",
-                                      "Color", "Contrast", "Brightness", "Sharpness", "ShearX", "ShearY",
-                                      "TranslateX", "TranslateY", "Cutout", "SolarizeAdd"};
+            T_COUNT,
+            /* AutoAugment's deit3_three_augment only (fastq's op names: Grayscale, GaussianBlur) */
+            T_GRAYSCALE = T_COUNT, T_GAUSSIAN_NOISE, T_ALL };
+const char *const kTFNames[T_ALL] = {"AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize",
+                                    "Color", "Contrast", "Brightness", "Sharpness", "ShearX", "ShearY",
+                                    "TranslateX", "TranslateY", "Cutout", "SolarizeAdd", "Grayscale",
+                                    "GaussianBlur"};
 
 struct SubOp {
     int op;
@@ -129,6 +132,8 @@ const SubOp kVit[][3] = {
     {{T_POSTERIZE, 0.6, 7}, {T_POSTERIZE, 0.6, 6}, {T_CUTOUT, 0.8, 8}},
     {{T_SOLARIZE, 0.6, 5}, {T_AUTOCONTRAST, 0.6, 5}, {T_CUTOUT, 0.8, 8}},
 };
+/* AutoAugment.deit3_three_augment() */
+const SubOp kDeit3[][1] = {{{T_GRAYSCALE, 1.0, 0}}, {{T_SOLARIZE, 1.0, 5}}, {{T_GAUSSIAN_NOISE, 1.0, 1}}};
 /* AutoAugment.policy_test() */
 const SubOp kTest[][2] = {{{T_TRANSLATE_X, 1.0, 4}, {T_EQUALIZE, 1.0, 10}}};
 
@@ -140,7 +145,7 @@ struct Policy {
 /* TFAutoAugment's policy field indexes this */
 const Policy kPolicies[] = {FQ_POLICY(kV0),         FQ_POLICY(kReducedImageNet), FQ_POLICY(kSimple),
                             FQ_POLICY(kReducedCifar10), FQ_POLICY(kSvhn),      FQ_POLICY(kPanoptic),
-                            FQ_POLICY(kVit),        FQ_POLICY(kTest)};
+                            FQ_POLICY(kVit),        FQ_POLICY(kTest),            FQ_POLICY(kDeit3)};
 constexpr int kNumPolicies = (int)(sizeof kPolicies / sizeof kPolicies[0]);
 
 bool signed_op(int o)
@@ -205,6 +210,10 @@ void draw_op(fq_rng *rng, int k, int o, double level, bool f32, double cc, doubl
     double a = f32 ? tf_arg_f32(o, (float)level, cc, tc) : tf_arg(o, level, cc, tc);
     if (signed_op(o) && fq_rng_uniform(rng) < 0.5)
         a = -a;
+    if (o == T_GAUSSIAN_NOISE) { /* sigma = np.random.uniform(level/10, translate_const * level/10) */
+        const double lo = level / 10.0, hi = tc * lo;
+        a = lo + (hi - lo) * fq_rng_uniform(rng);
+    }
     r.order[k] = fq_img_op_kind(kTFNames[o]);
     r.factor[k] = a;
     r.params[k] = 0;
@@ -264,8 +273,8 @@ const char *tf_auto_augment_check(const fq_op &op)
 {
     const AugTFAutoAugment &q = params<AugTFAutoAugment>(op);
     if (!(aug_is_int(q.policy) && q.policy >= 0 && q.policy < kNumPolicies))
-        return "policy must be an integer in [0, 7] (v0, reduced_imagenet, simple, reduced_cifar10, svhn, "
-               "panoptic_deeplab_policy, vit, test)";
+        return "policy must be an integer in [0, 8] (v0, reduced_imagenet, simple, reduced_cifar10, svhn, "
+               "panoptic_deeplab_policy, vit, test, deit3_three_augment)";
     if (!(std::isfinite(q.cutout_const) && q.cutout_const >= 0 && q.cutout_const <= 1e4))
         return "cutout_const must be in [0, 10000]";
     if (!(std::isfinite(q.translate_const) && q.translate_const >= 0 && q.translate_const <= 1e4))
