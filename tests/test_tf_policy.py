@@ -455,9 +455,9 @@ def test_deit3_gaussian_noise_sigma_and_blur():
     translate_const * level/10) per application (KS against U(0.1, 25)), then TF's 3x3
     gaussian_filter2d (reflect padding, fused multiply-adds) with it: within 1 level; for
     most sigmas fastq's kernel weights are TF's and at most a few values differ, for some
-    (measured about 5 %) TF's softmax gives a weight 1 ulp away, and then a flat region can
-    be 1 level off throughout (the photos here: <= 1 % of values on 9 in 10 applications);
-    Grayscale exact"""
+    (measured about 5 %) TF's oneDNN softmax gives a weight 1 ulp away, and then a flat
+    region can be 1 level off throughout (the photos here: <= 1 % of values on 9 in 10
+    applications; also holds with TF_ENABLE_ONEDNN_OPTS=0); Grayscale exact"""
     from scipy import stats
     op = O.TFAutoAugment("deit3_three_augment")
     sigmas = []
