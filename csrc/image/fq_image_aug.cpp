@@ -382,7 +382,8 @@ constexpr fq_op_field kTrivialFields[] = {FQ_FIELD(fqi::AugTrivialAugment, num_b
 constexpr fq_op_field kTFRandFields[] = {
     FQ_FIELD(fqi::AugTFRandAugment, num_layers), FQ_FIELD(fqi::AugTFRandAugment, magnitude),
     FQ_FIELD(fqi::AugTFRandAugment, cutout_const), FQ_FIELD(fqi::AugTFRandAugment, translate_const),
-    FQ_FIELD(fqi::AugTFRandAugment, prob_to_apply), FQ_FIELD(fqi::AugTFRandAugment, fill)};
+    FQ_FIELD(fqi::AugTFRandAugment, prob_to_apply), FQ_FIELD(fqi::AugTFRandAugment, fill),
+    FQ_FIELD(fqi::AugTFRandAugment, magnitude_std), FQ_FIELD(fqi::AugTFRandAugment, exclude)};
 constexpr fq_op_field kTFAutoFields[] = {FQ_FIELD(fqi::AugTFAutoAugment, policy),
                                          FQ_FIELD(fqi::AugTFAutoAugment, cutout_const),
                                          FQ_FIELD(fqi::AugTFAutoAugment, translate_const),

@@ -178,6 +178,56 @@ void tf_sharpness(Exec &e, float f)
     e.set(d);
 }
 
+/* grayscale(image) = grayscale_to_rgb(rgb_to_grayscale(image)) */
+void tf_grayscale(Exec &e)
+{
+    if (e.cur.channels() != 3)
+        return;
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    for (int y = 0; y < e.cur.rows; y++) {
+        const uint8_t *s = e.cur.ptr<uint8_t>(y);
+        uint8_t *o = d.ptr<uint8_t>(y);
+        for (int x = 0; x < e.cur.cols * 3; x += 3)
+            o[x] = o[x + 1] = o[x + 2] = tf_gray(s + x);
+    }
+    e.set(d);
+}
+
+/* gaussian_filter2d(image, [3, 3], sigma) (TF's Gaussian_Noise), float32: 1-D kernel
+ * softmax(-[1, 0, 1] / (2 sigma^2)) (exp, sum, times the sum's reciprocal, as Eigen), 2-D
+ * kernel ky[i] * kx[j]; tf.pad REFLECT (-1 -> 1, n -> n - 2); the 9 products accumulated row
+ * by row with fused multiply-adds (as TF's depthwise conv: on flat images a plain sum rounds
+ * 76.99999 up to 77); uint8 by truncation */
+void tf_gaussian_filter(Exec &e, float sigma)
+{
+    e.materialize_flips();
+    const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
+    const float den = 2.0f * (sigma * sigma), side = std::exp(-1.0f / den);
+    const float inv = 1.0f / ((side + 1.0f) + side), k1[3] = {side * inv, inv, side * inv};
+    float k[3][3];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            k[i][j] = k1[i] * k1[j];
+    auto refl = [](int v, int n) { return n <= 1 ? 0 : (v < 0 ? -v : (v >= n ? 2 * n - 2 - v : v)); };
+    cv::Mat d = e.next(H, W, e.cur.type());
+    for (int y = 0; y < H; y++) {
+        const uint8_t *rows[3] = {e.cur.ptr<uint8_t>(refl(y - 1, H)), e.cur.ptr<uint8_t>(y),
+                                  e.cur.ptr<uint8_t>(refl(y + 1, H))};
+        uint8_t *o = d.ptr<uint8_t>(y);
+        for (int x = 0; x < W; x++) {
+            const int xs[3] = {refl(x - 1, W) * c, x * c, refl(x + 1, W) * c};
+            for (int ch = 0; ch < c; ch++) {
+                float t = 0.f;
+                for (int i = 0; i < 3; i++)
+                    for (int j = 0; j < 3; j++)
+                        t = fma_exact(k[i][j], (float)rows[i][xs[j] + ch], t);
+                o[x * c + ch] = sat_trunc(t);
+            }
+        }
+    }
+    e.set(d);
+}
+
 /* ImageProjectiveTransformV3 fill_mode REFLECT (MapCoordinate) */
 inline float tf_reflect(float in, int len)
 {
@@ -282,9 +332,15 @@ void tf_apply(Exec &e, int kind, double v, double extra, const double fill[3])
                     o[x * c + k] = (uint8_t)fill[k];
         }
         e.set(d);
+    } else if (!std::strcmp(n, "Grayscale")) {
+        tf_grayscale(e);
+    } else if (!std::strcmp(n, "GaussianBlur")) {
+        tf_gaussian_filter(e, f);
+    } else if (!std::strcmp(n, "Posterize")) { /* shift 8 - bits: TF's bitwise shifts clamp it to 7 (bits 0 = 1) */
+        aug_apply(e, kind, std::max(v, 1.0), fill);
     } else if (!std::strcmp(n, "Solarize")) { /* TF compares with the threshold cast to uint8: 256 -> 0 */
         aug_apply(e, kind, std::fmod(v, 256.0), fill);
-    } else { /* Invert, Equalize, Posterize (bits), Brightness (factor) */
+    } else { /* Invert, Equalize, Brightness (factor) */
         aug_apply(e, kind, v, fill);
     }
 }

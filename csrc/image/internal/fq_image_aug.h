@@ -288,9 +288,12 @@ struct AugTFRandAugment {  /* TF Model Garden RandAugment */
     double num_layers, magnitude, cutout_const, translate_const;
     double prob_to_apply;     /* -1: None */
     double fill[3];           /* Cutout's replace (TF: 128) */
+    double magnitude_std;     /* > 0: per op, level = clip(f32(magnitude) + N(0, 1), 0, 10) (TF 2.20) */
+    double exclude;           /* bit o set: op o of TF's available_ops order left out */
 };
 struct AugTFAutoAugment {  /* TF Model Garden AutoAugment */
-    double policy;            /* 0 v0, 1 reduced_imagenet */
+    double policy;            /* 0 v0, 1 reduced_imagenet, 2 simple, 3 reduced_cifar10, 4 svhn,
+                                 5 panoptic_deeplab_policy, 6 vit, 7 test, 8 deit3_three_augment */
     double cutout_const, translate_const;
     double fill[3];
 };
@@ -301,7 +304,8 @@ int tf_rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *
 int tf_auto_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
                          fq_err *err);
 void tf_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
-/* one TF op: kind (the fastq op of that name), TF's argument, Cutout's centre; draws nothing */
+/* one TF op: kind (the fastq op of that name; GaussianBlur: TF's Gaussian_Noise, a 3x3 blur),
+ * TF's argument, Cutout's centre; draws nothing */
 void tf_apply(Exec &e, int kind, double v, double extra, const double fill[3]);
 
 }  // namespace fqi
