@@ -224,6 +224,9 @@ cdef dict _op_explain(const fq_img_op_explain *r):
     if fields & FQ_EXPLAIN_POLICY:  # the ops a policy drew: torchvision's names and magnitudes
         d["policy"] = [{"op": "Identity" if r.order[k] == 0 else fq_img_op_name(r.order[k]).decode(),
                         "magnitude": r.factor[k], "bin": int(r.params[k])} for k in range(min(r.applied, 4))]
+        if d["op"] in ("TFRandAugment", "TFAutoAugment"):  # TF's level (0..10) each argument came from
+            for k in range(min(r.applied, 4)):
+                d["policy"][k]["level"] = r.matrix[k]
         if d["op"] in ("AutoAugment", "TFAutoAugment"):
             d["subpolicy"] = int(r.params[4])
     if fields & FQ_EXPLAIN_TENSORPACK:  # tensorpack: what fastq.tensorpack replays through imgaug

@@ -375,6 +375,31 @@ def test_magnitude_std_levels_and_arguments():
     assert c.max() <= 40 and b.max() <= 4
 
 
+def test_explain_names_the_level_each_argument_came_from():
+    """the explain record's ``level`` (TF's 0..10 level) of every op drawn: the magnitude without
+    magnitude_std; with it, N(M, 1) clipped, and Posterize's bits / Cutout's pad are TF's
+    int(level / 10 * 4) / int(level / 10 * 40) of that level"""
+    img = np.ascontiguousarray(PHOTOS[3][1][:16, :16])
+    for index in range(20):
+        _, rec = run(O.TFRandAugment(num_layers=2, magnitude=7), img, index)
+        assert all(d["level"] == (0.0 if d["op"] == "Identity" else 7.0) for d in rec["policy"]), rec
+    seen = set()
+    op = O.TFRandAugment(num_layers=4, magnitude=8, magnitude_std=0.5)
+    for index in range(200):
+        _, rec = run(op, img, index)
+        for d in rec["policy"]:
+            if d["op"] == "Identity":
+                continue
+            lv = np.float32(d["level"])
+            assert 0.0 <= lv <= 10.0, d
+            seen.add(float(lv))
+            if d["op"] == "Posterize":
+                assert int(d["magnitude"]) == int(lv / np.float32(10) * np.float32(4)), d
+            elif d["op"] == "Cutout":
+                assert int(d["magnitude"]) == int(lv / np.float32(10) * np.float32(40)), d
+    assert len(seen) > 100
+
+
 def test_magnitude_std_zero_draws_nothing():
     """magnitude_std = 0 (TF: no normal drawn) gives the draws and images of the op without it"""
     img = PHOTOS[3][1]

@@ -272,7 +272,7 @@ typedef struct fq_img_op_explain {
     double contrast_mean; /* ColorJitter: mean gray level used by contrast (computed) */
     double params[5];   /* RandomAffine: angle, tx, ty, scale, shear_x; */
     double shear_y;     /* RandomAffine: shear_y */
-    double matrix[6];   /* RandomAffine: forward 2x3 matrix (dst = M [x y 1]^T) */
+    double matrix[6];   /* RandomAffine: forward 2x3 matrix (dst = M [x y 1]^T); TF policies: matrix[k] = the level of op k */
     /* compositions (RandomApply / RandomChoice / RandomOrder, FQ_EXPLAIN_COMPOSE) */
     int parent;         /* every op: index of the composition it is a child of, -1 at top level */
     int n_run;          /* a composition: how many of its children ran */
