@@ -115,7 +115,8 @@ inline uint8_t tf_gray(const uint8_t *p)
     return (uint8_t)(g * 255.5f);
 }
 
-void tf_color(Exec &e, float f)
+/* px(s, o) on every RGB pixel of the current image into a new buffer (no-op unless 3 channels) */
+template <class F> void tf_per_pixel(Exec &e, F px)
 {
     if (e.cur.channels() != 3)
         return;
@@ -123,13 +124,19 @@ void tf_color(Exec &e, float f)
     for (int y = 0; y < e.cur.rows; y++) {
         const uint8_t *s = e.cur.ptr<uint8_t>(y);
         uint8_t *o = d.ptr<uint8_t>(y);
-        for (int x = 0; x < e.cur.cols * 3; x += 3) {
-            const float g = (float)tf_gray(s + x);
-            for (int k = 0; k < 3; k++)
-                o[x + k] = tf_blend(g, (float)s[x + k], f);
-        }
+        for (int x = 0; x < e.cur.cols * 3; x += 3)
+            px(s + x, o + x);
     }
     e.set(d);
+}
+
+void tf_color(Exec &e, float f)
+{
+    tf_per_pixel(e, [f](const uint8_t *s, uint8_t *o) {
+        const float g = (float)tf_gray(s);
+        for (int k = 0; k < 3; k++)
+            o[k] = tf_blend(g, (float)s[k], f);
+    });
 }
 
 /* tf.image.adjust_contrast on uint8: x = v * f32(1/255); m = per-channel mean (double sum,
@@ -181,16 +188,7 @@ void tf_sharpness(Exec &e, float f)
 /* grayscale(image) = grayscale_to_rgb(rgb_to_grayscale(image)) */
 void tf_grayscale(Exec &e)
 {
-    if (e.cur.channels() != 3)
-        return;
-    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    for (int y = 0; y < e.cur.rows; y++) {
-        const uint8_t *s = e.cur.ptr<uint8_t>(y);
-        uint8_t *o = d.ptr<uint8_t>(y);
-        for (int x = 0; x < e.cur.cols * 3; x += 3)
-            o[x] = o[x + 1] = o[x + 2] = tf_gray(s + x);
-    }
-    e.set(d);
+    tf_per_pixel(e, [](const uint8_t *s, uint8_t *o) { o[0] = o[1] = o[2] = tf_gray(s); });
 }
 
 /* gaussian_filter2d(image, [3, 3], sigma) (TF's Gaussian_Noise), float32: 1-D kernel

@@ -26,6 +26,7 @@
 #include <cstring>
 
 #include "image/fq_image_prepare.h"
+#include "image/internal/fq_image_switch.h"
 
 #if defined(__clang__)
 #pragma clang fp contract(off)
@@ -33,16 +34,13 @@
 
 namespace {
 
-std::atomic<int> g_simd_tp{[] {
-    const char *e = std::getenv("FASTQ_SIMD_TP");
-    return (e && std::strcmp(e, "0") == 0) ? 0 : 1;
-}()};
+fqi::Switch g_simd_tp("FASTQ_SIMD_TP");
 
 }  // namespace
 
 extern "C" {
-void fq_img_simd_tp_set(int on) { g_simd_tp.store(on ? 1 : 0, std::memory_order_relaxed); }
-int fq_img_simd_tp_enabled(void) { return g_simd_tp.load(std::memory_order_relaxed); }
+void fq_img_simd_tp_set(int on) { g_simd_tp.set(on); }
+int fq_img_simd_tp_enabled(void) { return g_simd_tp.get(); }
 }
 
 #if defined(__x86_64__) || defined(__i386__)

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "image/fq_image_prepare.h"
+#include "image/internal/fq_image_switch.h"
 
 #if defined(__clang__)
 #pragma clang fp contract(off)
@@ -49,10 +50,7 @@
 
 namespace {
 
-std::atomic<int> g_simd_resize{[] {
-    const char *e = std::getenv("FASTQ_SIMD_RESIZE");
-    return (e && std::strcmp(e, "0") == 0) ? 0 : 1;
-}()};
+fqi::Switch g_simd_resize("FASTQ_SIMD_RESIZE");
 
 }  // namespace
 
@@ -291,7 +289,7 @@ namespace fqi {
 
 bool resize_cubic_u8c3(const cv::Mat &src, cv::Mat &dst)
 {
-    if (!g_simd_resize.load(std::memory_order_relaxed) || src.type() != CV_8UC3 || dst.type() != CV_8UC3 ||
+    if (!g_simd_resize.get() || src.type() != CV_8UC3 || dst.type() != CV_8UC3 ||
         src.empty() || dst.empty() || !why_not().empty())
         return false;
     resize_all(src, dst);
@@ -319,6 +317,6 @@ extern "C" const char *fq_img_simd_resize_unavailable(void)
 #endif
 
 extern "C" {
-void fq_img_simd_resize_set(int on) { g_simd_resize.store(on ? 1 : 0, std::memory_order_relaxed); }
-int fq_img_simd_resize_enabled(void) { return g_simd_resize.load(std::memory_order_relaxed); }
+void fq_img_simd_resize_set(int on) { g_simd_resize.set(on); }
+int fq_img_simd_resize_enabled(void) { return g_simd_resize.get(); }
 }

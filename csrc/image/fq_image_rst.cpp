@@ -27,6 +27,7 @@
  */
 #include "image/internal/fq_image_internal.h"
 #include "image/fq_image_prepare.h"
+#include "image/internal/fq_image_switch.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -37,10 +38,7 @@
 
 namespace {
 
-std::atomic<int> g_enabled{[] {
-    const char *e = std::getenv("FASTQ_SEGMENT_DECODE");
-    return (e && std::strcmp(e, "0") == 0) ? 0 : 1;
-}()};
+fqi::Switch g_enabled("FASTQ_SEGMENT_DECODE");
 std::atomic<uint64_t> g_count{0};
 
 constexpr int kDeclined = -1;
@@ -146,7 +144,7 @@ inline int ceil_div(int64_t a, int64_t b) { return (int)((a + b - 1) / b); }
 int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::SrcInfo &si, int M, int x, int y,
                  int w, int h, const int *need, int oc, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err)
 {
-    if (!g_enabled.load(std::memory_order_relaxed) || w <= 0 || h <= 0 || M < 1 || M > 8 || 8 % M)
+    if (!g_enabled.get() || w <= 0 || h <= 0 || M < 1 || M > 8 || 8 % M)
         return kDeclined;
     const jpeg_decompress_struct &ci = s->cinfo;
     const int nc = ci.num_components;
@@ -294,8 +292,8 @@ int jpeg_decode_crop(fq_img_scratch *s, const uint8_t *data, size_t len, const S
 
 extern "C" {
 
-void fq_img_segment_decode_set(int on) { g_enabled.store(on ? 1 : 0, std::memory_order_relaxed); }
-int fq_img_segment_decode_enabled(void) { return g_enabled.load(std::memory_order_relaxed); }
+void fq_img_segment_decode_set(int on) { g_enabled.set(on); }
+int fq_img_segment_decode_enabled(void) { return g_enabled.get(); }
 uint64_t fq_img_segment_decode_count(void) { return g_count.load(std::memory_order_relaxed); }
 
 }  // extern "C"

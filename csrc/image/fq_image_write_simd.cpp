@@ -20,15 +20,13 @@
 #include <cstring>
 
 #include "image/fq_image_prepare.h"
+#include "image/internal/fq_image_switch.h"
 
-static std::atomic<int> g_simd_write{[] {
-    const char *e = std::getenv("FASTQ_SIMD_WRITE");
-    return (e && std::strcmp(e, "0") == 0) ? 0 : 1;
-}()};
+static fqi::Switch g_simd_write("FASTQ_SIMD_WRITE");
 
 extern "C" {
-void fq_img_simd_write_set(int on) { g_simd_write.store(on ? 1 : 0, std::memory_order_relaxed); }
-int fq_img_simd_write_enabled(void) { return g_simd_write.load(std::memory_order_relaxed); }
+void fq_img_simd_write_set(int on) { g_simd_write.set(on); }
+int fq_img_simd_write_enabled(void) { return g_simd_write.get(); }
 }
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -170,7 +168,7 @@ bool write_f32_hwc_simd(const F32Affine &k, const float (*lut)[256], const cv::M
                         float *out, bool bgr)
 {
     const int C = img.channels();
-    if (!k.exact || !g_simd_write.load(std::memory_order_relaxed) || !cpu_ok() || (C != 1 && C != 3) || img.depth() != CV_8U)
+    if (!k.exact || !g_simd_write.get() || !cpu_ok() || (C != 1 && C != 3) || img.depth() != CV_8U)
         return false;
     bgr = bgr && C == 3;
     std::vector<uint8_t> rev(hf || bgr ? (size_t)img.cols * C : 0); /* may throw: callers catch */
@@ -184,7 +182,7 @@ bool write_f32_hwc_simd(const F32Affine &k, const float (*lut)[256], const cv::M
 bool write_u8_hwc_simd(const cv::Mat &img, bool hf, bool vf, bool bgr, uint8_t *out)
 {
     const int C = img.channels();
-    if (!g_simd_write.load(std::memory_order_relaxed) || !cpu_ok() || (C != 1 && C != 3) ||
+    if (!g_simd_write.get() || !cpu_ok() || (C != 1 && C != 3) ||
         img.depth() != CV_8U || (bgr && C != 3))
         return false;
     const int h = img.rows, w = img.cols;
