@@ -30,6 +30,7 @@ SCRIPTS = {
     "bench_tf.py": "test_bench_tf",
     "bench_tf_kernel.py": "test_bench_tf_kernel",
     "bench_tp_ops.py": "test_bench_tp_ops",
+    "huffman_floor.c": "test_huffman_floor",
 }
 
 
@@ -49,7 +50,8 @@ def run(script, *args, tmp, extra_env=None, timeout=600):
 
 
 def test_every_script_and_example_is_run_by_a_test():
-    scripts = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "benchmarks", "*.py")))
+    scripts = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "benchmarks", "*.py"))
+                     + glob.glob(os.path.join(ROOT, "benchmarks", "*.c")))
     assert scripts == sorted(SCRIPTS), "a benchmark script without a test here (add it to SCRIPTS)"
     for name in SCRIPTS.values():
         assert callable(globals().get(name)), name
@@ -169,3 +171,23 @@ def test_bench_instance_masks(tmp_path):
 def test_bench_tp_ops(tmp_path):
     out = run("bench_tp_ops.py", "6", "1", tmp=tmp_path)
     assert "TensorpackColor (224x224)" in out and "scalar path" in out and "whole chain (dct_scaling=False)" in out
+
+
+def test_huffman_floor(tmp_path):
+    """the C tool builds warning-free with the command its header gives and reports its four rows"""
+    from fastq.bench.testdata import make_jpeg_dataset
+
+    exe = str(tmp_path / "huffman_floor")
+    b = subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", os.path.join(ROOT, "benchmarks", "huffman_floor.c"),
+                        "-ljpeg", "-o", exe], capture_output=True, text=True)
+    assert b.returncode == 0, b.stderr
+    paths = make_jpeg_dataset(str(tmp_path / "j"), 3, seed=1)
+    r = subprocess.run([exe, *paths], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("3 files")
+    for name in ("Huffman only", "decode 8/8", "decode 2/8", "decode 1/8"):
+        assert name in r.stdout, r.stdout
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"not a jpeg")
+    r = subprocess.run([exe, str(bad)], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
