@@ -171,20 +171,20 @@ FQ_RS_AVX2 void hpass(const uint8_t *S, int sw, int dw, const Scratch &t, int lo
         _mm_storeu_si128((__m128i *)(D + 3 * dx), _mm256_castsi256_si128(r));
         _mm_storeu_si128((__m128i *)(D + 3 * dx + 3), _mm256_extracti128_si256(r, 1));
     }
-    const int tail = dx;
-    for (int x = 0; x < dw; x++) {
-        if (x == lo)
-            x = tail;
-        if (x >= dw)
-            break;
-        const int s = t.xofs[(size_t)x];
-        const int16_t *a = t.xw.data() + (size_t)x * 4;
-        int p[4];
-        for (int k = 0; k < 4; k++)
-            p[k] = 3 * std::min(std::max(s - 1 + k, 0), sw - 1);
-        for (int c = 0; c < 3; c++)
-            D[3 * x + c] = S[p[0] + c] * a[0] + S[p[1] + c] * a[1] + S[p[2] + c] * a[2] + S[p[3] + c] * a[3];
-    }
+    /* the pixels outside the vector range: [0, lo) and [dx, dw), taps clamped to the row */
+    auto scalar = [&](int x0, int x1) {
+        for (int x = x0; x < x1; x++) {
+            const int s = xofs[x];
+            const int16_t *a = t.xw.data() + (size_t)x * 4;
+            int p[4];
+            for (int k = 0; k < 4; k++)
+                p[k] = 3 * std::min(std::max(s - 1 + k, 0), sw - 1);
+            for (int c = 0; c < 3; c++)
+                D[3 * x + c] = S[p[0] + c] * a[0] + S[p[1] + c] * a[1] + S[p[2] + c] * a[2] + S[p[3] + c] * a[3];
+        }
+    };
+    scalar(0, lo);
+    scalar(dx, dw);
 }
 
 uint8_t sat_u8(int v) { return (uint8_t)std::min(std::max(v, 0), 255); }
@@ -257,25 +257,24 @@ void resize_all(const cv::Mat &src, cv::Mat &dst)
     t.rows.resize(stride * 4);
     int have[4] = {-1, -1, -1, -1}; /* source row held by each buffer */
     for (int y = 0; y < dh; y++) {
+        int need[4]; /* the source rows of this target row, clamped (replicated edges) */
+        for (int k = 0; k < 4; k++)
+            need[k] = std::min(std::max(t.yofs[(size_t)y] - 1 + k, 0), sh - 1);
+        auto held = [&](int row) {
+            for (int j = 0; j < 4; j++)
+                if (have[j] == row)
+                    return j;
+            return -1;
+        };
         const int32_t *R[4];
         for (int k = 0; k < 4; k++) {
-            const int sy = std::min(std::max(t.yofs[(size_t)y] - 1 + k, 0), sh - 1);
-            int slot = -1, free_slot = -1;
-            for (int j = 0; j < 4; j++) {
-                if (have[j] == sy)
-                    slot = j;
-            }
-            if (slot < 0) { /* a buffer whose row this target row does not use */
-                for (int j = 0; j < 4 && free_slot < 0; j++) {
-                    bool used = false;
-                    for (int m = 0; m < 4; m++)
-                        used |= have[j] == std::min(std::max(t.yofs[(size_t)y] - 1 + m, 0), sh - 1);
-                    if (!used)
-                        free_slot = j;
-                }
-                slot = free_slot;
-                hpass(src.ptr<uint8_t>(sy), sw, dw, t, lo, hi, t.rows.data() + stride * (size_t)slot);
-                have[slot] = sy;
+            int slot = held(need[k]);
+            if (slot < 0) { /* reuse a buffer none of need[] is in: at most 3 of 4 are */
+                slot = 0;
+                while (slot < 3 && std::find(need, need + 4, have[slot]) != need + 4)
+                    slot++;
+                hpass(src.ptr<uint8_t>(need[k]), sw, dw, t, lo, hi, t.rows.data() + stride * (size_t)slot);
+                have[slot] = need[k];
             }
             R[k] = t.rows.data() + stride * (size_t)slot;
         }
