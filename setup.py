@@ -162,13 +162,17 @@ CXX_FLAGS = FLAGS + ["-std=c++17"]
 CYTHON_FLAGS = CXX_FLAGS + ["-Wno-unused-function", "-Wno-unused-parameter",
                             "-Wno-missing-field-initializers", "-Wno-unreachable-code"]
 # fastq._image also exports fastq_capi_v1 (csrc/image/fq_capi.h): the image C API as one
-# versioned table, for the TensorFlow kernel that fastq.tf_ops builds at first use.
-EXPORTS_MAP = "{ global: PyInit_*; fastq_capi_v1; local: *; };\n"
+# versioned table, for the TensorFlow kernel that fastq.tf_ops builds at first use;
+# fastq._core exports fastq_ring_capi_v1 (csrc/ring/fq_ring_capi.h), the ring's consumer
+# side, for the kernel's dataset op (fastq.tf.dataset).
+EXPORTS_MAP = "{ global: PyInit_*; fastq_capi_v1; fastq_ring_capi_v1; local: *; };\n"
 # What fastq.tf_ops compiles against the installed TensorFlow, as paths under csrc/: shipped
 # in the package as fastq/_tf_kernel/<same path> (BuildPy), read from csrc/ in a checkout.
 # C headers users compile against, installed flat in fastq/include/ (fastq.get_include())
 PUBLIC_HEADERS = ["image/fastq_custom_op.h"]
-TF_KERNEL_FILES = ["tf/fq_tf_kernel.cc", "image/fq_capi.h", "image/fq_image.h", "core/fq_common.h",
+TF_KERNEL_FILES = ["tf/fq_tf_kernel.cc", "tf/fq_tf_feed.cc", "tf/fq_tf_dataset.cc", "tf/fq_tf_dataset.h",
+                   "tf/fq_tf_feed.h", "image/fq_capi.h", "image/fq_image.h", "image/fq_batch_mix.h",
+                   "image/fq_batch_pad.h", "ring/fq_ring_capi.h", "ring/fq_ring.h", "core/fq_common.h",
                    "core/fq_stage_times.h"]
 
 

@@ -48,7 +48,9 @@ cdef class Ring:
     # The slot arena and its size in bytes (after the fork check).
     cdef uint8_t *arena(self, size_t *nbytes) except NULL
     # Install the function fq_ring_destroy calls just before the arena is freed (one
-    # per ring); `owner` is kept alive as long as the ring.
+    # per ring); `owner` is kept alive as long as this object.  The hook runs with the
+    # ring's last reference, which fastq's TensorFlow kernel may hold after this object
+    # is gone (retain_native): the hook and its ctx must not need `owner` or Python.
     cdef int install_free_hook(self, fq_ring_free_hook hook, void *ctx, object owner) except -1
     cdef tuple _arrays(self, Lease lease, int slot, int n)
 

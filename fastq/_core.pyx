@@ -18,6 +18,7 @@ from cpython.object cimport PyTypeObject
 
 from posix.unistd cimport getpid
 from fastq.includes.numpy_array cimport PyArray_NewFromDescr
+from fastq.includes.fq_ring_capi cimport fastq_ring_capi_v1
 
 import os
 import numpy as np
@@ -38,6 +39,11 @@ CODES = {
 def make_error(int code, message, index=None, path=None):
     """Build (not raise) the exception for a C error code."""
     return _errors.error_for_code(code, message, index=index, path=path)
+
+
+# The ABI version of the exported ring table (csrc/ring/fq_ring_capi.h) that the TensorFlow
+# dataset kernel binds to (reading it here also links the table into this module).
+RING_CAPI_ABI_VERSION = fastq_ring_capi_v1.abi_version
 
 
 # A batch array has 1 + len(sample shape) dimensions; numpy 1.x allows 32.
@@ -99,7 +105,9 @@ cdef class Ring:
         if self.r != NULL:
             if getpid() == self.pid:
                 fq_ring_close(self.r)
-                fq_ring_destroy(self.r)
+                # this object's reference; the arena lives on while fastq's TensorFlow
+                # kernel holds one (a TF tensor aliasing a slot)
+                fq_ring_unref(self.r)
             # In a forked child the parent's mutex may be held by a thread that
             # no longer exists: leak the ring rather than touch it.
             self.r = NULL
@@ -138,6 +146,16 @@ cdef class Ring:
         fq_ring_set_free_hook(self.r, hook, ctx)
         return 0
 
+    def retain_native(self):
+        """A new reference to the C ring for fastq's TensorFlow dataset kernel, as an
+        address: the kernel takes ownership and drops it through fastq_ring_capi_v1.unref
+        (csrc/ring/fq_ring_capi.h), so the ring outlives this object while the kernel
+        holds it.  Any free hook installed on the ring then runs when the kernel drops
+        the last reference (fastq._cuda's needs no Python)."""
+        self._check()
+        fq_ring_retain(self.r)
+        return <size_t>self.r
+
     def row_bytes(self, int block):
         if not 0 <= block < self.n_blocks:
             raise IndexError("block out of range")
@@ -157,6 +175,16 @@ cdef class Ring:
         self._check()
         if fq_ring_set_end(self.r, n_items, keep_partial, &err) != FQ_OK:
             raise_fq_error(&err)
+
+    @property
+    def run_id(self):
+        """Id of the current run (the last begin_run's)."""
+        cdef int64_t rid = 0
+        cdef fq_err err
+        self._check()
+        if fq_ring_run_id(self.r, &rid, &err) != FQ_OK:
+            raise_fq_error(&err)
+        return rid
 
     def cancel(self):
         self._check()
@@ -288,13 +316,7 @@ cdef class Ring:
                     if t_stall == 0:
                         t_stall = now
                     elif stall_timeout >= 0 and (now - t_stall) >= <uint64_t>(stall_timeout * 1e9):
-                        raise _errors.StalledError(
-                            f"fastq consumer stalled for {stall_timeout:g} s: {err.msg.decode()}; "
-                            f"queue_size={self.capacity}. A batch's slot is only reused "
-                            f"when every array (or TF tensor) viewing it is gone, and the producers need at "
-                            f"least one slot the consumer does not hold; delete batches you keep, copy "
-                            f"what you need to keep, or raise queue_size above the number of batches held at once "
-                            f"(including tf.data buffers such as prefetch, shuffle and cache).")
+                        raise _errors.StalledError(stall_message(stall_timeout, err.msg.decode(), self.capacity))
                 else:
                     t_stall = 0
                 if timeout >= 0 and (now - t_start) >= <uint64_t>(timeout * 1e9):
@@ -469,3 +491,13 @@ cdef class NativeRun:
 
 def now_ns():
     return fq_now_ns()
+
+
+def stall_message(double stall_timeout, detail, int capacity):
+    """StalledError's message (the Python consumer's and fastq.tf's native feed's)."""
+    return (f"fastq consumer stalled for {stall_timeout:g} s: {detail}; "
+            f"queue_size={capacity}. A batch's slot is only reused "
+            f"when every array (or TF tensor) viewing it is gone, and the producers need at "
+            f"least one slot the consumer does not hold; delete batches you keep, copy "
+            f"what you need to keep, or raise queue_size above the number of batches held at once "
+            f"(including tf.data buffers such as prefetch, shuffle and cache).")

@@ -319,6 +319,8 @@ class Pipeline:
         else:
             out.update({"queue_size": self.queue_size, "batch_size": self.batch_size})
         out.update(self._backend.stats())
+        if getattr(self, "_tf_feed", None):  # fastq.tf.dataset: which feed, and why (fastq/tf.py)
+            out["tf_feed"] = dict(self._tf_feed)
         prod = self._state.producers
         if prod is not None and hasattr(prod, "stats"):
             out["producers"] = prod.stats()
@@ -460,6 +462,11 @@ class Pipeline:
         self._pin_status = cuda.pin_ring(ring, required=self.pin_memory is True)
 
     def __iter__(self) -> "_EpochIterator":
+        return self._begin_epoch(_EpochIterator)
+
+    def _begin_epoch(self, iterator_class: Any) -> "_EpochIterator":
+        """iter(self) with the epoch's iterator made by `iterator_class` (_EpochIterator or a
+        subclass: fastq.tf's native feed, whose batches a TensorFlow kernel takes from the ring)."""
         st = self._state
         self._check_pid()
         if st.closed:
@@ -472,14 +479,14 @@ class Pipeline:
             epoch = self._epoch
             self._epoch += 1
             if not self._backend.discover():
-                it = _EpochIterator(self, None, epoch, None)  # empty source: empty epoch
+                it = iterator_class(self, None, epoch, None)  # empty source: empty epoch
                 it._done = True
                 return it
             position, self._resume_position = self._resume_position, 0
             ring = self._ensure_ring()
             run_id = ring.begin_run(self.drop_remainder)
             st.producers = self._backend.start(ring, run_id, epoch, position)
-            it = _EpochIterator(self, ring, epoch, st.producers)
+            it = iterator_class(self, ring, epoch, st.producers)
             it.position = position
             self._active = it
             return it

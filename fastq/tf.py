@@ -296,8 +296,34 @@ def _cardinality(pipeline, cardinality):
         return None
 
 
+_LOGGED_REASONS: set = set()
+
+
+def _native_dataset(pipeline, spec, n, native):
+    """(the FastqDataset op's dataset or None, the feed record for stats()["tf_feed"])."""
+    if native == "auto" and os.environ.get("FASTQ_TF_NATIVE", "") in ("0", "false", "no"):
+        native = False
+        why = "FASTQ_TF_NATIVE=0"
+    else:
+        why = "native=False"
+    if native is not False:
+        from fastq import _tf_native
+        try:
+            return _tf_native.dataset(pipeline, spec, n), {"feed": "native", "op": "FastqDataset"}
+        except Exception as e:  # noqa: BLE001 - any reason: the from_generator feed still works
+            if native is True:
+                raise
+            why = f"{type(e).__name__}: {e}"
+            if why not in _LOGGED_REASONS:  # once per reason and process
+                _LOGGED_REASONS.add(why)
+                _tf_native.log.warning("fastq.tf.dataset: using the from_generator feed (a Python callback per "
+                                       "batch) instead of the native op: %s", why)
+    return None, {"feed": "from_generator", "reason": why}
+
+
 def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_size: Optional[int] = None,
-            cardinality: Union[str, int, None] = "auto", structure: str = "tuple") -> Any:
+            cardinality: Union[str, int, None] = "auto", structure: str = "tuple",
+            native: Union[str, bool] = "auto") -> Any:
     """A ``tf.data.Dataset`` of the pipeline's batches, without copies.
 
     Elements are tuples of tensors, one per pipeline output (the same tuple a
@@ -344,8 +370,16 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
     if structure == "features_labels" and (names is None or len(names) < 2 or names[0] != "images"):
         raise ValueError("fastq.tf.dataset(structure='features_labels') needs a native image source with at "
                          f"least one output after the images (its outputs: {names})")
+    if native not in ("auto", True, False):
+        raise ValueError(f"fastq.tf.dataset: native must be 'auto', True or False, got {native!r}")
     spec = element_spec(pipeline)
-    ds = tf.data.Dataset.from_generator(_Feed(pipeline), output_signature=spec)
+    n = _cardinality(pipeline, cardinality)
+    ds, feed = _native_dataset(pipeline, spec, n, native)
+    pipeline._tf_feed = feed
+    if ds is None:
+        ds = tf.data.Dataset.from_generator(_Feed(pipeline), output_signature=spec)
+        if n is not None:  # (the native op declares it itself, and checks it at the end of each epoch)
+            ds = ds.apply(tf.data.experimental.assert_cardinality(n))
     opts = tf.data.Options()
     # The ring already buffers queue_size batches: an injected autotuned
     # prefetch would only hold slots, and the autotuning model has nothing to
@@ -355,9 +389,6 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
     opts.experimental_optimization.inject_prefetch = False
     opts.autotune.enabled = False
     ds = ds.with_options(opts)
-    n = _cardinality(pipeline, cardinality)
-    if n is not None:
-        ds = ds.apply(tf.data.experimental.assert_cardinality(n))
     if names is not None:
         rest = names[1:]
         ds = ds.map(lambda images, *xs: (images, dict(zip(rest, xs))))

@@ -62,8 +62,12 @@ __all__ = ["load", "build", "cache_dir", "decode_augment", "normalize", "normali
 OP_NAME = "FastqDecodeAugment"
 _LIB_NAME = "libfastq_tf_kernel.so"
 _KERNEL = "tf/fq_tf_kernel.cc"
+# the library's translation units: FastqDecodeAugment; FastqDataset (fastq.tf.dataset)
+_SOURCES = (_KERNEL, "tf/fq_tf_feed.cc", "tf/fq_tf_dataset.cc")
 # what the kernel compiles, as paths under csrc/ (setup.py's TF_KERNEL_FILES ships the same)
-_FILES = (_KERNEL, "image/fq_capi.h", "image/fq_image.h", "core/fq_common.h", "core/fq_stage_times.h")
+_FILES = _SOURCES + ("tf/fq_tf_dataset.h", "tf/fq_tf_feed.h", "image/fq_capi.h", "image/fq_image.h",
+                     "image/fq_batch_mix.h", "image/fq_batch_pad.h", "ring/fq_ring_capi.h", "ring/fq_ring.h",
+                     "core/fq_common.h", "core/fq_stage_times.h")
 
 
 class KernelBuildError(FastqError):
@@ -168,7 +172,7 @@ def build(*, force: bool = False, verbose: bool = False) -> str:
         fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=out_dir)
         os.close(fd)
         cmd = (cxx + ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-fvisibility=hidden"] + cflags
-               + [f"-I{root}"] + [sources[_KERNEL], "-o", tmp] + lflags)
+               + [f"-I{root}"] + [sources[n] for n in _SOURCES] + ["-o", tmp] + lflags)
         if verbose:
             print("fastq: building the TensorFlow kernel:", " ".join(cmd), file=sys.stderr)
         try:
@@ -214,7 +218,14 @@ def load() -> Any:
         if lib.fastq_tf_bind(os.fsencode(_image.__file__), msg, len(msg)) != 0:
             raise KernelBuildError(f"fastq's TensorFlow kernel could not bind to fastq's C API: "
                                    f"{msg.value.decode(errors='replace')}")
+        from fastq import _core  # the module whose fastq_ring_capi_v1 the dataset op calls
+        lib.fastq_tf_bind_ring.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+        lib.fastq_tf_bind_ring.restype = ctypes.c_int
+        if lib.fastq_tf_bind_ring(os.fsencode(_core.__file__), msg, len(msg)) != 0:
+            raise KernelBuildError(f"fastq's TensorFlow kernel could not bind to fastq's ring API: "
+                                   f"{msg.value.decode(errors='replace')}")
         _LOADED["module"] = mod
+        _LOADED["lib"] = lib
         _LOADED["path"] = path
         return mod
 

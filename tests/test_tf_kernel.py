@@ -322,7 +322,9 @@ def test_build_py_ships_the_kernel_sources(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     top = tmp_path / "fastq" / "_tf_kernel"
     shipped = sorted(str(p.relative_to(top)) for p in top.rglob("*") if p.is_file())
-    assert shipped == ["core/fq_common.h", "core/fq_stage_times.h", "image/fq_capi.h", "image/fq_image.h",
+    assert shipped == ["core/fq_common.h", "core/fq_stage_times.h", "image/fq_batch_mix.h", "image/fq_batch_pad.h",
+                       "image/fq_capi.h", "image/fq_image.h", "ring/fq_ring.h", "ring/fq_ring_capi.h",
+                       "tf/fq_tf_dataset.cc", "tf/fq_tf_dataset.h", "tf/fq_tf_feed.cc", "tf/fq_tf_feed.h",
                        "tf/fq_tf_kernel.cc"]
 
 

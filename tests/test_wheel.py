@@ -145,7 +145,9 @@ def test_wheel_contents_are_clean(wheel):
         # what fastq.tf_ops compiles against the user's TensorFlow
         kernel = sorted(n[len("fastq/_tf_kernel/"):] for n in names
                         if n.startswith("fastq/_tf_kernel/") and not n.endswith("/"))
-        assert kernel == ["core/fq_common.h", "core/fq_stage_times.h", "image/fq_capi.h", "image/fq_image.h",
+        assert kernel == ["core/fq_common.h", "core/fq_stage_times.h", "image/fq_batch_mix.h", "image/fq_batch_pad.h",
+                          "image/fq_capi.h", "image/fq_image.h", "ring/fq_ring.h", "ring/fq_ring_capi.h",
+                          "tf/fq_tf_dataset.cc", "tf/fq_tf_dataset.h", "tf/fq_tf_feed.cc", "tf/fq_tf_feed.h",
                           "tf/fq_tf_kernel.cc"], kernel
     assert os.path.getsize(wheel) < 12 * 2**20
 
@@ -158,8 +160,10 @@ def test_extensions_are_stripped_without_runpath_and_export_only_pyinit(venv):
         assert ".symtab" not in run(["readelf", "-S", "-W", so]), f"{so} is not stripped"
         syms = [ln.split()[-1] for ln in run(["nm", "-D", "--defined-only", so]).splitlines() if ln.strip()]
         name = os.path.basename(so).split(".")[0]
-        # fastq._image also exports the C API table of the TensorFlow op (csrc/image/fq_capi.h)
-        want = [f"PyInit_{name}"] + (["fastq_capi_v1"] if name == "_image" else [])
+        # fastq._image also exports the C API table of the TensorFlow op (csrc/image/fq_capi.h),
+        # fastq._core the ring's (csrc/ring/fq_ring_capi.h) for the dataset op
+        want = sorted([f"PyInit_{name}"] + {"_image": ["fastq_capi_v1"], "_core": ["fastq_ring_capi_v1"]}.get(name, []))
+        syms = sorted(syms)
         assert syms == want, (so, syms)
 
 

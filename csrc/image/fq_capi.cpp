@@ -23,6 +23,13 @@ const fq_capi_v1 fastq_capi_v1 = {
     fq_img_process_encoded,
     fq_code_name,
     fq_img_set_opencv_threads,
+    (uint32_t)sizeof(fq_mix_params),
+    (uint32_t)sizeof(fq_mix_draw),
+    fq_mix_check,
+    fq_mix_draw_count,
+    fq_mix_draw_batch,
+    fq_mix_apply,
+    fq_batch_pad_compact,
 };
 
 }  // extern "C"

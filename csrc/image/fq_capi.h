@@ -23,6 +23,8 @@
 #include <stdint.h>
 
 #include "core/fq_common.h"
+#include "image/fq_batch_mix.h"
+#include "image/fq_batch_pad.h"
 #include "image/fq_image.h"
 
 #ifdef __cplusplus
@@ -50,6 +52,19 @@ typedef struct fq_capi_v1 {
                            fq_err *err);
     const char *(*code_name)(int code);
     void (*set_opencv_threads)(int n);
+    /* appended for the TensorFlow dataset kernel (fastq.tf.dataset): what a Pipeline's
+     * consumer does to a leased batch with mix= (fq_batch_mix.h) and pad="batch"
+     * (fq_batch_pad.h) */
+    uint32_t sizeof_fq_mix_params;
+    uint32_t sizeof_fq_mix_draw;
+    int (*mix_check)(const fq_mix_params *p, fq_err *err);
+    int (*mix_draw_count)(const fq_mix_params *p, int n);
+    int (*mix_draw_batch)(const fq_mix_params *p, uint64_t seed, uint64_t epoch, uint64_t batch, int n, int h,
+                          int w, fq_mix_draw *draws, fq_err *err);
+    int (*mix_apply)(const fq_mix_params *p, const fq_mix_draw *draws, void *images, int dtype, int layout, int n,
+                     int h, int w, int c, const void *labels, int ltype, float *soft, void *tmp, fq_err *err);
+    int (*batch_pad_compact)(void *block, int64_t n_planes, int cap_h, int cap_w, int h, int w, size_t px,
+                             fq_err *err);
 } fq_capi_v1;
 
 /* The table itself: the one symbol fastq._image exports besides PyInit__image. */

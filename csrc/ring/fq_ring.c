@@ -100,6 +100,7 @@ int fq_ring_create(int capacity, int batch_size, int n_blocks, const size_t *row
     r->end_items = -1;
     r->n_batches = -1;
     r->drop_remainder = 1;
+    r->refs = 1;
     *out = r;
     return FQ_OK;
 
@@ -140,6 +141,20 @@ void fq_ring_destroy(fq_ring *r)
     free(r->pending);
     free(r->arena);
     free(r);
+}
+
+void fq_ring_retain(fq_ring *r)
+{
+    (void)__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+}
+
+void fq_ring_unref(fq_ring *r)
+{
+    if (!r)
+        return;
+    /* acq_rel: every owner's writes (slot releases) happen before the destroy */
+    if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        fq_ring_destroy(r);
 }
 
 int fq_ring_capacity(const fq_ring *r) { return r->capacity; }
@@ -223,8 +238,17 @@ int fq_ring_set_end(fq_ring *r, int64_t n_items, int keep_partial, fq_err *err)
 
 void fq_ring_cancel(fq_ring *r)
 {
+    fq_ring_cancel_run(r, -1);
+}
+
+void fq_ring_cancel_run(fq_ring *r, int64_t run_id)
+{
     if (lock(r) != 0)
         return;
+    if (run_id >= 0 && r->run_id != run_id) {
+        unlock(r); /* a newer run began: it is not ours to cancel */
+        return;
+    }
     r->cancelled = 1;
     (void)pthread_cond_broadcast(&r->free_cv);
     (void)pthread_cond_broadcast(&r->ready_cv);

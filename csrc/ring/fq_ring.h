@@ -47,9 +47,16 @@
  * (CLOCK_MONOTONIC, in ns; negative = wait forever) and never spin.
  *
  * Lifetime: fq_ring_destroy() may only be called when no thread is inside a
- * ring call, no worker pool is running on it, and no slot is leased (the
- * Python layer guarantees this by having each lease hold a reference to the
- * ring object).
+ * ring call, no worker pool is running on it, and no slot is leased.  Owners
+ * that outlive one another share the ring by reference count instead:
+ * fq_ring_create returns it with one reference, fq_ring_retain adds one,
+ * fq_ring_unref drops one and destroys the ring (free hook included) with the
+ * last.  The Python Ring object holds one (every Python lease keeps that object
+ * alive); fastq's TensorFlow kernel holds one per live epoch and one per batch
+ * it hands to TensorFlow, so a TF tensor that aliases a slot keeps the arena
+ * valid after the Python objects are gone.  The count is atomic: retain/unref
+ * may be called from any thread; the last unref must come after the owner's
+ * last ring call (then no thread is inside one).
  */
 #ifndef FQ_RING_H
 #define FQ_RING_H
@@ -83,6 +90,9 @@ typedef struct fq_ring_stats {
 int fq_ring_create(int capacity, int batch_size, int n_blocks, const size_t *row_bytes,
                    size_t arena_align, fq_ring **out, fq_err *err);
 void fq_ring_destroy(fq_ring *r);
+/* Reference counting (see Lifetime above).  unref(NULL) does nothing. */
+void fq_ring_retain(fq_ring *r);
+void fq_ring_unref(fq_ring *r);
 /* Called by fq_ring_destroy with the arena just before it is freed (e.g. to
  * unregister pinned memory).  Set once, before any other thread uses the ring. */
 typedef void (*fq_ring_free_hook)(void *ctx, void *arena, size_t bytes);
@@ -109,6 +119,9 @@ int fq_ring_run_id(fq_ring *r, int64_t *run_id, fq_err *err);
 int fq_ring_set_end(fq_ring *r, int64_t n_items, int keep_partial, fq_err *err);
 /* Abort the current run: wake every waiter with FQ_E_CANCELLED. */
 void fq_ring_cancel(fq_ring *r);
+/* The same, only if the current run is `run_id` (a consumer abandoning its own
+ * epoch must not cancel a newer one); run_id < 0: whatever run is current. */
+void fq_ring_cancel_run(fq_ring *r, int64_t run_id);
 /* Close for good: every current and future blocking call returns FQ_E_CLOSED.
  * (cancel/close only fail if the mutex is broken, which a default pthread
  * mutex cannot report; they then do nothing.) */
@@ -131,6 +144,10 @@ int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, const fq_err *
  * slot, so the producers have nowhere to write), FQ_E_CANCELLED or
  * FQ_E_CLOSED. */
 int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err *err);
+/* The same for a consumer of run `run_id` only: FQ_E_CANCELLED as soon as
+ * another run has begun (a consumer that was superseded never takes a batch of
+ * a later run); run_id < 0: any run (= fq_ring_next). */
+int fq_ring_next_run(fq_ring *r, int64_t run_id, int64_t timeout_ns, int *slot, int *n_rows, fq_err *err);
 /* Error recorded on a leased slot: *row = lowest failed row (-1 if none),
  * *failure (if not NULL) = that row's record as committed (code, message,
  * sample index; code FQ_OK when *row is -1).  Returns FQ_OK, or an error

@@ -112,6 +112,11 @@ int fq_ring_commit(fq_ring *r, int64_t run_id, int slot, int row, const fq_err *
 
 int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err *err)
 {
+    return fq_ring_next_run(r, -1, timeout_ns, slot, n_rows, err);
+}
+
+int fq_ring_next_run(fq_ring *r, int64_t run_id, int64_t timeout_ns, int *slot, int *n_rows, fq_err *err)
+{
     if (lock(r) != 0)
         return fq_set_err(err, FQ_E_SYS, "mutex lock failed");
     struct timespec dl = deadline_after(timeout_ns > 0 ? timeout_ns : 0);
@@ -121,6 +126,11 @@ int fq_ring_next(fq_ring *r, int64_t timeout_ns, int *slot, int *n_rows, fq_err 
         int64_t seq = r->next_seq;
         if (r->closed) {
             rc = fq_set_err(err, FQ_E_CLOSED, "pipeline is closed");
+            break;
+        }
+        if (run_id >= 0 && r->run_id != run_id) {
+            rc = fq_set_err(err, FQ_E_CANCELLED, "run %lld was superseded by run %lld", (long long)run_id,
+                            (long long)r->run_id);
             break;
         }
         if (r->cancelled) {

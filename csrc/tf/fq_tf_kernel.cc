@@ -47,6 +47,7 @@
 #include "tensorflow/core/platform/logging.h"
 
 #include "image/fq_capi.h"
+#include "tf/fq_tf_dataset.h"
 
 using namespace tensorflow;  // NOLINT: the op-registration macros expect it
 
@@ -177,6 +178,8 @@ struct Batch {
 };
 
 }  // namespace
+
+const fq_capi_v1 *fastq_tf_image_api() { return g_capi.load(std::memory_order_acquire); }
 
 /* Called once by fastq.tf_ops after tf.load_op_library (through ctypes): find the table
  * in the already loaded fastq._image module and check that it matches the headers this

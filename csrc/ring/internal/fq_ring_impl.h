@@ -40,6 +40,7 @@ struct fq_ring {
     int n_leased;         /* slots LEASED by the consumer */
     fq_ring_free_hook free_hook;
     void *free_hook_ctx;
+    int refs;             /* owners (fq_ring_retain / fq_ring_unref); atomic builtins, not mu */
 
     /* run state */
     int closed;
