@@ -325,12 +325,15 @@ def _fail_exception(kind, code, index, detail, it, p):
                               f"{mixer.mix.num_classes}) (batch {it.position} of epoch {it.epoch}, row {index})")
         return _core.make_error(code, detail)
     if kind == FAIL_COUNT:
-        card = len(p) - it._start
-        return _CountError(f"Input dataset was expected to contain {card} elements but contained {index} "
-                           f"elements (fastq: epoch {it.epoch} of a Pipeline whose length is {len(p)})")
+        card = int(detail)  # tf.data's assert_cardinality words it the same way
+        return _CountError(f"Input dataset was expected to contain {card} elements but contained "
+                           f"{'only ' if index < card else ''}{index} elements (fastq: epoch {it.epoch}"
+                           f"{f', resumed at batch {it._start}' if it._start else ''})")
     if code == _FQ_E_STALLED:
         return StalledError(_core.stall_message(p.stall_timeout, detail, p.queue_size))
     if code == _FQ_E_CANCELLED:
+        if p.closed:  # Pipeline.close() cancels the run before it closes the ring: the iteration ends
+            return None
         return SupersededIterationError(
             f"epoch {it.epoch}'s iterator was used after a newer iteration of the same Pipeline started; a "
             f"Pipeline runs one epoch at a time (create two Pipelines to read twice)")
@@ -353,6 +356,10 @@ def _fail(token, kind, code, index, detail, msg, msglen):
                 exc = _fail_exception(kind, code, index, text, it, p)
             finally:
                 _finish(entry)
+            if exc is None:
+                log.warning("fastq.tf.dataset: the Pipeline was closed while tf.data was reading it; the iteration "
+                            "ended after %d batch(es) of epoch %d", it.position, it.epoch)
+                return 0
         _write(msg, msglen, _describe(exc) if not isinstance(exc, _CountError) else str(exc))
         return _FAILED_PRECONDITION if isinstance(exc, _CountError) else _tf_code(exc)
     except BaseException as e:  # noqa: BLE001 - a ctypes callback must not raise
@@ -384,7 +391,8 @@ def library():
             raise tf_ops.KernelBuildError(f"fastq's TensorFlow kernel lays out its epoch descriptor as {list(got)}, "
                                           f"fastq.tf expects {_layout()}: the kernel cache is stale; delete "
                                           f"{tf_ops.cache_dir()} and load again")
-        cbs = (_BEGIN(_begin), _END(_end), _FAIL(_fail))  # kept alive here as long as installed
+        # kept alive here as long as installed; they look the handlers up at each call
+        cbs = (_BEGIN(lambda *a: _begin(*a)), _END(lambda *a: _end(*a)), _FAIL(lambda *a: _fail(*a)))
         lib.fastq_tf_feed_set_callbacks.argtypes = [_BEGIN, _END, _FAIL]
         lib.fastq_tf_feed_set_callbacks.restype = None
         lib.fastq_tf_feed_set_callbacks(*cbs)
@@ -421,12 +429,14 @@ def _dataset_class():
 def dataset(pipeline: Pipeline, spec: Tuple[Any, ...], cardinality: Optional[int]) -> Any:
     """The FastqDataset op over `pipeline` (a tf.data.Dataset); raises Unsupported or the
     kernel's build/load error."""
-    pl = plan(pipeline)
+    fid = getattr(pipeline, "_tf_feed_id", None)  # one registration per pipeline, however many datasets
+    pl = plan(pipeline) if fid is None else None   # (before the build: says why without a compiler too)
     mod, _ = library()
     cls = _LIB.get("dataset_class")
     if cls is None:
         cls = _LIB["dataset_class"] = _dataset_class()
-    fid = FEEDS.register(pipeline, pl)
+    if fid is None:
+        fid = pipeline._tf_feed_id = FEEDS.register(pipeline, pl)
     variant = mod.fastq_dataset(feed_id=fid, cardinality=-2 if cardinality is None else int(cardinality),
                                 output_types=[s.dtype for s in spec], output_shapes=[s.shape for s in spec])
     return cls(variant, spec)

@@ -54,6 +54,7 @@ class EpochReader {
 
   private:
     absl::Status Check();
+    absl::Status Take(const std::function<bool()> &cancelled, std::vector<tensorflow::Tensor> *out, bool *end);
     absl::Status Fail(int kind, int code, int64_t index, const char *detail);
     int Post(int slot, int n, int64_t *hb, int64_t *wb, fq_err *err, int *kind);
     absl::Status Deliver(int slot, int n, std::vector<tensorflow::Tensor> *out);

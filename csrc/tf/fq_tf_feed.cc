@@ -235,7 +235,7 @@ absl::Status EpochReader::Fail(int kind, int code, int64_t index, const char *de
 {
     fq_ring *ring = static_cast<fq_ring *>(ep_.ring);
     char msg[4096] = "";
-    int tf_code = (int)absl::StatusCode::kUnknown;
+    int tf_code = (int)absl::StatusCode::kUnknown;  // 0 from Python: not an error, the epoch just ends
     live_ = false;
     {
         std::shared_lock<std::shared_mutex> g(g_cb_mu);
@@ -249,16 +249,20 @@ absl::Status EpochReader::Fail(int kind, int code, int64_t index, const char *de
     }
     fastq_tf_ring_api()->unref(ring);
     ep_.ring = nullptr;
-    return StatusFrom(tf_code, msg);
+    return tf_code == 0 ? absl::OkStatus() : StatusFrom(tf_code, msg);
 }
 
 absl::Status EpochReader::Next(const std::function<bool()> &cancelled, std::vector<Tensor> *out, bool *end)
 {
     *end = false;
-    if (!live_) {
+    absl::Status s = live_ ? Take(cancelled, out, end) : absl::OkStatus();
+    if (s.ok() && !live_ && out->empty())  // ended, or the fail callback said "not an error"
         *end = true;
-        return absl::OkStatus();
-    }
+    return s;
+}
+
+absl::Status EpochReader::Take(const std::function<bool()> &cancelled, std::vector<Tensor> *out, bool *end)
+{
     const fq_ring_capi_v1 *api = fastq_tf_ring_api();
     fq_ring *ring = static_cast<fq_ring *>(ep_.ring);
     int slot = -1, n = 0;
@@ -285,8 +289,11 @@ absl::Status EpochReader::Next(const std::function<bool()> &cancelled, std::vect
         }
         if (rc == FQ_E_EOF) {
             const int64_t got = ep_.position - start_position_;
-            if (cardinality_ >= 0 && got != cardinality_ - start_position_)
-                return Fail(FQ_TF_FAIL_COUNT, FQ_E_INVALID, got, "");
+            if (cardinality_ >= 0 && got != cardinality_ - start_position_) {
+                char expected[32];
+                std::snprintf(expected, sizeof expected, "%lld", (long long)(cardinality_ - start_position_));
+                return Fail(FQ_TF_FAIL_COUNT, FQ_E_INVALID, got, expected);
+            }
             End(FQ_TF_END_DONE);
             *end = true;
             return absl::OkStatus();

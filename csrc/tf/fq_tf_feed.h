@@ -85,14 +85,16 @@ enum fq_tf_fail_kind {
     FQ_TF_FAIL_MIX = 1,    /* MixUp/CutMix refused the batch: index = its row (-1: none), detail */
     FQ_TF_FAIL_RING = 2,   /* a ring condition: FQ_E_STALLED, FQ_E_CANCELLED (superseded), other codes */
     FQ_TF_FAIL_COUNT = 3   /* the iteration yielded another number of batches than the dataset's
-                            * cardinality says (minus a resumed position): index = the number */
+                            * cardinality says (minus a resumed position): index = the number,
+                            * detail = the expected number in decimal */
 };
 
 /* 0, or a TensorFlow error code (absl::StatusCode) and a message in msg. */
 typedef int (*fq_tf_begin_fn)(int64_t feed_id, int64_t epoch, int64_t position, fq_tf_epoch *ep, int64_t *token,
                               char *msg, size_t msglen);
 typedef void (*fq_tf_end_fn)(int64_t token, int reason, int64_t position);
-/* Returns the TensorFlow error code; the epoch is over when it returns. */
+/* Returns the TensorFlow error code (0: not an error - the pipeline was closed meanwhile -
+ * and the iteration ends); the epoch is over when it returns. */
 typedef int (*fq_tf_fail_fn)(int64_t token, int kind, int code, int64_t index, const char *detail, char *msg,
                              size_t msglen);
 
