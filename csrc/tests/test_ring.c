@@ -156,6 +156,93 @@ static int cancel_and_rerun(void)
     return 0;
 }
 
+/* A consumer bound to its run (fq_ring_next_run): refused as soon as a newer run began;
+ * fq_ring_cancel_run cancels only the run it names. */
+static int runs_are_scoped(void)
+{
+    fq_pattern_ctx c = {.n_blocks = 1, .row_bytes = {32}, .fail_item = -1, .seed = 21};
+    fq_ring *r = make_ring(3, 2, &c);
+    fq_err e;
+    int64_t run1 = 0, run2 = 0;
+    CHECK(fq_ring_begin_run(r, 1, &run1, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_set_end(r, 8, 0, &e) == FQ_OK, "%s", e.msg);
+    fq_pool *p = NULL;
+    CHECK(fq_pool_start(r, 2, 8, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
+    int slot, n;
+    CHECK(fq_ring_next_run(r, run1, 5000000000LL, &slot, &n, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_release(r, slot, &e) == FQ_OK, "%s", e.msg);
+    fq_ring_cancel_run(r, run1 + 1); /* not the current run: nothing happens */
+    CHECK(fq_ring_next_run(r, run1, 5000000000LL, &slot, &n, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_release(r, slot, &e) == FQ_OK, "%s", e.msg);
+    fq_ring_cancel_run(r, run1);
+    CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_next_run(r, run1, 1000000, &slot, &n, &e) == FQ_E_CANCELLED, "run 1 not cancelled");
+    CHECK(fq_ring_begin_run(r, 1, &run2, &e) == FQ_OK && run2 > run1, "%s", e.msg);
+    CHECK(fq_ring_set_end(r, 6, 0, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_pool_start(r, 2, 6, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
+    /* run 1's consumer never takes a batch of run 2 */
+    CHECK(fq_ring_next_run(r, run1, 1000000, &slot, &n, &e) == FQ_E_CANCELLED && strstr(e.msg, "superseded"),
+          "stale consumer: %s", e.msg);
+    fq_ring_cancel_run(r, run1); /* stale: run 2 goes on */
+    int64_t batches = 0;
+    for (;;) {
+        int rc = fq_ring_next_run(r, run2, 5000000000LL, &slot, &n, &e);
+        if (rc == FQ_E_EOF)
+            break;
+        CHECK(rc == FQ_OK, "run 2: %s", e.msg);
+        CHECK(fq_ring_release(r, slot, &e) == FQ_OK, "%s", e.msg);
+        batches++;
+    }
+    CHECK(batches == 3, "run 2 delivered %lld batches", (long long)batches);
+    CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    fq_ring_destroy(r);
+    return 0;
+}
+
+/* Owners in other threads keep the ring (and a leased slot) valid; the last unref frees it
+ * (ASan: no leak, no use after free; TSan: the count and the release race-free). */
+struct holder {
+    fq_ring *r;
+    int slot;
+};
+static void *release_later(void *arg)
+{
+    struct holder *h = arg;
+    fq_err e;
+    sleep_us(20000);
+    uint8_t *row = fq_ring_block_ptr(h->r, h->slot, 0);
+    row[0] ^= 1; /* still ours: the arena outlived the creator's reference */
+    if (fq_ring_release(h->r, h->slot, &e) != FQ_OK)
+        fprintf(stderr, "release: %s\n", e.msg);
+    fq_ring_unref(h->r);
+    return NULL;
+}
+
+static int refcount_outlives_the_creator(void)
+{
+    fq_pattern_ctx c = {.n_blocks = 1, .row_bytes = {48}, .fail_item = -1, .seed = 22};
+    fq_ring *r = make_ring(2, 3, &c);
+    fq_err e;
+    CHECK(fq_ring_begin_run(r, 1, NULL, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_set_end(r, 3, 0, &e) == FQ_OK, "%s", e.msg);
+    fq_pool *p = NULL;
+    CHECK(fq_pool_start(r, 1, 3, fq_pattern_task, &c, &p, &e) == FQ_OK, "%s", e.msg);
+    struct holder h = {r, -1};
+    int n = 0;
+    CHECK(fq_ring_next(r, 5000000000LL, &h.slot, &n, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    fq_ring_retain(r); /* the lease's reference (as the TF kernel's batch) */
+    fq_ring_retain(r); /* an owner that only drops its reference */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, release_later, &h) == 0, "thread");
+    fq_ring_close(r);
+    fq_ring_unref(r); /* the creator's reference: the ring lives on */
+    fq_ring_unref(r);
+    CHECK(pthread_join(t, NULL) == 0, "join"); /* the thread dropped the last one */
+    fq_ring_unref(NULL);
+    return 0;
+}
+
 struct closer {
     fq_ring *r;
     long delay_us;
@@ -355,6 +442,8 @@ int main(void)
     RUN(close_wakes_everyone());
     RUN(timeouts_and_args());
     RUN(stall_only_when_all_held());
+    RUN(runs_are_scoped());
+    RUN(refcount_outlives_the_creator());
     for (int cap = 2; cap <= 5; cap++)
         for (int k = 1; k < cap; k++)
             for (int pattern = 0; pattern < 3; pattern++)
