@@ -116,8 +116,9 @@ def test_bench_sources(tmp_path, data_dir):
 
 @pytest.mark.tf
 def test_bench_tf(tmp_path):
-    out = run("bench_tf.py", "--images", "8", "--batch-size", "4", "--repeats", "1", "--graph", tmp=tmp_path)
-    assert "tf.data / direct = " in out and "tf.data tf.function" in out
+    out = run("bench_tf.py", "--images", "8", "--batch-size", "4", "--repeats", "1", "--graph", "--fit", tmp=tmp_path)
+    assert "native tf.data / direct = " in out and "from_generator tf.function" in out
+    assert "fit: native / tf.data native ops = " in out
 
 
 @pytest.mark.tf
