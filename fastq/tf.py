@@ -52,6 +52,7 @@ starts while the first is still live fails with :class:`ConcurrentIterationError
 at its first element; the first keeps going.  An iterator stops being live when
 it is exhausted, fails, or is deleted.
 """
+import contextlib
 import os
 import threading
 import time
@@ -63,7 +64,7 @@ import numpy as np
 from fastq.errors import FastqError, PipelineClosedError
 from fastq.pipeline import Pipeline
 
-__all__ = ["dataset", "element_spec", "distribute_dataset", "shard_source", "from_dlpack",
+__all__ = ["dataset", "element_spec", "distribute_dataset", "shard_source", "from_dlpack", "to_device",
            "flush_released", "copy", "ConcurrentIterationError", "EpochSync"]
 
 
@@ -296,6 +297,80 @@ def _cardinality(pipeline, cardinality):
         return None
 
 
+# -- uint8 on the wire, conversion on the device -------------------------------------
+
+_LAYOUTS = {"NHWC": "NHWC", "NCHW": "NCHW", "CHANNELS_LAST": "NHWC", "CHANNELS_FIRST": "NCHW"}
+
+
+def _conversion(normalize, dtype, layout, max_pixel_value):
+    """The validated conversion of uint8 images, or None when nothing is asked:
+    (mean, std or None, output dtype name, output layout or None, max_pixel_value)."""
+    if normalize is None and dtype is None and layout is None:
+        return None
+    from fastq import ops as fops
+    mean = std = None
+    if normalize is not None:
+        try:
+            mean, std = normalize
+        except (TypeError, ValueError):
+            raise ValueError(f"normalize must be (mean, std) on the 0..1 scale, as ops.Normalize takes them "
+                             f"(e.g. (fastq.ops.IMAGENET_MEAN, fastq.ops.IMAGENET_STD)), got {normalize!r}") from None
+        fops.Normalize(mean, std, max_pixel_value=max_pixel_value)  # validates them
+    name = "float32" if dtype is None else fops.dtype_name(dtype, "dtype")
+    if name not in ("float32", "float16", "bfloat16"):
+        raise ValueError(f"dtype must be float32, float16 or bfloat16, got {name}")
+    lay = None
+    if layout is not None:
+        lay = _LAYOUTS.get(str(layout).upper())
+        if lay is None:
+            raise ValueError(f"layout must be 'NHWC', 'NCHW', 'channels_last' or 'channels_first', got {layout!r}")
+    return mean, std, name, lay, float(max_pixel_value)
+
+
+def _convert_images(images, conv, input_layout):
+    """uint8 images -> conv's dtype / layout, normalized as fastq's Normalize (bit for bit:
+    fastq.tf_ops.normalize), on the device the ops run on."""
+    tf = _tf()
+    from fastq import tf_ops
+    mean, std, name, lay, mpv = conv
+    if images.dtype != tf.uint8:
+        raise TypeError(f"fastq.tf: the conversion on the device takes uint8 images, got {images.dtype.name}; "
+                        f"build the Pipeline with dtype='uint8' and without Normalize")
+    lay = lay or input_layout
+    if lay != input_layout:  # uint8: a quarter of the bytes of the float result to move
+        images = tf.transpose(images, [0, 3, 1, 2] if lay == "NCHW" else [0, 2, 3, 1])
+    if mean is None:
+        return tf.cast(images, tf.as_dtype(name))
+    return tf_ops.normalize(images, mean, std, max_pixel_value=mpv, dtype=name, layout=lay)
+
+
+def to_device(batch: Any, device: Optional[str] = None, *, normalize: Any = None, dtype: Any = None,
+              layout: Optional[str] = None, input_layout: str = "NHWC", max_pixel_value: float = 255.0) -> Any:
+    """A batch ``(images, ...)`` (or an images tensor) on `device`, its uint8 images
+    converted there: ``normalize=(mean, std)`` (0..1 scale, as ``ops.Normalize``; the
+    result equals the Pipeline's Normalize bit for bit), ``dtype`` float32 (default),
+    float16 or bfloat16, ``layout`` "NHWC" / "NCHW" (also "channels_last" /
+    "channels_first"; ``input_layout`` is the Pipeline's).  The other tensors are copied as
+    they are.  Eager or inside ``tf.function`` (a training step); ``device=None``: where
+    TensorFlow places the ops.  The same names as fastq.torch.to_device."""
+    tf = _tf()
+    conv = _conversion(normalize, dtype, layout, max_pixel_value)
+    lay = _LAYOUTS.get(str(input_layout).upper())
+    if lay is None:
+        raise ValueError(f"input_layout must be 'NHWC' or 'NCHW', got {input_layout!r}")
+    single = not isinstance(batch, (tuple, list))
+    items = (batch,) if single else tuple(batch)
+    with tf.device(device) if device else contextlib.nullcontext():
+        first = items[0] if conv is None else _convert_images(tf.convert_to_tensor(items[0]), conv, lay)
+        out = (tf.identity(first),) + tuple(tf.nest.map_structure(tf.identity, x) for x in items[1:])
+    return out[0] if single else out
+
+
+def _pipeline_layout(pipeline):
+    compiled = getattr(pipeline._backend, "compiled", None)
+    return getattr(compiled, "layout", None) or "NHWC"
+
+
 _LOGGED_REASONS: set = set()
 
 
@@ -323,7 +398,8 @@ def _native_dataset(pipeline, spec, n, native):
 
 def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_size: Optional[int] = None,
             cardinality: Union[str, int, None] = "auto", structure: str = "tuple",
-            native: Union[str, bool] = "auto") -> Any:
+            native: Union[str, bool] = "auto", normalize: Any = None, dtype: Any = None,
+            layout: Optional[str] = None, max_pixel_value: float = 255.0) -> Any:
     """A ``tf.data.Dataset`` of the pipeline's batches, without copies.
 
     Elements are tuples of tensors, one per pipeline output (the same tuple a
@@ -339,10 +415,30 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
         so host-to-device copies (from pinned slots when the pipeline is
         pinned) overlap compute; nothing may be chained after it.  A GPU
         device when TensorFlow sees no GPU is a ValueError; a CPU device is
-        a no-op.
+        a no-op (unless a conversion is asked, below).
+    normalize, dtype, layout, max_pixel_value
+        uint8 on the wire, conversion on the device: the images (uint8: a
+        Pipeline with ``dtype="uint8"`` and no Normalize) are copied to
+        `device` as they are, then converted there by :func:`to_device`'s
+        ops - ``normalize=(mean, std)`` equal to the Pipeline's Normalize bit
+        for bit, ``dtype`` float32 (default) / float16 / bfloat16, ``layout``
+        NHWC / NCHW.  The dataset ends with
+        ``copy_to_device(device)``, then, under ``tf.device(device)``, the
+        conversion ``map`` and ``prefetch(device_buffer_size or 1)``.  Without
+        `device` the conversion runs on the host's CPU (slow there: prefer the
+        Pipeline's own Normalize on a CPU-only machine).
+    native : "auto", True or False
+        The feed.  "auto" (default): the FastqDataset op (fastq's TensorFlow
+        kernel, built at first use: batches taken from the ring in C++, no
+        Python per batch), and ``from_generator`` (a Python callback per
+        batch) when the kernel cannot be built or loaded, or for a pipeline
+        it does not take; ``pipeline.stats()["tf_feed"]`` says which and why,
+        and the first fallback per reason is logged.  True: the op or an
+        error.  False: ``from_generator``.  ``FASTQ_TF_NATIVE=0`` in the
+        environment makes "auto" mean False.
     cardinality : "auto", None or int
-        The number of batches per iteration, declared to tf.data with
-        ``assert_cardinality`` so that ``ds.cardinality()`` and ``len(ds)``
+        The number of batches per iteration, declared to tf.data (by the op,
+        or with ``assert_cardinality``) so that ``ds.cardinality()`` and ``len(ds)``
         are known and Keras shows progress bars with a total and does not
         warn "Your input ran out of data".  "auto" (default): ``len(pipeline)``
         when it is known (native sources; an iterable source with ``__len__``)
@@ -372,7 +468,12 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
                          f"least one output after the images (its outputs: {names})")
     if native not in ("auto", True, False):
         raise ValueError(f"fastq.tf.dataset: native must be 'auto', True or False, got {native!r}")
+    conv = _conversion(normalize, dtype, layout, max_pixel_value)
     spec = element_spec(pipeline)
+    if conv is not None and spec[0].dtype != tf.uint8:
+        raise ValueError(f"fastq.tf.dataset(normalize/dtype/layout=...): the conversion on the device takes uint8 "
+                         f"images, this Pipeline writes {spec[0].dtype.name}; build it with dtype='uint8' and "
+                         f"without Normalize (the conversion does that on the device)")
     n = _cardinality(pipeline, cardinality)
     ds, feed = _native_dataset(pipeline, spec, n, native)
     pipeline._tf_feed = feed
@@ -396,17 +497,30 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
     # The dataset object (and every dataset chained after it, which keeps its
     # input) keeps the pipeline alive; TF's generator registry does not.
     object.__setattr__(ds, "_fastq_pipeline", pipeline)
+    convert = None
+    if conv is not None:
+        in_layout = _pipeline_layout(pipeline)
+
+        def convert(images, *rest):
+            return (_convert_images(images, conv, in_layout),) + rest
+    kind = None
     if device is not None:
-        dev = tf.DeviceSpec.from_string(device)
-        kind = (dev.device_type or "").upper()
-        if kind == "GPU":
-            if not tf.config.list_physical_devices("GPU"):
-                raise ValueError(f"fastq.tf.dataset(device={device!r}): TensorFlow sees no GPU here "
-                                 f"(tf.config.list_physical_devices('GPU') is empty); pass device=None "
-                                 f"to stay on the CPU")
-            ds = ds.apply(tf.data.experimental.prefetch_to_device(device, device_buffer_size))
-        elif kind not in ("CPU", ""):
+        kind = (tf.DeviceSpec.from_string(device).device_type or "").upper()
+        if kind == "GPU" and not tf.config.list_physical_devices("GPU"):
+            raise ValueError(f"fastq.tf.dataset(device={device!r}): TensorFlow sees no GPU here "
+                             f"(tf.config.list_physical_devices('GPU') is empty); pass device=None "
+                             f"to stay on the CPU")
+        if kind not in ("GPU", "CPU"):
             raise ValueError(f"fastq.tf.dataset: unsupported device {device!r} (GPU or CPU)")
+    if convert is not None and kind is not None:
+        # the uint8 batch is what crosses to the device; the map runs there
+        ds = ds.apply(tf.data.experimental.copy_to_device(device))
+        with tf.device(device):
+            ds = ds.map(convert).prefetch(device_buffer_size or 1)
+    elif convert is not None:
+        ds = ds.map(convert)
+    elif kind == "GPU":
+        ds = ds.apply(tf.data.experimental.prefetch_to_device(device, device_buffer_size))
     return ds
 
 
