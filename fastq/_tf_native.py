@@ -26,6 +26,7 @@ import atexit
 import ctypes
 import itertools
 import logging
+import os
 import re
 import threading
 import weakref
@@ -199,9 +200,14 @@ class _NativeEpochIterator(_EpochIterator):
 class _Feeds:
     """feed_id -> (weak Pipeline, plan); live epochs: token -> (iterator, pipeline, claim)."""
 
+    # feed ids carry a per-process key in their high bits, so that a graph run in another
+    # process (tf.data service, a saved graph) gets a clear error, never another pipeline
+    _KEY_SHIFT = 24
+
     def __init__(self):
         self.lock = threading.Lock()
-        self._ids = itertools.count(1)
+        self.key = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
+        self._ids = (self.key << self._KEY_SHIFT | i for i in itertools.count(1))
         self._tokens = itertools.count(1)
         self.feeds: Dict[int, Tuple[Any, Dict[str, Any]]] = {}
         self.live: Dict[int, Tuple[_NativeEpochIterator, Pipeline, str]] = {}
@@ -215,6 +221,19 @@ class _Feeds:
 
             self.feeds[fid] = (weakref.ref(pipeline, gone), pl)
             return fid
+
+    def pipeline(self, fid):
+        """The live Pipeline of feed `fid`, or PipelineClosedError saying why there is none."""
+        entry = self.feeds.get(fid)
+        p = entry[0]() if entry is not None else None
+        if p is not None:
+            return p, entry[1]
+        if fid >> self._KEY_SHIFT != self.key:
+            raise PipelineClosedError(
+                "this FastqDataset was made by fastq.tf.dataset in another process: it reads a Pipeline of that "
+                "process (tf.data service workers and saved dataset graphs cannot run it; use "
+                "fastq.tf_ops.decode_augment there)")
+        raise PipelineClosedError("the fastq Pipeline of this dataset was closed and garbage-collected")
 
 
 FEEDS = _Feeds()
@@ -243,10 +262,7 @@ def _describe(exc):
 def _begin(feed_id, epoch, position, ep_ptr, token_ptr, msg, msglen):
     from fastq.tf import _CLAIMS
     try:
-        entry = FEEDS.feeds.get(feed_id)
-        p = entry[0]() if entry is not None else None
-        if p is None:
-            raise PipelineClosedError("the fastq Pipeline of this dataset was closed and garbage-collected")
+        p, pl = FEEDS.pipeline(feed_id)
         if p.closed:
             raise PipelineClosedError("this Pipeline is closed")
         claim = _CLAIMS.claim(p)
@@ -264,7 +280,7 @@ def _begin(feed_id, epoch, position, ep_ptr, token_ptr, msg, msglen):
                 ep.ring = None
                 token_ptr[0] = -1
                 return 0
-            _fill(ep, p, it, entry[1])
+            _fill(ep, p, it, pl)
             with FEEDS.lock:
                 token = next(FEEDS._tokens)
                 FEEDS.live[token] = (it, p, claim)

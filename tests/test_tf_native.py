@@ -467,3 +467,39 @@ def test_soak_100_datasets_partly_iterated_and_dropped(jpegs):
     assert _rss_mb() - rss0 < 40, (rss0, _rss_mb())  # one arena here is ~1 MB; a leak per cycle would show
     assert leased(shared) == 0 and len(_tf_native.FEEDS.live) == 0
     shared.close()
+
+
+# -- other processes, interpreter exit -------------------------------------------------------
+
+def test_a_graph_from_another_process_is_a_clear_error(jpegs):
+    mod, _ = _tf_native.library()
+    other = ((_tf_native.FEEDS.key + 1) & 0x7FFFFFFF) << _tf_native.FEEDS._KEY_SHIFT | 1
+    variant = mod.fastq_dataset(feed_id=other, output_types=[tf.int64], output_shapes=[[2]])
+    ds = _tf_native._dataset_class()(variant, (tf.TensorSpec((2,), tf.int64),))
+    with pytest.raises(tf.errors.OpError, match="PipelineClosedError: this FastqDataset was made by "
+                                                "fastq.tf.dataset in another process"):
+        next(iter(ds))
+
+
+def test_interpreter_exit_with_live_iterators_and_tensors(jpegs, tmp_path):
+    """A live epoch, a prefetch thread waiting in the kernel and a tensor that aliases a slot
+    at exit: the process ends normally (the callbacks are unset at exit; the kernel then
+    cancels its run without Python)."""
+    import subprocess
+    import sys
+    import textwrap
+    script = tmp_path / "exit.py"
+    script.write_text(textwrap.dedent(f"""
+        import fastq, fastq.ops, fastq.tf as fqtf
+        paths = {list(jpegs)!r}
+        p = fastq.Pipeline(fastq.sources.Files(paths * 4), batch_size=4, queue_size=3, workers=1,
+                           ops=[fastq.ops.RandomResizedCrop(16)])
+        it = iter(fqtf.dataset(p).prefetch(1))
+        x = next(it)
+        assert p.stats()["tf_feed"]["feed"] == "native"
+        print("ok", flush=True)
+    """))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+               TF_CPP_MIN_LOG_LEVEL="2")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0 and "ok" in r.stdout, (r.returncode, r.stdout, r.stderr[-3000:])
