@@ -18,7 +18,9 @@ is also consumed inside a ``tf.function`` (as Keras does).  With ``--fit`` one
 Keras ``model.fit`` epoch of a small CNN is timed per feed and per round, and
 over the same task in tf.data's own ops (fastq.bench.peers.tfdata_load,
 AUTOTUNE) as the peer.  Prints medians and ratios (targets: native /
-direct >= 0.98; fit: native >= from_generator).
+direct >= 0.98; fit: native >= from_generator); the ratios are also given
+paired (the median of each round's own ratio, which cancels load that drifts
+between rounds on a shared machine), with the process CPU time per image.
 
     python benchmarks/bench_tf.py [--images 2000] [--repeats 5] [--workers N] [--graph] [--fit]
 
@@ -27,6 +29,7 @@ built once into $TMPDIR/fastq_bench_jpegs_<N> (deterministic, seed 0).
 """
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -129,29 +132,40 @@ def main():
                 return expected
             variants.append((f"fit {name}", fit))
     rates = {name: [] for name, _ in variants}
+    cpu = {name: [] for name, _ in variants}  # process CPU seconds per image (workers included)
     for r in range(args.repeats + 1):
         for name, fn in variants:
+            c = resource.getrusage(resource.RUSAGE_SELF)
             t = time.perf_counter()
             n = fn()
             dt = time.perf_counter() - t
+            c2 = resource.getrusage(resource.RUSAGE_SELF)
             if n != expected:
                 raise SystemExit(f"{name}: got {n} images, expected {expected}")
             if r > 0:  # r == 0 is the warm-up epoch
                 rates[name].append(n / dt)
+                cpu[name].append((c2.ru_utime + c2.ru_stime - c.ru_utime - c.ru_stime) / n)
     st = pipe.stats()
     print(f"fastq {fastq.__version__}, TensorFlow {tf.__version__}; {len(paths)} JPEGs from {where}")
     print(f"task: decode -> RandomResizedCrop 224 -> flip -> normalize float32, batch {args.batch_size}, "
           f"workers {st['workers']}, queue_size {args.queue_size}, {os.cpu_count()} CPUs visible; "
           f"{args.repeats} epochs each after 1 warm-up, alternating")
     base = statistics.median(rates["direct"])
+
+    def paired(name):  # the median of the rounds' own ratios: load drifting between rounds cancels
+        return statistics.median(a / b for a, b in zip(rates[name], rates["direct"]))
+    print("  (ratio: median images/s over direct's; paired: median of each round's ratio; cpu: process CPU "
+          "per image, workers included)")
     for name, _ in variants:
         med = statistics.median(rates[name])
         runs = ", ".join(f"{x:.0f}" for x in rates[name])
-        print(f"  {name:30s} median {med:7.1f} images/s  ratio {med / base:5.3f}   (runs: {runs})")
+        print(f"  {name:30s} median {med:7.1f} images/s  ratio {med / base:5.3f}  paired {paired(name):5.3f}  "
+              f"cpu {statistics.median(cpu[name]) * 1e3:.3f} ms  (runs: {runs})")
     for k in feeds:
-        ratio = statistics.median(rates[f"{k} eager"]) / base
+        ratio = paired(f"{k} eager")
         target = 0.98 if k == "native" else 0.95
-        print(f"{k} tf.data / direct = {ratio:.3f} ({'meets' if ratio >= target else 'BELOW'} the {target} target)")
+        print(f"{k} tf.data / direct = {ratio:.3f} paired ({'meets' if ratio >= target else 'BELOW'} the "
+              f"{target} target)")
     if args.fit:
         peer_rate = statistics.median(rates["fit tf.data native ops"])
         for k in feeds:
