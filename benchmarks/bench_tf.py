@@ -22,7 +22,10 @@ direct >= 0.98; fit: native >= from_generator); the ratios are also given
 paired (the median of each round's own ratio, which cancels load that drifts
 between rounds on a shared machine), with the process CPU time per image.
 
-    python benchmarks/bench_tf.py [--images 2000] [--repeats 5] [--workers N] [--graph] [--fit]
+With ``--handoff`` the handoff alone is timed first: per batch (tiny uint8 batches)
+and per epoch (epochs of two batches), each feed eager and in a tf.function.
+
+    python benchmarks/bench_tf.py [--images 2000] [--repeats 5] [--workers N] [--graph] [--fit] [--handoff]
 
 Data: the first N files of bench_data/jpeg_<M>_seed0 (M >= N) if present, else
 built once into $TMPDIR/fastq_bench_jpegs_<N> (deterministic, seed 0).
@@ -65,6 +68,49 @@ def small_model(tf, size, classes=10):
                                 tf.keras.layers.GlobalAveragePooling2D(), tf.keras.layers.Dense(classes)])
 
 
+def handoff(tf, fastq, fqtf, repeats):
+    """Per-batch and per-epoch cost of the handoff alone: tiny uint8 batches (4 images of
+    4x4x3 from an Arrays source), so the time is the feed's, not the producers'."""
+    import numpy as np
+    x = np.zeros((4096, 4, 4, 3), np.uint8)
+    y = np.arange(4096)
+
+    def pipe(n):
+        return fastq.Pipeline(fastq.sources.Arrays(x[:n], y[:n]), batch_size=4, queue_size=8, workers=1,
+                              dtype="uint8")
+
+    @tf.function
+    def graph(ds):
+        n = tf.constant(0)
+        for _ in ds:
+            n += 1
+        return n
+
+    def eager(ds):
+        for _ in ds:
+            pass
+
+    for label, n, unit, scale in (("per batch (1024 batches per epoch)", 4096, "us/batch", 1e6 / 1024),
+                                  ("per epoch (2 batches)", 8, "ms/epoch", 1e3)):
+        p = pipe(n)
+        variants = {"direct": lambda: eager(p)}
+        for k in ("native", "from_generator"):
+            ds = fqtf.dataset(p, native=k == "native")
+            variants[f"{k} eager"] = lambda ds=ds: eager(ds)
+            variants[f"{k} tf.function"] = lambda ds=ds: graph(ds)
+        times = {k: [] for k in variants}
+        rounds = repeats + 1 if n > 8 else 20 * repeats + 1
+        for r in range(rounds):
+            for k, fn in variants.items():
+                t = time.perf_counter()
+                fn()
+                if r:
+                    times[k].append((time.perf_counter() - t) * scale)
+        print(f"handoff {label}: " + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in times.items())
+              + f" {unit}")
+        p.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--images", type=int, default=2000)
@@ -74,12 +120,16 @@ def main():
     ap.add_argument("--queue-size", type=int, default=4)
     ap.add_argument("--graph", action="store_true", help="also time a tf.function consumer")
     ap.add_argument("--fit", action="store_true", help="also time Keras model.fit (small CNN), and tf.data's own")
+    ap.add_argument("--handoff", action="store_true", help="also time the handoff alone (tiny batches, epochs)")
     args = ap.parse_args()
 
     import tensorflow as tf
 
     import fastq
     import fastq.tf as fqtf
+
+    if args.handoff:
+        handoff(tf, fastq, fqtf, args.repeats)
 
     paths, where = dataset_paths(args.images)
     labels = list(range(len(paths)))

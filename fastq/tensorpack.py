@@ -13,8 +13,9 @@ tensorpack's QueueInput has a Python thread run the DataFlow and
 ``sess.run`` an enqueue op per datapoint into a ``tf.FIFOQueue`` (a copy in,
 a copy out).  This one is a ``FeedfreeInput`` whose tensors come from a
 v1 initializable iterator over :func:`fastq.tf.dataset` (repeated): the
-dequeue is replaced by a ``tf.numpy_function`` that hands TensorFlow the slot
-memory itself.  Works in tensorpack 0.11 on TensorFlow 2.x graph mode
+dequeue is replaced by the dataset's own op, which hands TensorFlow the slot
+memory itself (``FastqDataset``; a ``tf.numpy_function`` where fastq's
+TensorFlow kernel cannot be built).  Works in tensorpack 0.11 on TensorFlow 2.x graph mode
 (``launch_train_with_config`` disables eager execution itself).
 """
 from typing import Any

@@ -7,26 +7,35 @@
 
 How a batch reaches TensorFlow
 ------------------------------
-The dataset is ``tf.data.Dataset.from_generator`` with a ``TensorSpec``
-signature, which runs the generator through ``tf.numpy_function``.  The
-generator yields the pipeline's batch arrays themselves (views of a ring
-slot).  The slot memory is 64-byte aligned, so TensorFlow's ndarray->Tensor
-conversion in the py_func kernel wraps that memory instead of copying it, and
-keeps a reference to the numpy array - and through it to the slot's ``Lease`` -
-for as long as the tensor lives.  No byte is copied between the native worker
-that wrote the batch and the tensor TensorFlow reads (tests/test_tf.py checks
-the addresses).
+By default the dataset is the tf.data source op ``FastqDataset`` of fastq's
+TensorFlow kernel library (fastq/_tf_native.py, csrc/tf/fq_tf_dataset.cc; built
+against the installed TensorFlow at first use): its iterator takes each batch
+from the ring in C++ and returns tensors whose buffer is the slot (a refcounted
+TensorBuffer holding the slot's lease), with no Python and no GIL per batch.
+Python runs once per epoch, to start and end the epoch's producers.  No byte is
+copied between the native worker that wrote the batch and the tensor
+TensorFlow reads (tests/test_tf.py and tests/test_tf_native.py check the
+addresses).
+
+Where the kernel cannot be built (no compiler, no TF headers) the dataset is
+``tf.data.Dataset.from_generator`` with a ``TensorSpec`` signature, which runs
+the generator through ``tf.numpy_function``.  The generator yields the
+pipeline's batch arrays themselves (views of a ring slot).  The slot memory is
+64-byte aligned, so TensorFlow's ndarray->Tensor conversion in the py_func
+kernel wraps that memory instead of copying it, and keeps a reference to the
+numpy array - and through it to the slot's ``Lease`` - for as long as the
+tensor lives.  ``pipeline.stats()["tf_feed"]`` says which feed and why.
 
 When a slot goes back to the ring
 ---------------------------------
-When the last tensor aliasing it is freed.  TensorFlow frees a tensor from C++
-threads without the GIL, so it does not drop the numpy reference at once: it
-queues it, and the queue is drained whenever an eager tensor is deallocated, a
-py_func returns or a v1 ``Session.run`` starts.  The fastq feeder drains it
-before each batch it fetches and, while it waits for a batch, every 20 ms from one
-helper thread, so slots freed by graph code always reach the producers.
-:func:`flush_released` drains it on demand (useful before reading
-``pipeline.stats()["slots_leased"]``).
+When the last tensor aliasing it is freed: at once with the native op.  With
+``from_generator``, TensorFlow frees a tensor from C++ threads without the GIL,
+so it does not drop the numpy reference at once: it queues it, and the queue
+is drained whenever an eager tensor is deallocated, a py_func returns or a v1
+``Session.run`` starts.  That feeder drains it before each batch it fetches
+and, while it waits for a batch, every 20 ms from one helper thread, so slots
+freed by graph code always reach the producers.  :func:`flush_released` drains
+it on demand (useful before reading ``pipeline.stats()["slots_leased"]``).
 
 Slots held at a time = batches your code keeps (a loop variable included) +
 elements in tf.data buffers after the feeder (``prefetch``, ``shuffle``,
@@ -39,10 +48,10 @@ element first (a cache keeps its elements forever); put ``.map(fastq.tf.copy)``
 before a ``.cache()`` further down the chain.
 
 Lifetime: the dataset object (and every dataset chained after it) keeps its
-pipeline alive, but the generator callable that TF keeps in a process-wide
-registry reaches it only weakly: once the pipeline is closed and neither your
-code nor a dataset references it, it is collected, and its slot memory is
-freed once no tensor aliases it.
+pipeline alive, but the op's feed registry (or the generator callable that TF
+keeps in a process-wide registry) reaches it only weakly: once the pipeline is
+closed and neither your code nor a dataset references it, it is collected, and
+its slot memory is freed once no tensor aliases it.
 
 One iteration at a time
 -----------------------

@@ -10,11 +10,11 @@
     # uint8 batches; normalize on the accelerator, exactly as fastq's Normalize:
     x = fqt.normalize(images, ops.IMAGENET_MEAN, ops.IMAGENET_STD)
 
-Unlike ``fastq.tf.dataset`` (a ``from_generator`` whose Python callback lives only in
-the trainer's process), the op is a graph node (``FastqDecodeAugment``), so a dataset
-that uses it can be served by tf.data service workers in other processes (``fastq
-serve-worker``), traced by ``tf.function``, saved with ``Dataset.save`` and
-checkpointed with ``tf.train.Checkpoint(iterator=...)``.
+Unlike ``fastq.tf.dataset`` (whose ``FastqDataset`` op, from the same library, reads a
+Pipeline that lives only in the trainer's process), the op is a self-contained graph node
+(``FastqDecodeAugment``), so a dataset that uses it can be served by tf.data service
+workers in other processes (``fastq serve-worker``), traced by ``tf.function``, saved
+with ``Dataset.save`` and checkpointed with ``tf.train.Checkpoint(iterator=...)``.
 
 Determinism: row ``r`` of the output is exactly what a ``fastq.Pipeline`` over the
 same images writes for dataset index ``index[r]`` in epoch ``epoch`` with seed

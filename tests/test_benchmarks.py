@@ -116,9 +116,10 @@ def test_bench_sources(tmp_path, data_dir):
 
 @pytest.mark.tf
 def test_bench_tf(tmp_path):
-    out = run("bench_tf.py", "--images", "8", "--batch-size", "4", "--repeats", "1", "--graph", "--fit", tmp=tmp_path)
+    out = run("bench_tf.py", "--images", "8", "--batch-size", "4", "--repeats", "1", "--graph", "--fit", "--handoff",
+              tmp=tmp_path)
     assert "native tf.data / direct = " in out and "from_generator tf.function" in out
-    assert "fit: native / tf.data native ops = " in out
+    assert "fit: native / tf.data native ops = " in out and "handoff per epoch (2 batches): direct" in out
 
 
 @pytest.mark.tf
