@@ -30,7 +30,7 @@ import os
 import re
 import threading
 import weakref
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, cast
 
 import numpy as np
 
@@ -67,7 +67,7 @@ _F64 = ctypes.c_double
 
 
 class _Epoch(ctypes.Structure):
-    _fields_ = ([("struct_size", ctypes.c_uint64), ("ring", ctypes.c_void_p), ("run_id", ctypes.c_int64),
+    _fields_ = cast(Any, [("struct_size", ctypes.c_uint64), ("ring", ctypes.c_void_p), ("run_id", ctypes.c_int64),
                  ("epoch", ctypes.c_int64), ("position", ctypes.c_int64), ("stall_timeout_ns", ctypes.c_int64),
                  ("position_out", ctypes.c_void_p), ("n_outputs", _I32), ("pinned", _I32),
                  ("pad", _I32), ("pad_sizes_block", _I32), ("pad_multiple", _I32), ("pad_cap_h", _I32),
@@ -445,7 +445,7 @@ def _dataset_class():
 def dataset(pipeline: Pipeline, spec: Tuple[Any, ...], cardinality: Optional[int]) -> Any:
     """The FastqDataset op over `pipeline` (a tf.data.Dataset); raises Unsupported or the
     kernel's build/load error."""
-    fid = getattr(pipeline, "_tf_feed_id", None)  # one registration per pipeline, however many datasets
+    fid = pipeline._tf_feed_id  # one registration per pipeline, however many datasets
     pl = plan(pipeline) if fid is None else None   # (before the build: says why without a compiler too)
     mod, _ = library()
     cls = _LIB.get("dataset_class")

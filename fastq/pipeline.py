@@ -161,6 +161,10 @@ class Pipeline:
     Use it as a context manager, or call :meth:`close`.
     """
 
+    # fastq.tf.dataset: which feed serves it (stats()["tf_feed"]) and the native op's registration
+    _tf_feed: Optional[Dict[str, Any]] = None
+    _tf_feed_id: Optional[int] = None
+
     def __init__(self, source: Any, *, batch_size: int, queue_size: int = 4, workers: Optional[int] = None,
                  drop_remainder: bool = True, stall_timeout: float = 60.0, pin_memory: Union[str, bool] = "auto",
                  mix: Any = None, **source_options: Any) -> None:
@@ -319,7 +323,7 @@ class Pipeline:
         else:
             out.update({"queue_size": self.queue_size, "batch_size": self.batch_size})
         out.update(self._backend.stats())
-        if getattr(self, "_tf_feed", None):  # fastq.tf.dataset: which feed, and why (fastq/tf.py)
+        if self._tf_feed:  # fastq.tf.dataset: which feed, and why (fastq/tf.py)
             out["tf_feed"] = dict(self._tf_feed)
         prod = self._state.producers
         if prod is not None and hasattr(prod, "stats"):
