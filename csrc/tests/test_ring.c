@@ -439,11 +439,11 @@ int main(void)
     RUN(stress(8, 64, 2, 64 * 20, 1, 14));
     RUN(failing_item());
     RUN(cancel_and_rerun());
+    RUN(runs_are_scoped());
+    RUN(refcount_outlives_the_creator());
     RUN(close_wakes_everyone());
     RUN(timeouts_and_args());
     RUN(stall_only_when_all_held());
-    RUN(runs_are_scoped());
-    RUN(refcount_outlives_the_creator());
     for (int cap = 2; cap <= 5; cap++)
         for (int k = 1; k < cap; k++)
             for (int pattern = 0; pattern < 3; pattern++)
