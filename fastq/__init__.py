@@ -13,5 +13,7 @@ from fastq import errors, sources  # noqa: E402,F401
 from fastq.pipeline import Pipeline  # noqa: E402,F401
 from fastq.mix import CutMix, MixUp, MixUpCutMix  # noqa: E402,F401
 from fastq.custom import get_include  # noqa: E402,F401
+from fastq.scheduling import WorkerPriority  # noqa: E402,F401
 
-__all__ = ["Pipeline", "sources", "errors", "get_include", "__version__", "MixUpCutMix", "MixUp", "CutMix"]
+__all__ = ["Pipeline", "sources", "errors", "get_include", "__version__", "MixUpCutMix", "MixUp", "CutMix",
+           "WorkerPriority"]

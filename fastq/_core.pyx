@@ -13,6 +13,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 from cpython.ref cimport Py_INCREF
 from cpython.exc cimport PyErr_CheckSignals
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
 cimport numpy as cnp
 from cpython.object cimport PyTypeObject
 
@@ -426,28 +427,67 @@ cdef class TaskBase:
 cdef class NativeRun:
     """N native worker threads producing items [0, n_items) of the ring's
     current run with a TaskBase.  join() waits for them; dropping the object
-    cancels the run and joins."""
+    cancels the run and joins.
+
+    policy ("keep", "batch", "idle"), nice (an increment, 0..39) and cpus (CPU
+    numbers, or None to keep the inherited mask) set how each worker schedules
+    itself (csrc/ring/fq_pool.h, "Scheduling"); a setting the kernel refuses is
+    reported by stats()["sched_error"], never raised."""
     cdef fq_pool *pool
     cdef readonly Ring ring
     cdef readonly TaskBase task
     cdef readonly int workers
     cdef readonly int64_t n_items
+    cdef object _sched_error
+    cdef object _final  # stats() at join (the pool is freed then)
 
-    def __cinit__(self, Ring ring not None, TaskBase task not None, int workers, int64_t n_items):
+    def __cinit__(self, Ring ring not None, TaskBase task not None, int workers, int64_t n_items,
+                  policy="keep", int nice=0, cpus=None):
         cdef fq_err err
         cdef int rc
         cdef fq_ring *r = ring.handle()
+        cdef fq_sched sched
+        cdef int *cpu_arr = NULL
+        cdef int i
         self.pool = NULL
+        self._sched_error = None
+        self._final = None
         if task.fn == NULL or task.ctx == NULL:
             raise ValueError(f"{type(task).__name__} is not initialized (no C task function or context)")
+        pols = {"keep": FQ_SCHED_KEEP, "batch": FQ_SCHED_BATCH, "idle": FQ_SCHED_IDLE}
+        if policy not in pols:
+            raise ValueError(f"worker scheduling policy must be one of {sorted(pols)}, got {policy!r}")
+        sched.policy = pols[policy]
+        sched.nice = nice
+        sched.n_cpus = 0
+        sched.cpus = NULL
+        cpu_list = [] if cpus is None else [int(c) for c in cpus]
+        if cpus is not None and not cpu_list:
+            raise ValueError("the worker CPU list is empty")
         self.ring = ring
         self.task = task
         self.workers = workers
         self.n_items = n_items
-        with nogil:
-            rc = fq_pool_start(r, workers, n_items, task.fn, task.ctx, &self.pool, &err)
+        if cpu_list:
+            cpu_arr = <int *>PyMem_Malloc(len(cpu_list) * sizeof(int))
+            if cpu_arr == NULL:
+                raise MemoryError()
+            for i in range(len(cpu_list)):
+                cpu_arr[i] = cpu_list[i]
+            sched.n_cpus = len(cpu_list)
+            sched.cpus = cpu_arr
+        try:
+            with nogil:
+                rc = fq_pool_start_sched(r, workers, n_items, task.fn, task.ctx, &sched, &self.pool, &err)
+        finally:
+            PyMem_Free(cpu_arr)
         if rc != FQ_OK:
             raise_fq_error(&err)
+
+    cdef _keep_sched_error(self):
+        cdef fq_err err
+        if self.pool != NULL and fq_pool_sched_error(self.pool, &err) != FQ_OK:
+            self._sched_error = err.msg.decode("utf-8", "replace")
 
     def join(self):
         """Wait for every worker (after the run ends or is cancelled)."""
@@ -457,6 +497,8 @@ cdef class NativeRun:
         if p == NULL:
             return
         self.ring._check()
+        self._final = self.stats()
+        self._final["running"] = 0
         self.pool = NULL
         with nogil:
             rc = fq_pool_join(p, &err)
@@ -474,10 +516,12 @@ cdef class NativeRun:
     def stats(self):
         cdef fq_pool_stats st
         if self.pool == NULL:
-            return {"workers": self.workers, "running": 0}
+            return dict(self._final) if self._final is not None else {"workers": self.workers, "running": 0}
         fq_pool_get_stats(self.pool, &st)
+        self._keep_sched_error()
         return {"workers": st.n_workers, "running": st.running, "items_done": st.items_done,
-                "items_failed": st.items_failed, "task_s": st.task_ns / 1e9}
+                "items_failed": st.items_failed, "task_s": st.task_ns / 1e9,
+                "sched_applied": st.sched_applied, "sched_error": self._sched_error}
 
     def __dealloc__(self):
         cdef fq_err err

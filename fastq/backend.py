@@ -22,6 +22,8 @@ class BackendConfig:
     batch_size: int
     drop_remainder: bool
     workers: Optional[int]  # as the user asked; None: the backend picks
+    # fastq.scheduling.Resolved: how native workers schedule themselves (None: unchanged)
+    scheduling: Any = None
 
 
 class Backend(abc.ABC):

@@ -57,7 +57,7 @@ Batch = Tuple[np.ndarray, ...]  # one batch: a numpy view of a slot per output
 
 
 _PIPELINE_ARGS = ("source", "batch_size", "queue_size", "workers", "drop_remainder", "stall_timeout",
-                  "pin_memory", "mix")
+                  "pin_memory", "mix", "worker_priority")
 _IMAGE_OPTION_NAMES = tuple(name for name, _, _ in IMAGE_OPTIONS)
 
 
@@ -87,6 +87,7 @@ class _State:
         self.lock = threading.RLock()
         self.pid = os.getpid()
         self.final_stats = None  # the ring's counters when close() dropped it
+        self.last_producer_stats = None  # stats() of the last run's producers, taken when they stopped
 
     def stop_producers(self):
         prod, self.producers = self.producers, None
@@ -94,6 +95,8 @@ class _State:
             if self.ring is not None:
                 self.ring.cancel()
             prod.stop()
+            if hasattr(prod, "stats"):
+                self.last_producer_stats = prod.stats()
 
     def close(self):
         if os.getpid() != self.pid:
@@ -134,8 +137,17 @@ class Pipeline:
         when all are full.  At least 2: a ``for batch in pipe:`` loop still
         holds its previous batch while it asks for the next one.
     workers : int, optional
-        Producer threads.  Default: number of usable CPU cores for native
-        sources, 2 Python threads for an iterable source.
+        Producer threads.  Default for native sources: the usable CPUs that
+        ``worker_priority`` leaves to the workers (all of them below 8 CPUs; from
+        8 on, all but one physical core); 2 Python threads for an iterable source.
+    worker_priority : "background", "normal" or fastq.WorkerPriority
+        How native workers share the CPUs with your training loop (fastq.scheduling).
+        "background" (default): ``SCHED_BATCH`` at nice +19, and from 8 usable
+        CPUs on one physical core kept free for the training thread, so the
+        workers use the CPU time the training loop leaves instead of slowing it.
+        "normal": workers at normal priority on every CPU (a preprocessing-only
+        machine, or benchmarking fastq alone).  What was applied:
+        ``stats()["scheduling"]``.
     drop_remainder : bool
         Drop a final partial batch (default) or deliver it with fewer rows.
     stall_timeout : float
@@ -167,7 +179,7 @@ class Pipeline:
 
     def __init__(self, source: Any, *, batch_size: int, queue_size: int = 4, workers: Optional[int] = None,
                  drop_remainder: bool = True, stall_timeout: float = 60.0, pin_memory: Union[str, bool] = "auto",
-                 mix: Any = None, **source_options: Any) -> None:
+                 mix: Any = None, worker_priority: Any = "background", **source_options: Any) -> None:
         batch_size = _count("batch_size", batch_size)
         queue_size = _count("queue_size", queue_size)
         if queue_size < 2:
@@ -184,6 +196,9 @@ class Pipeline:
                                 f"{type(mix).__name__}")
         if pin_memory not in ("auto", True, False):
             raise ValueError(f"pin_memory must be 'auto', True or False, got {pin_memory!r}")
+        from fastq.scheduling import resolve as _resolve_priority
+        self._scheduling = _resolve_priority(worker_priority)
+        self.worker_priority = worker_priority
         if not isinstance(source, Source):
             source = Iterable(source)
         # the standard image backend's options are IMAGE_OPTIONS; an iterable takes none of them
@@ -202,7 +217,8 @@ class Pipeline:
         self.source = source
         try:
             self._backend = source._make_backend(
-                BackendConfig(batch_size=batch_size, drop_remainder=self.drop_remainder, workers=workers),
+                BackendConfig(batch_size=batch_size, drop_remainder=self.drop_remainder, workers=workers,
+                              scheduling=self._scheduling),
                 **source_options)
         except TypeError as e:
             # another source's backend: name the Pipeline argument, not a private class
@@ -328,6 +344,10 @@ class Pipeline:
         prod = self._state.producers
         if prod is not None and hasattr(prod, "stats"):
             out["producers"] = prod.stats()
+        elif self._state.last_producer_stats is not None:
+            out["producers"] = self._state.last_producer_stats
+        if getattr(self._backend, "scheduled", False):  # native workers: what they applied
+            out["scheduling"] = self._scheduling.describe(out.get("producers"))
         it = self._active
         t0 = it._t0 if it is not None and not it._done else None  # read once: the consumer thread may
         active_s = self._active_s + (time.monotonic() - t0 if t0 is not None else 0.0)  # stop the clock meanwhile

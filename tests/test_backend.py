@@ -51,7 +51,9 @@ def test_a_backend_with_only_the_required_methods_feeds_a_pipeline():
     src = _Src(5)
     with fastq.Pipeline(src, batch_size=2, queue_size=4, workers=3, drop_remainder=False) as p:
         got = [b[0].copy() for b in p]
-        assert src.configs == [BackendConfig(batch_size=2, drop_remainder=False, workers=3)]
+        (c,) = src.configs
+        assert c == BackendConfig(batch_size=2, drop_remainder=False, workers=3, scheduling=c.scheduling)
+        assert c.scheduling.name == "background"  # how native workers would be scheduled
         assert p.stats()["workers"] == 1  # the backend's own thread count
         with pytest.raises(TypeError, match="explain"):
             p.explain(0, 0)

@@ -5,16 +5,22 @@
  *       csrc/fq_pool.c csrc/tests/fq_testtask.c csrc/tests/test_ring.c -o test_ring -pthread && ./test_ring
  * Exit status 0 and a final "N passed, 0 failed" line mean success.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* sched_getaffinity, SCHED_BATCH, gettid for the scheduling test */
 #include "ring/fq_pool.h"
 #include "ring/fq_ring.h"
 #include "fq_testtask.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static int n_pass, n_fail;
 #include "fq_check.h"
@@ -419,6 +425,82 @@ static int stall_only_when_all_held(void)
     return 0;
 }
 
+/* Each worker of fq_pool_start_sched runs under the policy, nice and CPU set it was
+ * given (read back by the task from the thread itself), and still produces every item. */
+typedef struct sched_probe {
+    fq_pattern_ctx pat;
+    _Atomic int wrong_policy, wrong_nice, wrong_cpus, seen;
+    int want_policy, want_nice, want_cpu;
+} sched_probe;
+
+static int probe_task(void *ctx, int worker, int64_t item, uint8_t *const *rows, fq_err *err)
+{
+    sched_probe *sp = ctx;
+    if (sched_getscheduler(0) != sp->want_policy)
+        atomic_fetch_add(&sp->wrong_policy, 1);
+    errno = 0;
+    int nice_now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+    if (errno != 0 || nice_now != sp->want_nice)
+        atomic_fetch_add(&sp->wrong_nice, 1);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1 || !CPU_ISSET(sp->want_cpu, &set))
+        atomic_fetch_add(&sp->wrong_cpus, 1);
+    atomic_fetch_add(&sp->seen, 1);
+    return fq_pattern_task(&sp->pat, worker, item, rows, err);
+}
+
+static int sched_applies(void)
+{
+    cpu_set_t mine;
+    CHECK(sched_getaffinity(0, sizeof mine, &mine) == 0, "sched_getaffinity");
+    int cpu = -1;
+    for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
+        if (CPU_ISSET(c, &mine))
+            cpu = c;
+    errno = 0;
+    int base_nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+    CHECK(errno == 0, "getpriority");
+    sched_probe sp = {.pat = {.n_blocks = 1, .row_bytes = {16}, .fail_item = -1, .seed = 3},
+                      .want_policy = SCHED_BATCH, .want_nice = base_nice + 5 > 19 ? 19 : base_nice + 5,
+                      .want_cpu = cpu};
+    fq_ring *r = make_ring(2, 4, &sp.pat);
+    fq_err e;
+    CHECK(fq_ring_begin_run(r, 1, NULL, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_ring_set_end(r, 40, 0, &e) == FQ_OK, "%s", e.msg);
+    int cpus[1] = {cpu};
+    fq_sched s = {.policy = FQ_SCHED_BATCH, .nice = 5, .n_cpus = 1, .cpus = cpus};
+    fq_pool *p = NULL;
+    CHECK(fq_pool_start_sched(r, 3, 40, probe_task, &sp, &s, &p, &e) == FQ_OK, "%s", e.msg);
+    int64_t batches = 0, rows = 0, bad = 0;
+    CHECK(fq_pattern_drain(r, &sp.pat, 1, &batches, &rows, &bad, &e) == FQ_OK, "%s", e.msg);
+    fq_pool_stats st;
+    fq_pool_get_stats(p, &st);
+    fq_err se;
+    int serr = fq_pool_sched_error(p, &se);
+    CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
+    CHECK(rows == 40 && bad == 0, "rows %lld bad %lld", (long long)rows, (long long)bad);
+    CHECK(serr == FQ_OK && st.sched_applied == 3, "applied %d: %s", st.sched_applied, se.msg);
+    CHECK(atomic_load(&sp.seen) == 40, "seen %d", atomic_load(&sp.seen));
+    CHECK(atomic_load(&sp.wrong_policy) == 0 && atomic_load(&sp.wrong_nice) == 0 && atomic_load(&sp.wrong_cpus) == 0,
+          "policy %d nice %d cpus %d items ran with the wrong setting", atomic_load(&sp.wrong_policy),
+          atomic_load(&sp.wrong_nice), atomic_load(&sp.wrong_cpus));
+    /* the creating thread keeps its own setting */
+    CHECK(sched_getscheduler(0) == SCHED_OTHER, "the caller's policy changed");
+    /* bad settings are the caller's error, before any thread starts */
+    fq_sched bad_nice = {.policy = FQ_SCHED_BATCH, .nice = -1};
+    CHECK(fq_ring_begin_run(r, 1, NULL, &e) == FQ_OK, "%s", e.msg);
+    CHECK(fq_pool_start_sched(r, 1, 4, probe_task, &sp, &bad_nice, &p, &e) == FQ_E_INVALID && p == NULL,
+          "negative nice accepted");
+    int bad_cpu[1] = {FQ_SCHED_MAX_CPUS};
+    fq_sched bad_cpus = {.policy = FQ_SCHED_KEEP, .n_cpus = 1, .cpus = bad_cpu};
+    CHECK(fq_pool_start_sched(r, 1, 4, probe_task, &sp, &bad_cpus, &p, &e) == FQ_E_INVALID && p == NULL,
+          "out-of-range CPU accepted");
+    fq_ring_close(r);
+    fq_ring_destroy(r);
+    return 0;
+}
+
 #define RUN(t)                                   \
     do {                                         \
         if ((t) == 0) {                          \
@@ -444,6 +526,7 @@ int main(void)
     RUN(close_wakes_everyone());
     RUN(timeouts_and_args());
     RUN(stall_only_when_all_held());
+    RUN(sched_applies());
     for (int cap = 2; cap <= 5; cap++)
         for (int k = 1; k < cap; k++)
             for (int pattern = 0; pattern < 3; pattern++)

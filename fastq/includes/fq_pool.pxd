@@ -14,7 +14,21 @@ cdef extern from "ring/fq_pool.h" nogil:
         int64_t items_done
         int64_t items_failed
         uint64_t task_ns
+        int sched_applied
+    enum:
+        FQ_SCHED_KEEP
+        FQ_SCHED_BATCH
+        FQ_SCHED_IDLE
+        FQ_SCHED_MAX_CPUS
+    ctypedef struct fq_sched:
+        int policy
+        int nice
+        int n_cpus
+        const int *cpus
     int fq_pool_start(fq_ring *ring, int n_workers, int64_t n_items, fq_task_fn fn, void *ctx,
                       fq_pool **out, fq_err *err)
+    int fq_pool_start_sched(fq_ring *ring, int n_workers, int64_t n_items, fq_task_fn fn, void *ctx,
+                            const fq_sched *sched, fq_pool **out, fq_err *err)
+    int fq_pool_sched_error(fq_pool *p, fq_err *err)
     int fq_pool_join(fq_pool *p, fq_err *err)
     void fq_pool_get_stats(fq_pool *p, fq_pool_stats *st)

@@ -12,6 +12,7 @@ from fastq import _core
 from fastq.sources.base import Source
 from fastq.sources.readahead import _file_task_items, _init_file_read_ahead
 from fastq.backend import Backend
+from fastq.scheduling import usable_cpus
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
@@ -340,7 +341,10 @@ class _ImageBackend(Backend):
         self.source = source
         self.batch_size = config.batch_size
         self.drop_remainder = config.drop_remainder
-        self.workers = config.workers or _default_workers()
+        self.scheduling = config.scheduling
+        self.scheduled = config.scheduling is not None
+        self.workers = config.workers or (config.scheduling.default_workers if config.scheduling is not None
+                                          else len(usable_cpus()))
         self.seed = int(seed)
         self.shuffle = bool(shuffle)
         self.return_index = bool(return_index)
@@ -394,7 +398,8 @@ class _ImageBackend(Backend):
         order = self.order(epoch)[position * self.batch_size:]
         self.task.set_epoch(order, self.seed, epoch)
         ring.set_end(len(order))
-        return _NativeProducers(ring, _core.NativeRun(ring, self.task, self.workers, len(order)))
+        sched = self.scheduling.run_args() if self.scheduling is not None else {}
+        return _NativeProducers(ring, _core.NativeRun(ring, self.task, self.workers, len(order), **sched))
 
     def sample_error(self, failure, producers):
         """A failed sample's error (``failure.index``: its dataset index, carried
@@ -428,10 +433,4 @@ class _NativeProducers:
     def stats(self):
         return self.run.stats()
 
-
-def _default_workers():
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
