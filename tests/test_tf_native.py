@@ -173,7 +173,8 @@ def test_batches_arrive_while_another_thread_holds_the_gil(jpegs):
 
     during = {}
     for native in (True, False):
-        p = make(list(jpegs) * 20, queue_size=3)  # 120 batches
+        # 120 batches; workers at normal priority, so the graph work below does not starve them
+        p = make(list(jpegs) * 20, queue_size=6, worker_priority="normal")
         it = iter(fqtf.dataset(p, native=native))
         take(it, tf.constant(1))  # traces; the epoch has begun
         t = threading.Thread(target=take, args=(it, tf.constant(110)))
