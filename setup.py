@@ -196,7 +196,7 @@ class BuildExt(build_ext):
         with open(mapfile, "w") as f:
             f.write(EXPORTS_MAP)
         # The version script alone decides what is exported (no --exclude-libs: the
-        # exported fastq_capi_v1 lives in the static libfastq_image.a).
+        # exported tables live in the static libfastq_image.a and libfastq_ring.a).
         for e in self.extensions:
             e.extra_link_args = list(e.extra_link_args) + [f"-Wl,--version-script={mapfile}", "-Wl,--gc-sections"]
         super().build_extensions()

@@ -9,7 +9,8 @@ venv that holds numpy and nothing else, and checked there:
   output) matches a replay with pip's cv2 and numpy in this (outer) process;
 * `ldd` of every installed extension resolves no OpenCV, libjpeg, libpng, libwebp or
   zlib from the system, and needs nothing outside the manylinux policy;
-* each extension exports only its PyInit_* symbol (and fastq._image the table fastq_capi_v1);
+* each extension exports only its PyInit_* symbol (and fastq._image the table fastq_capi_v1,
+  fastq._core the table fastq_ring_capi_v1);
 * `auditwheel show` reports the manylinux tag in the file name;
 * fastq, pip's cv2 and TensorFlow load into one process and each runs.
 """
