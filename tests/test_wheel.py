@@ -35,8 +35,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VERSION = re.search(r'^version = "([^"]+)"', open(os.path.join(ROOT, "pyproject.toml")).read(), re.M).group(1)
 PY_TAG = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 # manylinux_2_YY_x86_64, or (glibc 2.17, FASTQ_TOOLCHAIN=zig) with its legacy alias:
-# manylinux2014_x86_64.manylinux_2_17_x86_64
-WHEEL_RE = re.compile(rf"^fastq-{re.escape(VERSION)}-{PY_TAG}-{PY_TAG}-(?:manylinux2014_x86_64\.)?"
+# manylinux2014_x86_64.manylinux_2_17_x86_64.  The distribution is fastq-loader (issue 29:
+# "fastq" on PyPI is another project), the package inside it fastq.
+WHEEL_RE = re.compile(rf"^fastq_loader-{re.escape(VERSION)}-{PY_TAG}-{PY_TAG}-(?:manylinux2014_x86_64\.)?"
                       r"(manylinux_2_(\d+)_x86_64)(?:\.manylinux2014_x86_64)?\.whl$")
 # What an extension may load: glibc's libraries, libstdc++ and libgcc (manylinux policy).
 ALLOWED_NEEDED = re.compile(r"^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux-x86-64)\.so")
@@ -120,6 +121,17 @@ def test_test_only_module_builds_against_the_installed_wheel(venv, tmp_path):
         print("OK")
     """)
     assert run([py, "-c", script, str(site2)], cwd=str(tmp_path)).strip() == "OK"
+
+
+def test_the_distribution_is_fastq_loader_with_the_fastq_package_and_command(venv):
+    py, site = venv
+    code = ("import importlib.metadata as md, fastq; d = md.distribution('fastq-loader'); "
+            "print(d.version, fastq.__version__, sorted(e.name for e in d.entry_points), "
+            "md.packages_distributions()['fastq'])")
+    out = run([py, "-I", "-c", code]).split(None, 2)
+    assert out[0] == VERSION == out[1] and out[2].strip() == "['fastq'] ['fastq-loader']", out
+    cli = os.path.join(os.path.dirname(py), "fastq")
+    assert "usage: fastq" in run([cli, "--help"])
 
 
 def test_wheel_name_tag_and_auditwheel(wheel):
