@@ -348,8 +348,8 @@ TARGET_CHAINS = {
 def target_digests(masks=None):
     """{chain: sha256 hex} of what 4 samples of each TARGET_CHAINS chain give on fixed
     data: image, boxes, classes, index, keypoints, image_info (masks=None), or the label
-    map with mask sampling `masks` ("center", "legacy"; None for the code before issue 29,
-    which had only the legacy one)."""
+    map with mask sampling `masks` ("center", "legacy"; "" calls transform_mask without
+    the argument, as the code before issue 29 had to be)."""
     import hashlib
     from fastq import targets as T
     rng = np.random.default_rng(29)
