@@ -26,11 +26,11 @@ The library API (keyword arguments after ``src, dst``)::
 
 :func:`prepare_shards` writes the images of a class-per-subfolder ``src`` (the order and
 labels of fastq.sources.Folder) into TFRecord or WebDataset tar shards instead.  The
-command (``fastq prepare``, also ``python -m fastq.prepare``) is fastq/cli/prepare.py.
+command (``fastq prepare``, also ``python -m fastq prepare``) is fastq/cli/prepare.py; this
+library module does not import the command line.
 """
 import os
 import shutil
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -452,8 +452,3 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
         save_manifest()
     stats["jpeg_in_bytes"], stats["jpeg_out_bytes"] = stats["in_bytes"], stats["out_bytes"]
     return stats
-
-
-if __name__ == "__main__":  # python -m fastq.prepare: the same as `fastq prepare`
-    from fastq.cli import main
-    sys.exit(main(["prepare"] + sys.argv[1:]))
