@@ -29,8 +29,9 @@ import time
 
 import numpy as np
 
-import fastq
-from fastq import _core
+import _checkout  # noqa: F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
+import fastq  # noqa: E402
+from fastq import _core  # noqa: E402
 
 try:
     from fastq import _testing
