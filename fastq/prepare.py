@@ -452,3 +452,8 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
         save_manifest()
     stats["jpeg_in_bytes"], stats["jpeg_out_bytes"] = stats["in_bytes"], stats["out_bytes"]
     return stats
+
+
+if __name__ == "__main__":  # the command is fastq/cli/prepare.py; a library module does not import it
+    raise SystemExit("the command is `fastq prepare SRC DST` (or `python -m fastq prepare SRC DST`); "
+                     "python -m fastq.prepare is no longer one")
