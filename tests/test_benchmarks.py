@@ -24,6 +24,7 @@ SCRIPTS = {
     "bench_image_single.py": "test_bench_image_single",
     "bench_images.py": "test_bench_images",
     "bench_instance_masks.py": "test_bench_instance_masks",
+    "bench_mask_sampling.py": "test_bench_mask_sampling",
     "bench_prepare.py": "test_bench_prepare",
     "bench_pyfunc.py": "test_bench_pyfunc",
     "bench_sources.py": "test_bench_sources",
@@ -65,6 +66,14 @@ def test_bench_core(tmp_path):
     out = run("bench_core.py", "--repeats", "1", "--batches", "20", "--json", str(tmp_path / "c.json"), tmp=tmp_path)
     assert "native C producers -> C consumer" in out
     assert json.loads((tmp_path / "c.json").read_text())
+
+
+def test_bench_mask_sampling(tmp_path):
+    out = run("bench_mask_sampling.py", "--images", "8", "--rounds", "1", "--epochs", "1", "--json",
+              str(tmp_path / "m.json"), tmp=tmp_path)
+    assert "center" in out and "legacy" in out and "vs legacy" in out
+    res = json.loads((tmp_path / "m.json").read_text())
+    assert set(res["medians"]) == {"center", "legacy"} and res["medians"]["legacy"]["images_per_s_ratio"] == 1.0
 
 
 def test_bench_image_single(tmp_path):
