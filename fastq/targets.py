@@ -26,8 +26,8 @@ __all__ = ["transform_boxes", "transform_keypoints", "transform_mask", "image_in
 # fq_image_targets.h FQ_TGT_*): "center" takes the source pixel under each output
 # pixel's centre, where the image's own resampling puts it (TensorFlow's
 # tf.image.resize(method="nearest"), bit for bit); "legacy" is OpenCV's INTER_NEAREST,
-# floor(x * in / out), as torch's legacy "nearest": up to half an output pixel up and
-# left of the image, for parity with pipelines built on it.
+# floor(x * in / out), as torch's legacy "nearest": labels land up to half an output
+# pixel down and right of the image; for parity with pipelines built on it.
 MASK_SAMPLINGS = {"center": 0, "legacy": 1}
 
 
@@ -419,8 +419,9 @@ def transform_mask(explain: Dict[str, Any], mask: Any, fill: int = 0, sampling: 
     its centre, ``floor((x + 0.5) * in / out)`` in float32: where the image's own
     resampling puts that pixel, and bit for bit ``tf.image.resize(method="nearest")``.
     ``"legacy"``: OpenCV's ``INTER_NEAREST``, ``floor(x * in / out)`` (torch's legacy
-    ``nearest``), up to half an output pixel up and left of the image; only for parity
-    with pipelines that resized masks so.  Crops, pads, flips and the affine ops sample
+    ``nearest``), which reads up-left of the centre, so that labels land up to half an
+    output pixel down and right of the image; only for parity with pipelines that
+    resized masks so.  Crops, pads, flips and the affine ops sample
     the same way in both."""
     return _image.targets_mask(explain, mask, int(fill), _sampling(sampling, "transform_mask: sampling"))
 

@@ -67,8 +67,8 @@ int fq_tgt_keypoints(const fq_img_explain *ex, const float *kps, int n, int k, c
  * floor((x + 0.5) * in / out) in float32, bit for bit TensorFlow's
  * tf.image.resize(method="nearest"), and where the image's own resampling puts that pixel.
  * FQ_TGT_LEGACY: OpenCV's INTER_NEAREST, floor(x * in / out) (torch's legacy "nearest"),
- * which sits up to half an output pixel up and left of the image; for parity with such
- * pipelines only.  Crops, pads, flips and the affine ops sample alike in both. */
+ * which reads up-left of the centre, so that labels land up to half an output pixel down
+ * and right of the image; for parity with such pipelines only.  Crops, pads, flips and the affine ops sample alike in both. */
 enum { FQ_TGT_CENTER = 0, FQ_TGT_LEGACY = 1 };
 
 /* Replay the geometric ops of ex on a mask / label map: h x w (the source size) of
