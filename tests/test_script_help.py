@@ -14,7 +14,11 @@ import sys
 import numpy as np
 import pytest
 
+import fastq
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the fastq under test: this checkout's build, or the installed one (scripts/test_installed.sh)
+PKG = os.path.dirname(os.path.abspath(fastq.__file__))
 
 
 def scripts():
@@ -28,15 +32,17 @@ def copy_scripts(dst):
         shutil.copytree(os.path.join(ROOT, d), os.path.join(dst, d), ignore=shutil.ignore_patterns("__pycache__"))
 
 
-def numpy_only(tmp_path):
-    """A directory holding numpy alone (links), for `python -S` with it on PYTHONPATH:
-    no site-packages, so no framework and no installed fastq."""
-    d = tmp_path / "numpy_only"
+def numpy_only(tmp_path, with_fastq=False):
+    """A directory holding numpy alone (links), and the fastq under test with_fastq, for
+    `python -S` with it on PYTHONPATH: no site-packages, so no framework."""
+    d = tmp_path / ("numpy_fastq" if with_fastq else "numpy_only")
     d.mkdir()
     site = os.path.dirname(os.path.dirname(np.__file__))
     for name in ("numpy", "numpy.libs"):
         if os.path.exists(os.path.join(site, name)):
             os.symlink(os.path.join(site, name), d / name)
+    if with_fastq:
+        os.symlink(PKG, d / "fastq")
     return str(d)
 
 
@@ -56,21 +62,21 @@ def test_there_are_scripts_to_check():
 @pytest.mark.parametrize("script", scripts())
 def test_help_from_a_copy_with_numpy_and_fastq_only(script, tmp_path):
     """A copy of benchmarks/ and examples/ outside the checkout, run by a Python that sees
-    numpy and this checkout's fastq and nothing else (no TensorFlow, cv2, torch...)."""
+    numpy and the fastq under test and nothing else (no TensorFlow, cv2, torch...)."""
     copy_scripts(tmp_path)
-    r = run([script, "--help"], tmp_path, numpy_only(tmp_path) + os.pathsep + ROOT, isolated=True)
+    r = run([script, "--help"], tmp_path, numpy_only(tmp_path, with_fastq=True), isolated=True)
     assert r.returncode == 0, f"{script} --help: exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
     assert r.stdout.startswith("usage: " + os.path.basename(script)), r.stdout[:300]
     assert "Traceback" not in r.stderr, r.stderr
 
 
 def unbuilt_checkout(tmp_path):
-    """The checkout's Python files and benchmarks, without any compiled module."""
+    """fastq's Python files (of the fastq under test) and the benchmarks, without any
+    compiled module."""
     d = tmp_path / "checkout"
-    shutil.copytree(os.path.join(ROOT, "fastq"), d / "fastq",
-                    ignore=shutil.ignore_patterns("*.so", "*.c", "*.cpp", "*.o", "__pycache__"))
+    shutil.copytree(PKG, d / "fastq", ignore=shutil.ignore_patterns("*.so", "*.c", "*.cpp", "*.o", "__pycache__"))
     copy_scripts(d)
-    assert not glob.glob(str(d / "fastq" / "*.so"))
+    assert not glob.glob(str(d / "fastq" / "*.so")) and (d / "fastq" / "__init__.py").exists()
     return d
 
 
@@ -88,20 +94,23 @@ def test_an_unbuilt_checkout_says_what_to_run(tmp_path):
 
 
 def test_an_unbuilt_checkout_uses_the_installed_fastq(tmp_path):
-    """With a fastq importable from elsewhere (here: this checkout's build, standing in for
-    an installed wheel), the unbuilt checkout is kept off sys.path, also when PYTHONPATH
-    names it, and a line says which fastq runs."""
+    """With a fastq importable from elsewhere (the fastq under test: the installed one, or
+    this checkout's build standing in for it), the unbuilt checkout is kept off sys.path,
+    also when PYTHONPATH names it, and a line says which fastq runs."""
     d = unbuilt_checkout(tmp_path)
     probe = d / "benchmarks" / "which_fastq.py"
     probe.write_text("import _checkout  # noqa: F401\nimport fastq\nprint(fastq.__file__)\n")
-    r = run(["benchmarks/which_fastq.py"], d, str(d) + os.pathsep + ROOT, isolated=False)
+    pythonpath = str(d) + os.pathsep + os.path.dirname(PKG)
+    r = run(["benchmarks/which_fastq.py"], d, pythonpath)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == os.path.join(ROOT, "fastq", "__init__.py"), r.stdout
-    assert f"not built; using the installed fastq ({os.path.join(ROOT, 'fastq')})" in r.stderr, r.stderr
-    r = run(["benchmarks/bench_image_single.py", "--help"], d, str(d) + os.pathsep + ROOT)
+    assert r.stdout.strip() == os.path.join(PKG, "__init__.py"), r.stdout
+    assert f"not built; using the installed fastq ({PKG})" in r.stderr, r.stderr
+    r = run(["benchmarks/bench_image_single.py", "--help"], d, pythonpath)
     assert r.returncode == 0 and r.stdout.startswith("usage: bench_image_single.py"), r.stderr
 
 
+@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "fastq", "__init__.py")),
+                    reason="the suite runs against an installed fastq (scripts/test_installed.sh): no checkout build")
 def test_a_built_checkout_measures_its_own_build(tmp_path):
     """This checkout (built in place) goes first, whatever else is installed."""
     probe_dir = tmp_path / "elsewhere"
