@@ -58,11 +58,10 @@ from typing import Any, Deque, Dict, Iterator, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from fastq import ops as _ops
+from fastq.convert import ConversionSpec
 
 __all__ = ["to_device", "DeviceCopier", "DeviceLoader", "Conversion", "convert"]
 
-_LAYOUTS = ("NHWC", "NCHW", "channels_last")
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "uint8": torch.uint8}
 
 
@@ -73,72 +72,29 @@ def _host_tensor(a: np.ndarray) -> "torch.Tensor":
     return torch.from_numpy(a)
 
 
-def _torch_dtype(dtype: Any) -> "torch.dtype":
-    if isinstance(dtype, torch.dtype):
-        if dtype not in _DTYPES.values():
-            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype}")
-        return dtype
-    return _DTYPES[_ops.dtype_name(dtype, "fastq.torch")]
-
-
-class Conversion:
-    """What happens to the images (the batch's first array) on the device.
-
-    normalize : None, True, (mean, std) or fastq.ops.Normalize
-        True: ImageNet mean/std; (mean, std) on the 0..1 scale, as ``ops.Normalize``
-        takes them.  None: no normalization (a float dtype then gives ``x / 255``, as a
-        fastq pipeline without Normalize writes).
-    dtype : torch dtype or name
-        float32, bfloat16, float16, or uint8 (no conversion).  Default: float32 when
-        normalizing, else unchanged.
-    layout : "NHWC", "NCHW" or "channels_last"
-        The output layout: NHWC, contiguous NCHW, or NCHW shape in channels_last memory
-        (``torch.channels_last``, which needs no transposition of an NHWC batch).
-        Default: the input's.
-    input_layout : "NHWC" or "NCHW"
-        The pipeline's layout (DeviceLoader reads it from the pipeline).
-    """
+class Conversion(ConversionSpec):
+    """What happens to the images (the batch's first array) on the device: see
+    :class:`fastq.convert.ConversionSpec` for normalize, dtype (a torch dtype or a name),
+    layout and input_layout.  Calling it converts a batch (:func:`convert`)."""
 
     def __init__(self, normalize: Any = None, dtype: Any = None, layout: Optional[str] = None,
                  input_layout: str = "NHWC") -> None:
-        if normalize is True:
-            normalize = _ops.Normalize()
-        elif normalize is False:
-            normalize = None
-        elif normalize is not None and not isinstance(normalize, _ops.Normalize):
-            try:
-                mean, std = normalize
-            except (TypeError, ValueError):
-                raise TypeError(f"normalize must be None, True, (mean, std) or a fastq.ops.Normalize, got "
-                                f"{normalize!r}") from None
-            normalize = _ops.Normalize(mean, std)
-        self.normalize = normalize
-        self.dtype = _torch_dtype(dtype) if dtype is not None else (torch.float32 if normalize is not None else None)
-        if self.dtype == torch.uint8 and normalize is not None:
-            raise ValueError("normalize= needs a float dtype (float32, bfloat16, float16), got uint8")
-        if input_layout not in ("NHWC", "NCHW"):
-            raise ValueError(f"input_layout must be NHWC or NCHW, got {input_layout!r}")
-        if layout is not None and layout not in _LAYOUTS:
-            raise ValueError(f"layout must be one of {', '.join(_LAYOUTS)}, got {layout!r}")
-        if layout == "NHWC" and input_layout == "NCHW":
-            raise ValueError("layout='NHWC' from an NCHW pipeline is not supported: build the Pipeline with "
-                             "layout='NHWC' (or ask for NCHW / channels_last)")
-        self.layout = layout or input_layout
-        self.input_layout = input_layout
+        if isinstance(dtype, torch.dtype):
+            names = {v: k for k, v in _DTYPES.items()}
+            if dtype not in names:
+                raise ValueError(f"fastq.torch: dtype must be one of {sorted(_DTYPES)}, got {dtype}")
+            dtype = names[dtype]
+        super().__init__(normalize, dtype, layout, input_layout, where="fastq.torch")
+        self.torch_dtype = _DTYPES[self.dtype] if self.dtype is not None else None
         self._tables: Dict[Tuple[Any, Any], "torch.Tensor"] = {}
 
-    @property
-    def active(self) -> bool:
-        """False when the images are passed through unchanged."""
-        return self.dtype not in (None, torch.uint8) or self.layout != self.input_layout
-
-    def table(self, device: Any) -> "torch.Tensor":
+    def device_table(self, device: Any) -> "torch.Tensor":
         """The flat (3 * 256) lookup table in the output dtype, on `device` (cached)."""
-        key = (str(device), self.dtype)
+        key = (str(device), self.torch_dtype)
         t = self._tables.get(key)
         if t is None:
-            host = torch.from_numpy(_ops.normalize_table(self.normalize).reshape(-1))
-            t = self._tables[key] = host.to(self.dtype).to(device)  # float32 -> 16 bit: round to nearest even
+            host = torch.from_numpy(self.table().reshape(-1))
+            t = self._tables[key] = host.to(self.torch_dtype).to(device)  # to 16 bit: round to nearest even
         return t
 
     def __call__(self, x: "torch.Tensor") -> "torch.Tensor":
@@ -148,32 +104,23 @@ class Conversion:
 def convert(x: "torch.Tensor", conv: Conversion) -> "torch.Tensor":
     """Apply `conv` to a batch of images `x` (on any device: the kernels run where `x` is,
     on the current stream).  Two kernels for a float output: an int64 index per element
-    (value + 256 * channel), written straight in the output layout, and a gather."""
+    (value + 256 * channel), written contiguously in the output layout, and a gather."""
     if not conv.active:
         return x
-    if x.dim() != 4:
-        raise ValueError(f"fastq.torch: images must be a 4-D batch, got shape {tuple(x.shape)}")
-    # the layout the result is computed in, contiguously (channels_last: NHWC memory, then a view)
-    if conv.layout == "NCHW":
-        base = x if conv.input_layout == "NCHW" else x.permute(0, 3, 1, 2)
-        c = base.shape[1]
-    else:
-        base = x if conv.input_layout == "NHWC" else x.permute(0, 2, 3, 1)
-        c = base.shape[3]
-    if c not in (1, 3):
-        raise ValueError(f"fastq.torch: images need 1 or 3 channels, got shape {tuple(x.shape)} "
-                         f"({conv.input_layout})")
-    if conv.dtype in (None, torch.uint8):  # a pure layout change
+    perm, c, axis = conv.plan(tuple(x.shape))
+    base = x.permute(*perm)  # a view
+    if not conv.casts:  # a pure layout change
         out = base.contiguous()
     else:
         if x.dtype != torch.uint8:
             raise TypeError(f"fastq.torch: normalize/dtype on the device needs uint8 images, got {x.dtype}: build "
                             f"the Pipeline with dtype='uint8' and without ops.Normalize (the device does that)")
-        shape = (1, c, 1, 1) if conv.layout == "NCHW" else (1, 1, 1, c)
+        shape = [1, 1, 1, 1]
+        shape[axis] = c
         offs = torch.arange(0, 256 * c, 256, dtype=torch.int64, device=x.device).view(shape)
         idx = torch.empty(base.shape, dtype=torch.int64, device=x.device)
-        torch.add(base, offs, out=idx)  # value + 256 * channel, written contiguously
-        out = conv.table(x.device).take(idx)
+        torch.add(base, offs, out=idx)  # value + 256 * channel
+        out = conv.device_table(x.device).take(idx)
     return out.permute(0, 3, 1, 2) if conv.layout == "channels_last" else out
 
 
@@ -203,6 +150,9 @@ class _CudaBackend:
 
     def copy(self, t: "torch.Tensor", non_blocking: bool) -> "torch.Tensor":
         return t.to(self.device, non_blocking=non_blocking)
+
+    def record_stream(self, t: "torch.Tensor", stream: Any) -> None:
+        t.record_stream(stream)
 
 
 class _Issued:
@@ -278,7 +228,7 @@ class DeviceCopier:
         stream = stream if stream is not None else self._backend.current_stream()
         stream.wait_event(issued.event)  # this stream's later work sees the whole batch
         for o in issued.outs:            # allocated on the copy stream, used on this one
-            o.record_stream(stream)
+            self._backend.record_stream(o, stream)
         return issued.outs
 
     def __call__(self, batch: Sequence[np.ndarray], non_blocking: bool = True, *, normalize: Any = None,
