@@ -29,13 +29,20 @@ import time
 
 import numpy as np
 
-import fastq
-from fastq import _core
+import _checkout  # noqa: F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
+import fastq  # noqa: E402
+from fastq import _core  # noqa: E402
 
-try:
-    from fastq import _testing
-except ImportError:
-    raise SystemExit("bench_core.py needs fastq._testing: run FASTQ_TESTING=1 python3 setup.py build_ext --inplace")
+_testing = None  # the test-only native pattern producers, imported by main() after --help
+
+
+def _import_testing():
+    global _testing
+    try:
+        from fastq import _testing
+    except ImportError:
+        raise SystemExit("bench_core.py needs fastq._testing (not in the wheel): in a checkout, run "
+                         "FASTQ_TESTING=1 python3 setup.py build_ext --inplace") from None
 
 
 def fastq_consumer_cost(n_batches, batch, row_shape, workers=2, queue_size=8):
@@ -160,6 +167,7 @@ def main():
     ap.add_argument("--batches", type=int, default=2000)
     ap.add_argument("--json", help="also write the results here")
     a = ap.parse_args()
+    _import_testing()
     med = statistics.median
     row = (224, 224, 3)
     R = range(a.repeats)

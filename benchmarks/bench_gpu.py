@@ -25,10 +25,8 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
-    sys.path.insert(0, REPO)
+sys.path.insert(0, HERE)  # bench_tf (its data)
+import _checkout  # noqa: E402,F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
 
 
 from fastq.bench.tasks import REFERENCE  # noqa: E402

@@ -4,17 +4,13 @@ bilinear -> HorizontalFlip -> Normalize (ImageNet) float32 NHWC.  Files are read
 memory first (decode + augment + write only).  The peer in the same run is the cv2 code
 of ``fastq bench``'s Python-loop peer (fastq.bench.peers.Cv2Sample) on the same bytes.
 
-Usage: python benchmarks/bench_image_single.py [n] [runs]      (default 500 3)
+Usage: python benchmarks/bench_image_single.py [--images 500] [--runs 3]
 """
-import os
+import argparse
 import statistics
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
-    sys.path.insert(0, REPO)
+import _checkout  # noqa: E402,F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
 
 from fastq import ops as O  # noqa: E402
 from fastq._image import ImageSpec, set_opencv_threads  # noqa: E402
@@ -23,9 +19,12 @@ from fastq.bench.tasks import REFERENCE  # noqa: E402
 from fastq.bench.testdata import cached_jpeg_dataset  # noqa: E402
 
 
-def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 500
-    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--images", type=int, default=500, help="JPEGs in the set (default 500)")
+    ap.add_argument("--runs", type=int, default=3, help="timed passes over the set; the median is reported (default 3)")
+    a = ap.parse_args(argv)
+    n, runs = a.images, a.runs
     set_opencv_threads(1)
     paths = cached_jpeg_dataset(n)
     blobs = [open(p, "rb").read() for p in paths]

@@ -13,12 +13,10 @@ Usage:
 """
 import argparse
 import os
-import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
-    sys.path.insert(0, REPO)
+import _checkout  # noqa: E402,F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
 
 from fastq import bench  # noqa: E402
 

@@ -15,13 +15,12 @@ worker threads are in the process) and wall time per image; load average.
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import _checkout  # noqa: E402,F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
 
 
 def make_coco(root, n, w, h, objects, rng):

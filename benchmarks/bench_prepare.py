@@ -30,14 +30,12 @@ import hashlib
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
-    sys.path.insert(0, REPO)
+import _checkout  # noqa: E402,F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
 
 from fastq import bench as B  # noqa: E402
 from fastq.bench.tasks import RATIO, REFERENCE, SCALE, SIZE  # noqa: E402

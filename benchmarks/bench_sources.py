@@ -39,14 +39,12 @@ into bench_data/folder_<n>/class_<k>/.
 import argparse
 import os
 import statistics
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
-    sys.path.insert(0, REPO)
+import _checkout  # noqa: E402,F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
 
 from fastq.bench import generated_dataset, usable_cores  # noqa: E402
 from fastq.bench.tasks import REFERENCE, task_from_dict  # noqa: E402

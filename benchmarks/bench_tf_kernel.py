@@ -36,9 +36,7 @@ import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+import _checkout  # noqa: E402,F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
 
 def dataset_paths(n, min_side=300, max_side=800):
     from fastq.bench.testdata import cached_jpeg_dataset
@@ -129,8 +127,10 @@ def local(args, tf, paths):
 
 class Server:
     def __init__(self, args):
-        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.p = subprocess.Popen([sys.executable, "-m", "fastq", *args, "--timeout", "900"], cwd=ROOT, env=env,
+        import fastq
+        site = os.path.dirname(os.path.dirname(os.path.abspath(fastq.__file__)))  # the fastq this script uses
+        env = dict(os.environ, PYTHONPATH=site + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.p = subprocess.Popen([sys.executable, "-m", "fastq", *args, "--timeout", "900"], cwd=site, env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
     def wait(self, text, timeout=300):

@@ -8,17 +8,14 @@ TensorpackCrop and the chain on OpenCV's cv::resize instead of fastq's AVX2 bicu
 bytes; fastq._image.set_simd_resize), so the vectorized paths' gains are same-run ratios.  The crop's JPEG rows minus its array row is the
 (region) decode.
 
-Usage: python benchmarks/bench_tp_ops.py [n] [runs]      (default 200 5)
+Usage: python benchmarks/bench_tp_ops.py [--images 200] [--runs 5]
 """
+import argparse
 import os
 import statistics
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-if os.path.isdir(os.path.join(REPO, "fastq")) and REPO not in sys.path:
-    sys.path.insert(0, REPO)
+import _checkout  # noqa: E402,F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
 
 import numpy as np  # noqa: E402
 
@@ -45,9 +42,12 @@ def per_image(fn, items, runs):
     return statistics.median(out)
 
 
-def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
-    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--images", type=int, default=200, help="JPEGs in the set, and arrays (default 200)")
+    ap.add_argument("--runs", type=int, default=5, help="timed passes per op; the median is reported (default 5)")
+    a = ap.parse_args(argv)
+    n, runs = a.images, a.runs
     set_opencv_threads(1)
     paths = cached_jpeg_dataset(n)
     blobs = [open(p, "rb").read() for p in paths]

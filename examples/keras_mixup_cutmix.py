@@ -17,6 +17,22 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--images", type=int, default=96)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--classes", type=int, default=4)
+    ap.add_argument("--mode", choices=("batch", "elem"), default="batch")
+    return ap.parse_args(argv)
+
+
+if __name__ == "__main__":
+    ARGS = parse_args()  # --help and bad arguments are answered before the frameworks load
+
+
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
@@ -26,16 +42,7 @@ import fastq.tf  # noqa: E402
 from fastq.bench import testdata  # noqa: E402
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--images", type=int, default=96)
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--size", type=int, default=64)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--classes", type=int, default=4)
-    ap.add_argument("--mode", choices=("batch", "elem"), default="batch")
-    args = ap.parse_args()
-
+def main(args):
     mix = fastq.MixUpCutMix(mixup_alpha=0.2, cutmix_alpha=1.0, switch_prob=0.5, prob=1.0, label_smoothing=0.1,
                             num_classes=args.classes, mode=args.mode)
     with tempfile.TemporaryDirectory(prefix="fastq_mix_") as tmp:
@@ -75,4 +82,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

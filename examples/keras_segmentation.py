@@ -15,6 +15,21 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--images", type=int, default=48)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--classes", type=int, default=4)
+    return ap.parse_args(argv)
+
+
+if __name__ == "__main__":
+    ARGS = parse_args()  # --help and bad arguments are answered before the frameworks load
+
+
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -62,15 +77,7 @@ def masked_loss(y_true, y_pred):
     return tf.reduce_sum(per_pixel * valid) / tf.maximum(tf.reduce_sum(valid), 1.0)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--images", type=int, default=48)
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--size", type=int, default=64)
-    ap.add_argument("--batch-size", type=int, default=8)
-    ap.add_argument("--classes", type=int, default=4)
-    args = ap.parse_args()
-
+def main(args):
     with tempfile.TemporaryDirectory(prefix="fastq_seg_") as tmp:
         make_dataset(tmp, args.images, args.classes)
         ann = segmentation_pairs(tmp)
@@ -97,4 +104,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

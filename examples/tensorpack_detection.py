@@ -19,6 +19,20 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--images", type=int, default=48)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--size", type=int, default=96)
+    ap.add_argument("--batch-size", type=int, default=8)
+    return ap.parse_args(argv)
+
+
+if __name__ == "__main__":
+    ARGS = parse_args()  # --help and bad arguments are answered before the frameworks load
+
+
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -90,13 +104,7 @@ class Model(ModelDesc):
         return tfv1.train.MomentumOptimizer(0.01, 0.9)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--images", type=int, default=48)
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--size", type=int, default=96)
-    ap.add_argument("--batch-size", type=int, default=8)
-    args = ap.parse_args()
+def main(args):
     with tempfile.TemporaryDirectory(prefix="fastq_tpdet_") as tmp:
         paths, boxes, classes = make_dataset(tmp, args.images)
         targets = Targets(boxes, classes, max_boxes=MAX_BOXES, min_area=4.0, image_info=False)
@@ -120,4 +128,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

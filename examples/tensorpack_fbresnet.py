@@ -19,6 +19,20 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--images", type=int, default=64)
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--batch-size", type=int, default=8)
+    return ap.parse_args(argv)
+
+
+if __name__ == "__main__":
+    ARGS = parse_args()  # --help and bad arguments are answered before the frameworks load
+
+
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -86,13 +100,7 @@ def tensorpack_replay(path, size, rec_ops):
     return FlipTransform(size, size, horiz=True).apply_image(img) if flip["applied"] else img
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--images", type=int, default=64)
-    ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--batch-size", type=int, default=8)
-    args = ap.parse_args()
+def main(args):
     ops = fbresnet_augmentor(args.size, training=True)
     with tempfile.TemporaryDirectory(prefix="fastq_fbresnet_") as tmp:
         paths = testdata.make_jpeg_dataset(tmp, args.images, seed=0, min_side=96, max_side=320)
@@ -118,4 +126,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

@@ -14,6 +14,21 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--images", type=int, default=96)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--classes", type=int, default=4)
+    return ap.parse_args(argv)
+
+
+if __name__ == "__main__":
+    ARGS = parse_args()  # --help and bad arguments are answered before the frameworks load
+
+
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
@@ -23,15 +38,7 @@ import fastq.tf  # noqa: E402
 from fastq.bench import testdata  # noqa: E402
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--images", type=int, default=96)
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--size", type=int, default=64)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--classes", type=int, default=4)
-    args = ap.parse_args()
-
+def main(args):
     with tempfile.TemporaryDirectory(prefix="fastq_keras_") as tmp:
         paths = testdata.make_jpeg_dataset(tmp, args.images, seed=0, min_side=96, max_side=200)
         labels = np.arange(len(paths)) % args.classes
@@ -65,4 +72,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

@@ -25,6 +25,20 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--source", choices=["native", "dataflow", "both"], default="native")
+    ap.add_argument("--images", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=16)
+    return ap.parse_args(argv)
+
+
+if __name__ == "__main__":
+    ARGS = parse_args()  # --help and bad arguments are answered before the frameworks load
+
+
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from tensorpack import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config  # noqa: E402
@@ -99,13 +113,7 @@ def train(data, epochs, name):
           f"batches from the ring: {st['batches_delivered']}")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--source", choices=["native", "dataflow", "both"], default="native")
-    ap.add_argument("--images", type=int, default=64)
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--batch-size", type=int, default=16)
-    args = ap.parse_args()
+def main(args):
     with tempfile.TemporaryDirectory(prefix="fastq_tp_") as tmp:
         paths = testdata.make_jpeg_dataset(tmp, args.images, seed=0, min_side=96, max_side=200)
         labels = np.arange(len(paths)) % CLASSES
@@ -123,4 +131,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

@@ -4,6 +4,7 @@
 # kept alive by the ImageTask object, which NativeRun references until joined.
 from libc.stdint cimport int32_t, uint32_t
 from libc.stdlib cimport free, calloc
+from fastq.includes.fq_image_targets cimport FQ_TGT_CENTER
 
 # The types a native reader's int64 outputs can be delivered as (label_dtype of
 # TFRecord / WebDataset labels): numpy name -> enum fq_num_type, read from the C table.
@@ -194,6 +195,7 @@ cdef class ImageTask(TaskBase):
                     keep.append(tf)
                     a = tf
                     tg.flip_index = <const int32_t *> a.data
+            tg.mask_sampling = targets.get("mask_sampling", FQ_TGT_CENTER)  # label maps and bitmap instances
             if targets.get("masks") is not None:
                 ms = [np.ascontiguousarray(m) for m in targets["masks"]]
                 if len(ms) != n or any(m.ndim != 2 or m.dtype != ms[0].dtype for m in ms) or \

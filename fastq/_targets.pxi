@@ -121,7 +121,7 @@ def targets_keypoints(explain, keypoints, flip_index):
     return out
 
 
-def targets_mask(explain, mask, unsigned fill):
+def targets_mask(explain, mask, unsigned fill, int sampling=FQ_TGT_CENTER):
     cdef fq_img_explain ex
     _explain_from_dict(explain, &ex)
     m = np.asarray(mask)
@@ -139,7 +139,7 @@ def targets_mask(explain, mask, unsigned fill):
     cdef fq_err err
     memset(&err, 0, sizeof(err))
     with nogil:
-        rc = fq_tgt_mask(&ex, <const void *> am.data, h, w, es, stride, fill, <void *> ao.data, &err)
+        rc = fq_tgt_mask(&ex, <const void *> am.data, h, w, es, stride, fill, sampling, <void *> ao.data, &err)
     if rc != 0:
         raise_fq_error(&err)
     return out
@@ -194,7 +194,7 @@ def targets_polygons(explain, rings, box=None, size=None):
     return out
 
 
-def targets_rle(explain, counts, int h, int w):
+def targets_rle(explain, counts, int h, int w, int sampling=FQ_TGT_CENTER):
     """One instance's run lengths (COCO order) of an h x w source mask -> out_h x out_w uint8."""
     cdef fq_img_explain ex
     _explain_from_dict(explain, &ex)
@@ -210,7 +210,7 @@ def targets_rle(explain, counts, int h, int w):
     cdef fq_err err
     memset(&err, 0, sizeof(err))
     with nogil:
-        rc = fq_tgt_rle(&ex, <const uint32_t *> ac.data, m, h, w, <uint8_t *> ao.data, &err)
+        rc = fq_tgt_rle(&ex, <const uint32_t *> ac.data, m, h, w, sampling, <uint8_t *> ao.data, &err)
     if rc != 0:
         raise_fq_error(&err)
     return out

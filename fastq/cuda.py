@@ -46,7 +46,7 @@ def _load():
     _cuda.load(runtime_candidates())
     n = _cuda.device_count()
     if n < 1:
-        raise FastqError("the CUDA runtime loaded but sees no GPU")
+        raise FastqError("no CUDA device (the CUDA runtime loaded but sees no GPU)")
     return _cuda
 
 

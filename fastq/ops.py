@@ -475,6 +475,20 @@ class Normalize(Op):
         return {"mean": tuple(x * m for x in self.mean), "std": tuple(x * m for x in self.std)}
 
 
+def normalize_table(normalize: Optional["Normalize"] = None) -> np.ndarray:
+    """The float32 ``(3, 256)`` table fastq's output write maps uint8 values through:
+    ``(v / 255 - mean[c]) / std[c]`` with `normalize`'s mean/std (as scaled by its
+    max_pixel_value), or ``v / 255`` without one, computed in float64 and rounded once
+    to float32 exactly as csrc builds it.  float16 / bfloat16 outputs are this table
+    rounded to nearest even.  Device-side conversions (fastq.torch, fastq.jax,
+    fastq.tf_ops.normalize) gather from it, so they equal the host's output bit for bit."""
+    v = np.arange(256, dtype=np.float64) / 255.0
+    if normalize is None:
+        return np.stack([v.astype(np.float32)] * 3)
+    f = normalize.fields()
+    return np.stack([((v - f["mean"][c]) / f["std"][c]).astype(np.float32) for c in range(3)])
+
+
 DTYPES = _image.DTYPES  # ("uint8", "float32", "float16", "bfloat16")
 _LAYOUTS = {"NHWC": "NHWC", "HWC": "NHWC", "NCHW": "NCHW", "CHW": "NCHW"}
 

@@ -213,7 +213,7 @@ class Pipeline:
         self.drop_remainder = bool(drop_remainder)
         self.stall_timeout = float(stall_timeout)
         self.pin_memory = pin_memory
-        self._pin_status = {"pinned": False, "pin_reason": "the ring is not allocated yet"}
+        self._pin_status = {"pinned": None, "pin_reason": "not allocated yet (with the first batch)"}
         self.source = source
         try:
             self._backend = source._make_backend(

@@ -26,11 +26,11 @@ The library API (keyword arguments after ``src, dst``)::
 
 :func:`prepare_shards` writes the images of a class-per-subfolder ``src`` (the order and
 labels of fastq.sources.Folder) into TFRecord or WebDataset tar shards instead.  The
-command (``fastq prepare``, also ``python -m fastq.prepare``) is fastq/cli/prepare.py.
+command (``fastq prepare``, also ``python -m fastq prepare``) is fastq/cli/prepare.py; this
+library module does not import the command line.
 """
 import os
 import shutil
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -454,6 +454,6 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
     return stats
 
 
-if __name__ == "__main__":  # python -m fastq.prepare: the same as `fastq prepare`
-    from fastq.cli import main
-    sys.exit(main(["prepare"] + sys.argv[1:]))
+if __name__ == "__main__":  # the command is fastq/cli/prepare.py; a library module does not import it
+    raise SystemExit("the command is `fastq prepare SRC DST` (or `python -m fastq prepare SRC DST`); "
+                     "python -m fastq.prepare is no longer one")

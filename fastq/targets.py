@@ -20,7 +20,21 @@ import numpy as np
 from fastq import _image
 
 __all__ = ["transform_boxes", "transform_keypoints", "transform_mask", "image_info", "rule", "check_ops", "Targets",
-           "transform_polygons", "transform_rle"]
+           "transform_polygons", "transform_rle", "MASK_SAMPLINGS"]
+
+# How masks, label maps and bitmap instances are resampled by resizes (csrc
+# fq_image_targets.h FQ_TGT_*): "center" takes the source pixel under each output
+# pixel's centre, where the image's own resampling puts it (TensorFlow's
+# tf.image.resize(method="nearest"), bit for bit); "legacy" is OpenCV's INTER_NEAREST,
+# floor(x * in / out), as torch's legacy "nearest": labels land up to half an output
+# pixel down and right of the image; for parity with pipelines built on it.
+MASK_SAMPLINGS = {"center": 0, "legacy": 1}
+
+
+def _sampling(value: str, where: str) -> int:
+    if value not in MASK_SAMPLINGS:
+        raise ValueError(f"{where} must be one of {sorted(MASK_SAMPLINGS)}, got {value!r}")
+    return MASK_SAMPLINGS[value]
 
 
 class Targets:
@@ -56,7 +70,10 @@ class Targets:
     max_boxes x out_h x out_w bytes per batch (docs/targets.md "Instance masks").
     ``instance_mask_size=M`` or ``(M_h, M_w)``: each kept instance inside its output box
     at M_h x M_w instead (Mask R-CNN's mask targets; see :func:`transform_polygons`,
-    :func:`transform_rle` with ``box``)."""
+    :func:`transform_rle` with ``box``).
+
+    ``mask_sampling`` ("center", the default, or "legacy"): how resizes pick the label of
+    each mask / bitmap instance pixel; see :func:`transform_mask`."""
 
     def __init__(self, boxes: Sequence[Any], classes: Optional[Sequence[Any]] = None, *, max_boxes: int = 100,
                  min_area: float = 0.0, min_visibility: float = 0.0, truncate: bool = True,
@@ -64,7 +81,7 @@ class Targets:
                  flip_index: Optional[Sequence[int]] = None, masks: Optional[Sequence[Any]] = None,
                  mask_fill: int = 0, instance_polygons: Optional[Sequence[Any]] = None,
                  instance_rles: Optional[Sequence[Any]] = None, instance_masks: Optional[Sequence[Any]] = None,
-                 instance_mask_size: Any = None, normalized: bool = False,
+                 instance_mask_size: Any = None, normalized: bool = False, mask_sampling: str = "center",
                  _instances: Optional[Dict[str, np.ndarray]] = None) -> None:
         rows = [np.asarray(b, np.float32).reshape(-1, 4) for b in boxes]
         self.normalized = bool(normalized)
@@ -116,6 +133,8 @@ class Targets:
                                        any(m.dtype != self.masks[0].dtype or m.ndim != 2 for m in self.masks)):
             raise ValueError("Targets: masks must be HxW arrays of one dtype, uint8 or uint16")
         self.mask_fill = int(mask_fill)
+        self.mask_sampling = mask_sampling
+        self._mask_sampling = _sampling(mask_sampling, "Targets: mask_sampling")
         self._out_hw: Optional[Tuple[int, int]] = None
         self.instances = _instances
         if instance_polygons is not None or instance_rles is not None or instance_masks is not None:
@@ -224,7 +243,8 @@ class Targets:
                 "normalized": self.normalized,
                 "min_area": self.min_area, "min_visibility": self.min_visibility, "truncate": self.truncate,
                 "image_info": self.image_info, "keypoints": self.keypoints, "flip_index": self.flip_index,
-                "masks": self.masks, "mask_fill": self.mask_fill, "instances": self.instances,
+                "masks": self.masks, "mask_fill": self.mask_fill, "mask_sampling": self._mask_sampling,
+                "instances": self.instances,
                 "instance_out_hw": self._out_hw, "instance_mask_size": self.instance_mask_size}
 
 
@@ -389,12 +409,21 @@ def transform_keypoints(explain: Dict[str, Any], keypoints: Any,
     return _image.targets_keypoints(explain, keypoints, flip_index)
 
 
-def transform_mask(explain: Dict[str, Any], mask: Any, fill: int = 0) -> np.ndarray:
+def transform_mask(explain: Dict[str, Any], mask: Any, fill: int = 0, sampling: str = "center") -> np.ndarray:
     """Replay the sample's geometric ops on ``mask`` (HxW uint8 or uint16 at the source
     size) with nearest neighbour -> the output size, same dtype.  Whatever comes from
     outside the image (crop padding, Pad, affine borders) is ``fill`` (e.g. 255 =
-    ignore), whatever the image's border mode.  Pixel ops do not touch it."""
-    return _image.targets_mask(explain, mask, int(fill))
+    ignore), whatever the image's border mode.  Pixel ops do not touch it.
+
+    ``sampling="center"``: a resized mask pixel takes the label of the source pixel under
+    its centre, ``floor((x + 0.5) * in / out)`` in float32: where the image's own
+    resampling puts that pixel, and bit for bit ``tf.image.resize(method="nearest")``.
+    ``"legacy"``: OpenCV's ``INTER_NEAREST``, ``floor(x * in / out)`` (torch's legacy
+    ``nearest``), which reads up-left of the centre, so that labels land up to half an
+    output pixel down and right of the image; only for parity with pipelines that
+    resized masks so.  Crops, pads, flips and the affine ops sample
+    the same way in both."""
+    return _image.targets_mask(explain, mask, int(fill), _sampling(sampling, "transform_mask: sampling"))
 
 
 def transform_polygons(explain: Dict[str, Any], rings: Sequence[Any], box: Any = None,
@@ -426,13 +455,14 @@ def _mask_size(size: Any) -> Tuple[int, int]:
 
 
 def transform_rle(explain: Dict[str, Any], counts: Any, height: int, width: int, box: Any = None,
-                  size: Any = None) -> np.ndarray:
+                  size: Any = None, sampling: str = "center") -> np.ndarray:
     """One instance's run-length mask (COCO order: column-major runs, zeros first) of a
     height x width mask at the source size -> its (out_h, out_w) uint8 0 / 1 mask, moved
-    like :func:`transform_mask` (nearest neighbour, fill 0).  With ``box`` and ``size``:
+    like :func:`transform_mask` (nearest neighbour, fill 0, ``sampling``).  With ``box`` and ``size``:
     that mask sampled in the box at M_h x M_w, nearest (cell (i, j) takes the output pixel
     under ``(x0 + (j + 0.5) (x1 - x0) / M_w, y0 + (i + 0.5) (y1 - y0) / M_h)``, clamped)."""
-    full = _image.targets_rle(explain, counts, int(height), int(width))
+    full = _image.targets_rle(explain, counts, int(height), int(width),
+                              _sampling(sampling, "transform_rle: sampling"))
     if box is None:
         return full
     return _image.targets_mask_box(full, box, _mask_size(size))

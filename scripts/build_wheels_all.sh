@@ -22,11 +22,10 @@
 #
 # Last, $OUT/simple/ is written: a PEP 503 index of the wheels in $OUT and of numpy's
 # wheels for the same interpreters and platforms (downloaded into $OUT/deps), so that
-#   pip install --index-url file://$PWD/dist/simple fastq
+#   pip install --index-url file://$PWD/dist/simple fastq-loader
 # installs the right wheel for the interpreter and platform with nothing else to reach.
-# Never add PyPI with --extra-index-url for this: the name "fastq" on PyPI belongs to an
-# unrelated package (a FASTQ-format library, version 2.x), which pip would prefer as the
-# higher version.
+# The distribution is fastq-loader (the package imported is still fastq): the name "fastq"
+# on PyPI belongs to an unrelated package (a FASTQ-format library, version 2.x).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${FASTQ_WHEEL_DIR:-dist}
@@ -174,19 +173,20 @@ index_page() {  # dir-of-files name-glob -> the links of a PEP 503 project page
 mkdir -p "$OUT/simple/numpy"
 index_page "$OUT/deps" "numpy-*.whl" >"$OUT/simple/numpy/index.html"
 
-# PEP 503 simple index: dist/simple/index.html -> fastq/index.html -> ../../<file>#sha256=
-mkdir -p "$OUT/simple/fastq"
+# PEP 503 simple index: dist/simple/index.html -> fastq-loader/index.html (the normalized
+# distribution name) -> ../../<file>#sha256=
+mkdir -p "$OUT/simple/fastq-loader"
 {
     echo '<!DOCTYPE html><html><body>'
-    for f in "$OUT"/fastq-*.whl "$OUT"/fastq-*.tar.gz; do
+    for f in "$OUT"/fastq_loader-*.whl "$OUT"/fastq_loader-*.tar.gz; do
         [ -f "$f" ] || continue
         b=$(basename "$f")
         echo "<a href=\"../../$b#sha256=$(sha256sum "$f" | cut -d' ' -f1)\" data-requires-python=\"&gt;=3.9\">$b</a><br>"
     done
     echo '</body></html>'
-} >"$OUT/simple/fastq/index.html"
-printf '<!DOCTYPE html><html><body><a href="fastq/">fastq</a><br><a href="numpy/">numpy</a></body></html>\n' >"$OUT/simple/index.html"
+} >"$OUT/simple/fastq-loader/index.html"
+printf '<!DOCTYPE html><html><body><a href="fastq-loader/">fastq-loader</a><br><a href="numpy/">numpy</a></body></html>\n' >"$OUT/simple/index.html"
 echo
 printf '%s\n' "${RESULTS[@]}"
-echo "simple index: $OUT/simple ($(grep -c '<a href' "$OUT/simple/fastq/index.html") files)"
+echo "simple index: $OUT/simple ($(grep -c '<a href' "$OUT/simple/fastq-loader/index.html") files)"
 exit $status

@@ -39,7 +39,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 T=$(mktemp -d "${TMPDIR:-/tmp}/fastq-gpu.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 TAG=$("$PY" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
-WHEEL=${FASTQ_WHEEL:-$(ls dist/fastq-*-"$TAG"-"$TAG"-manylinux*_"$(uname -m)".whl 2>/dev/null | tail -1 || true)}
+WHEEL=${FASTQ_WHEEL:-$(ls dist/fastq_loader-*-"$TAG"-"$TAG"-manylinux*_"$(uname -m)".whl 2>/dev/null | tail -1 || true)}
 if [ -n "$WHEEL" ]; then
     echo "== fastq from $WHEEL"
     "$PY" -m pip install -q --no-deps --disable-pip-version-check --target "$T/site" "$WHEEL"

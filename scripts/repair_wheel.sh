@@ -20,8 +20,8 @@ for f in "$PREFIX"/licenses/opencv.LICENSE "$PREFIX/BUILDINFO.txt" "$ROOT/LICENS
     [ -f "$f" ] || { echo "repair_wheel.sh: missing $f" >&2; exit 1; }
 done
 $PY -m wheel unpack -d "$W/unpacked" "$RAW" >/dev/null
-TREE=$(ls -d "$W"/unpacked/fastq-*)
-DIST_INFO=$(ls -d "$TREE"/fastq-*.dist-info)
+TREE=$(ls -d "$W"/unpacked/fastq_loader-*)
+DIST_INFO=$(ls -d "$TREE"/fastq_loader-*.dist-info)
 find "$TREE" -name "*.so" -exec ${STRIP:-strip} --strip-unneeded {} +
 find "$TREE/fastq" \( -name "*.cpp" -o -name "*.c" -o -name "*.o" \) -delete
 mkdir -p "$DIST_INFO/licenses/vendored"
@@ -30,4 +30,4 @@ cp "$PREFIX"/licenses/*.LICENSE "$PREFIX/BUILDINFO.txt" "$DIST_INFO/licenses/ven
 mkdir -p "$W/packed"
 $PY -m wheel pack -d "$W/packed" "$TREE" >/dev/null
 mkdir -p "$OUT"
-auditwheel repair ${FASTQ_WHEEL_PLAT:+--plat "$FASTQ_WHEEL_PLAT"} -w "$OUT" "$W"/packed/fastq-*.whl >&2
+auditwheel repair ${FASTQ_WHEEL_PLAT:+--plat "$FASTQ_WHEEL_PLAT"} -w "$OUT" "$W"/packed/fastq_loader-*.whl >&2

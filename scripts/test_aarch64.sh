@@ -48,7 +48,7 @@ show=$(auditwheel show "$WHEEL")
 echo "$show" >&2
 echo "$show" | tr -s ' \n' ' ' | grep -q 'platform tag: "manylinux_2_17_aarch64"' ||
     { echo "test_aarch64.sh: $WHEEL is not manylinux_2_17_aarch64" >&2; exit 1; }
-X86=${FASTQ_WHEEL:-$(ls dist/fastq-*-cp311-cp311-*manylinux_2_17_x86_64*.whl 2>/dev/null | tail -1 || true)}
+X86=${FASTQ_WHEEL:-$(ls dist/fastq_loader-*-cp311-cp311-*manylinux_2_17_x86_64*.whl 2>/dev/null | tail -1 || true)}
 if [ -z "$X86" ]; then
     X86=$(FASTQ_TOOLCHAIN=zig PYTHON=$PY bash scripts/build_wheel.sh | tail -1)
 fi

@@ -405,7 +405,8 @@ def test_coco_annotations_flow_through_a_pipeline(tmp_path):
 
 def test_segmentation_pairs_flow_through_a_pipeline(tmp_path):
     """segmentation_pairs -> Targets.from_annotations (label maps read once) -> the mask
-    output is the label map moved exactly like a nearest-neighbour image."""
+    output is the label map moved by transform_mask with the explain record (pixel
+    centres: tests/test_mask_sampling.py checks those against the image)."""
     import cv2
     import fastq
     from fastq import ops as O

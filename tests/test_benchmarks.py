@@ -24,6 +24,7 @@ SCRIPTS = {
     "bench_image_single.py": "test_bench_image_single",
     "bench_images.py": "test_bench_images",
     "bench_instance_masks.py": "test_bench_instance_masks",
+    "bench_mask_sampling.py": "test_bench_mask_sampling",
     "bench_prepare.py": "test_bench_prepare",
     "bench_pyfunc.py": "test_bench_pyfunc",
     "bench_sources.py": "test_bench_sources",
@@ -50,7 +51,7 @@ def run(script, *args, tmp, extra_env=None, timeout=600):
 
 
 def test_every_script_and_example_is_run_by_a_test():
-    scripts = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "benchmarks", "*.py"))
+    scripts = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "benchmarks", "[!_]*.py"))
                      + glob.glob(os.path.join(ROOT, "benchmarks", "*.c")))
     assert scripts == sorted(SCRIPTS), "a benchmark script without a test here (add it to SCRIPTS)"
     for name in SCRIPTS.values():
@@ -67,8 +68,16 @@ def test_bench_core(tmp_path):
     assert json.loads((tmp_path / "c.json").read_text())
 
 
+def test_bench_mask_sampling(tmp_path):
+    out = run("bench_mask_sampling.py", "--images", "8", "--rounds", "1", "--epochs", "1", "--json",
+              str(tmp_path / "m.json"), tmp=tmp_path)
+    assert "center" in out and "legacy" in out and "vs legacy" in out
+    res = json.loads((tmp_path / "m.json").read_text())
+    assert set(res["medians"]) == {"center", "legacy"} and res["medians"]["legacy"]["images_per_s_ratio"] == 1.0
+
+
 def test_bench_image_single(tmp_path):
-    out = run("bench_image_single.py", "6", "1", tmp=tmp_path)
+    out = run("bench_image_single.py", "--images", "6", "--runs", "1", tmp=tmp_path)
     assert "dct_scaling=True" in out and "dct_scaling=False" in out and "peer python+cv2 loop" in out
 
 
@@ -171,7 +180,7 @@ def test_bench_instance_masks(tmp_path):
 
 
 def test_bench_tp_ops(tmp_path):
-    out = run("bench_tp_ops.py", "6", "1", tmp=tmp_path)
+    out = run("bench_tp_ops.py", "--images", "6", "--runs", "1", tmp=tmp_path)
     assert "TensorpackColor (224x224)" in out and "scalar path" in out and "whole chain (dct_scaling=False)" in out
 
 

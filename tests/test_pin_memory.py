@@ -24,7 +24,11 @@ static FILE *log_file(void) {
     if (!f) f = fopen(getenv("FAKE_CUDART_LOG"), "a");
     return f;
 }
-int cudaGetDeviceCount(int *n) { *n = 1; return 0; }
+int cudaGetDeviceCount(int *n) {  /* FAKE_CUDART_COUNT_RC: the error code to return instead */
+    const char *rc = getenv("FAKE_CUDART_COUNT_RC");
+    if (rc) return atoi(rc);
+    *n = 1; return 0;
+}
 int cudaHostRegister(void *p, size_t n, unsigned int flags) {
     fprintf(log_file(), "register %p %zu %u\n", p, n, flags); fflush(log_file()); return 0;
 }
@@ -126,6 +130,39 @@ def test_auto_without_a_usable_runtime_runs_unpinned_and_says_why(tmp_path):
     pinned, reason = res.stdout.strip().split(" | ")
     assert pinned == "False"
     assert reason.startswith("not pinned:") and "no-such-libcudart.so" in reason
+
+
+@pytest.mark.parametrize("rc,reason", [
+    (35, "not pinned: no CUDA device (no NVIDIA driver this CUDA runtime can use: cudaGetDeviceCount returned 35)"),
+    (100, "not pinned: no CUDA device (the CUDA runtime loaded but sees no GPU)")])
+def test_stats_before_the_first_batch_and_without_a_cuda_device(fake_cudart, tmp_path, rc, reason):
+    """Before the first batch nothing is decided: pinned None, "not allocated yet".  A
+    runtime without a driver (cudaErrorInsufficientDriver, what a CPU-only machine with
+    the CUDA wheel gives) or without a GPU (cudaErrorNoDevice) is "no CUDA device", not
+    the runtime's raw error text; pin_memory=True raises with the same words."""
+    res = run_py("""
+        import numpy as np, fastq
+        from fastq.errors import PinMemoryError
+        p = fastq.Pipeline([(np.zeros(3),)] * 4, batch_size=2)
+        st = p.stats()
+        print(st["pinned"], "|", st["pin_reason"])
+        assert len(list(p)) == 2
+        st = p.stats()
+        print(st["pinned"], "|", st["pin_reason"])
+        p = fastq.Pipeline([(np.zeros(3),)] * 4, batch_size=2, pin_memory=True)
+        st = p.stats()
+        print(st["pinned"], "|", st["pin_reason"])
+        try:
+            list(p)
+        except PinMemoryError as e:
+            print("RAISED", e)
+    """, {"FASTQ_CUDART": str(fake_cudart), "FAKE_CUDART_COUNT_RC": str(rc), "FAKE_CUDART_LOG": str(tmp_path / "log")})
+    assert res.returncode == 0, res.stderr
+    out = res.stdout.splitlines()
+    assert out[0] == out[2] == "None | not allocated yet (with the first batch)", out
+    assert out[1] == f"False | {reason}", out
+    assert out[3] == "RAISED pin_memory=True but the slot memory cannot be pinned: " + reason[len("not pinned: "):], out
+    assert "insufficient" not in res.stdout
 
 
 def test_required_pinning_without_a_runtime_is_a_clear_error(tmp_path):

@@ -150,11 +150,16 @@ def test_interval_choice_and_bad_arguments(tmp_path):
 def test_command_line(tree, tmp_path):
     src, _, _, _ = tree
     env = dict(os.environ, PYTHONPATH=image_ref.ROOT)
-    r = subprocess.run([sys.executable, "-m", "fastq.prepare", str(src), str(tmp_path / "o"), "-q", "-j", "2"],
+    r = subprocess.run([sys.executable, "-m", "fastq", "prepare", str(src), str(tmp_path / "o"), "-q", "-j", "2"],
                        capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "JPEGs re-encoded" in r.stdout and "%" in r.stdout
     assert _files(tmp_path / "o") == _files(src)
+    # the library module is not a command (it would import the command line: issue 29)
+    r = subprocess.run([sys.executable, "-m", "fastq.prepare", str(src), str(tmp_path / "p")], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 1 and "`python -m fastq prepare SRC DST`" in r.stderr, r.stderr
+    assert not (tmp_path / "p").exists()
 
 
 def test_kept_and_converted_kinds():

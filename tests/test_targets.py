@@ -222,16 +222,27 @@ NEAREST = {
 }
 
 
+RESAMPLING = ("rrc", "resize", "rse_pad", "scale_jitter", "zoom_out")  # chains with a resize
+
+
 @pytest.mark.parametrize("name", sorted(NEAREST))
-def test_mask_moves_exactly_like_a_nearest_neighbour_image(name):
+def test_legacy_mask_moves_exactly_like_a_nearest_neighbour_image(name):
+    """mask_sampling "legacy" is the image path's own nearest neighbour (OpenCV's
+    INTER_NEAREST); without a resize in the chain the default "center" is too (crops,
+    pads, flips and the affine ops sample alike in both).  Where the chain resizes,
+    "center" is checked against TensorFlow and the image's pixels in
+    tests/test_mask_sampling.py."""
     m = label_map()
+    fill = 255 if name in ("affine", "primitives", "rse_pad", "scale_jitter", "zoom_out") else 0
+    moved = 0.0
     for index in range(6):
         img, ex = run(NEAREST[name], img=m, index=index, channels=1)
-        got = T.transform_mask(ex, m, fill=255 if name in ("affine", "primitives", "rse_pad", "scale_jitter", "zoom_out") else 0)
-        np.testing.assert_array_equal(got, img[:, :, 0])
+        np.testing.assert_array_equal(T.transform_mask(ex, m, fill=fill, sampling="legacy"), img[:, :, 0])
+        moved += (T.transform_mask(ex, m, fill=fill) != img[:, :, 0]).mean() / 6
+    assert moved > 0.1 if name in RESAMPLING else moved == 0, moved  # the resized ones move
 
 
-def test_mask_bit_identical_to_cv2_resize_and_flip():
+def test_legacy_mask_bit_identical_to_cv2_resize_and_flip():
     import cv2
 
     m = label_map(dtype=np.uint16) * 300
@@ -242,9 +253,19 @@ def test_mask_bit_identical_to_cv2_resize_and_flip():
         want = cv2.resize(m[y:y + h, x:x + w], (80, 64), interpolation=cv2.INTER_NEAREST)
         if r1["applied"]:
             want = cv2.flip(want, 1)
-        got = T.transform_mask(ex, m, fill=65535)
+        got = T.transform_mask(ex, m, fill=65535, sampling="legacy")
         assert got.dtype == np.uint16
         np.testing.assert_array_equal(got, want)
+
+
+def test_mask_sampling_must_be_named():
+    _, ex = run([O.Resize((50, 70))])
+    with pytest.raises(ValueError, match="sampling must be one of"):
+        T.transform_mask(ex, label_map(), sampling="nearest")
+    with pytest.raises(ValueError, match="mask_sampling must be one of"):
+        T.Targets([np.zeros((0, 4))], max_boxes=0, masks=[label_map()], mask_sampling="exact")
+    with pytest.raises(errors.FastqError, match="neither FQ_TGT_CENTER nor FQ_TGT_LEGACY"):
+        _image.targets_mask(ex, label_map(), 0, 7)  # the C check behind the Python one
 
 
 def test_mask_affine_matches_cv2_warp_affine():

@@ -104,6 +104,9 @@ class FakeBackend:
         self.unrecorded.append((RawSource(t), out))
         return out
 
+    def record_stream(self, t, stream):
+        t.record_stream(stream)
+
 
 def numbered_pipe(n=40, batch_size=4, queue_size=2):
     imgs = np.stack([np.full((6, 5, 3), i, np.uint8) for i in range(n)])
@@ -188,3 +191,402 @@ def test_gpu_check_script_exits_cleanly_without_a_gpu():
     r = subprocess.run(["bash", os.path.join(root, "scripts", "gpu_check.sh")], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "no usable NVIDIA GPU" in r.stdout
+
+
+# -- issue 28: copies overlap compute; the consumer waits only for its own batch ----------
+
+class Work:
+    """One item of work queued on a fake stream: done when its stream predecessor and
+    every event it waits for are done (copies: by the fake DMA engine; kernels: by the test)."""
+
+    def __init__(self, kind, deps, src=None, dst=None):
+        self.kind, self.deps, self.src, self.dst = kind, deps, src, dst
+        self.done = threading.Event()
+
+    def ready(self):
+        return all(d is None or d.done.is_set() for d in self.deps)
+
+
+class GStream:
+    def __init__(self, be, name):
+        self.be, self.name = be, name
+        self.last = None       # the last Work queued here
+        self.pending = []      # what the next Work must wait for (wait_stream / wait_event)
+
+    def enqueue(self, kind, src=None, dst=None):
+        w = Work(kind, [self.last] + self.pending, src, dst)
+        self.pending = []
+        self.last = w
+        with self.be.lock:
+            self.be.work.append(w)
+        return w
+
+    def wait_stream(self, other):
+        self.be.log.append(("wait_stream", self.name, other.name))
+        self.pending.append(other.last)
+
+    def wait_event(self, event):
+        self.be.log.append(("wait_event", self.name, event.id))
+        self.pending.append(event.marker)
+
+
+class GEvent:
+    def __init__(self, be, i):
+        self.be, self.id, self.marker = be, i, None
+
+    def record(self, stream):
+        self.marker = stream.last
+        self.be.log.append(("record", stream.name, self.id))
+
+    def query(self):
+        return self.marker is None or self.marker.done.is_set()
+
+    def synchronize(self):
+        assert self.marker is None or self.marker.done.wait(20), f"event {self.id} never completed"
+
+
+class GOut(FakeOut):
+    def __init__(self, t, be):
+        super().__init__(t)
+        self.be = be
+        self.used_on = []
+
+    def record_stream(self, stream):
+        self.used_on.append(stream.name)
+
+
+class GraphBackend:
+    """Streams with real dependencies: a copy completes (read from the slot by address, as
+    a DMA) only after whatever its stream was told to wait for; kernels queued on the
+    compute stream complete only when the test finishes them."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.log, self.work, self.n_events = [], [], 0
+        self.compute = GStream(self, "compute")
+        self.current = self.compute
+        self.stop = threading.Event()
+        self.dma = threading.Thread(target=self._dma, daemon=True)
+        self.dma.start()
+
+    def _dma(self):
+        while not self.stop.is_set():
+            with self.lock:
+                todo = [w for w in self.work if w.kind == "copy" and not w.done.is_set() and w.ready()]
+            for w in todo:
+                w.dst.copy_(torch.from_numpy(w.src.read()))
+                w.done.set()
+            time.sleep(0.002)
+
+    def new_stream(self):
+        return GStream(self, "copy")
+
+    def current_stream(self):
+        return self.compute
+
+    def stream_context(self, stream):
+        import contextlib
+        be = self
+
+        @contextlib.contextmanager
+        def ctx():
+            prev, be.current = be.current, stream
+            try:
+                yield
+            finally:
+                be.current = prev
+        return ctx()
+
+    def new_event(self):
+        self.n_events += 1
+        return GEvent(self, self.n_events - 1)
+
+    def copy(self, t, non_blocking):
+        out = GOut(t, self)
+        self.current.enqueue("copy", RawSource(t), out)
+        return out
+
+    def record_stream(self, t, stream):
+        t.record_stream(stream)
+
+    def launch_step(self):
+        """A training step's kernels on the compute stream (after the batch's event wait)."""
+        return self.compute.enqueue("kernel")
+
+    def finish_compute(self):
+        with self.lock:
+            for w in self.work:
+                if w.kind == "kernel":
+                    w.done.set()
+
+    def close(self):
+        self.stop.set()
+        self.dma.join()
+
+
+def test_copies_run_while_compute_is_busy_and_slots_come_back():
+    """Every step's kernels stay queued (a GPU that is far behind the host).  Copies must
+    not wait for them: all 10 batches arrive, the slots go back as each copy finishes, so
+    queue_size=2 never stalls the producers; the compute stream waits for each batch's own
+    copy event before its step; the copy stream waits for nothing."""
+    be = GraphBackend()
+    copier = ftorch.DeviceCopier("cpu", _backend=be)
+    outs = []
+    try:
+        with numbered_pipe(n=40, batch_size=4, queue_size=2) as p:
+            for k, batch in enumerate(p):
+                img, lab = copier(batch)
+                del batch
+                be.launch_step()           # step k, queued after its wait on copy k's event
+                outs.append((img, lab))
+                if k == 9:
+                    break
+            assert copier.synchronize(timeout=10), "a copy waited for the busy compute stream"
+            assert wait_until(lambda: p.stats()["slots_leased"] == 0)
+            assert all(not w.done.is_set() for w in be.work if w.kind == "kernel")  # compute still busy
+    finally:
+        be.finish_compute()
+        copier.close()
+        be.close()
+    for k, (img, lab) in enumerate(outs):
+        np.testing.assert_array_equal(lab.t.numpy(), np.arange(4 * k, 4 * k + 4))
+        np.testing.assert_array_equal(img.t.numpy()[:, 0, 0, 0], np.arange(4 * k, 4 * k + 4))
+        assert img.used_on == ["compute"] and lab.used_on == ["compute"]  # allocator: reuse after compute
+    waits = [e for e in be.log if e[0].startswith("wait")]
+    assert not [e for e in waits if e[1] == "copy"], waits           # the copy stream never waits
+    assert waits == [("wait_event", "compute", k) for k in range(10)]  # compute waits for its own copy only
+    records = [e for e in be.log if e[0] == "record"]
+    assert records == [("record", "copy", k) for k in range(10)]
+
+
+def test_the_old_serialized_copy_would_have_stalled(monkeypatch):
+    """The check above can fail: a copier whose stream waits for the compute stream
+    (the behaviour before issue 28) holds every slot behind the queued steps."""
+    be = GraphBackend()
+    copier = ftorch.DeviceCopier("cpu", _backend=be)
+    orig = copier.issue
+
+    def serialized(batch, non_blocking=True, conversion=None):
+        copier.stream.wait_stream(be.compute)
+        return orig(batch, non_blocking, conversion)
+
+    monkeypatch.setattr(copier, "issue", serialized)
+    try:
+        with numbered_pipe(n=40, batch_size=4, queue_size=2) as p:
+            it = iter(p)
+            be.launch_step()                            # the step before: still running
+            for k in range(2):
+                copier(next(it))
+                be.launch_step()
+            assert not copier.synchronize(timeout=0.5)  # held behind compute
+            assert p.stats()["slots_leased"] == 2       # both slots: the producers have nowhere to write
+            be.finish_compute()
+            assert copier.synchronize(timeout=10)
+            it.close()
+    finally:
+        be.finish_compute()
+        copier.close()
+        be.close()
+
+
+# -- uint8 on the wire, conversion on the device (CPU tensors stand in for the GPU) -------
+
+def photo_arrays(n=24, seed=5):
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 256, (n, 9, 11, 3), dtype=np.uint8)
+    return np.repeat(np.repeat(base, 4, axis=1), 4, axis=2)  # 36 x 44, smooth-ish
+
+
+def host_batches(layout="NHWC", dtype="uint8", normalize=None, workers=2, n=24):
+    chain = [fastq.ops.RandomResizedCrop((20, 24)), fastq.ops.HorizontalFlip()]
+    if normalize is not None:
+        chain.append(normalize)
+    with fastq.Pipeline(fastq.sources.Arrays(photo_arrays(n), np.arange(n)), batch_size=8, queue_size=3,
+                        workers=workers, ops=chain, dtype=dtype, layout=layout, seed=11, shuffle=True,
+                        pin_memory=False) as p:
+        return [tuple(np.array(a) for a in b) for b in p]
+
+
+def bits(a):
+    a = np.asarray(a)
+    return a.view(np.uint16) if a.dtype.itemsize == 2 else a
+
+
+def as_numpy(t):
+    if t.dtype == torch.bfloat16:
+        return t.contiguous().view(torch.int16).numpy().view(np.uint16)
+    return t.contiguous().numpy() if t.dtype != torch.float16 else t.contiguous().numpy().view(np.uint16)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("normalize", [fastq.ops.Normalize(), fastq.ops.Normalize((0.5, 0.4, 0.3), (0.2, 0.25, 0.3)),
+                                       fastq.ops.Normalize((123.675, 116.28, 103.53), (58.395, 57.12, 57.375),
+                                                           max_pixel_value=1.0), None])
+def test_device_conversion_equals_the_hosts_normalize(dtype, normalize):
+    """uint8 batches converted by fastq.torch equal batches fastq normalized on the host, bit for
+    bit (the reference: fastq's own native Normalize write, an independent code path in C++)."""
+    host_u8 = host_batches("NHWC", "uint8")
+    extra = {} if normalize is None else {"normalize": normalize}
+    for layout in ("NHWC", "NCHW"):
+        want = host_batches(layout, dtype, **extra)
+        conv = ftorch.Conversion(normalize, dtype, layout)
+        for (u8, lab), (ref, ref_lab) in zip(host_u8, want):
+            got = conv(torch.from_numpy(u8))
+            assert tuple(got.shape) == ref.shape
+            np.testing.assert_array_equal(as_numpy(got), bits(ref))
+            np.testing.assert_array_equal(lab, ref_lab)
+
+
+def test_channels_last_is_nchw_shaped_nhwc_memory():
+    u8 = host_batches("NHWC", "uint8")[0][0]
+    ref = host_batches("NCHW", "float32", normalize=fastq.ops.Normalize())[0][0]
+    got = ftorch.Conversion(True, torch.float32, "channels_last")(torch.from_numpy(u8))
+    assert got.shape == ref.shape and got.is_contiguous(memory_format=torch.channels_last)
+    np.testing.assert_array_equal(got.numpy(), ref)
+
+
+def test_from_an_nchw_pipeline_and_pure_layout_changes():
+    u8_nchw = host_batches("NCHW", "uint8")[0][0]
+    u8_nhwc = host_batches("NHWC", "uint8")[0][0]
+    ref = host_batches("NCHW", "bfloat16", normalize=fastq.ops.Normalize())[0][0]
+    got = ftorch.Conversion(True, "bfloat16", "NCHW", input_layout="NCHW")(torch.from_numpy(u8_nchw))
+    np.testing.assert_array_equal(as_numpy(got), bits(ref))
+    # uint8 NHWC -> NCHW / channels_last without a dtype change: a transposition only
+    np.testing.assert_array_equal(ftorch.Conversion(layout="NCHW")(torch.from_numpy(u8_nhwc)).numpy(), u8_nchw)
+    cl = ftorch.Conversion(layout="channels_last")(torch.from_numpy(u8_nhwc))
+    assert cl.dtype == torch.uint8 and cl.is_contiguous(memory_format=torch.channels_last)
+    np.testing.assert_array_equal(cl.numpy(), u8_nchw)
+    assert not ftorch.Conversion().active  # nothing asked: the batch passes through
+
+
+def test_one_channel_images_use_channel_0s_table():
+    rng = np.random.default_rng(0)
+    u8 = rng.integers(0, 256, (4, 5, 6, 1), dtype=np.uint8)
+    t = fastq.ops.normalize_table(fastq.ops.Normalize())
+    got = ftorch.Conversion(True)(torch.from_numpy(u8)).numpy()
+    np.testing.assert_array_equal(got, t[0][u8])
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    ({"normalize": True, "dtype": "uint8"}, ValueError, "needs a float dtype"),
+    ({"normalize": "imagenet"}, TypeError, "normalize must be"),
+    ({"layout": "HWCN"}, ValueError, "layout must be one of"),
+    ({"dtype": "int32"}, ValueError, "dtype must be one of"),
+])
+def test_conversion_arguments_are_checked(kw, err, match):
+    with pytest.raises(err, match=match):
+        ftorch.Conversion(**kw)
+
+
+def test_float_images_cannot_be_normalized_twice():
+    with pytest.raises(TypeError, match="needs uint8 images"):
+        ftorch.Conversion(True)(torch.zeros((1, 4, 4, 3), dtype=torch.float32))
+
+
+# -- DeviceLoader, with a synchronous CPU stand-in for the device --------------------------
+
+class CpuStandIn:
+    """Copies are synchronous clones; events are complete when recorded."""
+
+    class Stream:
+        def wait_stream(self, other):
+            pass
+
+        def wait_event(self, event):
+            pass
+
+    class Event:
+        def record(self, stream):
+            pass
+
+        def synchronize(self):
+            pass
+
+    def new_stream(self):
+        return self.Stream()
+
+    def current_stream(self):
+        return self.Stream()
+
+    def stream_context(self, stream):
+        import contextlib
+        return contextlib.nullcontext()
+
+    def new_event(self):
+        return self.Event()
+
+    def copy(self, t, non_blocking):
+        return t.clone()
+
+    def record_stream(self, t, stream):
+        pass
+
+
+
+def test_device_loader_epochs_equal_the_host_pipeline():
+    want = host_batches("NCHW", "float32", normalize=fastq.ops.Normalize(), workers=1)
+    chain = [fastq.ops.RandomResizedCrop((20, 24)), fastq.ops.HorizontalFlip()]
+    with fastq.Pipeline(fastq.sources.Arrays(photo_arrays(24), np.arange(24)), batch_size=8, queue_size=2,
+                        workers=2, ops=chain, dtype="uint8", seed=11, shuffle=True, pin_memory=False) as p:
+        loader = ftorch.DeviceLoader(p, "cpu", normalize=True, layout="NCHW", prefetch=2, _backend=CpuStandIn())
+        assert len(loader) == 3
+        got = [(x.clone(), y.clone()) for x, y in loader]
+        assert wait_until(lambda: p.stats()["slots_leased"] == 0)
+        for (x, y), (rx, ry) in zip(got, want):
+            np.testing.assert_array_equal(x.numpy(), rx)
+            np.testing.assert_array_equal(y.numpy(), ry)
+        second = [y.clone() for _, y in loader]       # the next epoch: another permutation
+        assert len(second) == 3 and not all(torch.equal(a, b) for a, (_, b) in zip(second, got))
+        assert loader.copier.synchronize(timeout=10)
+        st = loader.stats()
+        assert st["batches"] == 6 and st["copier"]["copies"] == 6 and st["copier"]["pending"] == 0
+        assert st["wait_s"] >= 0 and st["pipeline"]["epoch"] == 2
+        loader.close()
+
+
+def test_device_loader_abandoned_epoch_stops_its_thread_and_frees_the_slots():
+    imgs = np.zeros((200, 8, 8, 3), np.uint8)
+    with fastq.Pipeline(fastq.sources.Arrays(imgs, np.arange(200)), batch_size=4, queue_size=2, workers=2,
+                        dtype="uint8", pin_memory=False) as p:
+        loader = ftorch.DeviceLoader(p, "cpu", prefetch=3, _backend=CpuStandIn())
+        for k, (x, y) in enumerate(loader):
+            if k == 2:
+                break
+        del x, y
+        loader.close()
+        assert not [t for t in threading.enumerate() if t.name == "fastq-torch-loader" and t.is_alive()]
+        assert wait_until(lambda: p.stats()["slots_leased"] == 0)
+        # the pipeline is usable again: a full epoch of 50 batches
+        assert sum(1 for _ in ftorch.DeviceLoader(p, "cpu", _backend=CpuStandIn())) == 50
+
+
+def test_device_loader_raises_the_pipelines_error_naming_the_sample():
+    good = cv2_png(np.zeros((8, 8, 3), np.uint8))
+    data = [good] * 10 + [b"\xff\xd8 not a jpeg"] + [good] * 5
+    with fastq.Pipeline(fastq.sources.Bytes(data, labels=list(range(16))), batch_size=4, queue_size=2, workers=2,
+                        ops=[fastq.ops.Resize((8, 8))], dtype="uint8", pin_memory=False) as p:
+        loader = ftorch.DeviceLoader(p, "cpu", _backend=CpuStandIn())
+        seen = 0
+        with pytest.raises(fastq.errors.FastqError, match="sample 10") as ei:
+            for _ in loader:
+                seen += 1
+        assert seen == 2 and getattr(ei.value, "index", None) == 10
+        loader.close()
+
+
+def cv2_png(img):
+    import zlib
+    import struct
+    h, w, _ = img.shape
+    raw = b"".join(b"\x00" + img[y].tobytes() for y in range(h))
+
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def test_device_loader_arguments():
+    with numbered_pipe() as p:
+        with pytest.raises(ValueError, match="prefetch must be"):
+            ftorch.DeviceLoader(p, "cpu", prefetch=0, _backend=CpuStandIn())

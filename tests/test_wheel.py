@@ -36,8 +36,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VERSION = re.search(r'^version = "([^"]+)"', open(os.path.join(ROOT, "pyproject.toml")).read(), re.M).group(1)
 PY_TAG = f"cp{sys.version_info[0]}{sys.version_info[1]}"
 # manylinux_2_YY_x86_64, or (glibc 2.17, FASTQ_TOOLCHAIN=zig) with its legacy alias:
-# manylinux2014_x86_64.manylinux_2_17_x86_64
-WHEEL_RE = re.compile(rf"^fastq-{re.escape(VERSION)}-{PY_TAG}-{PY_TAG}-(?:manylinux2014_x86_64\.)?"
+# manylinux2014_x86_64.manylinux_2_17_x86_64.  The distribution is fastq-loader (issue 29:
+# "fastq" on PyPI is another project), the package inside it fastq.
+WHEEL_RE = re.compile(rf"^fastq_loader-{re.escape(VERSION)}-{PY_TAG}-{PY_TAG}-(?:manylinux2014_x86_64\.)?"
                       r"(manylinux_2_(\d+)_x86_64)(?:\.manylinux2014_x86_64)?\.whl$")
 # What an extension may load: glibc's libraries, libstdc++ and libgcc (manylinux policy).
 ALLOWED_NEEDED = re.compile(r"^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|ld-linux-x86-64)\.so")
@@ -121,6 +122,40 @@ def test_test_only_module_builds_against_the_installed_wheel(venv, tmp_path):
         print("OK")
     """)
     assert run([py, "-c", script, str(site2)], cwd=str(tmp_path)).strip() == "OK"
+
+
+def test_the_distribution_is_fastq_loader_with_the_fastq_package_and_command(venv):
+    py, site = venv
+    code = ("import importlib.metadata as md, fastq; d = md.distribution('fastq-loader'); "
+            "print(d.version, fastq.__version__, sorted(e.name for e in d.entry_points), "
+            "md.packages_distributions()['fastq'])")
+    out = run([py, "-I", "-c", code]).split(None, 2)
+    assert out[0] == VERSION == out[1] and out[2].strip() == "['fastq'] ['fastq-loader']", out
+    cli = os.path.join(os.path.dirname(py), "fastq")
+    assert "usage: fastq" in run([cli, "--help"])
+
+
+def test_every_script_answers_help_from_a_copy_with_the_wheel(venv, tmp_path):
+    """benchmarks/ and examples/ copied outside the checkout, run by the venv's Python
+    (numpy and the wheel, no framework): each answers --help.  And from a copy of the
+    checkout whose fastq is not built, a benchmark runs on the wheel's fastq and says so
+    (issue 29)."""
+    py, site = venv
+    for d in ("benchmarks", "examples"):
+        shutil.copytree(os.path.join(ROOT, d), tmp_path / d, ignore=shutil.ignore_patterns("__pycache__"))
+    scripts = sorted(f"{d}/{f}" for d in ("benchmarks", "examples") for f in os.listdir(tmp_path / d)
+                     if f.endswith(".py") and not f.startswith("_"))
+    assert len(scripts) >= 19, scripts
+    for script in scripts:
+        out = run([py, script, "--help"], cwd=str(tmp_path))
+        assert out.startswith("usage: " + os.path.basename(script)), (script, out[:300])
+    unbuilt = tmp_path / "checkout"
+    shutil.copytree(os.path.join(ROOT, "fastq"), unbuilt / "fastq", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    shutil.copytree(tmp_path / "benchmarks", unbuilt / "benchmarks")
+    res = subprocess.run([py, "benchmarks/bench_image_single.py", "--help"], cwd=str(unbuilt), capture_output=True,
+                         text=True, env=clean_env(PYTHONPATH=str(unbuilt)), timeout=300)
+    assert res.returncode == 0 and res.stdout.startswith("usage: bench_image_single.py"), res.stderr
+    assert f"not built; using the installed fastq ({os.path.join(site, 'fastq')})" in res.stderr, res.stderr
 
 
 def test_wheel_name_tag_and_auditwheel(wheel):

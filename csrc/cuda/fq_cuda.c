@@ -78,6 +78,13 @@ int fq_cuda_device_count(fq_err *err)
         return fq_set_err(err, FQ_E_UNSUPPORTED, "CUDA runtime not loaded"), -1;
     int n = 0;
     int rc = p_get_count(&n);
+    if (rc == 100) /* cudaErrorNoDevice */
+        return 0;
+    if (rc == 35) { /* cudaErrorInsufficientDriver: no NVIDIA driver loaded, or one older than the runtime */
+        fq_set_err(err, FQ_E_UNSUPPORTED, "no CUDA device (no NVIDIA driver this CUDA runtime can use: "
+                   "cudaGetDeviceCount returned %d)", rc);
+        return -1;
+    }
     if (rc != 0) {
         fq_set_err(err, FQ_E_UNSUPPORTED, "cudaGetDeviceCount failed: %s (%d)", cuda_err(rc), rc);
         return -1;

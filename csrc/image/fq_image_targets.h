@@ -62,14 +62,23 @@ int fq_tgt_boxes(const fq_img_explain *ex, const float *boxes, const int32_t *cl
 int fq_tgt_keypoints(const fq_img_explain *ex, const float *kps, int n, int k, const int32_t *flip_index,
                      float *out, fq_err *err);
 
+/* How a mask's resizes (Resize, ResizeShortestEdge, RandomResizedCrop, ScaleJitter) pick
+ * their source pixel.  FQ_TGT_CENTER: the one under each output pixel's centre,
+ * floor((x + 0.5) * in / out) in float32, bit for bit TensorFlow's
+ * tf.image.resize(method="nearest"), and where the image's own resampling puts that pixel.
+ * FQ_TGT_LEGACY: OpenCV's INTER_NEAREST, floor(x * in / out) (torch's legacy "nearest"),
+ * which reads up-left of the centre, so that labels land up to half an output pixel down
+ * and right of the image; for parity with such pipelines only.  Crops, pads, flips and the affine ops sample alike in both. */
+enum { FQ_TGT_CENTER = 0, FQ_TGT_LEGACY = 1 };
+
 /* Replay the geometric ops of ex on a mask / label map: h x w (the source size) of
  * elem_size 1 (uint8) or 2 (uint16), row stride in bytes; out is ex->out_h x ex->out_w,
- * contiguous.  Nearest neighbour everywhere; whatever comes from outside the image
- * (padding, affine borders) is `fill`, whatever the image's border mode.  Errors:
- * FQ_E_INVALID (size differs from the source size, bad elem_size), FQ_E_UNSUPPORTED,
- * FQ_E_NOMEM. */
+ * contiguous.  Nearest neighbour everywhere, resizes sampled as `sampling` (FQ_TGT_*)
+ * says; whatever comes from outside the image (padding, affine borders) is `fill`,
+ * whatever the image's border mode.  Errors: FQ_E_INVALID (size differs from the source
+ * size, bad elem_size or sampling), FQ_E_UNSUPPORTED, FQ_E_NOMEM. */
 int fq_tgt_mask(const fq_img_explain *ex, const void *mask, int h, int w, int elem_size, size_t stride,
-                unsigned fill, void *out, fq_err *err);
+                unsigned fill, int sampling, void *out, fq_err *err);
 
 /* Per-instance masks (fq_image_targets_inst.cpp; docs/targets.md "Instance masks").
  * Polygons: n_rings rings, ring r = points ring_off[r] .. ring_off[r + 1] of xy (float32
@@ -82,7 +91,8 @@ int fq_tgt_mask(const fq_img_explain *ex, const void *mask, int h, int w, int el
 int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings, uint8_t *out,
                     fq_err *err);
 /* out (ex's last out_h x out_w, uint8) = 1 where the output shows the source image, 0 in
- * what the ops filled (padding, affine borders): fq_tgt_mask of an all-ones mask. */
+ * what the ops filled (padding, affine borders): fq_tgt_mask of an all-ones mask
+ * (FQ_TGT_CENTER: where the image samples). */
 int fq_tgt_valid(const fq_img_explain *ex, uint8_t *out, fq_err *err);
 /* fq_tgt_polygons with the fq_tgt_valid plane given (computed once per sample). */
 int fq_tgt_polygons_valid(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
@@ -100,11 +110,12 @@ void fq_tgt_mask_box(const uint8_t *src, int h, int w, const float box[4], int m
 int fq_tgt_polygons_check(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
                           fq_err *err);
 /* Run-length mask (COCO: m column-major runs starting with 0s) of an h x w mask at the
- * source size: decoded, then moved with fq_tgt_mask (nearest neighbour, fill 0) into out
- * (output size, uint8 0 / 1).  Errors: FQ_E_INVALID (h x w is not the source size, runs
- * that do not cover h * w pixels), FQ_E_UNSUPPORTED, FQ_E_NOMEM. */
-int fq_tgt_rle(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, uint8_t *out,
-               fq_err *err);
+ * source size: decoded, then moved with fq_tgt_mask (nearest neighbour, fill 0, sampling
+ * FQ_TGT_*) into out (output size, uint8 0 / 1).  Errors: FQ_E_INVALID (h x w is not the
+ * source size, runs that do not cover h * w pixels, bad sampling), FQ_E_UNSUPPORTED,
+ * FQ_E_NOMEM. */
+int fq_tgt_rle(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, int sampling,
+               uint8_t *out, fq_err *err);
 /* The checks of fq_tgt_rle alone. */
 int fq_tgt_rle_check(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, fq_err *err);
 

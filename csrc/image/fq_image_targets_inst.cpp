@@ -10,7 +10,8 @@
  * (fq_tgt_valid): a part cut off by a crop does not come back in a later op's padding.
  *
  * Run-length masks (COCO RLE, column-major runs starting with 0s, at the source size):
- * decoded, then moved with fq_tgt_mask (nearest neighbour, fill 0).  docs/targets.md. */
+ * decoded, then moved with fq_tgt_mask (nearest neighbour, fill 0, the caller's
+ * sampling).  docs/targets.md. */
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -266,7 +267,7 @@ int fq_tgt_valid(const fq_img_explain *ex, uint8_t *out, fq_err *err)
     if (!ones)
         return fq_set_err(err, FQ_E_NOMEM, "shown region: out of memory for a %dx%d plane", w, h);
     std::memset(ones, 1, (size_t)h * (size_t)w);
-    const int rc = fq_tgt_mask(ex, ones, h, w, 1, (size_t)w, 0, out, err);
+    const int rc = fq_tgt_mask(ex, ones, h, w, 1, (size_t)w, 0, FQ_TGT_CENTER, out, err);
     std::free(ones);
     return rc;
 }
@@ -338,7 +339,8 @@ int fq_tgt_rle_check(const fq_img_explain *ex, const uint32_t *counts, int64_t m
     return FQ_OK;
 }
 
-int fq_tgt_rle(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, uint8_t *out, fq_err *err)
+int fq_tgt_rle(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, int sampling, uint8_t *out,
+               fq_err *err)
 {
     if (int rc = fq_tgt_rle_check(ex, counts, m, h, w, err))
         return rc;
@@ -351,7 +353,7 @@ int fq_tgt_rle(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int 
     for (int64_t i = 0; i < m; p += counts[i], i++)
         if (i % 2)
             fill_run(src, h, w, p, p + counts[i]);
-    const int rc = fq_tgt_mask(ex, src, h, w, 1, (size_t)w, 0, out, err);
+    const int rc = fq_tgt_mask(ex, src, h, w, 1, (size_t)w, 0, sampling, out, err);
     std::free(src);
     return rc;
 }

@@ -1,12 +1,19 @@
 /* fq_image_targets_mask.cpp - masks / label maps (uint8 or uint16) through the geometric
  * records of an explain record, nearest neighbour: crops and pads as the image (outside:
- * the fill value, whatever the image's border mode), resizes with cv::resize INTER_NEAREST,
- * flips with cv::flip, RandomAffine with cv::warpAffine INTER_NEAREST on the record's
- * matrix, and the Rotate / Shear / Translate primitives with the same float32 sampling as
- * the image (fq_image_aug_geom.cpp), so a label stays on its pixel.  docs/targets.md. */
+ * the fill value, whatever the image's border mode); resizes sample the source pixel under
+ * each output pixel's centre, as the image's own resampling and TensorFlow's
+ * tf.image.resize(method="nearest") do (FQ_TGT_CENTER, bit for bit TF's float32
+ * arithmetic), or OpenCV's INTER_NEAREST, floor(x * in / out), with FQ_TGT_LEGACY (torch's
+ * legacy "nearest"; half a pixel off the image); flips with cv::flip; RandomAffine with
+ * cv::warpAffine INTER_NEAREST on the record's matrix (it rounds the inverse-mapped pixel
+ * index: the centre convention already); the Rotate / Shear / Translate primitives with the
+ * same float32 sampling as the image (fq_image_aug_geom.cpp), so a label stays on its
+ * pixel.  docs/targets.md. */
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
@@ -30,6 +37,52 @@ cv::Mat crop_fill(const cv::Mat &m, const int box[4], unsigned fill)
     const int x1 = std::min(box[0] + box[2], m.cols), y1 = std::min(box[1] + box[3], m.rows);
     if (x1 > x0 && y1 > y0)
         m(cv::Rect(x0, y0, x1 - x0, y1 - y0)).copyTo(d(cv::Rect(x0 - box[0], y0 - box[1], x1 - x0, y1 - y0)));
+    return d;
+}
+
+/* idx[x] for x < out: the source index under output pixel x's centre, as TensorFlow's
+ * resize_nearest_neighbor with half_pixel_centers computes it (float32: scale = in / out,
+ * floor((x + 0.5) * scale), at most in - 1) */
+void centre_index(int in, int out, int *idx)
+{
+    const float scale = (float)in / (float)out;
+    for (int x = 0; x < out; x++)
+        idx[x] = std::min((int)std::floor(((float)x + 0.5f) * scale), in - 1);
+}
+
+/* d(y, x) = m(yi[y], xi[x]); an output row whose source row is the last one's is a copy */
+template <class T>
+void gather(const cv::Mat &m, cv::Mat &d, const int *xi, const int *yi)
+{
+    const size_t row = (size_t)d.cols * sizeof(T);
+    for (int y = 0; y < d.rows; y++) {
+        T *o = d.ptr<T>(y);
+        if (y > 0 && yi[y] == yi[y - 1]) {
+            std::memcpy(o, d.ptr<T>(y - 1), row);
+            continue;
+        }
+        const T *s = m.ptr<T>(yi[y]);
+        for (int x = 0; x < d.cols; x++)
+            o[x] = s[xi[x]];
+    }
+}
+
+/* m resized to ow x oh, nearest, sampled as `sampling` says (FQ_TGT_CENTER / _LEGACY) */
+cv::Mat resize_nearest(const cv::Mat &m, int ow, int oh, int sampling)
+{
+    cv::Mat d;
+    if (sampling == FQ_TGT_LEGACY) {
+        cv::resize(m, d, cv::Size(ow, oh), 0, 0, cv::INTER_NEAREST);
+        return d;
+    }
+    d.create(oh, ow, m.type());
+    std::vector<int> xi((size_t)ow), yi((size_t)oh);
+    centre_index(m.cols, ow, xi.data());
+    centre_index(m.rows, oh, yi.data());
+    if (m.depth() == CV_8U)
+        gather<uint8_t>(m, d, xi.data(), yi.data());
+    else
+        gather<uint16_t>(m, d, xi.data(), yi.data());
     return d;
 }
 
@@ -57,28 +110,19 @@ void geom_sample(const cv::Mat &src, cv::Mat &d, const double *m, unsigned fill)
     }
 }
 
-cv::Mat replay(const fq_img_op_explain &r, const cv::Mat &m, unsigned fill)
+cv::Mat replay(const fq_img_op_explain &r, const cv::Mat &m, unsigned fill, int sampling)
 {
     int geom = -1;
     switch (fqt::rule_of(r.kind, &geom)) {
-    case fqt::R_RRC: {
-        cv::Mat d;
-        cv::resize(m(cv::Rect(r.box[0], r.box[1], r.box[2], r.box[3])), d, cv::Size(r.out_w, r.out_h), 0, 0,
-                   cv::INTER_NEAREST);
-        return d;
-    }
-    case fqt::R_RESIZE: {
+    case fqt::R_RRC:
+        return resize_nearest(m(cv::Rect(r.box[0], r.box[1], r.box[2], r.box[3])), r.out_w, r.out_h, sampling);
+    case fqt::R_RESIZE:
         if (m.rows == r.out_h && m.cols == r.out_w)
             return m;
-        cv::Mat d;
-        cv::resize(m, d, cv::Size(r.out_w, r.out_h), 0, 0, cv::INTER_NEAREST);
-        return d;
-    }
+        return resize_nearest(m, r.out_w, r.out_h, sampling);
     case fqt::R_SCALE_JITTER: {
-        cv::Mat d;
-        cv::resize(m, d, cv::Size(r.box[2], r.box[3]), 0, 0, cv::INTER_NEAREST);
         const int b[4] = {r.box[0], r.box[1], r.out_w, r.out_h};
-        return crop_fill(d, b, fill);
+        return crop_fill(resize_nearest(m, r.box[2], r.box[3], sampling), b, fill);
     }
     case fqt::R_IOU_CROP:
         return r.applied ? crop_fill(m, r.box, fill) : m;
@@ -132,12 +176,14 @@ cv::Mat replay(const fq_img_op_explain &r, const cv::Mat &m, unsigned fill)
 }  // namespace
 
 extern "C" int fq_tgt_mask(const fq_img_explain *ex, const void *mask, int h, int w, int elem_size, size_t stride,
-                           unsigned fill, void *out, fq_err *err)
+                           unsigned fill, int sampling, void *out, fq_err *err)
 {
     if (int rc = fqt::check(ex, err))
         return rc;
     if (!mask || !out || h < 1 || w < 1 || (elem_size != 1 && elem_size != 2) || stride < (size_t)w * elem_size)
         return fq_set_err(err, FQ_E_INVALID, "fq_tgt_mask: bad arguments (a uint8 or uint16 h x w mask)");
+    if (sampling != FQ_TGT_CENTER && sampling != FQ_TGT_LEGACY)
+        return fq_set_err(err, FQ_E_INVALID, "mask: sampling %d is neither FQ_TGT_CENTER nor FQ_TGT_LEGACY", sampling);
     if (fill > (elem_size == 1 ? 255u : 65535u))
         return fq_set_err(err, FQ_E_INVALID, "mask: fill %u does not fit the mask's dtype", fill);
     int H, W;
@@ -153,7 +199,7 @@ extern "C" int fq_tgt_mask(const fq_img_explain *ex, const void *mask, int h, in
             if (cur.rows != r.in_h || cur.cols != r.in_w)
                 return fq_set_err(err, FQ_E_INVALID, "mask: op %d (%s) expects %dx%d, the chain gives %dx%d", j,
                                   fq_img_op_name(r.kind), r.in_w, r.in_h, cur.cols, cur.rows);
-            cur = replay(r, cur, fill);
+            cur = replay(r, cur, fill, sampling);
         }
         const int oh = ex->n_ops > 0 ? ex->ops[ex->n_ops - 1].out_h : h;
         const int ow = ex->n_ops > 0 ? ex->ops[ex->n_ops - 1].out_w : w;

@@ -154,6 +154,8 @@ int fq_imgtask_create(const fq_img_spec *spec, const fq_imgtask_source *src, int
             (g->keypoints && (g->k < 1 || g->k > 4096)) || (g->masks && (!g->mask_hw || (g->mask_elem != 1 &&
                                                                                       g->mask_elem != 2))))
             return fq_set_err(err, FQ_E_INVALID, "targets: bad arrays");
+        if (g->mask_sampling != FQ_TGT_CENTER && g->mask_sampling != FQ_TGT_LEGACY)
+            return fq_set_err(err, FQ_E_INVALID, "targets: unknown mask sampling %d", g->mask_sampling);
         if (g->max_boxes == 0 && (g->offsets[src->n] > 0 || g->keypoints))
             return fq_set_err(err, FQ_E_INVALID, "targets: max_boxes 0 (no box outputs) with boxes or keypoints");
         for (int64_t i = 0; i < src->n; i++)
@@ -434,7 +436,7 @@ static int write_targets(fq_imgtask *t, int worker, int64_t idx, const fq_img_ex
     if (rc == FQ_OK && g->masks) {
         const int h = g->mask_hw[2 * idx], w = g->mask_hw[2 * idx + 1];
         rc = fq_tgt_mask(ex, g->masks[idx], h, w, g->mask_elem, (size_t)w * (size_t)g->mask_elem, g->mask_fill,
-                         rows[b++], e);
+                         g->mask_sampling, rows[b++], e);
     }
     if (rc == FQ_OK && g->inst_kind) /* per-instance masks of the kept boxes: fq_imgtask_inst.c */
         rc = fq_imgtask_inst_masks(g, idx, off, n, ex, index, kept, count, rows[b++], e);

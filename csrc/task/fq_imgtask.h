@@ -81,6 +81,9 @@ typedef struct fq_imgtask_targets {
     const int32_t *mask_hw;
     int mask_elem;
     unsigned mask_fill;
+    /* how the mask's and the bitmap instances' resizes sample: FQ_TGT_CENTER (0, the
+     * image's pixel centres) or FQ_TGT_LEGACY (OpenCV's INTER_NEAREST); fq_image_targets.h */
+    int mask_sampling;
     /* READER sources only (0: off): the sample's boxes come from the reader with each read
      * instead of boxes / classes / offsets (NULL then; no keypoints, no masks).  The LAST five
      * reader extras are VARLEN features (records/fq_example.h:

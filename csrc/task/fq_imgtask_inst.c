@@ -79,7 +79,7 @@ static int one(const fq_imgtask_targets *g, int64_t idx, int64_t j, const fq_img
         const int64_t m = g->inst_rle[j + 1] - g->inst_rle[j];
         if (!out)
             return fq_tgt_rle_check(ex, c, m, h, w, e);
-        int rc = fq_tgt_rle(ex, c, m, h, w, box ? scratch : out, e);
+        int rc = fq_tgt_rle(ex, c, m, h, w, g->mask_sampling, box ? scratch : out, e);
         if (rc == FQ_OK && box)
             fq_tgt_mask_box(scratch, g->inst_out_h, g->inst_out_w, box, g->inst_mask_h, g->inst_mask_w, out);
         return rc;

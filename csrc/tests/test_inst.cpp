@@ -1,7 +1,9 @@
 /* test_inst.cpp - the per-instance mask rules (fq_image_targets_inst.cpp) under ASan + UBSan
- * with leak detection: polygons through a resize + flip record, in a box, RLE, and every error
- * path (each must free what it allocated).  Exactness against pycocotools is
+ * with leak detection: polygons through a resize + flip record, in a box, RLE, a label map at
+ * pixel centres and OpenCV's legacy sampling, and every error path (each must free what it
+ * allocated).  Exactness against pycocotools is
  * tests/test_instance_masks.py; this driver is for memory and undefined behaviour. */
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -71,7 +73,7 @@ int main()
         fq_tgt_mask_box(out.data(), OH, OW, box, 28, 20, sampled.data());
         /* RLE: a 40 x 60 mask with one run of ones in column-major order */
         const uint32_t counts[] = {100, 500, (uint32_t)(H * W - 600)};
-        CHECK(fq_tgt_rle(&ex, counts, 3, H, W, out.data(), &err) == FQ_OK, "%s", err.msg);
+        CHECK(fq_tgt_rle(&ex, counts, 3, H, W, FQ_TGT_CENTER, out.data(), &err) == FQ_OK, "%s", err.msg);
         /* errors: each returns FQ_E_INVALID and leaks nothing */
         const float bad_xy[] = {NAN, 0, 5, 5, 9, 1};
         const int64_t one_ring[] = {0, 3}, two_points[] = {0, 2};
@@ -80,10 +82,33 @@ int main()
         const float far_xy[] = {0, 0, 500, 0, 5, 5};
         CHECK(fq_tgt_polygons(&ex, far_xy, one_ring, 1, out.data(), &err) == FQ_E_INVALID, "outside");
         const uint32_t short_counts[] = {5, 10};
-        CHECK(fq_tgt_rle(&ex, short_counts, 2, H, W, out.data(), &err) == FQ_E_INVALID, "short runs");
+        CHECK(fq_tgt_rle(&ex, short_counts, 2, H, W, FQ_TGT_CENTER, out.data(), &err) == FQ_E_INVALID, "short runs");
         const uint32_t big[] = {0xFFFFFFFFu, 0xFFFFFFFFu, 7};
-        CHECK(fq_tgt_rle(&ex, big, 3, H, W, out.data(), &err) == FQ_E_INVALID, "overflowing runs");
-        CHECK(fq_tgt_rle(&ex, counts, 3, W, H, out.data(), &err) == FQ_E_INVALID, "transposed size");
+        CHECK(fq_tgt_rle(&ex, big, 3, H, W, FQ_TGT_CENTER, out.data(), &err) == FQ_E_INVALID, "overflowing runs");
+        CHECK(fq_tgt_rle(&ex, counts, 3, W, H, FQ_TGT_CENTER, out.data(), &err) == FQ_E_INVALID, "transposed size");
+        CHECK(fq_tgt_rle(&ex, counts, 3, H, W, 2, out.data(), &err) == FQ_E_INVALID, "unknown sampling");
+        /* a uint16 label map through the resize (+ flip): FQ_TGT_CENTER reads source pixel
+         * min(floor((x + 0.5) * in / out), in - 1) in float32 (TF's nearest), FQ_TGT_LEGACY
+         * OpenCV's INTER_NEAREST; exactness against TF and the image: tests/test_mask_sampling.py */
+        std::vector<uint16_t> lab((size_t)H * W), got((size_t)OH * OW), legacy((size_t)OH * OW);
+        for (size_t i = 0; i < lab.size(); i++)
+            lab[i] = (uint16_t)(i * 2654435761u >> 7);
+        CHECK(fq_tgt_mask(&ex, lab.data(), H, W, 2, (size_t)W * 2, 65535, FQ_TGT_CENTER, got.data(), &err) == FQ_OK,
+              "%s", err.msg);
+        CHECK(fq_tgt_mask(&ex, lab.data(), H, W, 2, (size_t)W * 2, 65535, FQ_TGT_LEGACY, legacy.data(), &err) ==
+              FQ_OK, "%s", err.msg);
+        size_t wrong = 0, moved = 0;
+        for (int y = 0; y < OH; y++)
+            for (int x = 0; x < OW; x++) {
+                const int sy = std::min((int)std::floor(((float)y + 0.5f) * ((float)H / (float)OH)), H - 1);
+                const int xo = flip ? OW - 1 - x : x;
+                const int sx = std::min((int)std::floor(((float)xo + 0.5f) * ((float)W / (float)OW)), W - 1);
+                wrong += got[(size_t)y * OW + x] != lab[(size_t)sy * W + sx];
+                moved += got[(size_t)y * OW + x] != legacy[(size_t)y * OW + x];
+            }
+        CHECK(wrong == 0 && moved > 0, "%zu pixels off the centre rule, %zu differ from legacy", wrong, moved);
+        CHECK(fq_tgt_mask(&ex, lab.data(), H, W, 2, (size_t)W * 2, 0, -1, got.data(), &err) == FQ_E_INVALID,
+              "sampling -1");
     }
     printf("test_inst: %d checks, %d failed\n", g_checks, g_failed);
     return g_failed ? 1 : 0;

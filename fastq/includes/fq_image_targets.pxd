@@ -8,6 +8,9 @@ cdef extern from "image/fq_image_targets.h" nogil:
         FQ_TGT_REFUSED
         FQ_TGT_PIXEL
         FQ_TGT_GEOMETRIC
+    enum:
+        FQ_TGT_CENTER
+        FQ_TGT_LEGACY
     int fq_tgt_rule(int kind)
     int fq_tgt_check(const fq_img_explain *ex, fq_err *err)
     int fq_tgt_check_ops(const fq_op *ops, int n_ops, fq_err *err)
@@ -21,14 +24,14 @@ cdef extern from "image/fq_image_targets.h" nogil:
     int fq_tgt_keypoints(const fq_img_explain *ex, const float *kps, int n, int k, const int32_t *flip_index,
                          float *out, fq_err *err)
     int fq_tgt_mask(const fq_img_explain *ex, const void *mask, int h, int w, int elem_size, size_t stride,
-                    unsigned fill, void *out, fq_err *err)
+                    unsigned fill, int sampling, void *out, fq_err *err)
     int fq_tgt_image_info(const fq_img_explain *ex, double out[8], fq_err *err)
     int fq_tgt_polygons(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
                         uint8_t *out, fq_err *err)
     int fq_tgt_polygons_check(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
                               fq_err *err)
-    int fq_tgt_rle(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, uint8_t *out,
-                   fq_err *err)
+    int fq_tgt_rle(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, int sampling,
+                   uint8_t *out, fq_err *err)
     int fq_tgt_rle_check(const fq_img_explain *ex, const uint32_t *counts, int64_t m, int h, int w, fq_err *err)
     int fq_tgt_polygons_box(const fq_img_explain *ex, const float *xy, const int64_t *ring_off, int n_rings,
                             const float *box, int mh, int mw, uint8_t *out, fq_err *err)

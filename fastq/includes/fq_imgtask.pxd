@@ -38,6 +38,7 @@ cdef extern from "task/fq_imgtask.h" nogil:
         const int32_t *mask_hw
         int mask_elem
         unsigned mask_fill
+        int mask_sampling
         int from_reader
         int normalized
         const uint8_t *inst_kind
