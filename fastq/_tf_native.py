@@ -35,7 +35,7 @@ from typing import Any, Dict, Optional, Tuple, cast
 import numpy as np
 
 from fastq import _core
-from fastq.errors import PipelineClosedError, StalledError, SupersededIterationError
+from fastq.errors import FastqError, PipelineClosedError, StalledError, SupersededIterationError
 from fastq.pipeline import Pipeline, _EpochIterator
 
 log = logging.getLogger("fastq.tf")
@@ -48,6 +48,44 @@ _FQ_E_CANCELLED, _FQ_E_STALLED = 5, 12
 # absl::StatusCode
 _UNKNOWN, _INVALID_ARGUMENT, _OUT_OF_RANGE, _FAILED_PRECONDITION = 2, 3, 11, 9
 _RESOURCE_EXHAUSTED, _UNIMPLEMENTED = 8, 12
+
+
+class ConcurrentIterationError(FastqError):
+    """A tf.data iterator tried to read a Pipeline that another live tf.data
+    iterator is already reading."""
+
+
+# -- one live tf.data iteration per pipeline (both feeds of fastq.tf) --------------------
+
+class _Claims:
+    """Which tf.data iteration, if any, is reading each pipeline."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._owner = weakref.WeakKeyDictionary()  # Pipeline -> description
+        self._count = 0
+
+    def claim(self, pipeline):
+        with self._lock:
+            held = self._owner.get(pipeline)
+            if held is not None:
+                raise ConcurrentIterationError(
+                    f"this fastq Pipeline is already being read by another live tf.data iterator ({held}). "
+                    f"A Pipeline runs one epoch at a time: finish or delete the other iterator first "
+                    f"(del it; for Keras, let fit/evaluate return), or build a second Pipeline for a "
+                    f"second stream.")
+            self._count += 1
+            token = f"tf.data iteration #{self._count}, pipeline epoch {pipeline.epoch}"
+            self._owner[pipeline] = token
+            return token
+
+    def release(self, pipeline, token):
+        with self._lock:
+            if self._owner.get(pipeline) == token:
+                del self._owner[pipeline]
+
+
+_CLAIMS = _Claims()
 
 
 class Unsupported(Exception):
@@ -260,7 +298,6 @@ def _describe(exc):
 
 
 def _begin(feed_id, epoch, position, ep_ptr, token_ptr, msg, msglen):
-    from fastq.tf import _CLAIMS
     try:
         p, pl = FEEDS.pipeline(feed_id)
         if p.closed:
@@ -301,7 +338,6 @@ def _take(token):
 
 
 def _finish(entry):
-    from fastq.tf import _CLAIMS
     it, p, claim = entry
     try:
         it.close()  # stops the producers if this epoch is still the pipeline's

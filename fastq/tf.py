@@ -70,16 +70,15 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 import numpy as np
 
-from fastq.errors import FastqError, PipelineClosedError
+from fastq import _tf_native
+from fastq._tf_native import _CLAIMS, ConcurrentIterationError
+from fastq.errors import PipelineClosedError
 from fastq.pipeline import Pipeline
+
+ConcurrentIterationError.__module__ = __name__  # public here (defined with the claims both feeds share)
 
 __all__ = ["dataset", "element_spec", "distribute_dataset", "shard_source", "from_dlpack", "to_device",
            "flush_released", "copy", "ConcurrentIterationError", "EpochSync"]
-
-
-class ConcurrentIterationError(FastqError):
-    """A tf.data iterator tried to read a Pipeline that another live tf.data
-    iterator is already reading."""
 
 
 def _tf():
@@ -151,39 +150,6 @@ class _Drainer:
 
 
 _DRAINER = _Drainer()
-
-
-# -- one live tf.data iteration per pipeline ----------------------------------
-
-class _Claims:
-    """Which tf.data iteration, if any, is reading each pipeline."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._owner = weakref.WeakKeyDictionary()  # Pipeline -> description
-        self._count = 0
-
-    def claim(self, pipeline):
-        with self._lock:
-            held = self._owner.get(pipeline)
-            if held is not None:
-                raise ConcurrentIterationError(
-                    f"this fastq Pipeline is already being read by another live tf.data iterator ({held}). "
-                    f"A Pipeline runs one epoch at a time: finish or delete the other iterator first "
-                    f"(del it; for Keras, let fit/evaluate return), or build a second Pipeline for a "
-                    f"second stream.")
-            self._count += 1
-            token = f"tf.data iteration #{self._count}, pipeline epoch {pipeline.epoch}"
-            self._owner[pipeline] = token
-            return token
-
-    def release(self, pipeline, token):
-        with self._lock:
-            if self._owner.get(pipeline) == token:
-                del self._owner[pipeline]
-
-
-_CLAIMS = _Claims()
 
 
 class _Feed:
@@ -308,69 +274,50 @@ def _cardinality(pipeline, cardinality):
 
 # -- uint8 on the wire, conversion on the device -------------------------------------
 
-_LAYOUTS = {"NHWC": "NHWC", "NCHW": "NCHW", "CHANNELS_LAST": "NHWC", "CHANNELS_FIRST": "NCHW"}
+def _conversion(normalize, dtype, layout, input_layout):
+    """The conversion asked for (fastq.convert.ConversionSpec), or None when there is none."""
+    from fastq.convert import ConversionSpec
+    spec = ConversionSpec(normalize, dtype, layout, input_layout, where="fastq.tf")
+    if spec.layout == "channels_last":
+        raise ValueError("fastq.tf: layout='channels_last' is PyTorch's memory format (an NCHW shape); TensorFlow "
+                         "tensors have none: ask for 'NHWC' (Keras' channels_last) or 'NCHW'")
+    return spec if spec.active else None
 
 
-def _conversion(normalize, dtype, layout, max_pixel_value):
-    """The validated conversion of uint8 images, or None when nothing is asked:
-    (mean, std or None, output dtype name, output layout or None, max_pixel_value)."""
-    if normalize is None and dtype is None and layout is None:
-        return None
-    from fastq import ops as fops
-    mean = std = None
-    if normalize is not None:
-        try:
-            mean, std = normalize
-        except (TypeError, ValueError):
-            raise ValueError(f"normalize must be (mean, std) on the 0..1 scale, as ops.Normalize takes them "
-                             f"(e.g. (fastq.ops.IMAGENET_MEAN, fastq.ops.IMAGENET_STD)), got {normalize!r}") from None
-        fops.Normalize(mean, std, max_pixel_value=max_pixel_value)  # validates them
-    name = "float32" if dtype is None else fops.dtype_name(dtype, "dtype")
-    if name not in ("float32", "float16", "bfloat16"):
-        raise ValueError(f"dtype must be float32, float16 or bfloat16, got {name}")
-    lay = None
-    if layout is not None:
-        lay = _LAYOUTS.get(str(layout).upper())
-        if lay is None:
-            raise ValueError(f"layout must be 'NHWC', 'NCHW', 'channels_last' or 'channels_first', got {layout!r}")
-    return mean, std, name, lay, float(max_pixel_value)
-
-
-def _convert_images(images, conv, input_layout):
-    """uint8 images -> conv's dtype / layout, normalized as fastq's Normalize (bit for bit:
-    fastq.tf_ops.normalize), on the device the ops run on."""
+def _convert_images(images, spec):
+    """uint8 images -> the spec's layout and dtype, normalized as fastq's Normalize writes it
+    (bit for bit: a gather from fastq.ops.normalize_table), on the device the ops run on."""
     tf = _tf()
     from fastq import tf_ops
-    mean, std, name, lay, mpv = conv
-    if images.dtype != tf.uint8:
-        raise TypeError(f"fastq.tf: the conversion on the device takes uint8 images, got {images.dtype.name}; "
-                        f"build the Pipeline with dtype='uint8' and without Normalize")
-    lay = lay or input_layout
-    if lay != input_layout:  # uint8: a quarter of the bytes of the float result to move
-        images = tf.transpose(images, [0, 3, 1, 2] if lay == "NCHW" else [0, 2, 3, 1])
-    if mean is None:
-        return tf.cast(images, tf.as_dtype(name))
-    return tf_ops.normalize(images, mean, std, max_pixel_value=mpv, dtype=name, layout=lay)
+    if spec.casts and images.dtype != tf.uint8:
+        raise TypeError(f"fastq.tf: normalize/dtype on the device needs uint8 images, got {images.dtype.name}: "
+                        f"build the Pipeline with dtype='uint8' and without ops.Normalize (the device does that)")
+    perm, _, axis = spec.plan(tuple(images.shape))
+    if perm != (0, 1, 2, 3):  # uint8: a quarter of the bytes of the float result to move
+        images = tf.transpose(images, perm)
+    if not spec.casts:
+        return images
+    return tf_ops.gather_table(images, tf_ops.table_as(spec.table(), spec.dtype), axis)
 
 
 def to_device(batch: Any, device: Optional[str] = None, *, normalize: Any = None, dtype: Any = None,
-              layout: Optional[str] = None, input_layout: str = "NHWC", max_pixel_value: float = 255.0) -> Any:
+              layout: Optional[str] = None, input_layout: str = "NHWC") -> Any:
     """A batch ``(images, ...)`` (or an images tensor) on `device`, its uint8 images
-    converted there: ``normalize=(mean, std)`` (0..1 scale, as ``ops.Normalize``; the
-    result equals the Pipeline's Normalize bit for bit), ``dtype`` float32 (default),
-    float16 or bfloat16, ``layout`` "NHWC" / "NCHW" (also "channels_last" /
-    "channels_first"; ``input_layout`` is the Pipeline's).  The other tensors are copied as
-    they are.  Eager or inside ``tf.function`` (a training step); ``device=None``: where
-    TensorFlow places the ops.  The same names as fastq.torch.to_device."""
+    converted there (fastq.convert.ConversionSpec): ``normalize`` True (ImageNet),
+    ``(mean, std)`` on the 0..1 scale or an ``ops.Normalize`` - the result equals the
+    Pipeline's Normalize bit for bit; ``dtype`` float32 (the default when normalizing),
+    bfloat16, float16 (without ``normalize``: ``x / 255``, as a Pipeline without Normalize
+    writes); ``layout`` "NHWC" or "NCHW" (``input_layout``: the Pipeline's).  The other
+    tensors are copied as they are.  Eager or inside a ``tf.function`` (a training step);
+    ``device=None``: where TensorFlow places the ops.  The names of fastq.torch.to_device
+    and fastq.jax.device_put."""
     tf = _tf()
-    conv = _conversion(normalize, dtype, layout, max_pixel_value)
-    lay = _LAYOUTS.get(str(input_layout).upper())
-    if lay is None:
-        raise ValueError(f"input_layout must be 'NHWC' or 'NCHW', got {input_layout!r}")
+    spec = _conversion(normalize, dtype, layout, input_layout)
     single = not isinstance(batch, (tuple, list))
     items = (batch,) if single else tuple(batch)
     with tf.device(device) if device else contextlib.nullcontext():
-        first = items[0] if conv is None else _convert_images(tf.convert_to_tensor(items[0]), conv, lay)
+        first = tf.convert_to_tensor(items[0])
+        first = first if spec is None else _convert_images(first, spec)
         out = (tf.identity(first),) + tuple(tf.nest.map_structure(tf.identity, x) for x in items[1:])
     return out[0] if single else out
 
@@ -391,7 +338,6 @@ def _native_dataset(pipeline, spec, n, native):
     else:
         why = "native=False"
     if native is not False:
-        from fastq import _tf_native
         try:
             return _tf_native.dataset(pipeline, spec, n), {"feed": "native", "op": "FastqDataset"}
         except Exception as e:  # noqa: BLE001 - any reason: the from_generator feed still works
@@ -408,7 +354,7 @@ def _native_dataset(pipeline, spec, n, native):
 def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_size: Optional[int] = None,
             cardinality: Union[str, int, None] = "auto", structure: str = "tuple",
             native: Union[str, bool] = "auto", normalize: Any = None, dtype: Any = None,
-            layout: Optional[str] = None, max_pixel_value: float = 255.0) -> Any:
+            layout: Optional[str] = None) -> Any:
     """A ``tf.data.Dataset`` of the pipeline's batches, without copies.
 
     Elements are tuples of tensors, one per pipeline output (the same tuple a
@@ -425,13 +371,14 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
         pinned) overlap compute; nothing may be chained after it.  A GPU
         device when TensorFlow sees no GPU is a ValueError; a CPU device is
         a no-op (unless a conversion is asked, below).
-    normalize, dtype, layout, max_pixel_value
+    normalize, dtype, layout
         uint8 on the wire, conversion on the device: the images (uint8: a
         Pipeline with ``dtype="uint8"`` and no Normalize) are copied to
         `device` as they are, then converted there by :func:`to_device`'s
-        ops - ``normalize=(mean, std)`` equal to the Pipeline's Normalize bit
-        for bit, ``dtype`` float32 (default) / float16 / bfloat16, ``layout``
-        NHWC / NCHW.  The dataset ends with
+        ops (fastq.convert.ConversionSpec: ``normalize`` True / (mean, std) /
+        ``ops.Normalize``, equal to the Pipeline's Normalize bit for bit;
+        ``dtype`` float32 / bfloat16 / float16; ``layout`` NHWC / NCHW).  The
+        dataset ends with
         ``copy_to_device(device)``, then, under ``tf.device(device)``, the
         conversion ``map`` and ``prefetch(device_buffer_size or 1)``.  Without
         `device` the conversion runs on the host's CPU (slow there: prefer the
@@ -477,9 +424,9 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
                          f"least one output after the images (its outputs: {names})")
     if native not in ("auto", True, False):
         raise ValueError(f"fastq.tf.dataset: native must be 'auto', True or False, got {native!r}")
-    conv = _conversion(normalize, dtype, layout, max_pixel_value)
+    conv = _conversion(normalize, dtype, layout, _pipeline_layout(pipeline))
     spec = element_spec(pipeline)
-    if conv is not None and spec[0].dtype != tf.uint8:
+    if conv is not None and conv.casts and spec[0].dtype != tf.uint8:
         raise ValueError(f"fastq.tf.dataset(normalize/dtype/layout=...): the conversion on the device takes uint8 "
                          f"images, this Pipeline writes {spec[0].dtype.name}; build it with dtype='uint8' and "
                          f"without Normalize (the conversion does that on the device)")
@@ -508,10 +455,8 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
     object.__setattr__(ds, "_fastq_pipeline", pipeline)
     convert = None
     if conv is not None:
-        in_layout = _pipeline_layout(pipeline)
-
         def convert(images, *rest):
-            return (_convert_images(images, conv, in_layout),) + rest
+            return (_convert_images(images, conv),) + rest
     kind = None
     if device is not None:
         kind = (tf.DeviceSpec.from_string(device).device_type or "").upper()

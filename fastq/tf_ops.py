@@ -299,26 +299,46 @@ def decode_augment(encoded: Any, index: Any, *, ops: Any, seed: int = 0, epoch: 
 Floats = Optional[Union[float, Sequence[float]]]
 
 
+def table_as(table: np.ndarray, dtype: Any) -> np.ndarray:
+    """A float32 normalize table (:func:`fastq.ops.normalize_table`) in `dtype`: float16 /
+    bfloat16 from the float32 value, round to nearest even, as csrc writes them."""
+    from fastq import ops as fops
+    name = fops.dtype_name(dtype, "normalize_table")
+    if name == "float32":
+        return table
+    if name == "float16":
+        return table.astype(np.float16)
+    if name == "bfloat16":
+        from fastq import _image
+        return table.astype(_image.numpy_dtype("bfloat16"))
+    raise ValueError(f"normalize_table: dtype must be a float dtype, got {name}")
+
+
 def normalize_table(mean: Floats = None, std: Floats = None,
                     max_pixel_value: float = 255.0, dtype: Any = "float32") -> np.ndarray:
     """The ``(3, 256)`` table fastq's Normalize writes from: ``(v / 255 - mean[c]) /
     std[c]`` computed in float64 and rounded once to float32 (then to float16 /
-    bfloat16 from the float32 value, round to nearest even), as csrc builds it."""
+    bfloat16 from the float32 value, round to nearest even), as csrc builds it
+    (:func:`fastq.ops.normalize_table`)."""
     from fastq import ops as fops
     n = fops.Normalize(fops.IMAGENET_MEAN if mean is None else mean, fops.IMAGENET_STD if std is None else std,
                        max_pixel_value=max_pixel_value)
-    f = n.fields()
-    v = np.arange(256, dtype=np.float64)
-    t = np.stack([((v / 255.0 - f["mean"][c]) / f["std"][c]).astype(np.float32) for c in range(3)])
-    name = fops.dtype_name(dtype, "normalize_table")
-    if name == "float32":
-        return t
-    if name == "float16":
-        return t.astype(np.float16)
-    if name == "bfloat16":
-        from fastq import _image
-        return t.astype(_image.numpy_dtype("bfloat16"))
-    raise ValueError(f"normalize_table: dtype must be a float dtype, got {name}")
+    return table_as(fops.normalize_table(n), dtype)
+
+
+def gather_table(images: Any, table: np.ndarray, axis: int) -> Any:
+    """``table[c][images]`` for the channel ``c`` on `axis` (>= 0) of a uint8 tensor
+    (1-channel images use row 0): one ``tf.gather``, on whatever device the images are."""
+    tf = _tf()
+    c = images.shape[axis]
+    if c not in (1, 3):
+        raise ValueError(f"normalize: images need 1 or 3 channels on axis {axis}, got shape {images.shape}")
+    flat = tf.constant(table[:c].reshape(-1))
+    offs = np.arange(c, dtype=np.int32) * 256
+    rank = len(images.shape)
+    if axis != rank - 1:  # channels before H, W (NCHW): broadcast over them
+        offs = offs.reshape((c,) + (1,) * (rank - 1 - axis))
+    return tf.gather(flat, tf.cast(images, tf.int32) + tf.constant(offs))
 
 
 def normalize(images: Any, mean: Floats = None, std: Floats = None,
@@ -336,15 +356,7 @@ def normalize(images: Any, mean: Floats = None, std: Floats = None,
     lay = layout.upper()
     if lay not in ("NHWC", "NCHW", "HWC", "CHW"):
         raise ValueError(f"normalize: layout must be NHWC or NCHW, got {layout!r}")
-    axis = -1 if lay in ("NHWC", "HWC") else -3
-    c = images.shape[axis]
-    if c not in (1, 3):
-        raise ValueError(f"normalize: images need 1 or 3 channels on axis {axis}, got shape {images.shape}")
-    flat = tf.constant(table[:c].reshape(-1))
-    offs = tf.constant(np.arange(c, dtype=np.int32) * 256)
-    if axis == -3:
-        offs = tf.reshape(offs, (c, 1, 1))
-    return tf.gather(flat, tf.cast(images, tf.int32) + offs)
+    return gather_table(images, table, len(images.shape) - 1 if lay in ("NHWC", "HWC") else len(images.shape) - 3)
 
 
 def _normalize_layer_class():
