@@ -464,8 +464,9 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
             raise ValueError(f"fastq.tf.dataset(device={device!r}): TensorFlow sees no GPU here "
                              f"(tf.config.list_physical_devices('GPU') is empty); pass device=None "
                              f"to stay on the CPU")
-        if kind not in ("GPU", "CPU"):
+        if kind not in ("GPU", "CPU", ""):
             raise ValueError(f"fastq.tf.dataset: unsupported device {device!r} (GPU or CPU)")
+        kind = kind or None  # no device type: where TensorFlow places ops, as device=None
     if convert is not None and kind is not None:
         # the uint8 batch is what crosses to the device; the map runs there
         ds = ds.apply(tf.data.experimental.copy_to_device(device))
