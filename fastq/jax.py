@@ -16,10 +16,11 @@ the host, bit for bit, in float32, bfloat16 and float16.  A uint8 batch is a qua
 the bytes of a float32 one over host memory and PCIe.  XLA chooses device memory
 layouts itself, so ``layout`` is NHWC or NCHW (no channels_last).
 
-Slot lifetime: ``jax.device_put`` keeps a reference to the host array (and so to the
-batch's slot lease) until its transfer has completed (on the CPU it may alias the slot
-instead, and then keeps it for as long as the JAX array lives), so the producers never
-overwrite a slot JAX is still reading.  Drop your own references whenever you like.
+Slot lifetime: to an accelerator, JAX keeps a reference to the host array (and so to the
+batch's slot lease) until its transfer has completed.  To a CPU device, ``jax.device_put``
+would alias the slot and hold it for the JAX array's whole life, so the batch is copied on
+the host first.  Either way the producers never overwrite a slot JAX still reads, and
+keeping the JAX arrays does not keep slots; drop your own references whenever you like.
 
 This module is ``fastq.jax``; its ``import jax`` is an absolute import and gets JAX.
 """
@@ -95,7 +96,12 @@ def device_put(batch: Sequence[np.ndarray], device: Any = None, *, normalize: An
     """``jax.device_put`` each array of a fastq batch to `device`, and convert the images
     (the first array) there.  Returns one JAX array per array of the batch."""
     conv = converter(normalize, dtype, layout, input_layout)
-    outs = [jax.device_put(a, device) for a in batch]
+    # On a CPU device, device_put aliases a numpy array (even with may_alias=False in JAX 0.10)
+    # and would hold the slot for the JAX array's whole life: copy on the host first, so the
+    # slot is free once put, as after a transfer to an accelerator.
+    plat = device.platform if hasattr(device, "platform") else jax.devices()[0].platform
+    host_copy = plat == "cpu"
+    outs = [jax.device_put(np.array(a) if host_copy else a, device) for a in batch]
     if outs:
         outs[0] = conv(outs[0])
     return tuple(outs)

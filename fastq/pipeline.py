@@ -361,10 +361,14 @@ class Pipeline:
         e = 0
         while epochs is None or e < epochs:
             n = 0
-            for batch in self:
-                n += 1
-                yield batch
-                del batch
+            it = iter(self)
+            try:
+                for batch in it:
+                    n += 1
+                    yield batch
+                    del batch
+            finally:
+                it.close()  # a generator closed mid-epoch stops that epoch's producers
             if n == 0 and epochs is None:
                 raise ValueError("Pipeline.repeat(): an epoch produced no batch; refusing to loop forever")
             e += 1

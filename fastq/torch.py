@@ -370,9 +370,19 @@ class DeviceLoader:
         return len(self.pipeline)
 
     def __iter__(self) -> Iterator[Tuple["torch.Tensor", ...]]:
+        """One pipeline epoch."""
+        return self._start(None)
+
+    def repeat(self, epochs: Optional[int] = None) -> Iterator[Tuple["torch.Tensor", ...]]:
+        """`epochs` epochs (forever if None) as one stream: fastq's thread starts the next
+        epoch as soon as the last host batch of the current one is copied, while the
+        batches copied ahead still feed the model, so an epoch boundary is not a pause."""
+        return self._start(epochs if epochs is not None else -1)
+
+    def _start(self, epochs: Optional[int]) -> "_LoaderEpoch":
         if self._active is not None:
             self._active.close()
-        self._active = _LoaderEpoch(self)
+        self._active = _LoaderEpoch(self, epochs)
         return self._active
 
     def stats(self) -> Dict[str, Any]:
@@ -391,12 +401,14 @@ class DeviceLoader:
 
 
 class _LoaderEpoch:
-    def __init__(self, loader: DeviceLoader):
+    def __init__(self, loader: DeviceLoader, epochs: Optional[int]):
         self._loader = loader
         self._queue: "queue.Queue[Any]" = queue.Queue(maxsize=loader.prefetch)
         self._stop = threading.Event()
         self._done = False
-        self._host_iter = iter(loader.pipeline)  # started here: the epoch belongs to this iteration
+        # started here, in the consumer's thread: the epoch belongs to this iteration
+        p = loader.pipeline
+        self._host_iter: Any = iter(p) if epochs is None else iter(p.repeat(None if epochs < 0 else epochs))
         self._thread = threading.Thread(target=self._run, name="fastq-torch-loader", daemon=True)
         self._thread.start()
 

@@ -96,25 +96,31 @@ def check_event_guarded_copy(batches=200):
     return results
 
 
-def make_jpegs(d, n=1024, seed=0):
+def _make_jpeg(args):
     import cv2
-    rng = np.random.default_rng(seed)
-    paths = []
-    for i in range(n):
-        h, w = int(rng.integers(300, 800)), int(rng.integers(300, 800))
-        small = rng.integers(0, 256, (h // 16 + 1, w // 16 + 1, 3), dtype=np.uint8)
-        img = cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC)
-        img = np.clip(img.astype(np.int16) + rng.integers(-12, 12, img.shape), 0, 255).astype(np.uint8)
-        p = os.path.join(d, f"{i:05d}.jpg")
-        cv2.imwrite(p, img, [cv2.IMWRITE_JPEG_QUALITY, 90])
-        paths.append(p)
-    return paths
+    d, i, seed = args
+    rng = np.random.default_rng([seed, i])
+    h, w = int(rng.integers(300, 800)), int(rng.integers(300, 800))
+    small = rng.integers(0, 256, (h // 16 + 1, w // 16 + 1, 3), dtype=np.uint8)
+    img = cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC)
+    img = np.clip(img.astype(np.int16) + rng.integers(-12, 12, img.shape), 0, 255).astype(np.uint8)
+    p = os.path.join(d, f"{i:05d}.jpg")
+    cv2.imwrite(p, img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+    return p
+
+
+def make_jpegs(d, n=1024, seed=0):
+    """n ImageNet-like JPEGs, made by one process per core."""
+    import multiprocessing
+    with multiprocessing.get_context("spawn").Pool(min(16, os.cpu_count() or 1)) as pool:
+        return pool.map(_make_jpeg, [(d, i, seed) for i in range(n)], chunksize=16)
 
 
 def fastq_rate(paths, workers):
     chain = [ops.RandomResizedCrop(224), ops.HorizontalFlip(), ops.Normalize()]
     with fastq.Pipeline(fastq.sources.Files(paths, labels=list(range(len(paths)))), batch_size=64, queue_size=6,
-                        workers=workers, ops=chain, dtype="float32", seed=0, shuffle=True) as p:
+                        workers=workers, ops=chain, dtype="float32", seed=0, shuffle=True,
+                        worker_priority="normal") as p:  # fastq alone: every core, as the DataLoaders get
         for b in p:  # warm-up epoch
             ftorch.to_device(b, "cuda")
         torch.cuda.synchronize()
@@ -183,26 +189,22 @@ def loader_rate(ds, workers):
     return n / (time.perf_counter() - t0)
 
 
-def check_throughput(n_images):
+def check_throughput(paths):
     workers = min(16, os.cpu_count() or 1)
-    section(f"images/s to GPU tensors, reference task ({n_images} JPEGs, batch 64, {workers} workers, "
+    section(f"images/s to GPU tensors, reference task ({len(paths)} JPEGs, batch 64, {workers} workers, "
             "median of 3 epochs after a warm-up)")
     out = {}
-    with tempfile.TemporaryDirectory(prefix="fastq-gpu-") as d:
-        t0 = time.perf_counter()
-        paths = make_jpegs(d, n_images)
-        print(f"   made {len(paths)} JPEGs in {time.perf_counter() - t0:.1f} s")
-        out["fastq + to_device"] = statistics.median(fastq_rate(paths, workers) for _ in range(3))
-        print(f"   fastq + fastq.torch.to_device: {out['fastq + to_device']:.0f} images/s", flush=True)
-        out["DataLoader(cv2)"] = statistics.median(loader_rate(_CvDataset(paths), workers) for _ in range(3))
-        print(f"   DataLoader(cv2, pin_memory=True): {out['DataLoader(cv2)']:.0f} images/s", flush=True)
-        try:
-            ds = _tv_dataset(paths)
-        except ImportError as e:
-            print(f"   torchvision: not installed ({e}); skipped")
-        else:
-            out["DataLoader(torchvision)"] = statistics.median(loader_rate(ds, workers) for _ in range(3))
-            print(f"   torchvision + DataLoader(pin_memory=True): {out['DataLoader(torchvision)']:.0f} images/s")
+    out["fastq + to_device"] = statistics.median(fastq_rate(paths, workers) for _ in range(3))
+    print(f"   fastq + fastq.torch.to_device: {out['fastq + to_device']:.0f} images/s", flush=True)
+    out["DataLoader(cv2)"] = statistics.median(loader_rate(_CvDataset(paths), workers) for _ in range(3))
+    print(f"   DataLoader(cv2, pin_memory=True): {out['DataLoader(cv2)']:.0f} images/s", flush=True)
+    try:
+        ds = _tv_dataset(paths)
+    except ImportError as e:
+        print(f"   torchvision: not installed ({e}); skipped")
+    else:
+        out["DataLoader(torchvision)"] = statistics.median(loader_rate(ds, workers) for _ in range(3))
+        print(f"   torchvision + DataLoader(pin_memory=True): {out['DataLoader(torchvision)']:.0f} images/s")
     return out
 
 
@@ -231,6 +233,104 @@ def check_cupy_jax():
         print("   JAX: not installed")
 
 
+# -- training: is the GPU ever waiting for fastq? --------------------------------------
+
+def train_step_fn(model, opt, device_type):
+    """One bf16-autocast SGD step (channels_last model), launched from this thread."""
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step(x, y):
+        with torch.autocast(device_type, dtype=torch.bfloat16):
+            loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return step
+
+
+def make_model(name, device):
+    import torchvision
+    model = getattr(torchvision.models, name)(weights=None, num_classes=1000).to(device)
+    model = model.to(memory_format=torch.channels_last).train()
+    return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+
+def rate_synthetic(step, batch, steps, device, sync, warmup):
+    """Images/s of `step` on batches already on the device (the GPU-bound rate)."""
+    x = torch.randn(batch, 3, 224, 224, device=device).to(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (batch,), device=device)
+    for _ in range(warmup):
+        step(x, y)
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step(x, y)
+    sync()
+    return batch * steps / (time.perf_counter() - t0)
+
+
+def rate_fed(step, loader, batch, steps, sync, warmup):
+    """Images/s of `step` fed by a fastq DeviceLoader (epochs back to back), and the
+    seconds the training thread waited for input during the timed steps."""
+    stream = loader.repeat()
+    for _ in range(warmup):
+        step(*next(stream))
+    sync()
+    w0 = loader.stats()["wait_s"]
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        x, y = next(stream)
+        step(x, y.long())
+    sync()
+    dt = time.perf_counter() - t0
+    waited = loader.stats()["wait_s"] - w0
+    stream.close()
+    return batch * steps / dt, waited
+
+
+def training_rates(paths, models=("resnet18", "resnet50"), device="cuda", batch=64, steps=None, rounds=3,
+                   warmup=15, _backend=None):
+    """Per model: GPU-bound images/s (synthetic batches on the device) and images/s fed by
+    fastq with its defaults (uint8 over PCIe, normalize to bf16 channels_last on the
+    device, DeviceLoader), alternated, `rounds` each; returns {model: {...medians}}."""
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    steps = steps or {"resnet18": 150, "resnet50": 60}
+    out = {}
+    for name in models:
+        model, opt = make_model(name, device)
+        step = train_step_fn(model, opt, "cuda" if device == "cuda" else "cpu")
+        n = steps[name] if isinstance(steps, dict) else steps
+        chain = [ops.RandomResizedCrop(224), ops.HorizontalFlip()]
+        with fastq.Pipeline(fastq.sources.Files(paths, labels=[i % 1000 for i in range(len(paths))]),
+                            batch_size=batch, ops=chain, dtype="uint8", seed=0, shuffle=True) as pipe:
+            loader = ftorch.DeviceLoader(pipe, device, normalize=True, dtype=torch.bfloat16, layout="channels_last",
+                                         _backend=_backend)
+            syn, fed, waits = [], [], []
+            for _ in range(rounds):
+                syn.append(rate_synthetic(step, batch, n, device, sync, warmup))
+                r, w = rate_fed(step, loader, batch, n, sync, warmup)
+                fed.append(r)
+                waits.append(w)
+            st = pipe.stats()
+            loader.close()
+        out[name] = {"synthetic": statistics.median(syn), "fed": statistics.median(fed),
+                     "wait_s": statistics.median(waits), "workers": st["workers"],
+                     "scheduling": st.get("scheduling")}
+        del model, opt, step
+    return out
+
+
+def check_training(paths):
+    section("training steps (bf16 autocast, channels_last, SGD, batch 64): GPU-bound vs fed by fastq's defaults "
+            "(uint8 -> DeviceLoader(normalize=True, bfloat16, channels_last)); medians of 3 alternated rounds")
+    res = training_rates(paths)
+    for name, r in res.items():
+        print(f"   {name}: GPU-bound {r['synthetic']:.0f} img/s, fed {r['fed']:.0f} img/s, "
+              f"fed / GPU-bound {r['fed'] / r['synthetic']:.3f} (the loop waited {r['wait_s'] * 1e3:.0f} ms for "
+              f"input per round); {r['workers']} workers, {r['scheduling']}", flush=True)
+    return res
+
+
 def main():
     t0 = time.perf_counter()
     print(f"fastq {fastq.__version__} from {os.path.dirname(fastq.__file__)}; torch {torch.__version__}, "
@@ -238,7 +338,12 @@ def main():
     check_pinning_and_bandwidth()
     check_event_guarded_copy()
     check_cupy_jax()
-    check_throughput(int(os.environ.get("GPU_CHECK_IMAGES", "1024")))
+    with tempfile.TemporaryDirectory(prefix="fastq-gpu-") as d:
+        t1 = time.perf_counter()
+        paths = make_jpegs(d, int(os.environ.get("GPU_CHECK_IMAGES", "2048")))
+        print(f"\n   made {len(paths)} JPEGs in {time.perf_counter() - t1:.1f} s", flush=True)
+        check_training(paths)
+        check_throughput(paths)
     section(f"done in {time.perf_counter() - t0:.0f} s: " + ("all correctness checks passed" if not FAILS
                                                               else f"{len(FAILS)} FAILED: " + "; ".join(FAILS)))
     return 1 if FAILS else 0

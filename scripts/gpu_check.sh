@@ -14,8 +14,12 @@
 #      memory, fastq.torch.to_device under slot pressure (queue_size=2 and a busy stream:
 #      every batch's checksum on the GPU against the host's; a naive non_blocking copy
 #      whose CPU tensor is dropped is run too, to show what the guard prevents), CuPy /
-#      JAX on the GPU batch, and images/s to GPU tensors on the reference task (fastq +
+#      JAX on the GPU batch, training steps of torchvision's ResNet-18 and ResNet-50 (bf16
+#      autocast, channels_last, SGD, batch 64) on synthetic batches already on the GPU and fed
+#      by fastq's defaults (uint8 over PCIe, fastq.torch.DeviceLoader normalizing to bf16 on the
+#      GPU), printing fed / GPU-bound, and images/s to GPU tensors on the reference task (fastq +
 #      to_device vs DataLoader(pin_memory=True) with cv2, and with torchvision if present).
+#      GPU_CHECK_IMAGES (default 2048) sets the size of the generated JPEG set.
 # Exit status: 0 all checks passed (or no GPU), 1 a correctness check failed, 2 set-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."

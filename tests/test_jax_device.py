@@ -52,3 +52,21 @@ def test_clear_errors():
         fjax.convert(np.zeros((1, 4, 4, 3), np.float32), True)
     with pytest.raises(ValueError, match="1 or 3 channels"):
         fjax.convert(np.zeros((1, 4, 4, 2), np.uint8), True)
+
+
+def test_put_arrays_survive_the_slot_being_reused():
+    """jax.device_put either copies or keeps the host array (hence the slot) alive: after the
+    producers have refilled the ring many times, every array still holds its own batch."""
+    n = 64
+    imgs = np.stack([np.full((4, 4, 3), i, np.uint8) for i in range(n)])
+    outs = []
+    with fastq.Pipeline(fastq.sources.Arrays(imgs, np.arange(n)), batch_size=4, queue_size=2, workers=2,
+                        dtype="uint8", pin_memory=False, stall_timeout=10) as p:
+        for batch in p:
+            outs.append(fjax.device_put(batch, normalize=True))
+            del batch
+    t = ops.normalize_table(ops.Normalize())
+    for k, (x, y) in enumerate(outs):
+        want = np.arange(4 * k, 4 * k + 4)
+        np.testing.assert_array_equal(np.asarray(y), want.astype(np.asarray(y).dtype))
+        np.testing.assert_array_equal(np.asarray(x)[:, 0, 0, :], t[:, want].T)

@@ -590,3 +590,37 @@ def test_device_loader_arguments():
     with numbered_pipe() as p:
         with pytest.raises(ValueError, match="prefetch must be"):
             ftorch.DeviceLoader(p, "cpu", prefetch=0, _backend=CpuStandIn())
+
+
+def test_device_loader_repeat_streams_epochs_back_to_back():
+    imgs = np.stack([np.full((4, 4, 3), i, np.uint8) for i in range(20)])
+    with fastq.Pipeline(fastq.sources.Arrays(imgs, np.arange(20)), batch_size=4, queue_size=2, workers=2,
+                        dtype="uint8", pin_memory=False) as p:
+        loader = ftorch.DeviceLoader(p, "cpu", _backend=CpuStandIn())
+        labels = [y.clone() for _, y in loader.repeat(3)]
+        assert len(labels) == 15 and p.epoch == 3
+        assert torch.equal(torch.cat(labels), torch.arange(20).repeat(3))
+        for k, _ in enumerate(loader.repeat()):  # forever, until the consumer stops
+            if k == 12:
+                break
+        loader.close()
+        assert wait_until(lambda: p.stats()["slots_leased"] == 0)
+        assert not [t for t in threading.enumerate() if t.name == "fastq-torch-loader" and t.is_alive()]
+
+
+def test_gpu_check_training_section_runs_on_the_cpu(tmp_path, monkeypatch):
+    """scripts/gpu_check.py's training section cannot run here for real (no GPU); run its
+    code path on the CPU, tiny, so that the one GPU run a session may get does not die on
+    a typo."""
+    pytest.importorskip("torchvision", reason="the training section builds torchvision's ResNets")
+    pytest.importorskip("cv2", reason="gpu_check makes its JPEGs with cv2")
+    import importlib
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    monkeypatch.syspath_prepend(os.path.join(root, "scripts"))  # its JPEG makers are spawned processes
+    gc = importlib.import_module("gpu_check")
+    paths = gc.make_jpegs(str(tmp_path), n=12)
+    res = gc.training_rates(paths, models=("resnet18",), device="cpu", batch=4, steps=2, rounds=1, warmup=1,
+                            _backend=CpuStandIn())
+    r = res["resnet18"]
+    assert r["synthetic"] > 0 and r["fed"] > 0 and r["wait_s"] >= 0
+    assert r["scheduling"]["priority"] == "background"

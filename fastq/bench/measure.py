@@ -10,10 +10,8 @@ __all__ = ["usable_cores", "cpu_model", "machine_description", "proc_status_kb",
 
 
 def usable_cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    from fastq.scheduling import usable_cpus
+    return len(usable_cpus())
 
 
 def cpu_model():

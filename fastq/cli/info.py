@@ -80,6 +80,10 @@ def collect_info():
     except (OSError, ValueError):
         pass
     cpu["model"] = cpu_model()
+    from fastq import scheduling
+    sched = scheduling.resolve("background")
+    cpu["default_workers"] = sched.default_workers
+    cpu["reserved_for_consumer"] = scheduling.format_cpus(sched.reserved)
     out["cpu"] = cpu
     from fastq import cuda
     cu = {"runtime_candidates": cuda.runtime_candidates()}
@@ -121,7 +125,8 @@ def _print_info(d):
     quota = cpu.get("cgroup_quota_cores")
     print(f"CPU: {cpu['model']}; {cpu['count']} logical CPUs, {cpu['usable']} usable by this process"
           f"{' (affinity ' + ','.join(map(str, aff)) + ')' if aff is not None else ''}"
-          f"{f'; cgroup quota {quota:g} cores' if quota else ''}; default fastq workers = {cpu['usable']}")
+          f"{f'; cgroup quota {quota:g} cores' if quota else ''}; default fastq workers = {cpu['default_workers']}"
+          f" (SCHED_BATCH, nice +19{'; CPUs ' + cpu['reserved_for_consumer'] + ' kept for the training thread' if cpu['reserved_for_consumer'] else ''})")
     print(f"CUDA runtime: {cu['runtime']}; GPUs: {cu['devices']}")
     print(f"pinned slot memory (pin_memory='auto'): {cu['pinning']}")
     fw = ", ".join(f"{k} {v}" if v else f"{k}: not installed" for k, v in d["frameworks"].items())
