@@ -303,6 +303,7 @@ def _begin(feed_id, epoch, position, ep_ptr, token_ptr, msg, msglen):
         if p.closed:
             raise PipelineClosedError("this Pipeline is closed")
         claim = _CLAIMS.claim(p)
+        it = None
         try:
             if epoch >= 0:  # a restored checkpoint: resume (epoch, position)
                 sd = p.state_dict()
@@ -318,13 +319,16 @@ def _begin(feed_id, epoch, position, ep_ptr, token_ptr, msg, msglen):
                 token_ptr[0] = -1
                 return 0
             _fill(ep, p, it, pl)
+            ring = it._ring.retain_native()  # the kernel owns this reference once we return
             with FEEDS.lock:
                 token = next(FEEDS._tokens)
                 FEEDS.live[token] = (it, p, claim)
-            ep.ring = it._ring.retain_native()  # last: the kernel owns this reference from here
+            ep.ring = ring
             token_ptr[0] = token
             return 0
         except BaseException:
+            if it is not None:
+                it.close()  # the epoch's producers stop
             _CLAIMS.release(p, claim)
             raise
     except BaseException as e:  # noqa: BLE001 - everything goes back to TF as an error status

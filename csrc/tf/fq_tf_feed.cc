@@ -1,7 +1,7 @@
 /* fq_tf_feed.cc - EpochReader (fq_tf_dataset.h): one pipeline epoch read from the ring in
  * C++ for FastqDataset, plus the library's entry points for that op (fastq/tf.py calls them
- * through ctypes): fastq_tf_bind_ring, fastq_tf_feed_set_callbacks, fastq_tf_feed_layout,
- * fastq_tf_feed_drop_ring.  See fq_tf_feed.h for the protocol with Python.
+ * through ctypes): fastq_tf_bind_ring, fastq_tf_feed_set_callbacks, fastq_tf_feed_layout.  See
+ * fq_tf_feed.h for the protocol with Python.
  *
  * Per batch, with no Python: fq_ring_next_run (this epoch's run only, 20 ms slices so that a
  * cancelled iterator returns promptly; StalledError after stall_timeout with every slot
@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -470,12 +471,4 @@ extern "C" __attribute__((visibility("default"))) int fastq_tf_feed_layout(uint6
     for (int i = 0; i < n && i < count; i++)
         out[i] = v[i];
     return count;
-}
-
-/* Drop a ring reference Python took for a begin() that then failed. */
-extern "C" __attribute__((visibility("default"))) void fastq_tf_feed_drop_ring(void *ring)
-{
-    const fq_ring_capi_v1 *api = fastq_tf_ring_api();
-    if (api && ring)
-        api->unref(static_cast<fq_ring *>(ring));
 }
