@@ -130,7 +130,8 @@ def test_ideal_rate_and_steady_rate_by_hand():
 
 
 @pytest.mark.parametrize("text, match", [("1:x", "is not C:D"), ("a=1:2,a=3:4", "names repeat"),
-                                         ("0:0", "not both 0"), ("-1:5", ">= 0"), ("", "none given")])
+                                         ("0:0", "not both 0"), ("-1:5", ">= 0"), ("nan:5", ">= 0"), ("1:inf", ">= 0"),
+                                         ("", "none given")])
 def test_bad_settings_are_clear_errors(text, match):
     with pytest.raises(BenchInputError, match=match):
         feed.parse_settings(text)

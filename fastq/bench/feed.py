@@ -10,7 +10,7 @@ The consumer is a synthetic trainer.  Per batch it
    as an eager loop blocks when its CUDA stream is that far ahead;
 2. spends C µs of CPU holding the GIL: the "kernel launches" of an eager training
    step (:class:`Work`: back-to-back ``sum(range(1000))`` calls, each a C loop that
-   holds the GIL, ~15 µs like one launch through a framework's dispatcher, with the
+   holds the GIL, 10-20 µs here like one launch through a framework's dispatcher, with the
    interpreter between them like the Python code between two ops);
 3. marks the step launched: the simulated *compute stream* (another thread) runs it
    for D µs once its launches and its copy are done and the previous step has
@@ -39,9 +39,9 @@ ideal is conservative (a ratio can exceed 1); the default settings keep that sma
 Method (as :mod:`fastq.bench.runner`): ``rounds`` rounds; in each round every feeder
 runs in a fresh process (``python -m fastq.bench.child feed FEEDER ROUND CFG``), in a
 rotated order, with the settings in a rotated order too.  In its process a feeder
-runs an untimed warm-up epoch, then one epoch taken alone, then per setting the
-trainer alone and right after it one epoch fed by the feeder (paired in time: the
-CPU speed of a shared machine drifts by tens of percent over seconds).  Each epoch is
+runs an untimed warm-up epoch, then per setting, back to back, the trainer alone, the
+feeder alone and the trainer fed by the feeder (paired in time: the CPU speed of a
+shared machine drifts by tens of percent over seconds).  Each epoch is
 timed in steady state: from the end of batch ``skip`` to the end of the last (the end
 of a trainer step is when its simulated compute finishes), so that neither a
 pipeline's start-up nor a ring filled in advance counts.  Per round the ideal comes
@@ -54,6 +54,7 @@ defaults, with ``worker_priority="normal"`` (what the scheduling buys), with
 with AUTOTUNE; torch DataLoader + torchvision v2.
 """
 import json
+import math
 import os
 import platform
 import queue
@@ -69,9 +70,9 @@ from fastq.bench.measure import (contention, cpu_delta, cpu_model, cpu_snapshot,
 from fastq.bench.tasks import REFERENCE, Task, task_from_dict
 
 __all__ = ["Work", "Device", "Trainer", "Setting", "DEFAULT_SETTINGS", "FEEDERS", "DEFAULT_FEEDERS",
-           "ideal_rate", "steady_rate", "parse_settings", "run", "print_report", "feed_child"]
+           "ideal_rate", "steady_rate", "parse_settings", "run", "print_report", "write_json", "feed_child"]
 
-CHUNK = 1000            # sum(range(CHUNK)): one "kernel launch" (~15 us on this kind of CPU)
+CHUNK = 1000            # sum(range(CHUNK)): one "kernel launch" (10-20 us on a 2-core EPYC VM)
 RUN_AHEAD = 2           # steps the trainer may queue ahead of the simulated device
 COPY_GBPS = 25.0        # host-to-device copy bandwidth (PCIe 4.0 x16, pinned)
 SKIP = 8                # batches not timed at the start of an epoch (ring fill, start-up)
@@ -83,7 +84,7 @@ class Setting:
     simulated device per batch."""
 
     def __init__(self, name, launch_ms, device_ms):
-        if launch_ms < 0 or device_ms < 0 or launch_ms + device_ms <= 0:
+        if not (0 <= launch_ms < math.inf and 0 <= device_ms < math.inf) or launch_ms + device_ms <= 0:
             raise BenchInputError(f"feed setting {name!r}: C and D must be >= 0 ms and not both 0, got "
                                   f"C={launch_ms}, D={device_ms}")
         self.name, self.launch_ms, self.device_ms = name, float(launch_ms), float(device_ms)
@@ -517,6 +518,9 @@ def _summarize(results, settings, cores):
     return {"feeders": feeders, "trainer_alone": trainer, "regimes": regimes}
 
 
+_LIMITS = {"input": "the input", "launches": "the trainer (launches)", "device": "the trainer (device)"}
+
+
 def _f(x, fmt):
     return "-" if x is None else format(x, fmt)
 
@@ -532,8 +536,7 @@ def print_report(res, out=print):
         reg = res["regimes"].get(s.name)
         out("")
         out(f"{s.name}: C {s.launch_ms:g} ms, D {s.device_ms:g} ms; trainer alone "
-            f"{_f(res['trainer_alone'][s.name], '.0f')} images/s; limited by "
-            f"{ {'input': 'the input', 'launches': 'the trainer (launches)', 'device': 'the trainer (device)'}.get(reg, '?') }")
+            f"{_f(res['trainer_alone'][s.name], '.0f')} images/s; limited by {_LIMITS.get(reg, '?')}")
         out(f"  {'feeder':50s} {'alone':>7s} {'fed':>7s} {'ideal':>7s} {'fed/ideal':>9s} {'launch x':>8s} "
             f"{'input wait':>10s} {'others':>6s}")
         for k in res["order"]:
