@@ -16,9 +16,9 @@ The consumer is a synthetic trainer.  Per batch it
    for D µs once its launches and its copy are done and the previous step has
    finished, sleeping without the GIL.
 
-The work of step 2 is a fixed amount of CPU (calibrated once, in the parent process,
-before anything runs), not a deadline: CPU the feeder takes from the trainer makes
-the step longer, which is the effect measured.  The device's timeline is kept in
+The work of step 2 is a fixed amount of CPU (calibrated in the feeder's process, with
+the feeder idle, just before each setting is measured), not a deadline: CPU the
+feeder takes from the trainer makes the step longer, which is the effect measured.  The device's timeline is kept in
 virtual time (each step ends at ``max(copy done, launches done, previous end) + D``),
 so that a device thread woken late (waiting for the GIL) delays nothing but the
 trainer's next unblocking.
@@ -39,9 +39,9 @@ ideal is conservative (a ratio can exceed 1); the default settings keep that sma
 Method (as :mod:`fastq.bench.runner`): ``rounds`` rounds; in each round every feeder
 runs in a fresh process (``python -m fastq.bench.child feed FEEDER ROUND CFG``), in a
 rotated order, with the settings in a rotated order too.  In its process a feeder
-runs an untimed warm-up epoch, then per setting, back to back, the trainer alone, the
-feeder alone and the trainer fed by the feeder (paired in time: the CPU speed of a
-shared machine drifts by tens of percent over seconds).  Each epoch is
+runs an untimed warm-up epoch, then per setting, back to back, the calibration, the
+trainer alone, the feeder alone and the trainer fed by the feeder (paired in time: the
+CPU speed of a shared machine drifts by tens of percent over seconds).  Each epoch is
 timed in steady state: from the end of batch ``skip`` to the end of the last (the end
 of a trainer step is when its simulated compute finishes), so that neither a
 pipeline's start-up nor a ring filled in advance counts.  Per round the ideal comes
@@ -356,16 +356,16 @@ def _alone(run_epoch, skip, batch):
 
 def feed_child(key, round_index, cfg_path):
     """One feeder in this (fresh) process -> RESULT line: a warm-up epoch, then per
-    setting (in an order rotated by `round_index`) the trainer fed ready-made batches,
-    the feeder alone, and the trainer fed by the feeder, back to back: the three are
-    paired in time, as a shared machine's CPU speed drifts."""
+    setting (in an order rotated by `round_index`) the trainer's work calibrated, the
+    trainer fed ready-made batches, the feeder alone, and the trainer fed by the
+    feeder, back to back: the four are paired in time, as a shared machine's CPU
+    speed drifts."""
     with open(cfg_path) as f:
         cfg = json.load(f)
     task = task_from_dict(cfg["task"])
     settings = [Setting(**s) for s in cfg["settings"]]
     k = round_index % len(settings)
     settings = settings[k:] + settings[:k]
-    work = Work(cfg["us_per_chunk"])
     B = task.batch
     copy_us = B * task.size * task.size * 3 * 4 / (cfg["copy_gbps"] * 1e3)
     workers = cfg["workers"] if key.startswith("fastq") else (cfg["workers"] or usable_cores())
@@ -374,7 +374,8 @@ def feed_child(key, round_index, cfg_path):
     run_epoch(None)  # warm-up
     out = {"feeder": key, "trainer": {}, "alone": {}, "settings": {}}
     for s in settings:
-        out["trainer"][s.name] = _train(ready, work, s, cfg, copy_us, B)
+        work = Work.calibrate()  # now: a shared machine's CPU speed drifts (its feeder is idle)
+        out["trainer"][s.name] = dict(_train(ready, work, s, cfg, copy_us, B), us_per_chunk=work.us_per_chunk)
         out["alone"][s.name] = _alone(run_epoch, cfg["skip"], B)
         out["settings"][s.name] = _train(run_epoch, work, s, cfg, copy_us, B)
     out["info"] = info()
@@ -425,7 +426,8 @@ def run(paths, *, feeders=None, settings=DEFAULT_SETTINGS, rounds=3, workers=Non
         f"{' (' + data_description + ')' if data_description else ''}; {batches - skip} batches timed "
         f"per epoch after {skip}")
     out(f"trainer per batch: C ms of CPU holding the GIL (sum(range({CHUNK})) calls, {work.us_per_chunk:.1f} us "
-        f"each as calibrated), then D ms on a simulated device (run-ahead {run_ahead} steps, copy "
+        f"each here now; each feeder process calibrates again before each setting), then D ms on a simulated "
+        f"device (run-ahead {run_ahead} steps, copy "
         f"{task.batch * task.size * task.size * 12 / (copy_gbps * 1e6):.2f} ms per batch at {copy_gbps:g} GB/s); "
         f"{rounds} round(s), each feeder in its own process; {cores} usable core(s); "
         f"load average {load0[0]:.2f} {load0[1]:.2f}")
@@ -438,8 +440,7 @@ def run(paths, *, feeders=None, settings=DEFAULT_SETTINGS, rounds=3, workers=Non
         cfg_path = os.path.join(tmp, "cfg.json")
         with open(cfg_path, "w") as f:
             json.dump({"task": task.to_dict(), "paths": list(paths), "settings": [s.to_dict() for s in settings],
-                       "us_per_chunk": work.us_per_chunk, "skip": skip, "run_ahead": run_ahead,
-                       "copy_gbps": copy_gbps, "workers": workers}, f)
+                       "skip": skip, "run_ahead": run_ahead, "copy_gbps": copy_gbps, "workers": workers}, f)
         for r in range(rounds):
             order = order0[r % len(order0):] + order0[:r % len(order0)]
             with _progress_bar(len(order), f"round {r + 1}/{rounds}", progress) as bar:
@@ -460,12 +461,13 @@ def run(paths, *, feeders=None, settings=DEFAULT_SETTINGS, rounds=3, workers=Non
         "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "task": dict(task.to_dict(), description=task.describe(), images=len(paths), rounds=rounds,
                      data=data_description, timed_batches=batches - skip, skip=skip),
-        "trainer": {"us_per_chunk": work.us_per_chunk, "chunk": CHUNK, "run_ahead": run_ahead,
+        "trainer": {"us_per_chunk_at_start": work.us_per_chunk, "chunk": CHUNK, "run_ahead": run_ahead,
                     "copy_gbps": copy_gbps, "settings": [s.to_dict() for s in settings]},
         "machine": {"description": machine_description(), "cpu": cpu_model(), "usable_cores": cores,
                     "cpu_count": os.cpu_count(), "workers": workers, "python": platform.python_version(),
                     "loadavg_start": load0, "loadavg_end": load1},
-        "feeders": summary["feeders"], "trainer_alone": summary["trainer_alone"], "regimes": summary["regimes"],
+        "feeders": summary["feeders"], "trainer_alone": summary["trainer_alone"],
+        "trainer_launch_ms": summary["trainer_launch_ms"], "regimes": summary["regimes"],
         "labels": {k: FEEDERS[k][0] for k in todo}, "order": todo, "not_installed": not_installed,
         "failed": failed, "target": TARGET, "runs": results,
     }
@@ -484,6 +486,8 @@ def _summarize(results, settings, cores):
     reported is the median of the rounds' fed / ideal."""
     everyone = [r for runs in results.values() for r in runs]
     trainer = {s.name: _median(r["trainer"][s.name]["images_per_s"] for r in everyone) for s in settings}
+    launch_ms = {s.name: _median(r["trainer"][s.name]["launch_s"] and r["trainer"][s.name]["launch_s"] * 1e3
+                                 for r in everyone) for s in settings}
     feeders, regimes = {}, {}
     for k, runs in results.items():
         if not runs:
@@ -515,7 +519,7 @@ def _summarize(results, settings, cores):
             scaled = ref["alone"] * (cores - s.core_share()) / cores
             regimes[s.name] = ("input" if scaled < trainer[s.name] else
                                "launches" if s.launch_ms >= s.device_ms else "device")
-    return {"feeders": feeders, "trainer_alone": trainer, "regimes": regimes}
+    return {"feeders": feeders, "trainer_alone": trainer, "trainer_launch_ms": launch_ms, "regimes": regimes}
 
 
 _LIMITS = {"input": "the input", "launches": "the trainer (launches)", "device": "the trainer (device)"}
@@ -535,8 +539,9 @@ def print_report(res, out=print):
     for s in settings:
         reg = res["regimes"].get(s.name)
         out("")
-        out(f"{s.name}: C {s.launch_ms:g} ms, D {s.device_ms:g} ms; trainer alone "
-            f"{_f(res['trainer_alone'][s.name], '.0f')} images/s; limited by {_LIMITS.get(reg, '?')}")
+        took = res["trainer_launch_ms"].get(s.name)
+        out(f"{s.name}: C {s.launch_ms:g} ms (took {_f(took, '.1f')} ms in the trainer alone), D {s.device_ms:g} ms; "
+            f"trainer alone {_f(res['trainer_alone'][s.name], '.0f')} images/s; limited by {_LIMITS.get(reg, '?')}")
         out(f"  {'feeder':50s} {'alone':>7s} {'fed':>7s} {'ideal':>7s} {'fed/ideal':>9s} {'launch x':>8s} "
             f"{'input wait':>10s} {'others':>6s}")
         for k in res["order"]:

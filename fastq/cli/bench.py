@@ -25,7 +25,8 @@ from fastq.cli.base import CliError, _csv, _positive_int, arg, command
              f"{','.join(default_peers('segmentation'))}; --task feed: the feeders "
              f"{','.join(FEEDERS)} (default {','.join(DEFAULT_FEEDERS)})); "
              "peers that are not installed are listed as such"),
-    arg("--workers", type=_positive_int, help="fastq's workers and DALI's threads (default: usable cores)"),
+    arg("--workers", type=_positive_int, help="fastq's workers and DALI's threads (default: usable cores; "
+                                              "--task feed: fastq's own default, and tf.data's / the DataLoader's)"),
     arg("--images", type=_positive_int,
         help="images per epoch (generated set: default 2000, hires 300, detection / segmentation 512; DATA: default all, else a fixed random subset; "
              "TFRecord: the first N records in shard order)"),
