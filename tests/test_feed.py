@@ -123,6 +123,9 @@ def test_ideal_rate_and_steady_rate_by_hand():
     assert feed.ideal_rate(1400, 2500, s, 2) == pytest.approx(2500 * 1.1 / 2)          # input-limited
     assert feed.ideal_rate(1000, 2500, s, 2) == 1000                                      # trainer-limited
     assert feed.ideal_rate(1e9, 2000, feed.Setting("y", 30, 10), 4) == pytest.approx(2000 * 3 / 4)  # C > D
+    # C as measured: the launches took 50 ms instead of 45: the trainer takes a whole core
+    assert feed.ideal_rate(1400, 2500, s, 2, launch_ms=50) == pytest.approx(2500 * 1.0 / 2)
+    assert s.core_share(20) == pytest.approx(0.4)
     assert feed.steady_rate([0.0, 1.0, 1.5, 2.0], 10, 1) == pytest.approx(3 * 10 / 2.0)  # batches 2-4
     assert feed.steady_rate([0.0, 1.0, 1.5, 2.0], 10, 2) == pytest.approx(2 * 10 / 1.0)  # batches 3-4
     with pytest.raises(ValueError):

@@ -30,7 +30,9 @@ the ideal (issue 28's definition)::
 
 "trainer alone": the same trainer fed ready-made batches (the feeder idle between two
 epochs); "feeder alone": the feeder's batches taken and dropped at once; C / max(C, D) is the
-share of a core the trainer's launches take when it runs at its own full speed.  The
+share of a core the trainer's launches take when it runs at its own full speed, with C
+as the trainer alone took it (the median step; on a machine whose CPU speed drifts it
+is not quite the nominal C, and the share must be what the trainer really takes).  The
 ideal is what a perfect feeder would reach: the trainer's own rate, or the pipeline on
 the cores the trainer leaves free.  When the input is the bottleneck the trainer runs
 slower than its full speed and takes less CPU than the formula assumes, so there the
@@ -89,9 +91,11 @@ class Setting:
                                   f"C={launch_ms}, D={device_ms}")
         self.name, self.launch_ms, self.device_ms = name, float(launch_ms), float(device_ms)
 
-    def core_share(self):
-        """C / max(C, D): the share of a core the trainer's launches take at full speed."""
-        return self.launch_ms / max(self.launch_ms, self.device_ms)
+    def core_share(self, launch_ms=None):
+        """C / max(C, D): the share of a core the trainer's launches take at full speed
+        (``launch_ms``: C as measured, default the nominal one)."""
+        c = self.launch_ms if launch_ms is None else launch_ms
+        return c / max(c, self.device_ms)
 
     def to_dict(self):
         return {"name": self.name, "launch_ms": self.launch_ms, "device_ms": self.device_ms}
@@ -286,9 +290,10 @@ def steady_rate(times, batch, skip):
     return (n - skip) * batch / (times[-1] - times[skip - 1])
 
 
-def ideal_rate(trainer_alone, feeder_alone, setting, cores):
-    """Issue 28's ideal: min(trainer alone, feeder alone x (cores - C/max(C, D)) / cores)."""
-    return min(trainer_alone, feeder_alone * (cores - setting.core_share()) / cores)
+def ideal_rate(trainer_alone, feeder_alone, setting, cores, launch_ms=None):
+    """Issue 28's ideal: min(trainer alone, feeder alone x (cores - C/max(C, D)) / cores),
+    with C = ``launch_ms`` when given (the launches' time measured in the trainer alone)."""
+    return min(trainer_alone, feeder_alone * (cores - setting.core_share(launch_ms)) / cores)
 
 
 # ---------------------------------------------------------------------------
@@ -497,7 +502,8 @@ def _summarize(results, settings, cores):
             ms = [r["settings"][s.name] for r in runs]
             ts = [r["trainer"][s.name] for r in runs]
             al = [r["alone"][s.name] for r in runs]
-            ideals = [ideal_rate(t["images_per_s"], a["images_per_s"], s, cores) for t, a in zip(ts, al)]
+            ideals = [ideal_rate(t["images_per_s"], a["images_per_s"], s, cores,
+                                 t["launch_s"] * 1e3 if t["launch_s"] else None) for t, a in zip(ts, al)]
             ratios = [m["images_per_s"] / i for m, i in zip(ms, ideals)]
             stretch = [m["launch_s"] / t["launch_s"] for m, t in zip(ms, ts) if m["launch_s"] and t["launch_s"]]
             per[s.name] = {
@@ -516,7 +522,7 @@ def _summarize(results, settings, cores):
         if ref is None or trainer[s.name] is None:
             regimes[s.name] = None
         else:
-            scaled = ref["alone"] * (cores - s.core_share()) / cores
+            scaled = ref["alone"] * (cores - s.core_share(launch_ms[s.name])) / cores
             regimes[s.name] = ("input" if scaled < trainer[s.name] else
                                "launches" if s.launch_ms >= s.device_ms else "device")
     return {"feeders": feeders, "trainer_alone": trainer, "trainer_launch_ms": launch_ms, "regimes": regimes}
@@ -534,8 +540,8 @@ def print_report(res, out=print):
     settings = [Setting(**s) for s in res["trainer"]["settings"]]
     cores = res["machine"]["usable_cores"]
     out("")
-    out(f"ideal = min(trainer alone, feeder alone x ({cores} - C/max(C, D)) / {cores}); ratio = fed / ideal; "
-        f"medians of {res['task']['rounds']} round(s)")
+    out(f"ideal = min(trainer alone, feeder alone x ({cores} - C/max(C, D)) / {cores}), C as the trainer alone took "
+        f"it; ratio = fed / ideal; medians of {res['task']['rounds']} round(s), each ratio paired within its round")
     for s in settings:
         reg = res["regimes"].get(s.name)
         out("")
@@ -561,7 +567,7 @@ def print_report(res, out=print):
         for s in settings:
             r = f["settings"][s.name]["ratio"]
             if r is not None:
-                out(f"target fastq defaults >= {res['target']:.2f} of the ideal, {s.name}: {r:.2f} "
+                out(f"target fastq defaults >= {res['target']:.2f} of the ideal, {s.name}: {r:.3f} "
                     f"{'met' if r >= res['target'] else 'MISSED'}")
     out("launch x: a step's launches took this many times as long as in the trainer alone (medians); "
         "input wait: share of the epoch the trainer waited for a batch; others: cores other processes took")

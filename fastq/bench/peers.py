@@ -618,5 +618,5 @@ def peer_label(key, workers=None):
         w = key.split("@")[1] if "@" in key else workers
         return f"fastq (workers={w})" if w is not None else "fastq"
     if base == "fastq_normal" and workers is not None:
-        return f'fastq (workers={workers}, worker_priority="normal")'
+        return f"fastq (workers={workers}, normal priority)"
     return PEERS[base][0]
