@@ -126,6 +126,10 @@ def test_ideal_rate_and_steady_rate_by_hand():
     # C as measured: the launches took 50 ms instead of 45: the trainer takes a whole core
     assert feed.ideal_rate(1400, 2500, s, 2, launch_ms=50) == pytest.approx(2500 * 1.0 / 2)
     assert s.core_share(20) == pytest.approx(0.4)
+    # tight: 2000 img/s alone on 2 cores, C = 16 ms per batch of 64: x = 2000 * 2 / (2 + 0.5) = 1600, and indeed
+    # 1600 img/s = 25 batches/s x 16 ms = 0.4 of a core for the trainer, 1.6 cores x 1000 img/s for the feeder
+    assert feed.tight_rate(1e9, 2000, 16, 64, 2) == pytest.approx(1600)
+    assert feed.tight_rate(1500, 2000, 16, 64, 2) == 1500
     assert feed.steady_rate([0.0, 1.0, 1.5, 2.0], 10, 1) == pytest.approx(3 * 10 / 2.0)  # batches 2-4
     assert feed.steady_rate([0.0, 1.0, 1.5, 2.0], 10, 2) == pytest.approx(2 * 10 / 1.0)  # batches 3-4
     with pytest.raises(ValueError):
