@@ -4,7 +4,6 @@ the issue's formula; and, measured with that trainer, a consumer thread doing
 GIL-holding work is not slowed by a saturated fastq pipeline under the default
 worker_priority, where a normal-priority pipeline does slow it."""
 import gc
-import os
 import statistics
 import threading
 import time
