@@ -19,6 +19,7 @@ pytestmark = pytest.mark.slow
 SCRIPTS = {
     "bench_core.py": "test_bench_core",
     "bench_dense.py": "test_bench_dense",
+    "bench_feed.py": "test_bench_feed",
     "bench_gpu.py": "test_bench_gpu_without_a_gpu_says_so_and_exits_0",
     "bench_hires.py": "test_bench_hires",
     "bench_image_single.py": "test_bench_image_single",
@@ -169,6 +170,26 @@ def test_bench_dense(tmp_path):
             assert p in r["peers"] or p in r["not_installed"], (task, p)
         assert f"task {task}: " in out
     assert res["detection"]["peers"]["fastq"]["info"]["options"] == {"pad": "batch", "pad_multiple": 32}
+
+
+def test_bench_feed(tmp_path, data_dir):
+    out = run("bench_feed.py", "--images", "64", "--batch", "8", "--rounds", "1", "--feeders", "fastq,fastq_normal",
+              "--settings", "slow=1:20,launch=3:2", "--reference-check", "--data-dir", data_dir,
+              "--json", str(tmp_path / "f.json"), tmp=tmp_path)
+    res = json.loads((tmp_path / "f.json").read_text())
+    assert res["order"] == ["fastq", "fastq_normal"] and not res["failed"], res["failed"]
+    assert res["task"]["batch"] == 8 and res["task"]["skip"] == 4 and res["task"]["timed_batches"] == 4
+    for f in res["feeders"].values():
+        assert set(f["settings"]) == {"slow", "launch"}
+        for m in f["settings"].values():
+            assert m["images_per_s"] > 0 and m["ideal"] > 0 and m["ratio"] == pytest.approx(m["ratio_runs"][0])
+    # the trainer alone: D = 20 ms per batch of 8 when its launches are short
+    assert res["feeders"]["fastq"]["settings"]["slow"]["trainer_alone"] == pytest.approx(8 / 0.02, rel=1e-6)
+    assert res["feeders"]["fastq"]["info"]["scheduling"]["priority"] == "background"
+    assert res["feeders"]["fastq_normal"]["info"]["scheduling"]["priority"] == "normal"
+    ref = res["reference_check"]
+    assert set(ref["result"]["peers"]) == {"fastq", "fastq_normal"} and ref["background_over_normal"] > 0
+    assert "slow: C 1 ms (took " in out and "background / normal" in out
 
 
 def test_bench_instance_masks(tmp_path):

@@ -104,6 +104,21 @@ def test_bench_on_a_folder_counts_files_recursively(jpeg_dir, tmp_path):
     assert res["task"]["size"] == 96
 
 
+def test_bench_task_feed_on_a_folder(tmp_path):
+    d = tmp_path / "jpegs"
+    testdata.make_jpeg_dataset(str(d), 200, seed=7, min_side=200, max_side=300)
+    out_json = tmp_path / "feed.json"
+    r = run_cli("bench", str(d), "--task", "feed", "--peers", "fastq", "--feed-settings", "a=1:20", "--rounds", "1",
+                "--run-ahead", "3", "--no-progress", "--json", str(out_json))
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(out_json.read_text())
+    assert list(res["feeders"]) == ["fastq"] and res["trainer"]["run_ahead"] == 3
+    assert res["task"]["images"] == 200 and res["task"]["skip"] == 1 and res["task"]["timed_batches"] == 2
+    m = res["feeders"]["fastq"]["settings"]["a"]
+    assert m["images_per_s"] > 0 and m["trainer_alone"] == pytest.approx(64 / 0.02, rel=1e-6)
+    assert "a: C 1 ms (took " in r.stdout and "fed/ideal" in r.stdout
+
+
 def test_find_images_folder_glob_and_list(jpeg_dir, tmp_path):
     from fastq.bench import BenchInputError, find_images
     every = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(jpeg_dir) for f in fs if f.endswith(".jpg"))
@@ -271,6 +286,10 @@ def test_info_names_the_native_libraries_actually_linked():
     (["bench", "EMPTY"], "no image files"),
     (["bench", "--rounds", "0"], "--rounds"),
     (["bench", "--peers", "fastq,nope"], "unknown peer 'nope'"),
+    (["bench", "--task", "feed", "--peers", "fastq,nope"], "unknown feeder 'nope'"),
+    (["bench", "--task", "feed", "--feed-settings", "1:x"], "'1:x' is not C:D"),
+    (["bench", "--feed-settings", "1:2"], "need --task feed"),
+    (["bench", "JPEGS", "--task", "feed"], "70 images make 1 batch(es) of 64"),
     (["show", "/no/such/folder", "--ops", "HorizontalFlip()"], "no such file or folder"),
     (["show", "JPEGS", "--ops", "Blur(3)"], "bad op string: unknown op 'Blur'"),
     (["show", "JPEGS", "--ops", "RandomResizedCrop(224"], "bad op string: invalid syntax"),

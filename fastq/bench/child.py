@@ -3,6 +3,7 @@
 
     python -m fastq.bench.child PEER WORKERS CFG.json   # one peer: RESULT {json}
     python -m fastq.bench.child profile CFG.json        # the single-thread stage profile
+    python -m fastq.bench.child feed FEEDER ROUND CFG.json  # the feed benchmark (fastq.bench.feed)
 
 A peer runs a warm-up epoch, then the timed epochs, and prints one ``RESULT {json}``
 line: images/s, CPU split, resident memory, the peer's info.
@@ -65,12 +66,16 @@ def child_main(peer, workers, cfg_path):
 
 
 def main(argv):
-    if len(argv) == 2 and argv[0] == "profile":
+    if len(argv) == 4 and argv[0] == "feed":  # fastq.bench.feed: FEEDER ROUND CFG
+        from fastq.bench.feed import feed_child
+        feed_child(argv[1], int(argv[2]), argv[3])
+    elif len(argv) == 2 and argv[0] == "profile":
         profile_main(argv[1])
     elif len(argv) == 3:
         child_main(argv[0], int(argv[1]), argv[2])
     else:
-        sys.exit("usage: python -m fastq.bench.child PEER WORKERS CFG.json | profile CFG.json")
+        sys.exit("usage: python -m fastq.bench.child PEER WORKERS CFG.json | profile CFG.json | "
+                 "feed FEEDER ROUND CFG.json")
 
 
 if __name__ == "__main__":

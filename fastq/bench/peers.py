@@ -117,19 +117,23 @@ class Cv2Sample:
 def _batch_epochs(batches, info):
     """(run_epoch, None, info) of a peer whose batches come as (images, labels) pairs
     from a re-iterable ``batches`` (a tf.data Dataset, a torch DataLoader, a tensorpack
-    DataFlow): run_epoch iterates it once, counts the rows of each batch and drops it;
+    DataFlow): run_epoch iterates it once, counts the rows of each batch and drops it
+    (after ``consume(images)`` when given: the feed benchmark's trainer);
     info() returns the dict ``info`` (the libraries' versions)."""
-    def run_epoch():
+    def run_epoch(consume=None):
         n = 0
         for images, lab in batches:
             n += int(images.shape[0])
+            if consume is not None:
+                consume(images)
             del images, lab  # release the batch at once
         return n
     return run_epoch, None, lambda: info
 
 
-def peer_fastq(paths, workers, task):
-    """fastq.Pipeline(sources.Files, or sources.TFRecord for shards): :func:`fastq_pipeline`."""
+def peer_fastq(paths, workers, task, **pipeline_kw):
+    """fastq.Pipeline(sources.Files, or sources.TFRecord for shards): :func:`fastq_pipeline`
+    (``pipeline_kw``: more Pipeline arguments, e.g. worker_priority)."""
     if getattr(task, "aug", None) in ("detection", "segmentation"):  # fastq.bench.dense
         from fastq.bench.dense import dense_peer
         return dense_peer("fastq", paths, workers, task)
@@ -139,32 +143,42 @@ def peer_fastq(paths, workers, task):
                                      index=paths.index_files)
     else:
         src = fastq.sources.Files(paths, list(range(len(paths))))
-    return fastq_pipeline(src, workers, task)
+    return fastq_pipeline(src, workers, task, **pipeline_kw)
 
 
-def fastq_pipeline(src, workers, task):
+def peer_fastq_normal(paths, workers, task):
+    """The fastq peer with ``worker_priority="normal"`` (workers at the process's priority,
+    on every CPU): against ``fastq`` (the default, "background"), what the scheduling of
+    fastq.scheduling costs a pipeline that runs alone."""
+    return peer_fastq(paths, workers, task, worker_priority="normal")
+
+
+def fastq_pipeline(src, workers, task, **pipeline_kw):
     """The fastq peer on any source: the task's op chain, queue_size 4, shuffle,
-    pin_memory=False -> (run_epoch, close, info).  Also used by
-    benchmarks/bench_sources.py."""
+    pin_memory=False, ``pipeline_kw`` -> (run_epoch, close, info); run_epoch(consume=None)
+    hands each batch's images to ``consume`` before dropping it.  Also used by
+    benchmarks/bench_sources.py and the feed benchmark."""
     import fastq
     # pin_memory=False: a CPU benchmark; "auto" would load a CUDA runtime if one is
     # installed and put it into the peak RSS.
     dtype = getattr(task, "dtype", "float32")
     p = fastq.Pipeline(src, batch_size=task.batch, queue_size=4,
                        workers=workers, ops=task.fastq_ops(), dtype=dtype, seed=0, shuffle=True,
-                       pin_memory=False, channels=getattr(task, "channels", "RGB"))
+                       pin_memory=False, channels=getattr(task, "channels", "RGB"), **pipeline_kw)
 
-    def run_epoch():
+    def run_epoch(consume=None):
         n = 0
         for images, lab in p:
             n += images.shape[0]
+            if consume is not None:
+                consume(images)
             del images, lab  # release the slot at once
         return n
 
     def info():
         s = p.stats()
         out = {k: s.get(k) for k in ("workers", "consumer_wait_s", "producer_wait_s",
-                                     "samples_delivered", "skipped", "failed_samples")}
+                                     "samples_delivered", "skipped", "failed_samples", "scheduling")}
         out["stages"] = s.get("stages")
         out["fastq"] = fastq.__version__
         if getattr(task, "aug", None):
@@ -569,6 +583,7 @@ def _dali_randaugment(paths, workers, task):
 # key -> (label, function, modules that must import, modules imported before timing RSS)
 PEERS = {
     "fastq": ("fastq", peer_fastq, ["fastq._image"], ["numpy", "fastq"]),
+    "fastq_normal": ('fastq, worker_priority="normal"', peer_fastq_normal, ["fastq._image"], ["numpy", "fastq"]),
     "tfdata": ("tf.data native (AUTOTUNE)", peer_tfdata, ["tensorflow"], ["tensorflow"]),
     "tfdata_n": ("tf.data native (map parallel = cores)", peer_tfdata_n, ["tensorflow"], ["tensorflow"]),
     "dali": ("NVIDIA DALI CPU", peer_dali, ["nvidia.dali"], ["nvidia.dali"]),
@@ -585,6 +600,7 @@ PEERS = {
 # peers that read TFRecord shards (natively, or for the cv2 peers with PyRecords);
 # the others are reported as "not available for TFRecord input".
 TFRECORD_PEERS = {"fastq": "fastq.sources.TFRecord (native reader)",
+                  "fastq_normal": "fastq.sources.TFRecord (native reader)",
                   "tfdata": "tf.data.TFRecordDataset + parse_single_example",
                   "tfdata_n": "tf.data.TFRecordDataset + parse_single_example",
                   "tensorpack": "Python reader (os.pread + pure-Python Example parser)",
@@ -601,4 +617,6 @@ def peer_label(key, workers=None):
     if base == "fastq":
         w = key.split("@")[1] if "@" in key else workers
         return f"fastq (workers={w})" if w is not None else "fastq"
+    if base == "fastq_normal" and workers is not None:
+        return f"fastq (workers={workers}, normal priority)"
     return PEERS[base][0]

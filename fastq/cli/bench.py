@@ -2,6 +2,7 @@
 import json
 import os
 
+from fastq.bench.feed import DEFAULT_FEEDERS, DEFAULT_SETTINGS, FEEDERS, RUN_AHEAD
 from fastq.bench.runner import DEFAULT_PEERS, default_peers
 from fastq.bench.tasks import TASKS
 from fastq.cli.base import CliError, _csv, _positive_int, arg, command
@@ -12,17 +13,20 @@ from fastq.cli.base import CliError, _csv, _positive_int, arg, command
         help="a folder (searched recursively for image files), a glob pattern (quote it) or a text file "
              "with one image path per line; or TFRecord shards (*.tfrecord, *-of-* files: a glob, a shard or "
              "a folder of them); omitted: a generated set of ImageNet-like JPEGs (--task hires: 300 camera-like JPEGs, 1800-3200 px)"),
-    arg("--task", default="reference", choices=list(TASKS),
+    arg("--task", default="reference", choices=list(TASKS) + ["feed"],
         help="what each peer does to every image (default: reference; detection and segmentation: boxes / label "
-             "maps, batch 8, on a generated set with annotations, no DATA; see docs/cli.md)"),
+             "maps, batch 8, on a generated set with annotations, no DATA; feed: the reference task feeding a "
+             "synthetic training loop that shares the CPUs, see docs/cli.md)"),
     arg("--peers", type=_csv,
-        help="comma-separated peers: fastq, tfdata, tfdata_n, tensorpack, tensorpack_zmq, torch, pyloop, dali, "
-             f"fastq@N (default: {','.join(DEFAULT_PEERS)}; --task randaugment: "
+        help="comma-separated peers: fastq, fastq_normal, tfdata, tfdata_n, tensorpack, tensorpack_zmq, torch, "
+             f"pyloop, dali, fastq@N (default: {','.join(DEFAULT_PEERS)}; --task randaugment: "
              f"{','.join(default_peers('randaugment'))}; --task fbresnet: {','.join(default_peers('fbresnet'))}; "
              f"--task detection: {','.join(default_peers('detection'))}; --task segmentation: "
-             f"{','.join(default_peers('segmentation'))}); "
+             f"{','.join(default_peers('segmentation'))}; --task feed: the feeders "
+             f"{','.join(FEEDERS)} (default {','.join(DEFAULT_FEEDERS)})); "
              "peers that are not installed are listed as such"),
-    arg("--workers", type=_positive_int, help="fastq's workers and DALI's threads (default: usable cores)"),
+    arg("--workers", type=_positive_int, help="fastq's workers and DALI's threads (default: usable cores; "
+                                              "--task feed: fastq's own default, and tf.data's / the DataLoader's)"),
     arg("--images", type=_positive_int,
         help="images per epoch (generated set: default 2000, hires 300, detection / segmentation 512; DATA: default all, else a fixed random subset; "
              "TFRecord: the first N records in shard order)"),
@@ -37,6 +41,12 @@ from fastq.cli.base import CliError, _csv, _positive_int, arg, command
     arg("--data-dir", metavar="DIR", help="where generated sets are cached (default ~/.cache/fastq/bench_data)"),
     arg("--timeout", type=float, default=900, help="seconds allowed per peer process (default 900)"),
     arg("--no-progress", action="store_true", help="no progress bars"),
+    arg("--feed-settings", metavar="C:D,...",
+        help="--task feed: the trainer settings, comma-separated C:D or NAME=C:D, milliseconds per batch of CPU "
+             "holding the GIL (C) and on the simulated device (D) (default: "
+             + ",".join(f"{s.name}={s.launch_ms:g}:{s.device_ms:g}" for s in DEFAULT_SETTINGS) + ")"),
+    arg("--run-ahead", type=_positive_int, default=RUN_AHEAD,
+        help=f"--task feed: steps the trainer may queue ahead of the simulated device (default {RUN_AHEAD})"),
     arg("--hires-forms", type=_csv, metavar="FORM,FORM,...",
         help="--task hires: measure fastq and DALI CPU in the same run on these forms of the set: original, "
              "prepared (fastq prepare, lossless), maxN (fastq prepare --max-side N), e.g. "
@@ -49,8 +59,13 @@ def cmd_bench(a):
     fastq's same-run ratio per peer."""
     from fastq import bench
     rounds, n = a.rounds, a.images
+    feed = a.task == "feed"
     if a.quick:
-        rounds, n = 1, n or 128
+        rounds, n = 1, n or (512 if feed else 128)  # feed: enough batches of 64 to time some after the start
+    if (a.feed_settings or a.run_ahead != RUN_AHEAD) and not feed:
+        raise CliError("--feed-settings and --run-ahead need --task feed")
+    if feed and (a.scaling or a.plot or a.profile):
+        raise CliError("--task feed has no --scaling, --plot or --profile")
     try:
         scaling = [int(x) for x in a.scaling]
     except ValueError:
@@ -68,13 +83,20 @@ def cmd_bench(a):
     if a.hires_forms and a.task != "hires":
         raise CliError("--hires-forms needs --task hires")
     try:
-        bench.check_peers(a.peers or [])  # before any data is generated
-        if a.data is not None and TASKS[a.task].data == "dense":
+        if feed:
+            from fastq.bench import feed as feedbench
+            settings = feedbench.parse_settings(a.feed_settings) if a.feed_settings else feedbench.DEFAULT_SETTINGS
+            for k in a.peers or []:  # before any data is generated
+                if k not in FEEDERS:
+                    raise CliError(f"--task feed: unknown feeder {k!r}; choose from {', '.join(FEEDERS)}")
+        else:
+            bench.check_peers(a.peers or [])
+        if a.data is not None and not feed and TASKS[a.task].data == "dense":
             raise CliError(f"--task {a.task} runs on its generated set (images with boxes and label maps): "
                            f"omit DATA")
         if a.data is None:
             from fastq.bench.data import GENERATED
-            kind = TASKS[a.task].data
+            kind = "jpeg" if feed else TASKS[a.task].data
             paths = bench.generated_dataset(n or GENERATED[kind][1], a.data_dir, progress=progress, kind=kind)
             desc = f"generated by fastq.bench.testdata, seed 0: {GENERATED[kind][3]}"
         elif bench.find_tfrecords(a.data) is not None:
@@ -91,6 +113,16 @@ def cmd_bench(a):
             desc = f"{a.data}: {len(paths)} of {total} image files"
         if a.hires_forms:
             return _hires_forms(a, paths, rounds, progress, desc)
+        if feed:
+            if isinstance(paths, bench.TFRecordInput):
+                raise CliError("--task feed reads image files (its tf.data and DataLoader feeders take files), "
+                               "not TFRecord shards")
+            res = feedbench.run(paths, feeders=a.peers, settings=settings, rounds=rounds, workers=a.workers,
+                                run_ahead=a.run_ahead, timeout=a.timeout, progress=progress,
+                                data_description=desc)
+            feedbench.print_report(res)
+            feedbench.write_json(res, a.json)
+            return 0 if res["feeders"] else 1
         res = bench.run(paths, task=a.task, peers=a.peers, workers=a.workers, rounds=rounds, scaling=scaling,
                         profile=a.profile, retry_busy=0 if a.quick else 1, timeout=a.timeout,
                         progress=progress, data_description=desc)
