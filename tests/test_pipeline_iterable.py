@@ -201,16 +201,57 @@ def test_bad_arguments():
         fastq.sources.Iterable(5)
 
 
-def test_ctrl_c_interrupts_a_blocked_consumer():
-    p = fastq.Pipeline(Samples(10, delay=30.0), batch_size=1)  # producer blocks in the source
+class SlowFrom(Samples):
+    """Samples whose sample `slow` (and every later one) takes `delay` seconds."""
+
+    def __init__(self, n, slow, delay):
+        super().__init__(n)
+        self.slow, self.delay_s = slow, delay
+
+    def __iter__(self):
+        for i, s in enumerate(super().__iter__()):
+            if i >= self.slow:
+                time.sleep(self.delay_s)
+            yield s
+
+
+@pytest.mark.parametrize("slow", [0, 8], ids=["blocked-reading-the-first-sample", "blocked-on-the-ring"])
+def test_ctrl_c_interrupts_a_blocked_consumer(slow):
+    """slow=0: the consumer's thread itself reads the first sample (to learn the shapes)
+    and sleeps in the source; slow=8: after 8 batches (one producer chunk) it waits in
+    the ring for a producer thread that sleeps.  Either way Ctrl-C raises KeyboardInterrupt within 2 s.  The signal is sent
+    again every 0.3 s until it lands (a CI run under qemu-aarch64 once lost the first one;
+    native runs never have), through a handler that ignores any that arrive after the test."""
+    p = fastq.Pipeline(SlowFrom(10, slow, 5.0), batch_size=1)
     main = threading.main_thread().ident
-    timer = threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT))
-    t0 = time.monotonic()
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        next(iter(p))
-    assert time.monotonic() - t0 < 2.0
-    p.close()
+    armed, stop = [True], threading.Event()
+
+    def on_sigint(signum, frame):
+        if armed[0]:
+            raise KeyboardInterrupt
+
+    def send():
+        while not stop.wait(0.3):
+            signal.pthread_kill(main, signal.SIGINT)
+
+    old = signal.signal(signal.SIGINT, on_sigint)
+    sender = threading.Thread(target=send, daemon=True)
+    try:
+        it = iter(p) if slow else None
+        if slow:
+            assert [int(next(it)[1][0]) for _ in range(slow)] == list(range(slow))
+        t0 = time.monotonic()
+        sender.start()
+        with pytest.raises(KeyboardInterrupt):
+            next(it) if slow else next(iter(p))
+        assert time.monotonic() - t0 < 2.0
+    finally:
+        armed[0] = False
+        stop.set()
+        if sender.is_alive():
+            sender.join()
+        signal.signal(signal.SIGINT, old)
+        p.close()
 
 
 def test_fork_child_gets_clear_error_and_parent_keeps_working():
