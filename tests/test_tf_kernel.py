@@ -236,6 +236,125 @@ def test_corrupt_image_skip_is_counted(bufs, op_module):
     assert kept.shape[0] == 6
 
 
+# -- file mode: decode_augment_files -----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tfk_files")
+    return testdata.make_jpeg_dataset(str(d), N, seed=3, min_side=64, max_side=160)
+
+
+def files_pipeline_rows(paths, chain, *, seed, epoch, **kw):
+    """Every sample of epoch `epoch` in index order, from a Pipeline over sources.Files
+    (the reference: the op must read and process each file as the FILES source does)."""
+    kw.setdefault("dtype", "uint8")  # the op's default (a Pipeline's is float32)
+    pipe = fastq.Pipeline(fastq.sources.Files(paths, list(range(len(paths)))), batch_size=len(paths), ops=chain,
+                          seed=seed, drop_remainder=False, workers=2, shuffle=False, **kw)
+    for e in range(epoch + 1):
+        rows = [b[0].copy() for b in pipe]
+    pipe.close()
+    return rows[0]
+
+
+@pytest.mark.parametrize("kw", [dict(dtype="uint8"), dict(dtype="float32", extra=[ops.Normalize()], layout="NCHW")],
+                         ids=["uint8", "float32-normalize-nchw"])
+def test_files_equal_the_files_pipeline_and_the_bytes_op(files, bufs, op_module, kw):
+    kw = dict(kw)
+    chain = CHAIN + kw.pop("extra", [])
+    for e in (0, 1):
+        want = files_pipeline_rows(files, chain, seed=5, epoch=e, **kw)
+        perm = np.random.default_rng(e).permutation(N)
+        got = fqt.decode_augment_files([files[j] for j in perm], tf.constant(perm, tf.int64), ops=chain, seed=5,
+                                       epoch=e, **kw).numpy()
+        assert got.tobytes() == want[perm].tobytes(), f"epoch {e}"
+        from_bytes = fqt.decode_augment(tf.constant(bufs), tf.range(N, dtype=tf.int64), ops=chain, seed=5, epoch=e,
+                                        **kw).numpy()
+        assert from_bytes.tobytes() == want.tobytes()
+
+
+def test_files_in_dataset_map_and_checkpoint(files, op_module, tmp_path):
+    want = files_pipeline_rows(files, CHAIN, seed=4, epoch=0)
+
+    def make(parallel):
+        ds = tf.data.Dataset.from_tensor_slices((tf.constant(files), tf.range(N, dtype=tf.int64))).batch(3)
+        return ds.map(lambda p, i: (fqt.decode_augment_files(p, i, ops=CHAIN, seed=4), i),
+                      num_parallel_calls=parallel).prefetch(1)
+
+    for parallel in (None, 2, tf.data.AUTOTUNE):
+        got = {int(j): row.tobytes() for x, i in make(parallel) for row, j in zip(x.numpy(), i.numpy())}
+        assert got == {j: want[j].tobytes() for j in range(N)}
+    ds = make(2)
+    it = iter(ds)
+    next(it)
+    path = tf.train.Checkpoint(iterator=it).save(str(tmp_path / "it"))
+    rest = [(x.numpy().tobytes(), i.numpy().tolist()) for x, i in it]
+    it2 = iter(ds)
+    tf.train.Checkpoint(iterator=it2).restore(path).assert_consumed()
+    assert [(x.numpy().tobytes(), i.numpy().tolist()) for x, i in it2] == rest
+    graph = tf.compat.v1.GraphDef.FromString(tf.raw_ops.DatasetToGraphV2(input_dataset=ds._variant_tensor).numpy())
+    nodes = [n for f in graph.library.function for n in f.node_def if n.op == fqt.OP_NAME]
+    assert len(nodes) == 1 and nodes[0].attr["source"].s == b"files"
+    assert not [n for f in graph.library.function for n in f.node_def if "PyFunc" in n.op]
+
+
+def test_files_accept_pathlike_and_check_their_input(files, op_module):
+    import pathlib
+    want = files_pipeline_rows(files, CHAIN, seed=0, epoch=0)
+    got = fqt.decode_augment_files([pathlib.Path(p) for p in files[:3]], [0, 1, 2], ops=CHAIN)
+    assert got.numpy().tobytes() == want[:3].tobytes()
+    with pytest.raises(TypeError, match="decode_augment_files: paths must be a string tensor"):
+        fqt.decode_augment_files(tf.zeros([3], tf.uint8), [0, 1, 2], ops=CHAIN)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="decode_augment_files: index must be a 1-D int64 "
+                                                             "tensor as long as paths"):
+        fqt.decode_augment_files(files[:3], tf.range(2, dtype=tf.int64), ops=CHAIN)
+    with pytest.raises(ValueError, match="decode_augment_files: on_error"):
+        fqt.decode_augment_files(files[:3], [0, 1, 2], ops=CHAIN, on_error="ignore")
+
+
+@pytest.fixture()
+def bad_files(files, bufs, tmp_path):
+    """files[:8] with row 1 missing, row 3 a directory, row 4 empty, row 6 truncated."""
+    out = list(files[:8])
+    out[1] = str(tmp_path / "missing.jpg")
+    out[3] = str(tmp_path)
+    (tmp_path / "empty.jpg").write_bytes(b"")
+    out[4] = str(tmp_path / "empty.jpg")
+    (tmp_path / "cut.jpg").write_bytes(bufs[6][:300])
+    out[6] = str(tmp_path / "cut.jpg")
+    return out
+
+
+def test_unreadable_files_raise_naming_index_and_path(bad_files, op_module):
+    idx = tf.range(200, 208, dtype=tf.int64)
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+        fqt.decode_augment_files(bad_files, idx, ops=CHAIN)
+    msg = str(e.value)
+    assert (f"fastq.decode_augment_files: sample index 201 (batch row 1): file '{bad_files[1]}': cannot open: "
+            "No such file or directory (FQ_E_IO)") in msg
+    assert "3 more sample(s) of this batch failed too" in msg
+    for row, words in ((3, "not a regular file (FQ_E_IO)"), (4, "empty file (0 bytes) (FQ_E_EMPTY)"),
+                       (6, "FQ_E_DECODE")):
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            fqt.decode_augment_files(bad_files[row:row + 1], idx[row:row + 1], ops=CHAIN)
+        msg = str(e.value)
+        assert f"sample index {200 + row} (batch row 0): file '{bad_files[row]}': " in msg and words in msg, msg
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"file .a\\x00b.: the path holds a NUL byte"):
+        fqt.decode_augment_files(tf.constant([b"a\x00b"]), [0], ops=CHAIN)
+    # the Pipeline over the same files reports the same reason for the same file
+    pipe = fastq.Pipeline(fastq.sources.Files(bad_files[1:2], [0]), batch_size=1, ops=CHAIN)
+    with pytest.raises(fastq.errors.ReadError, match="cannot open: No such file or directory"):
+        next(iter(pipe))
+    pipe.close()
+
+
+def test_unreadable_files_skip_is_counted(bad_files, files, op_module):
+    want = files_pipeline_rows(files[:8], CHAIN, seed=2, epoch=0)
+    x, ok = fqt.decode_augment_files(bad_files, tf.range(8, dtype=tf.int64), ops=CHAIN, seed=2, on_error="skip")
+    ok, x = ok.numpy(), x.numpy()
+    assert ok.tolist() == [True, False, True, False, False, True, False, True]
+    assert not x[~ok].any() and x[ok].tobytes() == want[ok].tobytes()
+
+
 # -- normalize on the accelerator ------------------------------------------------------
 
 @pytest.mark.parametrize("dtype,layout,channels", [("float32", "NHWC", 3), ("float16", "NCHW", 3),
@@ -274,8 +393,10 @@ def test_image_module_exports_the_capi_table():
     head = (ctypes.c_uint32 * 6).in_dll(lib, "fastq_capi_v1")
     abi, size, op_size, err_size, fmt_size, max_ops = list(head)
     assert abi == 1 and op_size == ops.FQ_OP_DTYPE.itemsize == 136 and max_ops == ops.MAX_OPS
-    # 9 functions of the image op, then (for fastq.tf.dataset) two sizes and 5 mix / pad functions
-    assert size == 6 * 4 + 9 * ctypes.sizeof(ctypes.c_void_p) + 2 * 4 + 5 * ctypes.sizeof(ctypes.c_void_p)
+    # 9 functions of the image op, then (for fastq.tf.dataset) two sizes and 5 mix / pad functions,
+    # then (for decode_augment_files) read_file and buf_free
+    ptr = ctypes.sizeof(ctypes.c_void_p)
+    assert size == 6 * 4 + 9 * ptr + 2 * 4 + 5 * ptr + 2 * ptr
     assert err_size > 512 and fmt_size >= 24
     out = subprocess.run(["nm", "-D", "--defined-only", _image.__file__], capture_output=True, text=True)
     if out.returncode == 0:  # binutils present: exactly PyInit__image and the table are exported

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -73,4 +74,49 @@ int fq_pread_full(int fd, uint8_t *dst, size_t n, uint64_t off, size_t *got)
     }
     *got = g;
     return 0;
+}
+
+int fq_read_file(const char *path, uint8_t **buf, size_t *cap, size_t *len, fq_err *err)
+{
+    int fd;
+    uint64_t fsize;
+    *len = 0;
+    int rc = fq_open_regular(path, NULL, &fd, &fsize, err);
+    if (rc != FQ_OK)
+        return rc;
+    size_t want = (size_t)fsize;
+    if (want == 0) {
+        (void)close(fd);
+        return fq_set_err(err, FQ_E_EMPTY, "empty file (0 bytes)");
+    }
+    if (want > *cap || !*buf) {
+        size_t c = want + want / 4 + 4096;
+        uint8_t *nb = realloc(*buf, c);
+        if (!nb) {
+            (void)close(fd);
+            return fq_set_err(err, FQ_E_NOMEM, "cannot allocate %zu bytes to read the file", c);
+        }
+        *buf = nb;
+        *cap = c;
+    }
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = read(fd, *buf + got, want - got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            (void)close(fd);
+            return fq_set_err(err, FQ_E_IO, "read failed after %zu of %zu bytes (errno %d)", got, want, e);
+        }
+        if (r == 0)
+            break; /* the file shrank: decode what is there, the decoder reports truncation */
+        got += (size_t)r;
+    }
+    if (close(fd) != 0)
+        return fq_set_err(err, FQ_E_IO, "close failed (errno %d)", errno);
+    if (got == 0)
+        return fq_set_err(err, FQ_E_EMPTY, "empty file (0 bytes read)");
+    *len = got;
+    return FQ_OK;
 }

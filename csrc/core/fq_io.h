@@ -28,6 +28,16 @@ int fq_open_regular(const char *path, const char *what, int *fd, uint64_t *size,
  * number of bytes read (< n at end of file).  Returns 0, or -1 with errno set. */
 int fq_pread_full(int fd, uint8_t *dst, size_t n, uint64_t off, size_t *got);
 
+/* Read the whole regular file at path into *buf (malloc'ed; grown with realloc to hold
+ * the file, *cap its capacity; the caller frees it with free(), also after an error):
+ * FQ_OK and *len = the bytes read (fewer than the size fstat gave if the file shrank
+ * meanwhile: the decoder reports the truncation).  Errors, worded for a caller that
+ * names the file in its own prefix: FQ_E_IO "cannot open: <reason>", "not a regular
+ * file", "read failed after <got> of <size> bytes (errno <e>)", "close failed (errno
+ * <e>)"; FQ_E_EMPTY "empty file (0 bytes)"; FQ_E_NOMEM.  Used by the image task's FILES
+ * source and, through fastq's C API table, by the TensorFlow kernel's file mode. */
+int fq_read_file(const char *path, uint8_t **buf, size_t *cap, size_t *len, fq_err *err);
+
 /* Little-endian loads (the TFRecord framing). */
 static inline uint32_t fq_le32(const uint8_t *p)
 {

@@ -5,6 +5,10 @@
  * locking. */
 #include "image/fq_capi.h"
 
+#include <cstdlib>
+
+#include "core/fq_io.h"
+
 extern "C" {
 
 const fq_capi_v1 fastq_capi_v1 = {
@@ -30,6 +34,8 @@ const fq_capi_v1 fastq_capi_v1 = {
     fq_mix_draw_batch,
     fq_mix_apply,
     fq_batch_pad_compact,
+    fq_read_file,
+    std::free,
 };
 
 }  // extern "C"

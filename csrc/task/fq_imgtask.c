@@ -238,50 +238,13 @@ int fq_imgtask_set_epoch(fq_imgtask *t, const int64_t *order, int64_t n_items, u
     return FQ_OK;
 }
 
-/* Read a whole file into the worker's buffer. */
+/* Read a whole file into the worker's buffer (fq_read_file), counting the bytes. */
 static int read_file(fq_imgtask *t, fq_worker_buf *w, const char *path, size_t *len, fq_err *err)
 {
-    int fd;
-    uint64_t fsize;
-    int rc = fq_open_regular(path, NULL, &fd, &fsize, err);
-    if (rc != FQ_OK)
-        return rc;
-    size_t want = (size_t)fsize;
-    if (want == 0) {
-        (void)close(fd);
-        return fq_set_err(err, FQ_E_EMPTY, "empty file (0 bytes)");
-    }
-    if (want > w->cap) {
-        size_t cap = want + want / 4 + 4096;
-        uint8_t *nb = realloc(w->buf, cap);
-        if (!nb) {
-            (void)close(fd);
-            return fq_set_err(err, FQ_E_NOMEM, "cannot allocate %zu bytes to read the file", cap);
-        }
-        w->buf = nb;
-        w->cap = cap;
-    }
-    size_t got = 0;
-    while (got < want) {
-        ssize_t r = read(fd, w->buf + got, want - got);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            (void)close(fd);
-            return fq_set_err(err, FQ_E_IO, "read failed after %zu of %zu bytes (errno %d)", got, want, e);
-        }
-        if (r == 0)
-            break; /* file shrank: decode what is there, the decoder reports truncation */
-        got += (size_t)r;
-    }
-    if (close(fd) != 0)
-        return fq_set_err(err, FQ_E_IO, "close failed (errno %d)", errno);
-    if (got == 0)
-        return fq_set_err(err, FQ_E_EMPTY, "empty file (0 bytes read)");
-    atomic_fetch_add(&t->bytes_read, (int64_t)got);
-    *len = got;
-    return FQ_OK;
+    int rc = fq_read_file(path, &w->buf, &w->cap, len, err);
+    if (rc == FQ_OK)
+        atomic_fetch_add(&t->bytes_read, (int64_t)*len);
+    return rc;
 }
 
 /* READER: read sample idx, decode it; errors name the sample and its location. */

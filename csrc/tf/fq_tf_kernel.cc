@@ -10,20 +10,27 @@
  * loader calls fastq_tf_bind(<path of fastq._image>) once after tf.load_op_library, which
  * finds the table with dlopen(RTLD_NOLOAD) + dlsym and checks its ABI.
  *
- * Determinism: row r of the output is fq_img_process_encoded(encoded[r], seed, epoch,
+ * Two sources (attr `source`): "bytes", input 0 holds each row's encoded image (read
+ * upstream, e.g. tf.io.read_file or a TFRecord parser); "files", input 0 holds each row's
+ * file path and the pool thread reads the file itself with the FILES source's reader
+ * (fq_read_file through the table) - no per-file tf.data element, no tstring copy.
+ *
+ * Determinism: row r of the output is fq_img_process_encoded(<row r's bytes>, seed, epoch,
  * index[r]) - exactly what a fastq Pipeline writes for dataset index index[r] in that epoch
  * (same spec, same function, same OpenCV instance) - whatever thread runs it.
  *
  * Threads: each kernel instance owns a pool of num_threads native threads (created at its
  * first batch, joined by its destructor; TF destroys a kernel only when no call is in
- * flight).  Each pool thread owns one fq_img_scratch for its whole life.  The kernel is
+ * flight).  Each pool thread owns one fq_img_scratch and one file buffer for its whole life.  The kernel is
  * asynchronous: ComputeAsync queues one task per row and returns; the thread that
  * finishes the last row sets the status and calls done().  Concurrent calls (Dataset.map
  * with num_parallel_calls) share the pool FIFO.  The fq_img_spec is built in the
  * constructor, immutable, shared by all rows, freed by the destructor.
  *
- * Buffer lifetime: the encoded strings are read from the input tensor, which TF keeps
- * alive until done() is called; rows are written straight into the output tensor.
+ * Buffer lifetime: the encoded strings (or paths) are read from the input tensor, which TF
+ * keeps alive until done() is called; a file's bytes live in the reading thread's buffer
+ * (grown with realloc, freed with the thread); rows are written straight into the output
+ * tensor.
  */
 #include <dlfcn.h>
 
@@ -69,11 +76,18 @@ const char *const kNotBound =
     "in every process that runs the op: trainer and tf.data service workers; "
     "`fastq serve-worker` does it)";
 
-/* ---- a FIFO pool of native threads, one scratch each ----------------------- */
+/* ---- a FIFO pool of native threads, one scratch and file buffer each ------ */
+
+/* What one pool thread owns; a task gets its thread's. */
+struct Worker {
+    fq_img_scratch *scratch = nullptr;  // NULL: each task reports FQ_E_NOMEM
+    uint8_t *buf = nullptr;             // file mode: the last file read (api->read_file grows it)
+    size_t cap = 0;
+};
 
 class Pool {
   public:
-    using Task = std::function<void(fq_img_scratch *)>;
+    using Task = std::function<void(Worker &)>;
 
     Pool(const fq_capi_v1 *api, int n) : api_(api), n_(n) {}
 
@@ -118,7 +132,8 @@ class Pool {
   private:
     void run()
     {
-        fq_img_scratch *s = api_->scratch_new();  // NULL: each task reports FQ_E_NOMEM
+        Worker w;
+        w.scratch = api_->scratch_new();
         for (;;) {
             Task t;
             {
@@ -129,9 +144,10 @@ class Pool {
                 t = std::move(q_.front());
                 q_.pop_front();
             }
-            t(s);
+            t(w);
         }
-        api_->scratch_free(s);
+        api_->scratch_free(w.scratch);
+        api_->buf_free(w.buf);
     }
 
     const fq_capi_v1 *api_;
@@ -175,6 +191,7 @@ struct Batch {
     std::vector<fq_err> errs;  // one per row; row r written only by the thread that ran it
     bool *ok = nullptr;
     std::atomic<int64_t> *skipped_total = nullptr;
+    const char *who = "";  // the Python function's name, for messages
 };
 
 }  // namespace
@@ -239,6 +256,7 @@ REGISTER_OP("FastqDecodeAugment")
     .Attr("on_error: {'raise', 'skip'} = 'raise'")
     .Attr("num_threads: int >= 0 = 0")
     .Attr("channel_order: {'RGB', 'BGR'} = 'RGB'")
+    .Attr("source: {'bytes', 'files'} = 'bytes'")
     .SetShapeFn([](shape_inference::InferenceContext *c) {
         shape_inference::ShapeHandle enc, idx, ep;
         TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 1, &enc));
@@ -262,7 +280,9 @@ REGISTER_OP("FastqDecodeAugment")
         return absl::OkStatus();
     })
     .Doc(R"doc(
-fastq's decode + op chain on a batch of encoded images (see fastq.tf_ops.decode_augment).
+fastq's decode + op chain on a batch of encoded images (source "bytes", see
+fastq.tf_ops.decode_augment) or of image files it reads itself (source "files", input 0
+holds paths; see fastq.tf_ops.decode_augment_files).
 Row r = the fastq Pipeline's sample for (seed, epoch, index[r]).
 )doc");
 
@@ -287,8 +307,11 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
         OP_REQUIRES_OK(c, c->GetAttr("dct_scaling", &dct));
         OP_REQUIRES_OK(c, c->GetAttr("on_error", &on_error));
         OP_REQUIRES_OK(c, c->GetAttr("num_threads", &num_threads));
-        std::string channel_order;
+        std::string channel_order, source;
         OP_REQUIRES_OK(c, c->GetAttr("channel_order", &channel_order));
+        OP_REQUIRES_OK(c, c->GetAttr("source", &source));
+        files_ = source == "files";
+        who_ = files_ ? "fastq.decode_augment_files" : "fastq.decode_augment";
         OP_REQUIRES(c, channel_order == "RGB" || channels == 3,
                     Invalid("FastqDecodeAugment: channel_order BGR needs channels 3"));
         OP_REQUIRES(c, ops.size() % sizeof(fq_op) == 0 && ops.size() / sizeof(fq_op) <= FQ_IMG_MAX_OPS,
@@ -348,26 +371,26 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
         const Tensor &index = ctx->input(1);
         const Tensor &epoch_t = ctx->input(2);
         OP_REQUIRES_ASYNC(ctx, TensorShapeUtils::IsVector(encoded.shape()),
-                          Invalid("fastq.decode_augment: encoded must be a 1-D string tensor "
+                          Invalid(who_, ": ", files_ ? "paths" : "encoded", " must be a 1-D string tensor "
                                                   "(a batch), got shape ", encoded.shape().DebugString()),
                           done);
         OP_REQUIRES_ASYNC(ctx, TensorShapeUtils::IsVector(index.shape()) && index.dim_size(0) == encoded.dim_size(0),
-                          Invalid("fastq.decode_augment: index must be a 1-D int64 tensor as long "
-                                                  "as encoded (", encoded.dim_size(0), "), got shape ",
+                          Invalid(who_, ": index must be a 1-D int64 tensor as long "
+                                                  "as ", files_ ? "paths" : "encoded", " (", encoded.dim_size(0), "), got shape ",
                                                   index.shape().DebugString()),
                           done);
         OP_REQUIRES_ASYNC(ctx, TensorShapeUtils::IsScalar(epoch_t.shape()),
-                          Invalid("fastq.decode_augment: epoch must be a scalar, got shape ",
+                          Invalid(who_, ": epoch must be a scalar, got shape ",
                                                   epoch_t.shape().DebugString()),
                           done);
         const int64_t epoch = epoch_t.scalar<int64_t>()();
         OP_REQUIRES_ASYNC(ctx, epoch >= 0,
-                          Invalid("fastq.decode_augment: epoch must be >= 0, got ", epoch), done);
+                          Invalid(who_, ": epoch must be >= 0, got ", epoch), done);
         const int64_t n = encoded.dim_size(0);
         auto idx = index.flat<int64_t>();
         for (int64_t r = 0; r < n; r++)
             OP_REQUIRES_ASYNC(ctx, idx(r) >= 0,
-                              Invalid("fastq.decode_augment: index[", r, "] = ", idx(r),
+                              Invalid(who_, ": index[", r, "] = ", idx(r),
                                                       " is negative (sample indices are >= 0)"),
                               done);
         TensorShape shape = nhwc_ ? TensorShape({n, h_, w_, c_}) : TensorShape({n, c_, h_, w_});
@@ -397,6 +420,8 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
         batch->errs.resize(n);
         batch->ok = ok->flat<bool>().data();
         batch->skipped_total = &skipped_;
+        batch->who = who_;
+        const bool files = files_;
         const fq_capi_v1 *api = api_;
         const fq_img_spec *spec = spec_;
         const size_t rb = row_bytes_;
@@ -404,18 +429,21 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
         std::vector<Pool::Task> tasks;
         tasks.reserve(n);
         for (int64_t r = 0; r < n; r++) {
-            tasks.emplace_back([batch, api, spec, rb, seed, epoch, base, r, &encoded, &index](fq_img_scratch *s) {
+            tasks.emplace_back([batch, api, spec, rb, seed, epoch, base, r, files, &encoded, &index](Worker &w) {
                 fq_err &e = batch->errs[r];
                 std::memset(&e, 0, sizeof e);
                 const tstring &data = encoded.flat<tstring>()(r);
                 const int64_t i = index.flat<int64_t>()(r);
                 uint8_t *row = base + (size_t)r * rb;
                 int rc = FQ_E_NOMEM;
-                if (!s)
+                if (!w.scratch)
                     std::snprintf(e.msg, sizeof e.msg, "no per-thread scratch (out of memory)");
+                else if (!files)
+                    rc = api->process_encoded(spec, w.scratch, reinterpret_cast<const uint8_t *>(data.data()),
+                                              data.size(), seed, (uint64_t)epoch, (uint64_t)i, row, nullptr, &e);
                 else
-                    rc = api->process_encoded(spec, s, reinterpret_cast<const uint8_t *>(data.data()), data.size(),
-                                              seed, (uint64_t)epoch, (uint64_t)i, row, nullptr, &e);
+                    rc = read_and_process(api, spec, w, std::string(data.data(), data.size()), seed, epoch, i, row,
+                                          &e);
                 e.code = rc;
                 if (rc != FQ_OK)
                     std::memset(row, 0, rb);  // a skipped row is zeros, never stale memory
@@ -428,6 +456,34 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
     }
 
   private:
+    /* File mode, one row: read the file into the thread's buffer, decode + augment it.  An
+     * error names the file (as the FILES source does). */
+    static int read_and_process(const fq_capi_v1 *api, const fq_img_spec *spec, Worker &w, const std::string &path,
+                                uint64_t seed, int64_t epoch, int64_t i, uint8_t *row, fq_err *e)
+    {
+        int rc;
+        size_t len = 0;
+        if (path.find('\0') != std::string::npos) {
+            rc = FQ_E_INVALID;
+            std::snprintf(e->msg, sizeof e->msg, "the path holds a NUL byte");
+        } else {
+            rc = api->read_file(path.c_str(), &w.buf, &w.cap, &len, e);
+            if (rc == FQ_OK)
+                rc = api->process_encoded(spec, w.scratch, w.buf, len, seed, (uint64_t)epoch, (uint64_t)i, row,
+                                          nullptr, e);
+        }
+        if (rc != FQ_OK) {
+            std::string shown;  // the path as given, a NUL byte written \x00
+            for (char ch : path)
+                shown += ch ? std::string(1, ch) : std::string("\\x00");
+            const std::string m = "file '" + shown + "': " + e->msg;  // truncated to fit, NUL-terminated
+            const size_t k = std::min(m.size(), sizeof e->msg - 1);
+            std::memcpy(e->msg, m.data(), k);
+            e->msg[k] = 0;
+        }
+        return rc;
+    }
+
     /* Runs on the thread that completed the last row: every row's writes happen-before
      * (acq_rel on remaining). */
     static void finish(const std::shared_ptr<Batch> &b, const fq_capi_v1 *api, const Tensor &index)
@@ -445,11 +501,11 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
             if (b->skip) {
                 int64_t before = b->skipped_total->fetch_add(failed);
                 if (before < 10)  // the first few reasons are logged; ok counts them all
-                    LOG(WARNING) << "fastq.decode_augment: skipped " << failed << " sample(s) of a batch; first: "
+                    LOG(WARNING) << b->who << ": skipped " << failed << " sample(s) of a batch; first: "
                                  << "sample index " << i << " (batch row " << first << "): " << e.msg << " ("
                                  << api->code_name(e.code) << ")";
             } else {
-                std::string msg = absl::StrCat("fastq.decode_augment: sample index ", i, " (batch row ", first,
+                std::string msg = absl::StrCat(b->who, ": sample index ", i, " (batch row ", first,
                                                   "): ", e.msg, " (", api->code_name(e.code), ")");
                 if (failed > 1)
                     msg = absl::StrCat(msg, "; ", failed - 1, " more sample(s) of this batch failed too");
@@ -463,7 +519,8 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
     const fq_capi_v1 *api_ = nullptr;
     fq_img_spec *spec_ = nullptr;
     uint64_t seed_ = 0;
-    bool skip_ = false, nhwc_ = true;
+    bool skip_ = false, nhwc_ = true, files_ = false;
+    const char *who_ = "fastq.decode_augment";
     int threads_ = 1;
     int64_t h_ = 0, w_ = 0, c_ = 0;
     size_t row_bytes_ = 0;
