@@ -1,4 +1,4 @@
-"""fastq's TensorFlow op (fastq.tf_ops.decode_augment) in Dataset.map vs fastq.tf.dataset
+"""fastq's TensorFlow op (fastq.tf_ops.decode_augment[_files]) in Dataset.map vs fastq.tf.dataset
 vs tf.data native ops, in one run, on the reference task; and the cost of serving
 batches through tf.data service on localhost.
 
@@ -11,12 +11,16 @@ turns so background load hits all alike):
   kernel        from_tensor_slices(paths) -> map(read_file, parallel=cores) -> batch(64)
                 -> map(decode_augment float32 + Normalize, num_parallel_calls=2)
                 -> prefetch(1); the op's own threads = cores
+  kernel_files  from_tensor_slices(paths) -> batch(64) -> map(decode_augment_files
+                float32 + Normalize, num_parallel_calls=2) -> prefetch(1): the op reads
+                the files (one tf.data element per batch, not one read_file per image)
   kernel_uint8  the same, uint8 out (what a service worker ships; normalizing is the
                 accelerator's job: fqt.normalize's CPU cost per batch is reported apart)
   fastq_tf      fastq.tf.dataset(Pipeline(Files, same ops, workers=cores))
   tfdata        tf.data native (fastq.bench peers: sample_distorted_bounding_box +
                 decode_and_crop_jpeg + resize + flip + normalize, map parallel=cores)
-Targets: kernel >= 0.95 x fastq_tf and >= 2 x tfdata.
+Targets: the op path (kernel_files for files; kernel where the bytes come from elsewhere,
+e.g. TFRecords) >= 0.95 x fastq_tf, and >= 2 x tfdata.
 
 --service: also start a dispatcher and one worker (`fastq serve-*`, separate processes,
 127.0.0.1) and time the same kernel dataset served with DYNAMIC sharding: uint8 vs
@@ -55,15 +59,18 @@ def chain(size, normalize=True):
     return c if normalize else c[:-1]
 
 
-def kernel_dataset(tf, paths, size, batch, *, uint8=False, epoch=0, parallel=2):
+def kernel_dataset(tf, paths, size, batch, *, uint8=False, epoch=0, parallel=2, files=False):
+    """The op path; files=True: decode_augment_files on batches of paths, else read_file
+    per image, batch, decode_augment."""
     import fastq.tf_ops as fqt
     n = len(paths)
     ds = tf.data.Dataset.from_tensor_slices((tf.constant(paths), tf.range(n, dtype=tf.int64)))
-    ds = ds.map(lambda p, i: (tf.io.read_file(p), i), num_parallel_calls=cores())
+    if not files:
+        ds = ds.map(lambda p, i: (tf.io.read_file(p), i), num_parallel_calls=cores())
     ds = ds.batch(batch, drop_remainder=True)
     c = chain(size, normalize=not uint8)
-    ds = ds.map(lambda enc, i: (fqt.decode_augment(enc, i, ops=c, seed=0, epoch=epoch,
-                                                   dtype="uint8" if uint8 else "float32"), i),
+    op = fqt.decode_augment_files if files else fqt.decode_augment
+    ds = ds.map(lambda enc, i: (op(enc, i, ops=c, seed=0, epoch=epoch, dtype="uint8" if uint8 else "float32"), i),
                 num_parallel_calls=parallel)
     return ds.prefetch(1)
 
@@ -82,6 +89,7 @@ def local(args, tf, paths):
     size, batch = args.size, args.batch_size
 
     kds = kernel_dataset(tf, paths, size, batch)
+    kfs = kernel_dataset(tf, paths, size, batch, files=True)
     kds8 = kernel_dataset(tf, paths, size, batch, uint8=True)
     pipe = fastq.Pipeline(fastq.sources.Files(paths, list(range(len(paths)))), batch_size=batch, workers=cores(),
                           ops=chain(size), seed=0)
@@ -95,7 +103,7 @@ def local(args, tf, paths):
             return n
         return run
 
-    peers = {"kernel": count(kds), "kernel_uint8": count(kds8), "fastq_tf": count(fds),
+    peers = {"kernel": count(kds), "kernel_files": count(kfs), "kernel_uint8": count(kds8), "fastq_tf": count(fds),
              "tfdata": tfdata_peer(paths, size, batch)}
     rates = {k: [] for k in peers}
     for name, run in peers.items():  # warm-up
@@ -121,6 +129,7 @@ def local(args, tf, paths):
     norm_ms = (time.perf_counter() - t) / 5 * 1e3
     return {"images_per_s": med, "normalize_ms_per_batch_on_cpu": norm_ms, "all": rates,
             "kernel_vs_fastq_tf": med["kernel"] / med["fastq_tf"],
+            "kernel_files_vs_fastq_tf": med["kernel_files"] / med["fastq_tf"],
             "kernel_vs_tfdata": med["kernel"] / med["tfdata"],
             "cpu_s_per_image_uint8": cpu_per_image, "wall_s_uint8_epoch": time.perf_counter() - t0}
 

@@ -270,7 +270,7 @@ class _Feeds:
             raise PipelineClosedError(
                 "this FastqDataset was made by fastq.tf.dataset in another process: it reads a Pipeline of that "
                 "process (tf.data service workers and saved dataset graphs cannot run it; use "
-                "fastq.tf_ops.decode_augment there)")
+                "fastq.tf_ops.decode_augment_files or decode_augment there)")
         raise PipelineClosedError("the fastq Pipeline of this dataset was closed and garbage-collected")
 
 

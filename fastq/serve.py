@@ -4,7 +4,7 @@
     fastq serve-worker --dispatcher dispatcher-host:5050 --port 5051 --advertise this-host
 
 A worker runs the dataset graphs that trainers send it.  A graph that contains
-``FastqDecodeAugment`` (:func:`fastq.tf_ops.decode_augment`) needs the op registered
+``FastqDecodeAugment`` (:func:`fastq.tf_ops.decode_augment`, :func:`~fastq.tf_ops.decode_augment_files`) needs the op registered
 in the worker's process, which is what ``serve-worker`` does first (it builds the
 kernel for the worker's TensorFlow at first use; see fastq.tf_ops).  A plain
 ``tf.data.experimental.service.WorkerServer`` without it fails every such job with

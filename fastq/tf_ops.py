@@ -3,10 +3,10 @@
     import fastq.ops as ops, fastq.tf_ops as fqt     # also reachable as fastq.tf.ops
     chain = [ops.RandomResizedCrop(224), ops.HorizontalFlip()]
     ds = (tf.data.Dataset.from_tensor_slices((paths, tf.range(n, dtype=tf.int64)))
-          .map(lambda p, i: (tf.io.read_file(p), i))
           .batch(64, drop_remainder=True)
-          .map(lambda enc, i: (fqt.decode_augment(enc, i, ops=chain, seed=7, epoch=0), i),
+          .map(lambda p, i: (fqt.decode_augment_files(p, i, ops=chain, seed=7, epoch=0), i),
                num_parallel_calls=2))
+    # encoded bytes from elsewhere (TFRecords, ...): fqt.decode_augment(encoded, index, ...)
     # uint8 batches; normalize on the accelerator, exactly as fastq's Normalize:
     x = fqt.normalize(images, ops.IMAGENET_MEAN, ops.IMAGENET_STD)
 

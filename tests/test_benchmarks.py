@@ -144,6 +144,8 @@ def test_bench_tf_kernel(tmp_path):
     out = run("bench_tf_kernel.py", "--tiny", "--json", str(tmp_path / "k.json"), tmp=tmp_path)
     res = json.loads((tmp_path / "k.json").read_text())
     assert res["local"]["cpu_s_per_image_uint8"] > 0 and res["model_8gpu_3000"]["cpu_cores"] > 0, out[-2000:]
+    assert set(res["local"]["images_per_s"]) == {"kernel", "kernel_files", "kernel_uint8", "fastq_tf", "tfdata"}
+    assert res["local"]["kernel_files_vs_fastq_tf"] > 0
 
 
 def test_bench_pyfunc(tmp_path):
