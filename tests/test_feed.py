@@ -1,8 +1,14 @@
 """The feed benchmark (fastq.bench.feed, issue 28): its simulated device keeps the order a
 CUDA stream keeps, its trainer's work is a fixed amount of GIL-holding CPU, its ideal is
 the issue's formula; and, measured with that trainer, a consumer thread doing
-GIL-holding work is not slowed by a saturated fastq pipeline under the default
-worker_priority, where a normal-priority pipeline does slow it."""
+GIL-holding work never waits for a CPU next to a saturated fastq pipeline under the
+default worker_priority, where it does wait under a normal-priority pipeline.
+
+"Waits for a CPU" is the thread's wall time over its own CPU time (the time it was
+runnable but not running), which is what the workers' priority decides.  The thread's
+CPU time itself can grow next to busy workers (a hyper-threaded sibling, shared caches
+and memory bandwidth, other VMs on the host: 1.00-1.10x on the 2-vCPU CI machine);
+no scheduling policy changes that, so it is reported, not asserted."""
 import gc
 import statistics
 import threading
@@ -215,14 +221,14 @@ def consumer_slowdown(paths, work, priority, pairs=11, steps=6):
     return statistics.median(wall), statistics.median(sched), idle / (len(wall) * steps), busy
 
 
-def test_a_saturated_pipeline_does_not_slow_the_consumer_under_the_defaults(jpegs, work):
+def test_the_consumer_never_waits_for_a_cpu_next_to_a_saturated_pipeline_under_the_defaults(jpegs, work):
     slowdown, sched, idle, busy = consumer_slowdown(jpegs, work, "background")
     assert idle <= 0.1, f"the pipeline was not saturated: its ring was full after {idle:.0%} of the steps"
-    assert slowdown <= 1.05, (f"the consumer's work took {slowdown:.3f}x its time without the pipeline "
-                              f"(wall / CPU time: {sched:.3f}x; {busy} contended pair(s) measured again)")
+    assert sched <= 1.05, (f"the consumer's wall / CPU time was {sched:.3f}x its value without the pipeline "
+                           f"(its work took {slowdown:.3f}x the wall time; {busy} contended pair(s) measured again)")
 
 
-def test_a_normal_priority_pipeline_does_slow_the_consumer(jpegs, work):
+def test_the_consumer_waits_for_a_cpu_next_to_a_normal_priority_pipeline(jpegs, work):
     """The same measurement can fail: with the workers at the consumer's priority on
     every CPU, N workers + the consumer share N cores."""
     cores = len(fastq.scheduling.usable_cpus())
@@ -231,5 +237,6 @@ def test_a_normal_priority_pipeline_does_slow_the_consumer(jpegs, work):
                     f"too little to tell from noise; the assertion is for machines of <= 4 CPUs")
     slowdown, sched, idle, busy = consumer_slowdown(jpegs, work, "normal")
     assert idle <= 0.1, f"the pipeline was not saturated: its ring was full after {idle:.0%} of the steps"
-    assert slowdown >= 1.1, (f"expected ~{(cores + 1) / cores:.2f}x, got {slowdown:.3f}x "
-                             f"(wall / CPU time: {sched:.3f}x; {busy} contended pair(s) measured again)")
+    assert sched >= 1.1, (f"expected the consumer's wall / CPU time at ~{(cores + 1) / cores:.2f}x its value "
+                          f"without the pipeline, got {sched:.3f}x (its work took {slowdown:.3f}x the wall time; "
+                          f"{busy} contended pair(s) measured again)")
