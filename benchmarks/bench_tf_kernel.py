@@ -7,7 +7,8 @@ Reference task: JPEG files (300-800 px, fastq.bench.testdata) -> decode -> Rando
 (ImageNet mean/std) float32 NHWC, batch 64.
 
 Local peers (images/s, median of --repeats epochs after one warm-up epoch each, run in
-turns so background load hits all alike):
+turns so background load hits all alike; a round's clock stops at its last batch, before
+its iterator is torn down, which tf.data's autotune can delay by up to 0.5 s):
   kernel        from_tensor_slices(paths) -> map(read_file, parallel=cores) -> batch(64)
                 -> map(decode_augment float32 + Normalize, num_parallel_calls=2)
                 -> prefetch(1); the op's own threads = cores
@@ -79,7 +80,7 @@ def tfdata_peer(paths, size, batch):
     from fastq.bench import peers as bp
     from fastq.bench.tasks import Task
     run_epoch, _, _ = bp.peer_tfdata(paths, cores(), Task("reference", size, batch=batch), parallel=cores())
-    return run_epoch
+    return run_epoch.batches  # its tf.data Dataset
 
 
 def local(args, tf, paths):
@@ -95,28 +96,35 @@ def local(args, tf, paths):
                           ops=chain(size), seed=0)
     fds = fqtf.dataset(pipe)
 
-    def count(ds):
+    def epoch(ds):
+        """One epoch through a fresh iterator; returns (images, the exhausted iterator) so
+        that the caller stops the clock before the iterator goes: tf.data's iterator
+        teardown, with autotune on (the default), waits for the autotune thread, 0.04-0.5 s
+        per iterator on this machine (up to 40 % of a 2000-image epoch), in whichever peer
+        it happens to hit; a training loop over repeat() never pays it.  Only one iterator
+        is alive at a time, so no peer prefetches while another is timed."""
         def run():
-            n = 0
-            for x, _ in ds:
+            it, n = iter(ds), 0
+            for x, _ in it:
                 n += int(x.shape[0])
-            return n
+            return n, it
         return run
 
-    peers = {"kernel": count(kds), "kernel_files": count(kfs), "kernel_uint8": count(kds8), "fastq_tf": count(fds),
-             "tfdata": tfdata_peer(paths, size, batch)}
+    peers = {"kernel": epoch(kds), "kernel_files": epoch(kfs), "kernel_uint8": epoch(kds8),
+             "fastq_tf": epoch(fds), "tfdata": epoch(tfdata_peer(paths, size, batch))}
     rates = {k: [] for k in peers}
     for name, run in peers.items():  # warm-up
         run()
     for _ in range(args.repeats):
         for name, run in peers.items():
             t = time.perf_counter()
-            n = run()
+            n, it = run()
             rates[name].append(n / (time.perf_counter() - t))
+            del it  # the teardown, untimed
     med = {k: statistics.median(v) for k, v in rates.items()}
     # per-image CPU cost of the op alone (both cores busy): process CPU seconds per image
     t0, c0 = time.perf_counter(), time.process_time()
-    n = count(kds8)()
+    n, it = peers["kernel_uint8"]()
     cpu_per_image = (time.process_time() - c0) / n
     pipe.close()
     x = next(iter(kds8))[0]
