@@ -208,7 +208,9 @@ def fastq_pipeline(src, workers, task, **pipeline_kw):
 
 def peer_tfdata_n(paths, workers, task):
     """tf.data with the map parallelism fixed to the number of cores (tf.data's
-    AUTOTUNE rate was bimodal from one process to the next on 2 cores)."""
+    AUTOTUNE rate was bimodal from one process to the next on 2 cores; the low mode
+    turned out to be the iterator's teardown counted in the epoch, see
+    :func:`_batch_epochs`)."""
     return peer_tfdata(paths, workers, task, parallel=workers)
 
 
