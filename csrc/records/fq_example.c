@@ -203,16 +203,23 @@ int fq_tfr_parse_example(const uint8_t *data, size_t len, const fq_tfr_feature *
             return MALFORMED("bad field in Example");
         if (field != 1 || wt != 2)
             continue;
-        while (fs.p < fs.end) { /* Features: map<string, Feature> feature = 1 */
+        /* Features: map<string, Feature> feature = 1.  As strict as TensorFlow's own fast
+         * parser (example_proto_fast_parsing.cc), so that whatever fastq accepts,
+         * tf.io.parse_single_example accepts too: every field of Features is a map entry,
+         * and an entry is exactly two fields, key (1) and value (2) in either order (a
+         * repeated one: the later wins), nothing else. */
+        while (fs.p < fs.end) {
             pb entry;
             if (pb_field(&fs, &field, &wt, &entry, &v) != 0)
                 return MALFORMED("bad field in Features");
             if (field != 1 || wt != 2)
-                continue;
+                return MALFORMED("a field of Features that is not a map entry");
             pb key = {NULL, NULL}, value = {NULL, NULL};
             int has_key = 0;
-            while (entry.p < entry.end) {
+            for (int n = 0; n < 2; n++) {
                 pb pl;
+                if (entry.p >= entry.end)
+                    return MALFORMED("a map entry without its key or value");
                 if (pb_field(&entry, &field, &wt, &pl, &v) != 0)
                     return MALFORMED("bad field in a map entry");
                 if (field == 1 && wt == 2) {
@@ -220,8 +227,12 @@ int fq_tfr_parse_example(const uint8_t *data, size_t len, const fq_tfr_feature *
                     has_key = 1;
                 } else if (field == 2 && wt == 2) {
                     value = pl;
+                } else {
+                    return MALFORMED("a map entry field that is neither its key nor its value");
                 }
             }
+            if (entry.p != entry.end)
+                return MALFORMED("a map entry with more than a key and a value");
             size_t klen = has_key ? (size_t)(key.end - key.p) : 0;
             for (int k = 0; k < n_feats; k++)
                 if (feats[k].key_len == klen && (klen == 0 || memcmp(feats[k].key, key.p, klen) == 0)) {
