@@ -4,8 +4,10 @@
  * `capacity` slots; each slot holds one whole batch: `n_blocks` blocks (one per
  * output, e.g. images and labels), each block `batch_size` rows of
  * `row_bytes[b]` bytes.  Every block starts on a 64-byte boundary; the arena
- * itself is aligned to max(64, arena_align) (pass the page size to make it
- * registrable as pinned host memory).
+ * itself is an anonymous mapping of its own (pre-faulted, zeroed, unmapped when
+ * the last owner lets go, so closing a pipeline gives its memory back to the
+ * system), page-aligned and aligned to arena_align where that is larger (at most
+ * 1 GiB); page alignment makes it registrable as pinned host memory.
  *
  * Sequencing.  Batches carry a global sequence number `seq` that only grows.
  * Work is addressed by *item*: item i of the current run belongs to batch
