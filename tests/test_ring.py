@@ -3,6 +3,7 @@
 The reference model is simple: item i of a run must appear exactly once, as
 row i % batch_size of the (i // batch_size)-th batch, holding the pattern that
 fq_pattern_byte() defines for i (checked byte by byte, so torn rows show)."""
+import ctypes
 import gc
 import random
 import threading
@@ -131,6 +132,26 @@ def test_slots_are_64_byte_aligned_views_of_the_arena_no_copy():
             assert a.flags.c_contiguous and not a.flags.owndata
         batches.append(arrays)
     run.join()
+
+
+@pytest.mark.parametrize("align", [64, 4096, 1 << 16, 1 << 21])
+def test_the_arena_is_aligned_as_asked_and_zeroed(align):
+    """The arena is a mapping of its own: page-aligned at least, and aligned to
+    arena_align above the page size (made by unmapping the ends of a larger map)."""
+    ring = _core.Ring(2, 3, [np.dtype(np.uint8)], [(5000,)], arena_align=align)
+    base, size = _testing.arena_address(ring), ring.arena_bytes
+    assert base % max(align, 4096) == 0 and size % align == 0 and size >= 2 * 3 * 5000
+    arena = np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(base))
+    assert not arena.any()
+    arena[:] = 7                                # every byte of it is ours to write
+    del arena
+    ring.close()
+
+
+def test_an_arena_alignment_that_is_not_a_power_of_two_or_above_1_gib_is_refused():
+    for align in (100, 1 << 31):
+        with pytest.raises(ValueError, match="alignment"):
+            _core.Ring(2, 3, [np.dtype(np.uint8)], [(16,)], arena_align=align)
 
 
 def test_lease_returns_slot_on_garbage_collection_and_stats_track_states():

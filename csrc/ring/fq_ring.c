@@ -2,7 +2,7 @@
  * accessors and the run control (begin_run, set_end, cancel, close).  The slot
  * protocol (acquire, commit, next, release, stats) is fq_ring_slots.c. */
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_POPULATE */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "ring/internal/fq_ring_impl.h"
 
 #include <errno.h>
@@ -22,11 +22,7 @@ static uint8_t *arena_map(size_t bytes, size_t align)
     long ps = sysconf(_SC_PAGESIZE);
     size_t page = ps > 0 ? (size_t)ps : 4096;
     size_t extra = align > page ? align - page : 0;
-    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
-#ifdef MAP_POPULATE
-    flags |= MAP_POPULATE; /* pre-fault every page: workers never page-fault on first write */
-#endif
-    void *m = mmap(NULL, bytes + extra, PROT_READ | PROT_WRITE, flags, -1, 0);
+    void *m = mmap(NULL, bytes + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
     uintptr_t base = (uintptr_t)m;
@@ -44,9 +40,9 @@ static uint8_t *arena_map(size_t bytes, size_t align)
         errno = e;
         return NULL;
     }
-#ifndef MAP_POPULATE
-    memset((void *)start, 0, bytes); /* touch every page now, as above */
-#endif
+    /* Touch every page now so workers never page-fault on first write (memset,
+     * not MAP_POPULATE, which qemu-user does not honour). */
+    memset((void *)start, 0, bytes);
     return (uint8_t *)start;
 }
 
