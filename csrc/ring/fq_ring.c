@@ -63,6 +63,8 @@ int fq_ring_create(int capacity, int batch_size, int n_blocks, const size_t *row
         arena_align = FQ_ALIGN;
     if ((arena_align & (arena_align - 1)) != 0)
         return fq_set_err(err, FQ_E_INVALID, "arena alignment %zu is not a power of two", arena_align);
+    if (arena_align > ((size_t)1 << 30))
+        return fq_set_err(err, FQ_E_INVALID, "arena alignment %zu is above 1 GiB", arena_align);
 
     fq_ring *r = calloc(1, sizeof *r);
     if (!r)
@@ -86,10 +88,6 @@ int fq_ring_create(int capacity, int batch_size, int n_blocks, const size_t *row
         return fq_set_err(err, FQ_E_INVALID, "ring too large: %d slots of %zu bytes", capacity, off);
     }
     r->arena_bytes = align_up(r->slot_stride * (size_t)capacity, arena_align);
-    if (arena_align > ((size_t)1 << 30)) {
-        free(r);
-        return fq_set_err(err, FQ_E_INVALID, "arena alignment %zu is above 1 GiB", arena_align);
-    }
     r->arena = arena_map(r->arena_bytes, arena_align);
     if (!r->arena) {
         size_t want = r->arena_bytes;
