@@ -28,6 +28,7 @@ from fastq.includes.fq_tfrecord cimport *
 from fastq.includes.fq_tar cimport *
 from fastq.includes.fq_readahead cimport *
 from fastq.includes.fq_tfr_stream cimport *
+from fastq.includes.fq_spans cimport *
 
 cnp.import_array()
 
@@ -611,6 +612,7 @@ cdef class ImageSpec:
         return self._process(False, <const uint8_t *> a.data, 0, arr.shape[0], arr.shape[1], arr.shape[2],
                              stride, seed, epoch, index, boxes)
 include "_imgtask.pxi"
+include "_spans.pxi"
 include "_records.pxi"
 include "_mix.pxi"
 include "_custom.pxi"

@@ -145,8 +145,10 @@ cdef class TFRecordReader(SampleReader):
         self._mem = NULL
         self._mem_len = NULL
 
+    cdef object _spans
+
     def __init__(self, list paths, list mems, list tails, shard, offset, length, number, list features,
-                 int image):
+                 int image, Spans spans=None):
         """paths: shard paths (bytes); mems: per shard None or its decompressed
         contents; tails: per shard b"" or its framing error message; shard /
         offset / length / number: the record index; features: [(key, kind,
@@ -197,6 +199,8 @@ cdef class TFRecordReader(SampleReader):
         cfg.n_feats = len(features)
         cfg.image = image
         cfg.extra_offset = self.extra_offset
+        cfg.spans = spans.s if spans is not None else NULL
+        self._spans = spans  # borrowed by the C reader
         self._keep = keep
         if fq_tfr_create(&cfg, &self.r, &self.sr, &err) != 0:
             raise_fq_error(&err)
@@ -273,8 +277,10 @@ cdef class TarReader(SampleReader):
         self._keys = NULL
         self._errors = NULL
 
+    cdef object _spans
+
     def __init__(self, list paths, shard, img_off, img_size, lab_off, lab_size, number, list keys, list errors,
-                 bint with_label):
+                 bint with_label, Spans spans=None):
         cdef fq_tarset_config cfg
         cdef fq_err err
         cdef int64_t i, n = len(keys)
@@ -311,6 +317,8 @@ cdef class TarReader(SampleReader):
         cfg.key = self._keys
         cfg.error = self._errors
         cfg.with_label = with_label
+        cfg.spans = spans.s if spans is not None else NULL
+        self._spans = spans  # borrowed by the C reader
         self._keep = keep
         if fq_tarset_create(&cfg, &self.s, &self.sr, &err) != 0:
             raise_fq_error(&err)
@@ -380,7 +388,9 @@ cdef class FileReader(SampleReader):
         self.r = NULL
         self._paths = NULL
 
-    def __init__(self, list paths, int delay_us=0):
+    cdef object _spans
+
+    def __init__(self, list paths, int delay_us=0, Spans spans=None):
         cdef fq_err err
         cdef int64_t i, n = len(paths)
         memset(&err, 0, sizeof(err))
@@ -394,6 +404,11 @@ cdef class FileReader(SampleReader):
         self._keep = paths
         if fq_filereader_create(self._paths, n, delay_us, &self.r, &self.sr, &err) != 0:
             raise_fq_error(&err)
+        if spans is not None:  # sample i is object i of spans (remote Files)
+            if spans.n_objects != n:
+                raise ValueError(f"FileReader: spans has {spans.n_objects} objects for {n} samples")
+            fq_filereader_set_spans(self.r, spans.s)
+            self._spans = spans
         self.n = n
 
     def __dealloc__(self):

@@ -296,12 +296,13 @@ struct fq_filereader {
     const char *const *paths;
     int64_t n;
     int delay_us;
+    fq_spans *spans; /* NULL: local files; else remote objects (fq_filereader_set_spans) */
 };
 
 static void fr_describe(void *ctx, int64_t idx, char *out, size_t len)
 {
     fq_filereader *r = ctx;
-    snprintf(out, len, "file '%s'", idx >= 0 && idx < r->n ? r->paths[idx] : "?");
+    snprintf(out, len, "%s '%s'", r->spans ? "object" : "file", idx >= 0 && idx < r->n ? r->paths[idx] : "?");
 }
 
 static int fr_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data, size_t *len,
@@ -312,6 +313,19 @@ static int fr_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uin
     *nread = 0;
     if (idx < 0 || idx >= r->n)
         return fq_set_err(err, FQ_E_INVALID, "sample %lld out of range", (long long)idx);
+    if (r->spans) {
+        const uint8_t *p;
+        uint64_t got;
+        int rc = fq_spans_get(r->spans, buf, idx, (int32_t)idx, 0, FQ_SPAN_WHOLE, &p, &got, err);
+        if (rc != FQ_OK)
+            return rc;
+        if (got == 0)
+            return fq_set_err(err, FQ_E_EMPTY, "empty object (0 bytes)");
+        *nread = got;
+        *data = p;
+        *len = (size_t)got;
+        return FQ_OK;
+    }
     if (r->delay_us > 0) {
         struct timespec ts = {r->delay_us / 1000000, (long)(r->delay_us % 1000000) * 1000};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -379,6 +393,11 @@ int fq_filereader_create(const char *const *paths, int64_t n, int delay_us, fq_f
     *out = r;
     *reader = &r->sr;
     return FQ_OK;
+}
+
+void fq_filereader_set_spans(fq_filereader *r, fq_spans *spans)
+{
+    r->spans = spans;
 }
 
 void fq_filereader_free(fq_filereader *r)

@@ -19,6 +19,7 @@
 #ifndef FQ_READAHEAD_H
 #define FQ_READAHEAD_H
 
+#include "records/fq_spans.h"
 #include "task/fq_sample_reader.h"
 
 #ifdef __cplusplus
@@ -45,6 +46,9 @@ void fq_ra_get_stats(fq_ra *ra, fq_ra_stats *st);
 typedef struct fq_filereader fq_filereader;
 int fq_filereader_create(const char *const *paths, int64_t n, int delay_us, fq_filereader **out,
                          const fq_sample_reader **reader, fq_err *err);
+/* Sample i is then object i of spans, borrowed whole (paths are URLs, for messages).
+ * Before the reader is used. */
+void fq_filereader_set_spans(fq_filereader *r, fq_spans *spans);
 void fq_filereader_free(fq_filereader *r);
 
 #ifdef __cplusplus

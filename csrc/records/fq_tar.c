@@ -414,6 +414,38 @@ static int parse_label(const uint8_t *p, size_t n, int64_t *out, fq_err *err)
     return FQ_OK;
 }
 
+/* A remote shard: one borrowed range covering the image and label members (no copy). */
+static int tar_read_spans(const fq_tarset *s, int64_t idx, uint8_t **holder, const uint8_t **data, size_t *len,
+                          uint8_t *extra, uint64_t *nread, fq_err *err)
+{
+    uint64_t io = s->c.img_off[idx], isz = s->c.img_size[idx], lo = io, hi = io + isz;
+    int lab = s->c.with_label && s->c.lab_off[idx] != FQ_TAR_NONE;
+    if (s->c.with_label && !lab)
+        return fq_set_err(err, FQ_E_DECODE, "the sample has no label member");
+    if (lab && s->c.lab_size[idx] > 64)
+        return fq_set_err(err, FQ_E_DECODE, "label member too long (%llu bytes)", (unsigned long long)s->c.lab_size[idx]);
+    if (lab) {
+        uint64_t l0 = s->c.lab_off[idx], l1 = l0 + s->c.lab_size[idx];
+        lo = l0 < lo ? l0 : lo;
+        hi = l1 > hi ? l1 : hi;
+    }
+    const uint8_t *p;
+    uint64_t got;
+    int rc = fq_spans_get(s->c.spans, holder, idx, s->c.shard[idx], lo, hi - lo, &p, &got, err);
+    if (rc != FQ_OK)
+        return rc;
+    if (lab) {
+        int64_t v = 0;
+        if ((rc = parse_label(p + (s->c.lab_off[idx] - lo), (size_t)s->c.lab_size[idx], &v, err)) != FQ_OK)
+            return rc;
+        memcpy(extra, &v, sizeof v);
+    }
+    *nread = got;
+    *data = p + (io - lo);
+    *len = (size_t)isz;
+    return FQ_OK;
+}
+
 int fq_tar_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_t **data, size_t *len,
                 uint8_t *extra, uint64_t *nread, fq_err *err)
 {
@@ -425,6 +457,8 @@ int fq_tar_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_
         return fq_set_err(err, FQ_E_IO, "%s", s->c.error[idx]);
     const char *path = s->c.paths[s->c.shard[idx]];
     uint64_t isz = s->c.img_size[idx];
+    if (s->c.spans)
+        return tar_read_spans(s, idx, buf, data, len, extra, nread, err);
     if (isz > (uint64_t)SIZE_MAX / 2)
         return fq_set_err(err, FQ_E_IO, "member too large (%llu bytes)", (unsigned long long)isz);
     if (isz > *cap) {

@@ -22,6 +22,7 @@
 #define FQ_TAR_H
 
 #include "core/fq_common.h"
+#include "records/fq_spans.h"
 #include "task/fq_sample_reader.h"
 
 #ifdef __cplusplus
@@ -48,6 +49,9 @@ typedef struct fq_tarset_config {
     const char *const *key;      /* sample key (for messages) */
     const char *const *error;    /* NULL, or why this sample cannot be read */
     int with_label;              /* write an int64 label into extra */
+    fq_spans *spans;             /* NULL: read the shard files; else borrow each sample's bytes
+                                  * (image and label members, one covering range) from it:
+                                  * paths are then URLs, used in messages only */
 } fq_tarset_config;
 
 typedef struct fq_tarset fq_tarset;

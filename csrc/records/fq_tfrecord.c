@@ -124,7 +124,13 @@ int fq_tfr_read(void *ctx, int64_t idx, uint8_t **buf, size_t *cap, const uint8_
         return fq_set_err(err, FQ_E_IO, "record length %llu too large", (unsigned long long)dlen);
     size_t need = (size_t)dlen + 16;
     const uint8_t *rec;
-    if (r->c.mem && r->c.mem[s]) {
+    if (r->c.spans) {
+        uint64_t got;
+        int rc = fq_spans_get(r->c.spans, buf, idx, s, off, need, &rec, &got, err);
+        if (rc != FQ_OK)
+            return rc;
+        *nread = got;
+    } else if (r->c.mem && r->c.mem[s]) {
         if (off > r->c.mem_len[s] || r->c.mem_len[s] - off < need)
             return fq_set_err(err, FQ_E_IO, "truncated shard: record at offset %llu needs %zu bytes",
                               (unsigned long long)off, need);

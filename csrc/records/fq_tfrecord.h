@@ -25,6 +25,7 @@
 
 #include "core/fq_common.h"
 #include "records/fq_example.h"
+#include "records/fq_spans.h"
 #include "task/fq_sample_reader.h"
 
 #ifdef __cplusplus
@@ -57,6 +58,8 @@ typedef struct fq_tfr_config {
     int n_feats;
     int image;
     const size_t *extra_offset;    /* n_feats: byte offset of feature k in the extras row (unused for image) */
+    fq_spans *spans;               /* NULL: read the shard files (or mem); else borrow each framed
+                                    * record from it (paths are then URLs, for messages) */
 } fq_tfr_config;
 
 typedef struct fq_tfr fq_tfr;

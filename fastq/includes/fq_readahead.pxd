@@ -4,6 +4,8 @@ from libc.stdint cimport int64_t
 from fastq.includes.fq_common cimport fq_err
 from fastq.includes.fq_sample_reader cimport fq_sample_reader
 
+from fastq.includes.fq_spans cimport fq_spans
+
 cdef extern from "records/fq_readahead.h" nogil:
     ctypedef struct fq_ra:
         pass
@@ -19,3 +21,4 @@ cdef extern from "records/fq_readahead.h" nogil:
     int fq_filereader_create(const char *const *paths, int64_t n, int delay_us, fq_filereader **out,
                              const fq_sample_reader **reader, fq_err *err)
     void fq_filereader_free(fq_filereader *r)
+    void fq_filereader_set_spans(fq_filereader *r, fq_spans *spans)

@@ -4,6 +4,8 @@ from libc.stdint cimport uint8_t, int32_t, int64_t, uint64_t
 from fastq.includes.fq_common cimport fq_err
 from fastq.includes.fq_sample_reader cimport fq_sample_reader
 
+from fastq.includes.fq_spans cimport fq_spans
+
 cdef extern from "records/fq_tar.h" nogil:
     ctypedef struct fq_tarset_config:
         int n_shards
@@ -18,6 +20,7 @@ cdef extern from "records/fq_tar.h" nogil:
         const char *const *key
         const char *const *error
         int with_label
+        fq_spans *spans
     ctypedef struct fq_tarset:
         pass
     int fq_tar_scan(const char *path, uint64_t **offsets, uint64_t **sizes, uint8_t **flags, char **names,

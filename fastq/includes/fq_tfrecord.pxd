@@ -5,6 +5,8 @@ from fastq.includes.fq_common cimport fq_err
 from fastq.includes.fq_example cimport fq_tfr_feature
 from fastq.includes.fq_sample_reader cimport fq_sample_reader
 
+from fastq.includes.fq_spans cimport fq_spans
+
 cdef extern from "records/fq_tfrecord.h" nogil:
     ctypedef struct fq_tfr_config:
         int n_shards
@@ -21,6 +23,7 @@ cdef extern from "records/fq_tfrecord.h" nogil:
         int n_feats
         int image
         const size_t *extra_offset
+        fq_spans *spans
     ctypedef struct fq_tfr:
         pass
     int fq_tfr_scan(const char *path, const uint8_t *mem, size_t mem_len, uint64_t **offsets, uint64_t **lengths,

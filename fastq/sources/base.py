@@ -71,3 +71,51 @@ def _expand_paths(paths, what):
     if not paths:
         raise ValueError(f"{what}: no shard paths given (or the pattern matched nothing)")
     return paths
+
+
+def _check_shuffle_buffer(shuffle_buffer, what, default=None):
+    """shuffle_buffer= of a shard source: None (-> default) or an int in [1, 2**24]."""
+    sb = default if shuffle_buffer is None else shuffle_buffer
+    if sb is not None and (not isinstance(sb, int) or isinstance(sb, bool) or not 1 <= sb <= 1 << 24):
+        raise ValueError(f"{what}: shuffle_buffer must be an int in [1, 2**24], got {shuffle_buffer!r}")
+    return sb
+
+
+def stream_order(counts, shuffle_buffer, seed, epoch, shuffle=True):
+    """The streaming order over shards holding counts[s] samples (numbered in shard
+    order): without shuffle, every sample in shard order; with it, the shards
+    permuted and a shuffle buffer of shuffle_buffer samples, both drawn from (seed,
+    epoch).  docs/sources.md gives the exact rule (TFRecord(index=False),
+    WebDataset(shuffle_buffer=N))."""
+    import numpy as np
+    from fastq import _image
+    counts = np.asarray(counts, np.int64)
+    base = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    if not shuffle:
+        return np.arange(base[-1], dtype=np.int64)
+    rng = np.random.default_rng([int(seed), int(epoch), 0x54465253])  # "TFRS"
+    perm = rng.permutation(len(counts))
+    stream = np.concatenate([np.arange(base[s], base[s + 1], dtype=np.int64) for s in perm])
+    b = min(shuffle_buffer, len(stream))
+    fill = rng.integers(0, b, size=len(stream) - b, dtype=np.int64)
+    drain = rng.integers(0, np.arange(b, 0, -1, dtype=np.int64), dtype=np.int64)
+    return _image.shuffle_buffer_apply(stream, fill, drain)
+
+
+def restrict(order, indices, n):
+    """order without the samples that are not in indices (a source after shard())."""
+    import numpy as np
+    if len(indices) == n:
+        return order
+    mask = np.zeros(n, bool)
+    mask[indices] = True
+    return order[mask[order]]
+
+
+def default_order(indices, seed, epoch, shuffle):
+    """A native source's default epoch order: its samples, permuted by (seed, epoch)
+    with shuffle (fastq.sources.images._ImageBackend.order's rule)."""
+    if not shuffle:
+        return indices
+    from fastq import _image
+    return indices[_image.permutation(seed, epoch, len(indices))]

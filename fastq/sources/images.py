@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from fastq import _core
-from fastq.sources.base import Source
+from fastq.sources.base import Source, default_order
 from fastq.sources.readahead import _file_task_items, _init_file_read_ahead
 from fastq.backend import Backend
 from fastq.scheduling import usable_cpus
@@ -147,6 +147,11 @@ def _targets(targets, n):
     return targets
 
 
+def _image_mod():
+    from fastq import _image
+    return _image
+
+
 class ImageSource(Source):
     """Base of the native sources.  ``indices`` are the dataset sample indices
     this source covers (all of them unless :meth:`shard` was used); a
@@ -154,6 +159,7 @@ class ImageSource(Source):
     which shard or worker produced it."""
 
     kind: Optional[str] = None
+    _remote: Any = None  # fastq.sources.fetch.RemoteSet of a source read from object storage
 
     def __init__(self, items, labels, indices=None, targets=None):
         self._items = items
@@ -198,6 +204,8 @@ class ImageSource(Source):
         return _labels_array(self._labels_given, len(self._items), label_dtype)
 
     def _make_backend(self, config, **options):
+        if self._remote is not None:
+            return _RemoteBackend(self, config, **options)
         return _ImageBackend(self, config, **options)
 
 
@@ -208,17 +216,43 @@ class Files(ImageSource):
     is the number of files (delivered as the second output).  ``io_threads`` > 0:
     that many threads read files up to ``read_ahead`` samples ahead of the
     decoding workers (slow storage; see docs/sources.md).
+
+    Object storage: paths may be URLs (``s3://bucket/key.jpg``, ``gs://``,
+    ``az://``, ``abfs://``, ``http(s)://``; ``file://`` is a local path), all of
+    them remote then.  Each object is fetched whole, up to ``remote.max_in_flight``
+    at once ahead of the workers, and decoded from the fetched buffer.
+    ``storage_options``: the store's configuration, overriding the environment
+    (``AWS_ENDPOINT_URL``...); ``cache_dir`` / ``cache_limit``: keep fetched objects
+    on local disk (bytes; None: no limit); ``remote``: a
+    :class:`fastq.sources.RemoteOptions`.  See docs/cloud.md.
     """
 
     kind = "files"
 
     def __init__(self, paths: Sequence[PathLike], labels: Any = None, io_threads: int = 0,
-                 read_ahead: int = 64, targets: Any = None) -> None:
+                 read_ahead: int = 64, targets: Any = None, storage_options: Optional[dict] = None,
+                 cache_dir: Optional[PathLike] = None, cache_limit: Optional[int] = None,
+                 remote: Any = None) -> None:
         if isinstance(paths, (str, bytes, os.PathLike)):
             raise TypeError(
                 f"Files takes a list of file paths, got a single path {os.fsdecode(paths)!r} (a string "
                 f"would be read as one path per character). Pass [path] for one file; for a folder, "
                 f"list its images, e.g. sorted(glob.glob(os.path.join(folder, '*.jpg'))).")
+        from fastq.sources import remote as remote_mod
+        paths = [remote_mod.local_path(p) for p in paths]
+        n_url = sum(remote_mod.is_url(p) for p in paths)
+        if n_url:
+            if n_url != len(paths):
+                raise ValueError("Files: paths mix URLs and local paths; give one kind (file:// URLs are local)")
+            if io_threads:
+                raise ValueError("Files: io_threads applies to local files; remote reads are tuned by "
+                                 "remote=fastq.sources.RemoteOptions(...) (docs/cloud.md)")
+            rs = remote_mod.files_remote(paths, storage_options, cache_dir, cache_limit, remote)
+            super().__init__([os.fsencode(p) for p in paths], labels, targets=targets)
+            remote_mod.attach(self, rs)
+            return
+        if storage_options is not None or cache_dir is not None or remote is not None:
+            raise ValueError("Files: storage_options, cache_dir and remote apply to URLs only")
         paths = [os.fsencode(p) for p in paths]
         if not paths:
             raise ValueError("Files: no paths given")
@@ -226,6 +260,9 @@ class Files(ImageSource):
         _init_file_read_ahead(self, io_threads, read_ahead)  # io_threads: docs/sources.md
 
     def _task_items(self):
+        if self._remote is not None:
+            from fastq.sources import remote as remote_mod
+            return remote_mod.task_reader(self, lambda spans: _image_mod().FileReader(list(self._items), spans=spans))
         return _file_task_items(self)
 
     def path(self, index: int) -> str:
@@ -384,11 +421,10 @@ class _ImageBackend(Backend):
                 (["index"] if self.return_index else []) + (["image_sizes"] if self.sizes_op >= 0 else []))
 
     def order(self, epoch):
-        idx = self.source.indices
-        if self.shuffle:
-            from fastq import _image
-            return idx[_image.permutation(self.seed, epoch, len(idx))]
-        return idx
+        hook = getattr(self.source, "_epoch_order", None)  # a source with an order of its own
+        if hook is not None:
+            return hook(self.seed, epoch, self.shuffle)
+        return default_order(self.source.indices, self.seed, epoch, self.shuffle)
 
     def batches_per_epoch(self):
         n = len(self.source)
@@ -434,3 +470,52 @@ class _NativeProducers:
         return self.run.stats()
 
 
+
+
+class _RemoteBackend(_ImageBackend):
+    """A native image source read from object storage: each run also runs a
+    fetcher (fastq/sources/fetch.py) that brings the run's bytes ahead of the
+    workers into the reader's spans table."""
+
+    def __init__(self, source, config, **options):
+        self._spans = None
+        super().__init__(source, config, **options)  # calls source._task_items(), which sets _taken_spans
+        self._spans = source.__dict__.pop("_taken_spans")
+        self._run = None
+
+    def start(self, ring, run_id, epoch, position=0):
+        from fastq.sources.fetch import Fetcher, RemoteRun
+        order = self.order(epoch)[position * self.batch_size:]
+        fetcher = Fetcher(self.source._remote, self._spans, order).start()
+        try:
+            native = super().start(ring, run_id, epoch, position)
+        except BaseException:
+            fetcher.stop()
+            self._spans.reset()
+            raise
+        self._run = RemoteRun(native, fetcher, self._spans)
+        return self._run
+
+    def explain(self, epoch, index):
+        run = self._run
+        if run is not None and not run.fetcher.stopping:
+            return super().explain(epoch, index)  # the run's fetcher answers the demand
+        from fastq.sources.fetch import Fetcher
+        fetcher = Fetcher(self.source._remote, self._spans, None).start()
+        try:
+            return super().explain(epoch, index)
+        finally:
+            fetcher.stop()
+            self._spans.reset()
+
+    def stats(self):
+        out = super().stats()
+        rs = self.source._remote
+        rem = rs.counters.snapshot()
+        rem.update({"lent_" + k: v for k, v in self._spans.stats().items()})
+        rem["bytes_cap"] = rs.opts.max_bytes
+        run = self._run
+        if run is not None:
+            rem.update(run.stats()["fetch"])
+        out["remote"] = rem
+        return out

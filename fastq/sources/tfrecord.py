@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from fastq.sources.base import _expand_paths
+from fastq.sources.base import _check_shuffle_buffer, _expand_paths, default_order, restrict, stream_order
 from fastq.sources.images import ImageSource, _ImageBackend
 from fastq.sources.readahead import _check_io, _with_read_ahead
 
@@ -171,8 +171,12 @@ class TFRecord(ImageSource):
 
     def __init__(self, paths, image_key="image/encoded", label_key="image/class/label", index=None,
                  compression=None, features=None, index_dir=None, cache_index=True, io_threads=0, read_ahead=64,
-                 shuffle_buffer=None, targets=None):
+                 shuffle_buffer=None, targets=None, storage_options=None, cache_dir=None, cache_limit=None,
+                 remote=None):
+        from fastq.sources import remote as remote_mod
         _check_io(io_threads, read_ahead, "TFRecord")
+        is_remote = remote_mod.any_url(paths)
+        self._remote_stream = False
         from fastq.targets import OdapiTargets
         if targets is not None and not isinstance(targets, OdapiTargets):
             raise TypeError(f"TFRecord: targets= must be a fastq.targets.OdapiTargets, got {type(targets).__name__}")
@@ -180,13 +184,23 @@ class TFRecord(ImageSource):
         if shuffle_buffer is not None and not self._stream:
             raise ValueError("TFRecord: shuffle_buffer= applies to the streaming mode (index=False) only")
         if self._stream:
-            sb = 10000 if shuffle_buffer is None else shuffle_buffer
-            if not isinstance(sb, int) or isinstance(sb, bool) or not 1 <= sb <= 1 << 24:
-                raise ValueError(f"TFRecord: shuffle_buffer must be an int in [1, 2**24], got {shuffle_buffer!r}")
-            self.shuffle_buffer = sb
+            self.shuffle_buffer = _check_shuffle_buffer(shuffle_buffer, "TFRecord", 10000)
             index = None
         self.io_threads, self.read_ahead = io_threads, read_ahead
-        self.paths = _expand_paths(paths, "TFRecord")
+        if is_remote:
+            if io_threads:
+                raise ValueError("TFRecord: io_threads applies to local shards; remote reads are tuned by "
+                                 "remote=fastq.sources.RemoteOptions(...) (docs/cloud.md)")
+            if compression:
+                raise ValueError("TFRecord: compressed shards cannot be read from object storage (a compressed "
+                                 "stream has no random access); store them uncompressed, or copy them locally")
+            objs, opts, counters = remote_mod.shard_objects(paths, "TFRecord", storage_options, remote)
+            self.paths = [o.url for o in objs]
+        else:
+            remote_mod.check_local_only("TFRecord", storage_options, cache_dir, remote, cache_limit)
+            self.paths = _expand_paths([remote_mod.local_path(p) for p in paths]
+                                       if not isinstance(paths, (str, bytes, os.PathLike)) else
+                                       remote_mod.local_path(paths), "TFRecord")
         comp = (compression or "").upper()
         if comp not in ("", "NONE", "GZIP", "ZLIB"):
             raise ValueError(f"TFRecord: compression must be None, 'GZIP' or 'ZLIB', got {compression!r}")
@@ -203,7 +217,13 @@ class TFRecord(ImageSource):
                 raise ValueError("TFRecord: targets= needs its five keys apart from image_key, label_key and "
                                  "features, and at most 16 keys in all")
             feats += tf
-        if self._stream:
+        if is_remote:
+            # remote shards are always indexed (one download per shard version, then cached):
+            # index=False keeps its streaming order, read through the index in large ranges
+            self._remote_stream, self._stream = self._stream, False
+            self._init_remote(feats, objs, opts, counters, index, index_dir,
+                              remote_mod.cache_for(cache_dir, cache_limit))
+        elif self._stream:
             self._init_stream(feats)
         else:
             self._init_indexed(feats, index, index_dir, cache_index)
@@ -263,6 +283,41 @@ class TFRecord(ImageSource):
                     _save_index(cpath, st, o, ln)  # shards with a broken framing are not cached
         return o, ln, mem, tail
 
+    def _init_remote(self, feats, objs, opts, counters, index, index_dir, cache):
+        """Shards in object storage: the record index from index= (a DALI text index
+        or offsets per shard), the remote index cache, or one download and a scan."""
+        from fastq import _image
+        from fastq.sources import remote as remote_mod
+        offsets, lengths, tails = [], [], []
+        for k, obj in enumerate(objs):
+            tail = ""
+            if index is not None:
+                o, ln = _given_index(index[k], obj.url, obj.size, k)
+            else:
+                d = remote_mod.shard_index(obj, "tfr", _tfr_index_dict, index_dir, cache, opts, counters)
+                o, ln = d["offsets"], d["lengths"]
+                tail = bytes(d["tail_msg"]).decode("utf-8", "replace")
+            if tail:
+                o = np.append(o, np.uint64(0))
+                ln = np.append(ln, np.uint64(_image.TFR_BROKEN))
+            offsets.append(np.asarray(o, np.uint64))
+            lengths.append(np.asarray(ln, np.uint64))
+            tails.append(tail.encode())
+        self._shard_of = np.concatenate([np.full(len(o), k, np.int32) for k, o in enumerate(offsets)])
+        self.record_numbers = np.concatenate([np.arange(len(o), dtype=np.int64) for o in offsets])
+        if len(self._shard_of) == 0:
+            raise ValueError(f"TFRecord: the shards hold no records: {self.paths}")
+        self.record_counts = np.asarray([len(o) for o in offsets], np.int64)
+        self._base = np.concatenate([[0], np.cumsum(self.record_counts)]).astype(np.int64)
+        off, ln = np.concatenate(offsets), np.concatenate(lengths)
+        self._reader_args = ([os.fsencode(p) for p in self.paths], [None] * len(self.paths), tails, self._shard_of,
+                             off, ln, self.record_numbers, feats, 0)
+        ImageSource.__init__(self, _image.TFRecordReader(*self._reader_args), None)
+        broken = ln == np.uint64(_image.TFR_BROKEN)
+        end = np.where(broken, off, off + ln + np.uint64(16))
+        remote_mod.attach(self, remote_mod.make_remote_set(objs, opts, counters, cache, self._shard_of, off, end,
+                                                           broken))
+
     def _init_indexed(self, feats, index, index_dir, cache_index):
         """The default mode: a record index over all shards; random access."""
         from fastq import _image
@@ -314,19 +369,16 @@ class TFRecord(ImageSource):
         shuffle, the shards permuted and a shuffle buffer of
         ``shuffle_buffer`` records, both drawn from (seed, epoch); without,
         the records in shard order.  See docs/sources.md for the exact rule."""
-        if not self._stream:
+        if not (self._stream or self._remote_stream):
             raise ValueError("TFRecord.stream_order: only with index=False")
-        from fastq import _image
-        counts, base = self.record_counts, self._base
-        if not shuffle:
-            return np.arange(base[-1], dtype=np.int64)
-        rng = np.random.default_rng([int(seed), int(epoch), 0x54465253])  # "TFRS"
-        perm = rng.permutation(len(counts))
-        stream = np.concatenate([np.arange(base[s], base[s + 1], dtype=np.int64) for s in perm])
-        b = min(self.shuffle_buffer, len(stream))
-        fill = rng.integers(0, b, size=len(stream) - b, dtype=np.int64)
-        drain = rng.integers(0, np.arange(b, 0, -1, dtype=np.int64), dtype=np.int64)
-        return _image.shuffle_buffer_apply(stream, fill, drain)
+        return stream_order(self.record_counts, self.shuffle_buffer, seed, epoch, shuffle)
+
+    def _epoch_order(self, seed, epoch, shuffle):
+        """The epoch order of a remote source (after shard()): index=False's streaming
+        order, else the pipeline's default (shuffle: a permutation of all samples)."""
+        if self._remote_stream:
+            return restrict(self.stream_order(seed, epoch, shuffle), self.indices, self.num_samples)
+        return default_order(self.indices, seed, epoch, shuffle)
 
     def _make_backend(self, config, **options):
         if not self._stream:
@@ -347,6 +399,10 @@ class TFRecord(ImageSource):
         return self.paths[self._shard_of[index]]
 
     def _task_items(self):
+        if self._remote is not None:
+            from fastq import _image
+            from fastq.sources import remote as remote_mod
+            return remote_mod.task_reader(self, lambda spans: _image.TFRecordReader(*self._reader_args, spans=spans))
         if not self._stream:
             return _with_read_ahead(self, self._items)
         # the stream reader follows one pipeline's order: a fresh one per pipeline
@@ -380,9 +436,12 @@ class _StreamBackend(_ImageBackend):
 
     def order(self, epoch):
         src = self.source
-        full = src.stream_order(self.seed, epoch, self.shuffle)
-        if len(src.indices) == src.num_samples:
-            return full
-        mask = np.zeros(src.num_samples, bool)
-        mask[src.indices] = True
-        return full[mask[full]]
+        return restrict(src.stream_order(self.seed, epoch, self.shuffle), src.indices, src.num_samples)
+
+
+def _tfr_index_dict(local):
+    """tfrecord_scan of a local copy of a shard, as arrays (the remote index cache's format)."""
+    from fastq import _image
+    o, ln, t = _image.tfrecord_scan(local)
+    return {"offsets": o, "lengths": ln,
+            "tail_msg": np.frombuffer((t[1] if t is not None else "").encode(), np.uint8)}

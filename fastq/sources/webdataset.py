@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from fastq.sources.base import _expand_paths
+from fastq.sources.base import _check_shuffle_buffer, _expand_paths, default_order, restrict, stream_order
 from fastq.sources.images import ImageSource
 from fastq.sources.readahead import _check_io, _with_read_ahead
 
@@ -42,16 +42,47 @@ class WebDataset(ImageSource):
 
     ``io_threads`` > 0: that many threads read samples up to ``read_ahead``
     samples ahead of the decoding workers (for slow storage).
+
+    ``shuffle_buffer``: None (default) shuffles samples over all shards (with
+    ``Pipeline(shuffle=True)``); an int N selects the streaming order instead:
+    shards in an order drawn from (seed, epoch) and a shuffle buffer of N samples,
+    the rule of ``TFRecord(index=False)`` (:meth:`stream_order`).  For shards in
+    object storage it reads each shard front to back in large ranged chunks, where
+    the global shuffle needs one request per sample.
+
+    Object storage: ``paths`` may be URLs (``s3://bucket/train-*.tar``: the pattern
+    is expanded by listing).  Each shard's index is built once by one download and
+    kept under ``index_dir`` (keyed by URL, size and ETag); ``storage_options``,
+    ``cache_dir``, ``cache_limit``, ``remote``: see :class:`Files` and docs/cloud.md.
     """
 
     kind = "reader"
 
     def __init__(self, paths, image_ext=("jpg", "jpeg", "png", "webp"), label_ext="cls", io_threads=0,
-                 read_ahead=64):
+                 read_ahead=64, shuffle_buffer=None, storage_options=None, cache_dir=None, cache_limit=None,
+                 remote=None, index_dir=None):
         from fastq import _image
+        from fastq.sources import remote as remote_mod
         _check_io(io_threads, read_ahead, "WebDataset")
         self.io_threads, self.read_ahead = io_threads, read_ahead
-        self.paths = _expand_paths(paths, "WebDataset")
+        self.shuffle_buffer = _check_shuffle_buffer(shuffle_buffer, "WebDataset")
+        rset = None
+        if remote_mod.any_url(paths):
+            if io_threads:
+                raise ValueError("WebDataset: io_threads applies to local shards; remote reads are tuned by "
+                                 "remote=fastq.sources.RemoteOptions(...) (docs/cloud.md)")
+            objs, opts, counters = remote_mod.shard_objects(paths, "WebDataset", storage_options, remote)
+            cache = remote_mod.cache_for(cache_dir, cache_limit)
+            self.paths = [o.url for o in objs]
+            scans = [_tar_index_tuple(remote_mod.shard_index(o, "tar", _tar_index_dict, index_dir, cache, opts,
+                                                             counters)) for o in objs]
+            rset = (objs, opts, counters, cache)
+        else:
+            remote_mod.check_local_only("WebDataset", storage_options, cache_dir, remote, cache_limit)
+            self.paths = _expand_paths([remote_mod.local_path(p) for p in paths]
+                                       if not isinstance(paths, (str, bytes, os.PathLike)) else
+                                       remote_mod.local_path(paths), "WebDataset")
+            scans = None
         if isinstance(image_ext, str):
             image_ext = (image_ext,)
         self.image_ext = tuple(e.lower().lstrip(".") for e in image_ext)
@@ -79,7 +110,7 @@ class WebDataset(ImageSource):
             errs.append(err.encode() if err else None)
 
         for k, path in enumerate(self.paths):
-            names, offs, sizes, unsafe, tail = _image.tar_scan(path)
+            names, offs, sizes, unsafe, tail = scans[k] if scans is not None else _image.tar_scan(path)
             number = 0
             cur_key, members, err = None, {}, None
             for name, o, s, bad in zip(names, offs.tolist(), sizes.tolist(), unsafe.tolist()):
@@ -108,19 +139,67 @@ class WebDataset(ImageSource):
         self._shard_of = np.asarray(cols["shard"], np.int32)
         self.sample_numbers = np.asarray(cols["number"], np.int64)
         self.keys = [os.fsdecode(k) for k in keys]
-        reader = _image.TarReader([os.fsencode(p) for p in self.paths], self._shard_of,
-                                  np.asarray(cols["img_off"], np.uint64), np.asarray(cols["img_size"], np.uint64),
-                                  np.asarray(cols["lab_off"], np.uint64), np.asarray(cols["lab_size"], np.uint64),
-                                  self.sample_numbers, keys, errs, self.label_ext is not None)
-        super().__init__(reader, None)
+        img_off, img_size = np.asarray(cols["img_off"], np.uint64), np.asarray(cols["img_size"], np.uint64)
+        lab_off, lab_size = np.asarray(cols["lab_off"], np.uint64), np.asarray(cols["lab_size"], np.uint64)
+        self._reader_args = ([os.fsencode(p) for p in self.paths], self._shard_of, img_off, img_size, lab_off,
+                             lab_size, self.sample_numbers, keys, errs, self.label_ext is not None)
+        self.sample_counts = np.bincount(self._shard_of, minlength=len(self.paths)).astype(np.int64)
+        super().__init__(_image.TarReader(*self._reader_args), None)
+        if rset is not None:
+            objs, opts, counters, cache = rset
+            with_label = self.label_ext is not None
+            has_lab = lab_off != np.uint64(_image.TAR_NONE)
+            lo = np.where(has_lab, np.minimum(img_off, lab_off), img_off)
+            hi = np.where(has_lab, np.maximum(img_off + img_size, lab_off + lab_size), img_off + img_size)
+            # samples the reader fails before reading (an error found by the scan, no label
+            # member): never fetched
+            skip = np.asarray([e is not None for e in errs], bool) | (with_label & ~has_lab)
+            remote_mod.attach(self, remote_mod.make_remote_set(objs, opts, counters, cache, self._shard_of, lo, hi,
+                                                               skip))
 
     def path(self, index):
         """The shard that holds sample `index`."""
         return self.paths[self._shard_of[index]]
 
     def _task_items(self):
+        if self._remote is not None:
+            from fastq import _image
+            from fastq.sources import remote as remote_mod
+            return remote_mod.task_reader(self, lambda spans: _image.TarReader(*self._reader_args, spans=spans))
         return _with_read_ahead(self, self._items)
+
+    def stream_order(self, seed, epoch, shuffle=True):
+        """With shuffle_buffer: the epoch order over all samples (before shard()): the
+        shards permuted and a shuffle buffer, both drawn from (seed, epoch), the rule of
+        TFRecord.stream_order; without shuffle, the samples in shard order."""
+        if self.shuffle_buffer is None:
+            raise ValueError("WebDataset.stream_order: only with shuffle_buffer=N")
+        return stream_order(self.sample_counts, self.shuffle_buffer, seed, epoch, shuffle)
+
+    def _epoch_order(self, seed, epoch, shuffle):
+        """The backend's epoch order over this source's samples (after shard())."""
+        if self.shuffle_buffer is None:
+            return default_order(self.indices, seed, epoch, shuffle)
+        return restrict(self.stream_order(seed, epoch, shuffle), self.indices, self.num_samples)
 
     def location(self, index):
         """(shard path, sample number inside the shard, key) of sample `index`."""
         return self.path(index), int(self.sample_numbers[index]), self.keys[index]
+
+
+def _tar_index_dict(local):
+    """tar_scan of a local copy of a shard, as arrays (the remote index cache's format)."""
+    from fastq import _image
+    names, offs, sizes, unsafe, tail = _image.tar_scan(local)
+    return {"names": np.frombuffer(b"\0".join(os.fsencode(n) for n in names) + b"\0", np.uint8),
+            "count": np.array([len(names)], np.int64), "offs": offs, "sizes": sizes, "unsafe": unsafe,
+            "tail_code": np.array([0 if tail is None else tail[0]], np.int64),
+            "tail_msg": np.frombuffer((tail[1] if tail is not None else "").encode(), np.uint8)}
+
+
+def _tar_index_tuple(d):
+    n = int(d["count"][0])
+    names = [os.fsdecode(x) for x in bytes(d["names"]).split(b"\0")[:n]]
+    code = int(d["tail_code"][0])
+    tail = None if code == 0 else (code, bytes(d["tail_msg"]).decode("utf-8", "replace"))
+    return names, d["offs"], d["sizes"], d["unsafe"], tail

@@ -1,0 +1,469 @@
+"""The fetcher of the remote sources: many GETs in flight, in the epoch's order,
+into the native readers without a copy.
+
+A remote source (Files / Folder of URLs, TFRecord / WebDataset shards at URLs)
+knows, per sample, which bytes of which object it needs (a whole object, or a
+range of a shard).  For each epoch (each run of a pipeline) a :class:`Fetcher`:
+
+1. plans requests: samples whose bytes lie close together in a shard and whose
+   positions in the epoch order are close are read in one ranged GET (at most
+   ``chunk_bytes``); whole objects are one GET each.  Requests are issued in the
+   order of the first position that needs them;
+2. keeps up to ``max_in_flight`` requests running on an asyncio loop (obstore's
+   calls release the GIL and run on its own Rust runtime), while the fetched bytes
+   held (in flight + not yet read by the workers) stay under ``max_bytes``;
+3. lends each fetched buffer to the native readers through a
+   :class:`fastq._image.Spans` table (csrc/records/fq_spans.h): the workers decode
+   straight from obstore's buffer (or from the cache file's mapping);
+4. frees a buffer when the table hands its token back (every sample it was fetched
+   for was read), and answers *demands*: a worker waiting for bytes nobody planned
+   (a skip replacement, a sample read again) or planned far ahead (brought forward).
+
+Transient failures are retried inside :func:`fastq.sources.storage.fetch`; a
+permanent one becomes a failing range in the table, so that the sample fails
+with the URL in its message (or is a counted skip with ``on_error="skip"``).
+"""
+import asyncio
+import hashlib
+import mmap
+import os
+import random
+import threading
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from fastq.sources.storage import Counters, ObjectInfo, RemoteError, RemoteOptions, fetch, run_sync
+
+__all__ = ["RemoteSet", "Fetcher", "LocalCache"]
+
+WHOLE = np.uint64(0xFFFFFFFFFFFFFFFF)
+_PENDING, _INFLIGHT, _LIVE, _DONE = 0, 1, 2, 3
+
+
+class LocalCache:
+    """Whole objects kept on local disk (``cache_dir=``), at most ``limit`` bytes
+    (None: no limit), least recently used evicted first.  Safe with several
+    processes on one node: a file appears under its final name only complete
+    (written to a private temporary name, then renamed), and a file evicted while
+    another process reads it stays readable through that process's mapping.  The
+    name holds a hash of the URL, the size and the ETag: a changed object misses."""
+
+    def __init__(self, directory, limit=None):
+        self.dir = os.path.abspath(os.fspath(directory))
+        os.makedirs(self.dir, exist_ok=True)
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise ValueError(f"cache_limit must be a positive int (bytes) or None, got {limit!r}")
+        self.limit = limit
+        self._total = None
+        self._lock = threading.Lock()
+
+    def path(self, obj: ObjectInfo):
+        h = hashlib.sha1(f"{obj.url}\0{obj.size}\0{obj.etag}".encode()).hexdigest()[:32]
+        return os.path.join(self.dir, f"{h}.obj")
+
+    def open(self, obj: ObjectInfo):
+        """A read-only mapping of the cached object (memoryview), or None."""
+        if obj.size is None:
+            return None
+        p = self.path(obj)
+        try:
+            fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        try:
+            if os.fstat(fd).st_size != obj.size:
+                return None
+            try:
+                os.utime(p)  # recently used (eviction order)
+            except OSError:
+                pass
+            if obj.size == 0:
+                return memoryview(b"")
+            return memoryview(mmap.mmap(fd, obj.size, prot=mmap.PROT_READ))
+        finally:
+            os.close(fd)
+
+    def store(self, obj: ObjectInfo, parts):
+        """Write the object (its bytes in `parts`, in order) under its final name."""
+        p = self.path(obj)
+        tmp = f"{p}.{os.getpid()}.{threading.get_ident()}.tmp"
+        n = 0
+        try:
+            with open(tmp, "wb") as f:
+                for b in parts:
+                    f.write(b)
+                    n += len(b)
+            os.replace(tmp, p)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            return 0
+        self._account(n, keep=p)
+        return n
+
+    def _account(self, n, keep):
+        if self.limit is None:
+            return
+        with self._lock:
+            if self._total is None:
+                self._total = self._scan_total()
+            else:
+                self._total += n
+            if self._total <= self.limit:
+                return
+            files = []
+            for e in os.scandir(self.dir):
+                if e.name.endswith(".obj"):
+                    try:
+                        st = e.stat()
+                    except OSError:
+                        continue
+                    files.append((st.st_mtime_ns, st.st_size, e.path))
+            files.sort()
+            total = sum(f[1] for f in files)
+            for _mt, size, path in files:
+                if total <= self.limit * 0.9:
+                    break
+                if path == keep:
+                    continue
+                try:
+                    os.unlink(path)
+                    total -= size
+                except OSError:
+                    pass
+            self._total = total
+
+    def _scan_total(self):
+        t = 0
+        for e in os.scandir(self.dir):
+            if e.name.endswith(".obj"):
+                try:
+                    t += e.stat().st_size
+                except OSError:
+                    pass
+        return t
+
+
+class RemoteSet:
+    """The remote side of a source: its objects, and per sample the bytes it needs.
+
+    obj[i]: the object of sample i; off[i], end[i]: its byte range (end = WHOLE: the
+    whole object); skip[i]: the reader fails the sample before reading (a broken
+    record, a tar sample without an image): never planned."""
+
+    def __init__(self, objects: List[ObjectInfo], opts: RemoteOptions, counters: Counters, cache: Optional[LocalCache],
+                 obj, off, end, skip=None):
+        self.objects = objects
+        self.opts = opts
+        self.counters = counters
+        self.cache = cache
+        self.obj = np.ascontiguousarray(obj, np.int32)
+        self.off = np.ascontiguousarray(off, np.uint64)
+        self.end = np.ascontiguousarray(end, np.uint64)
+        self.skip = np.zeros(len(self.obj), bool) if skip is None else np.ascontiguousarray(skip, bool)
+        self.whole = bool(len(self.end)) and bool((self.end == WHOLE).all())
+        self.avg_bytes = self._avg_bytes()
+
+    def _avg_bytes(self):
+        if self.whole:
+            sizes = [o.size for o in self.objects if o.size is not None]
+            return int(np.mean(sizes)) if sizes else 256 << 10
+        ok = ~self.skip
+        return int(np.mean((self.end[ok] - self.off[ok]).astype(np.float64))) if ok.any() else 1 << 10
+
+    def spans(self):
+        from fastq import _image
+        return _image.Spans(len(self.objects), len(self.obj))
+
+    def plan(self, order):
+        """Requests for one epoch order: a list of (obj, start, end or None, claims
+        (int64 array), first position), sorted by first position."""
+        order = np.asarray(order, np.int64)
+        keep = ~self.skip[order]
+        pos = np.nonzero(keep)[0].astype(np.int64)
+        idx = order[keep]
+        if self.whole:
+            return [(int(self.obj[i]), 0, None, np.array([i], np.int64), int(p)) for i, p in zip(idx.tolist(), pos.tolist())]
+        opts = self.opts
+        # how far apart (in positions) the samples of one request may be needed: what
+        # half the memory cap holds, so that a request is not kept for most of an epoch
+        window = max(16, int(opts.max_bytes // max(1, self.avg_bytes)) // 2)
+        srt = np.lexsort((self.off[idx], self.obj[idx]))
+        o_s, a_s, e_s = self.obj[idx][srt], self.off[idx][srt], self.end[idx][srt]
+        i_s, p_s = idx[srt], pos[srt]
+        reqs = []
+        n = len(srt)
+        k = 0
+        o_l, a_l, e_l, p_l = o_s.tolist(), a_s.tolist(), e_s.tolist(), p_s.tolist()
+        while k < n:
+            o, start, end, pmin, pmax = o_l[k], a_l[k], e_l[k], p_l[k], p_l[k]
+            j = k + 1
+            while j < n and o_l[j] == o and a_l[j] >= start and a_l[j] - end <= opts.gap_bytes and \
+                    max(end, e_l[j]) - start <= opts.chunk_bytes and \
+                    max(pmax, p_l[j]) - min(pmin, p_l[j]) <= window:
+                end = max(end, e_l[j])
+                pmin, pmax = min(pmin, p_l[j]), max(pmax, p_l[j])
+                j += 1
+            reqs.append((o, start, end, i_s[k:j].copy(), pmin))
+            k = j
+        reqs.sort(key=lambda r: r[4])
+        return reqs
+
+
+class Fetcher:
+    """One epoch's requests for one pipeline (see the module docstring).  start()
+    runs an event loop thread and a poll thread; stop() ends both within about a
+    second, abandoning requests in flight."""
+
+    def __init__(self, rs: RemoteSet, spans, order):
+        self.rs = rs
+        self.spans = spans
+        self.opts = rs.opts
+        self.counters = rs.counters
+        self.reqs = rs.plan(order) if order is not None else []
+        self.state = [_PENDING] * len(self.reqs)
+        self.req_of: Dict[int, int] = {}
+        for r, req in enumerate(self.reqs):
+            for i in req[3].tolist():
+                self.req_of[i] = r
+        self.buffers: Dict[int, Any] = {}    # token -> (buffer, bytes, request id)
+        self.next_token = 1
+        self.next_req = 0
+        self.inflight: Dict[int, asyncio.Task] = {}
+        self.held = 0
+        self.max_held = 0
+        self.extra_reqs = 0
+        self.stopping = False
+        self.put_lock = threading.Lock()  # no put after stop() returned (see _fetch)
+        self.filling: Dict[int, Any] = {}  # object -> the task writing it into the cache
+        self.failed: Optional[BaseException] = None
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self.rng = random.Random(self.opts.seed)
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fastq-fetch", daemon=True)
+        self._poller = threading.Thread(target=self._poll_loop, name="fastq-fetch-poll", daemon=True)
+
+    # -- threads -------------------------------------------------------------
+    def start(self):
+        self._thread.start()
+        self._ready.wait()
+        self._poller.start()
+        return self
+
+    def _run(self):
+        try:
+            asyncio.run(self._main())
+        except BaseException as e:  # noqa: BLE001 - reported to the waiting workers
+            self.failed = e
+            self._ready.set()
+            if not self.stopping:
+                self.spans.abort(f"the remote fetcher failed: {type(e).__name__}: {e}")
+
+    def _poll_loop(self):
+        while not self.stopping:
+            dem, tok = self.spans.poll(50)
+            if (dem or tok) and not self.stopping:
+                try:
+                    self.loop.call_soon_threadsafe(self._on_poll, dem, tok)
+                except RuntimeError:  # the loop closed: stopping
+                    return
+
+    async def _main(self):
+        self.loop = asyncio.get_running_loop()
+        self.wake = asyncio.Event()
+        self._ready.set()
+        while not self.stopping:
+            self._issue()
+            await self.wake.wait()
+            self.wake.clear()
+        for t in list(self.inflight.values()):
+            t.cancel()
+        if self.inflight:
+            await asyncio.wait(list(self.inflight.values()), timeout=0.5)
+
+    def stop(self):
+        """End the loop and the poll thread (requests in flight are abandoned).  The
+        caller then resets the spans table and drops this fetcher (its buffers)."""
+        with self.put_lock:
+            self.stopping = True
+        if self.loop is not None:
+            try:
+                self.loop.call_soon_threadsafe(self.wake.set)
+            except RuntimeError:
+                pass
+        self._thread.join(2.0)
+        if self._poller.is_alive():
+            self._poller.join(1.0)
+        return not self._thread.is_alive()
+
+    # -- on the loop ------------------------------------------------------------
+    def _est(self, r):
+        o, start, end = self.reqs[r][:3]
+        if end is not None:
+            return end - start
+        size = self.rs.objects[o].size
+        return size if size is not None else self.rs.avg_bytes
+
+    def _issue(self):
+        n = len(self.reqs)
+        while self.next_req < n and len(self.inflight) < self.opts.max_in_flight:
+            r = self.next_req
+            if self.state[r] != _PENDING:
+                self.next_req += 1
+                continue
+            est = self._est(r)
+            if self.held and self.held + est > self.opts.max_bytes:
+                break
+            self.next_req += 1
+            self._start(r, est)
+
+    def _start(self, r, est):
+        self.state[r] = _INFLIGHT
+        self.held += est
+        self.max_held = max(self.max_held, self.held)
+        self.inflight[r] = self.loop.create_task(self._fetch(r, est))
+
+    def _on_poll(self, dem, tok):
+        for t in tok:
+            got = self.buffers.pop(t, None)
+            if got is not None:
+                self.held -= got[1]
+                self.state[got[2]] = _DONE
+        for i in dem:
+            r = self.req_of.get(i)
+            if r is not None and self.state[r] == _PENDING:
+                self._start(r, self._est(r))  # needed now: brought forward, past the caps
+            elif r is None or self.state[r] == _DONE:
+                self._demand(i)               # read again (or never planned): on its own
+            # _INFLIGHT / _LIVE: its bytes are on their way or just arrived
+        self.wake.set()
+
+    def _demand(self, i):
+        rs = self.rs
+        o = int(rs.obj[i])
+        end = None if rs.end[i] == WHOLE else int(rs.end[i])
+        self.reqs.append((o, int(rs.off[i]), end, np.array([i], np.int64), -1))
+        self.state.append(_PENDING)
+        self.req_of[i] = len(self.reqs) - 1
+        self.extra_reqs += 1
+        r = len(self.reqs) - 1
+        self._start(r, self._est(r))
+
+    async def _fetch(self, r, est):
+        o, start, end, claims, _ = self.reqs[r]
+        obj = self.rs.objects[o]
+        whole = end is None
+        try:
+            buf, off, whole = await self._get_bytes(o, obj, start, end)
+            n = len(buf)
+            tok = self.next_token
+            self.next_token += 1
+            self.buffers[tok] = (buf, n, r)
+            self.held += n - est
+            self.max_held = max(self.max_held, self.held)
+            self.state[r] = _LIVE
+            with self.put_lock:
+                if not self.stopping:  # after stop() the table is reset: nothing may point into it
+                    self.spans.put(o, off, buf, whole, tok, claims)
+        except asyncio.CancelledError:
+            raise
+        except RemoteError as e:
+            self.held -= est
+            self.state[r] = _DONE
+            self.spans.fail(o, start, (end - start) if end is not None else 0, whole, str(e), claims)
+        except Exception as e:  # noqa: BLE001 - any other failure fails the samples, named
+            self.held -= est
+            self.state[r] = _DONE
+            self.spans.fail(o, start, (end - start) if end is not None else 0, whole,
+                            f"GET {obj.url}: {type(e).__name__}: {e}", claims)
+        finally:
+            self.inflight.pop(r, None)
+            if not self.stopping:
+                self.wake.set()
+
+    async def _get_bytes(self, o, obj, start, end):
+        """(buffer, its offset in the object, whole?) for [start, end) of obj (end None: all).
+        With a cache: the whole object, from the cache file's mapping (written first on a miss,
+        once per object however many requests want it)."""
+        cache = self.rs.cache
+        if cache is not None:
+            mv = cache.open(obj)
+            if mv is not None:
+                self.counters.cache_hits += 1
+                return mv, 0, True
+            task = self.filling.get(o)
+            if task is None:
+                self.counters.cache_misses += 1
+                task = self.filling[o] = asyncio.ensure_future(self._fill(obj))
+            data = await asyncio.shield(task)
+            return data, 0, True
+        if end is None:
+            return await fetch(obj, None, None, self.opts, self.counters, self.rng), 0, True
+        return await fetch(obj, start, end, self.opts, self.counters, self.rng), start, False
+
+    async def _fill(self, obj):
+        data = await fill_object(obj, self.opts, self.counters, self.rng)
+        self.counters.cache_bytes_written += await asyncio.to_thread(self.rs.cache.store, obj, data)
+        mv = self.rs.cache.open(obj)
+        if mv is not None:
+            return mv
+        return data[0] if len(data) == 1 else b"".join(data)  # the cache could not be written
+
+    def stats(self):
+        return {"requests_planned": len(self.reqs) - self.extra_reqs, "requests_extra": self.extra_reqs,
+                "in_flight": len(self.inflight), "bytes_held": self.held, "max_bytes_held": self.max_held}
+
+
+async def fill_object(obj: ObjectInfo, opts: RemoteOptions, counters: Counters, rng) -> list:
+    """The whole object as a list of buffers: one GET, or ranged GETs of chunk_bytes
+    in parallel when its size is known and larger (large shards)."""
+    if obj.size is None or obj.size <= opts.chunk_bytes:
+        return [await fetch(obj, None, None, opts, counters, rng)]
+    sem = asyncio.Semaphore(max(1, min(16, opts.max_in_flight)))
+    bounds = list(range(0, obj.size, opts.chunk_bytes))
+
+    async def one(a):
+        async with sem:
+            return await fetch(obj, a, min(obj.size, a + opts.chunk_bytes), opts, counters, rng)
+    return list(await asyncio.gather(*(one(a) for a in bounds)))
+
+
+def download(obj: ObjectInfo, opts: RemoteOptions, counters: Counters, dest: str):
+    """Write the whole object to the local file dest (index building); returns its size."""
+    parts = run_sync(fill_object(obj, opts, counters, random.Random(opts.seed)))
+    n = 0
+    with open(dest, "wb") as f:
+        for b in parts:
+            f.write(b)
+            n += len(b)
+    return n
+
+
+class RemoteRun:
+    """The producers of one remote run: the native workers plus the fetcher.  stop()
+    wakes workers waiting for bytes, joins them, stops the fetcher, and only then
+    drops every fetched buffer (spans reset first: nothing points into them)."""
+
+    def __init__(self, native, fetcher, spans):
+        self.native = native
+        self.fetcher = fetcher
+        self.spans = spans
+        self._stats = None
+
+    def stop(self, timeout=None):
+        self.spans.interrupt()
+        self.native.stop(timeout)
+        self.fetcher.stop()  # no put after this returns, even if its loop thread lingers
+        self._stats = self.fetcher.stats()
+        self.spans.reset()   # no entry left: nothing points into the fetched buffers
+        self.fetcher.buffers.clear()
+        self._stats["bytes_held"] = 0
+
+    def stats(self):
+        out = self.native.stats()
+        out["fetch"] = self._stats if self._stats is not None else self.fetcher.stats()
+        return out
+

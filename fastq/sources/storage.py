@@ -1,0 +1,429 @@
+"""Object storage for the native sources: URLs wherever a path goes.
+
+``s3://``, ``gs://``, ``az://`` / ``abfs://``, ``http(s)://`` URLs are read through
+obstore (the Python bindings of Rust's object_store; ``pip install
+"fastq-loader[cloud]"``), which handles request signing, credentials and each
+cloud's standard configuration (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
+``AWS_REGION``, ``AWS_ALLOW_HTTP``, ``GOOGLE_APPLICATION_CREDENTIALS``,
+``AZURE_STORAGE_ACCOUNT_NAME``...).  ``file://`` URLs are plain local paths.
+
+This module: parsing URLs, one store per bucket, listing (glob patterns and
+prefixes, sorted like the local case), object metadata, and one ranged or whole
+GET with fastq's retry rule.  The fetcher that keeps many GETs in flight for a
+pipeline is fastq/sources/fetch.py.  See docs/cloud.md.
+"""
+import asyncio
+import dataclasses
+import fnmatch
+import os
+import random
+import re
+import threading
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+from urllib.parse import unquote, urlsplit
+
+__all__ = ["RemoteOptions", "RemoteError", "is_url", "local_path", "ObjectInfo"]
+
+REMOTE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl", "http", "https")
+
+
+def is_url(p) -> bool:
+    """True for a remote object URL (s3://, gs://, az://, abfs://, http(s)://)."""
+    if isinstance(p, os.PathLike):
+        return False
+    if isinstance(p, bytes):
+        p = os.fsdecode(p)
+    if not isinstance(p, str):
+        return False
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", p)
+    return bool(m) and m.group(1).lower() in REMOTE_SCHEMES
+
+
+def local_path(p):
+    """file:// URLs as local paths; anything else unchanged."""
+    s = os.fsdecode(p) if isinstance(p, bytes) else p
+    if isinstance(s, str) and s[:7].lower() == "file://":
+        u = urlsplit(s)
+        if u.netloc not in ("", "localhost"):
+            raise ValueError(f"file URL {s!r}: only local files (file:///path) can be read")
+        return unquote(u.path)
+    return p
+
+
+class RemoteError(OSError):
+    """A remote read that failed for good: the URL, what was asked, why."""
+
+    def __init__(self, url, what, reason, transient=False, status=None):
+        self.url, self.what, self.reason, self.transient, self.status = url, what, reason, transient, status
+        super().__init__(f"{what} {url}: {reason}")
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteOptions:
+    """How a remote source reads (every field has a default meant to need no tuning).
+
+    max_in_flight: requests at once per pipeline (64: hides 20-50 ms of latency at
+        >1,000 requests/s without overloading a server; each request is one object or
+        one chunk of a shard).
+    max_bytes: fetched bytes held at once (in flight + waiting for the workers), the
+        memory cap; ``stats()["remote"]["bytes_held"]`` reports it.
+    chunk_bytes: the largest ranged read of a shard (consecutive samples are read
+        together up to this size).
+    gap_bytes: samples whose bytes are at most this far apart are read in one range.
+    timeout_s: one request's limit (a stalled connection fails after it and is retried).
+    connect_timeout_s: connection set-up limit.
+    retries: attempts after the first for a transient failure (HTTP 5xx, 429, a reset
+        or cut-short body, a timeout), with exponential backoff from backoff_s up to
+        max_backoff_s (jittered, from seed: reproducible).
+    """
+
+    max_in_flight: int = 64
+    max_bytes: int = 512 << 20
+    chunk_bytes: int = 8 << 20
+    gap_bytes: int = 64 << 10
+    timeout_s: float = 30.0
+    connect_timeout_s: float = 5.0
+    retries: int = 8
+    backoff_s: float = 0.05
+    max_backoff_s: float = 2.0
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("max_in_flight", "max_bytes", "chunk_bytes", "retries"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < (0 if name == "retries" else 1):
+                raise ValueError(f"RemoteOptions.{name} must be a {'non-negative' if name == 'retries' else 'positive'} "
+                                 f"int, got {v!r}")
+        if not isinstance(self.gap_bytes, int) or self.gap_bytes < 0:
+            raise ValueError(f"RemoteOptions.gap_bytes must be a non-negative int, got {self.gap_bytes!r}")
+        for name in ("timeout_s", "connect_timeout_s", "backoff_s", "max_backoff_s"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or v <= 0:
+                raise ValueError(f"RemoteOptions.{name} must be a positive number, got {v!r}")
+        if self.max_in_flight > 4096:
+            raise ValueError(f"RemoteOptions.max_in_flight must be at most 4096, got {self.max_in_flight}")
+
+    def backoff(self, attempt, rng):
+        """Seconds to wait before retry number `attempt` (1-based)."""
+        b = min(self.max_backoff_s, self.backoff_s * (2 ** (attempt - 1)))
+        return b * (0.5 + rng.random())
+
+
+@dataclasses.dataclass
+class ObjectInfo:
+    """One object: its URL, store and key; size and ETag once known."""
+
+    url: str
+    store: Any
+    key: str
+    size: Optional[int] = None
+    etag: Optional[str] = None
+
+
+def _obstore():
+    try:
+        import obstore
+        import obstore.store  # noqa: F401
+    except ImportError:
+        raise ImportError('reading s3://, gs://, az:// or http(s):// URLs needs obstore: '
+                          'pip install "fastq-loader[cloud]" (or pip install obstore)') from None
+    return obstore
+
+
+def split_url(url: str) -> Tuple[str, str]:
+    """(store root URL, key) of an object URL: s3://bucket/a/b.jpg -> (s3://bucket, a/b.jpg);
+    https://host/x/y.tar -> (https://host, x/y.tar); abfs://container@account.dfs.core.windows.net/k."""
+    u = urlsplit(url)
+    scheme = u.scheme.lower()
+    if scheme not in REMOTE_SCHEMES:
+        raise ValueError(f"not an object storage URL: {url!r}")
+    if not u.netloc:
+        raise ValueError(f"URL {url!r} names no bucket / host")
+    if u.query or u.fragment:
+        raise ValueError(f"URL {url!r}: query strings and fragments are not supported")
+    return f"{scheme}://{u.netloc}", unquote(u.path.lstrip("/"))
+
+
+_STORES: Dict[Tuple[str, Tuple], Any] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def _freeze(d):
+    return tuple(sorted((k, _freeze(v) if isinstance(v, dict) else repr(v)) for k, v in (d or {}).items()))
+
+
+def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: RemoteOptions):
+    """The obstore store of `root` (s3://bucket...), one per (root, options) per process.
+
+    storage_options: the store's configuration (obstore's keys, e.g. ``endpoint``,
+    ``region``, ``access_key_id``, ``skip_signature``...), overriding the environment;
+    its optional ``client_options`` / ``retry_config`` entries go to obstore as such.
+    Retries are fastq's own (counted in stats): obstore's are turned off."""
+    obstore = _obstore()
+    so = dict(storage_options or {})
+    client = {"timeout": f"{int(opts.timeout_s * 1000)}ms", "connect_timeout": f"{int(opts.connect_timeout_s * 1000)}ms",
+              "pool_max_idle_per_host": str(max(opts.max_in_flight, 16))}
+    # object_store reads AWS_ALLOW_HTTP into its client options only when none are given:
+    # ours replace them, so carry it over (an http:// endpoint such as a local S3 server)
+    if os.environ.get("AWS_ALLOW_HTTP", "").strip().lower() in ("1", "true", "yes", "on"):
+        client["allow_http"] = True
+    client.update(so.pop("client_options", None) or {})
+    retry = so.pop("retry_config", None) or {"max_retries": 0}
+    key = (root, _freeze({"so": so, "client": client, "retry": retry}))
+    with _STORES_LOCK:
+        st = _STORES.get(key)
+        if st is None:
+            scheme = root.split("://", 1)[0]
+            if scheme in ("http", "https"):
+                st = obstore.store.HTTPStore.from_url(root, client_options=client, retry_config=retry)
+            else:
+                try:
+                    st = obstore.store.from_url(root, client_options=client, retry_config=retry, **so)
+                except Exception as e:  # noqa: BLE001 - obstore's configuration errors
+                    raise ValueError(f"cannot configure object store {root}: {e}") from e
+            _STORES[key] = st
+    return st
+
+
+# -- errors -------------------------------------------------------------------
+
+_STATUS = re.compile(r"(?:status(?: code)?[:= ]+|non-2xx status code: )(\d{3})", re.I)
+
+
+def classify(exc) -> Tuple[bool, Optional[int], str]:
+    """(transient, HTTP status or None, short reason) of an exception from obstore or asyncio."""
+    import obstore.exceptions as oe
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return True, None, "timed out (stalled connection?)"
+    if isinstance(exc, RemoteError):
+        return exc.transient, exc.status, exc.reason
+    text = str(exc)
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if isinstance(exc, (FileNotFoundError, oe.NotFoundError)):
+        return False, 404, "not found (404)"
+    if isinstance(exc, (PermissionError, oe.PermissionDeniedError)):
+        return False, 403, "permission denied (403)"
+    if isinstance(exc, oe.UnauthenticatedError):
+        return False, 401, "not authenticated (401)"
+    if isinstance(exc, oe.PreconditionError):
+        return False, 412, "the object changed (its ETag no longer matches)"
+    m = _STATUS.search(text)
+    if m:
+        code = int(m.group(1))
+        if code == 404:
+            return False, 404, "not found (404)"
+        if code in (403, 401):
+            return False, code, f"permission denied ({code})"
+        if code == 412:
+            return False, 412, "the object changed (its ETag no longer matches)"
+        if code == 416:
+            return False, 416, "range not satisfiable (416): the object is shorter than its index says"
+        transient = code >= 500 or code in (408, 429)
+        return transient, code, f"HTTP {code}" + ("" if transient else f": {first[:200]}")
+    if isinstance(exc, oe.BaseError) or isinstance(exc, (ConnectionError, OSError)):
+        return True, None, first[:300]  # connection reset / refused, body cut short, ...
+    return False, None, f"{type(exc).__name__}: {first[:300]}"
+
+
+class Counters:
+    """Request counters of one source's reads (thread-safe enough: updated on one
+    event loop thread; read as a snapshot)."""
+
+    def __init__(self):
+        self.requests = 0
+        self.bytes = 0
+        self.retries = 0
+        self.failures = 0
+        self.cache_hits = 0
+        self.cache_misses = 0
+        self.cache_bytes_written = 0
+
+    def snapshot(self):
+        return dict(vars(self))
+
+
+async def fetch(obj: ObjectInfo, start: Optional[int], end: Optional[int], opts: RemoteOptions, counters: Counters,
+                rng: random.Random, pin_etag: bool = True):
+    """GET bytes [start, end) of obj (start None: the whole object), retrying transient
+    failures; checks the length against the range / the object's size and, when
+    known, the ETag (If-Match).  Learns size and ETag from a whole GET.  Returns
+    obstore's Bytes (a buffer, no copy).  Raises RemoteError."""
+    obstore = _obstore()
+    what = "GET" if start is None else f"GET bytes {start}-{end - 1} of"
+    attempt = 0
+    while True:
+        try:
+            counters.requests += 1
+            options: Dict[str, Any] = {}
+            if start is not None:
+                options["range"] = (start, end)
+            if pin_etag and obj.etag:
+                options["if_match"] = obj.etag
+            res = await asyncio.wait_for(obstore.get_async(obj.store, obj.key, options=options), opts.timeout_s)
+            data = await asyncio.wait_for(res.bytes_async(), opts.timeout_s)
+            meta = res.meta
+            n = len(data)
+            if start is None:
+                size = meta.get("size")
+                if obj.size is not None and size is not None and size != obj.size:
+                    raise RemoteError(obj.url, what, f"the object changed: {size} bytes, {obj.size} when listed")
+                if size is not None and n != size:
+                    raise RemoteError(obj.url, what, f"body cut short: {n} of {size} bytes", transient=True)
+                if obj.size is None:
+                    obj.size = size
+            elif n != end - start:
+                raise RemoteError(obj.url, what, f"body cut short: {n} of {end - start} bytes", transient=True)
+            if obj.etag is None and meta.get("e_tag"):
+                obj.etag = meta["e_tag"]
+            counters.bytes += n
+            return data
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - classified below
+            transient, status, reason = classify(e)
+            if not transient or attempt >= opts.retries:
+                counters.failures += 1
+                tries = f" after {attempt + 1} attempts" if attempt else ""
+                raise RemoteError(obj.url, what, reason + tries, transient=transient, status=status) from e
+            attempt += 1
+            counters.retries += 1
+            await asyncio.sleep(opts.backoff(attempt, rng))
+
+
+def run_sync(coro):
+    """Run a coroutine to completion from synchronous code (listing, metadata,
+    index building), in a private event loop (works inside a running one too)."""
+    box: Dict[str, Any] = {}
+
+    def main():
+        try:
+            box["v"] = asyncio.run(coro)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+            box["e"] = e
+    t = threading.Thread(target=main, name="fastq-remote-sync", daemon=True)
+    t.start()
+    t.join()
+    if "e" in box:
+        raise box["e"]
+    return box["v"]
+
+
+async def _retry(what, url, opts, counters, fn):
+    rng = random.Random(opts.seed)
+    attempt = 0
+    while True:
+        try:
+            counters.requests += 1
+            return await asyncio.wait_for(fn(), opts.timeout_s)
+        except Exception as e:  # noqa: BLE001 - classified below
+            transient, status, reason = classify(e)
+            if not transient or attempt >= opts.retries:
+                counters.failures += 1
+                raise RemoteError(url, what, reason, transient=transient, status=status) from e
+            attempt += 1
+            counters.retries += 1
+            await asyncio.sleep(opts.backoff(attempt, rng))
+
+
+def _has_magic(s: str) -> bool:
+    return any(c in s for c in "*?[")
+
+
+async def _list_prefix(store, root, prefix, opts, counters):
+    obstore = _obstore()
+    out = []
+
+    async def go():
+        out.clear()
+        stream = obstore.list(store, prefix=prefix or None, chunk_size=1000)
+        async for batch in stream:
+            out.extend(batch)
+        return out
+    await _retry("LIST", f"{root}/{prefix}", opts, counters, go)
+    return [(m["path"], m["size"], m.get("e_tag")) for m in out]
+
+
+def expand(paths, what: str, storage_options, opts: RemoteOptions, counters: Counters) -> List[ObjectInfo]:
+    """Objects from a URL, a glob pattern over URLs (sorted matches, like glob.glob
+    locally: ``*`` and ``?`` do not cross ``/``) or a sequence of URLs."""
+    if isinstance(paths, (str, bytes)):
+        paths = [os.fsdecode(paths)]
+    urls = [os.fsdecode(p) for p in paths]
+    out: List[ObjectInfo] = []
+    for url in urls:
+        root, key = split_url(url)
+        store = get_store(root, storage_options, opts)
+        if not _has_magic(key):
+            out.append(ObjectInfo(url, store, key))
+            continue
+        if root.startswith("http"):
+            raise ValueError(f"{what}: {url!r}: glob patterns need a listable store (s3://, gs://, az://), "
+                             f"not plain HTTP")
+        fixed = re.split(r"[*?\[]", key, maxsplit=1)[0]
+        listed = run_sync(_list_prefix(store, root, fixed, opts, counters))
+        pat = re.compile(_glob_regex(key))
+        hits = sorted((p, s, e) for p, s, e in listed if pat.fullmatch(p))
+        if not hits:
+            raise ValueError(f"{what}: the pattern {url!r} matched no object")
+        out += [ObjectInfo(f"{root}/{p}", store, p, int(s), e) for p, s, e in hits]
+    if not out:
+        raise ValueError(f"{what}: no URLs given")
+    return out
+
+
+def _glob_regex(pattern: str) -> str:
+    """glob.glob's rule on a key: * and ? never match '/'; [...] classes."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pattern.find("]", i + 2)
+            if j < 0:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1:j]
+                neg = body[:1] == "!"
+                body = body[1:] if neg else body
+                out.append("[" + ("^" if neg else "") + body.replace("\\", "\\\\") + "]")
+                i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def list_tree(url: str, storage_options, opts: RemoteOptions, counters: Counters):
+    """Every object under the prefix URL (a folder): [(key relative to it, ObjectInfo)], sorted."""
+    root, key = split_url(url)
+    if root.startswith("http"):
+        raise ValueError(f"{url!r}: listing a folder needs a listable store (s3://, gs://, az://), not plain HTTP")
+    prefix = key.rstrip("/") + "/" if key else ""
+    store = get_store(root, storage_options, opts)
+    listed = run_sync(_list_prefix(store, root, prefix, opts, counters))
+    return sorted((p[len(prefix):], ObjectInfo(f"{root}/{p}", store, p, int(s), e)) for p, s, e in listed)
+
+
+def head_all(objs: Sequence[ObjectInfo], opts: RemoteOptions, counters: Counters):
+    """Fill in size and ETag of the objects that lack them (HEAD, many at once)."""
+    obstore = _obstore()
+    todo = [o for o in objs if o.size is None]
+    if not todo:
+        return
+
+    async def main():
+        sem = asyncio.Semaphore(opts.max_in_flight)
+
+        async def one(o):
+            async with sem:
+                m = await _retry("HEAD", o.url, opts, counters, lambda: obstore.head_async(o.store, o.key))
+                o.size, o.etag = int(m["size"]), m.get("e_tag") or o.etag
+        await asyncio.gather(*(one(o) for o in todo))
+    run_sync(main())
+
+
+def fnmatch_any(name, patterns):
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
