@@ -463,11 +463,20 @@ def test_stall_hits_the_client_timeout_and_stop_ends_it():
         assert _raw_get(srv.port, f"/{BUCKET}/x", timeout=5) == (200, v)
         assert time.monotonic() - t >= 0.3
         srv.set_faults(stall_s=30)
-        threading.Thread(target=lambda: pytest.raises(Exception, _raw_get, srv.port, f"/{BUCKET}/x", 60),
-                         daemon=True).start()
-        time.sleep(0.2)
+        seen = []
+
+        def stalled():
+            try:
+                seen.append(_raw_get(srv.port, f"/{BUCKET}/x", 60))
+            except (ConnectionError, http.client.HTTPException) as e:
+                seen.append(e)
+        th = threading.Thread(target=stalled, daemon=True)
+        th.start()
+        time.sleep(0.3)
         t = time.monotonic()
     assert time.monotonic() - t < 3, "stop() waited for a stall"
+    th.join(5)
+    assert len(seen) == 1 and isinstance(seen[0], (ConnectionError, http.client.IncompleteRead)), seen
     assert srv.stats()["fault_stall"] == 4
 
 
@@ -551,3 +560,11 @@ def test_raw_rate_and_the_server_process(tmp_path):
         assert r["requests"] > 0
         line = p.stop()
     assert line.startswith("stopped;") and f"get {r['requests'] + 4}" in line
+
+
+def test_the_benchmarks_storage_options_reach_the_server(server):
+    """fastq.bench.remote hands fastq's remote sources these storage_options: they must be a
+    working obstore S3 configuration on their own (no AWS_* variables needed)."""
+    from fastq.bench.remote import storage_options
+    st = S3Store(BUCKET, **storage_options(server))
+    assert bytes(obstore.get(st, "top.txt").bytes()) == OBJECTS["top.txt"]

@@ -429,7 +429,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             part = self._body_bytes(body, file, offset, half)
             if fault == "stall":
                 self._sendall([hdr])
-                o._stop.wait(o.faults.stall_s)
+                if o._stop.wait(o.faults.stall_s):  # the server stops: the answer stays unfinished
+                    self._reset()
+                    return
                 part = self._body_bytes(body, file, offset, length)
                 self._sendall([part])
                 return
