@@ -30,6 +30,7 @@ form read locally: Files, WebDataset or TFRecord) and remote / min(local, raw ra
 left once the server's own limit (~0.1 ms of Python CPU per request on this machine's cores,
 shared with the pipeline) is taken out.
 """
+import io
 import json
 import os
 import statistics
@@ -86,7 +87,6 @@ def prepare_data(paths, shards, d):
                     info = tarfile.TarInfo(f"{i:06d}.cls")
                     data = str(labels[i]).encode()
                     info.size = len(data)
-                    import io
                     t.addfile(info, io.BytesIO(data))
             with open(tfr[s], "wb") as w:
                 for i in idx:
@@ -177,7 +177,8 @@ class WdsStream:
         self.urls = urls
 
     def __iter__(self):
-        import webdataset as wds
+        import importlib
+        wds = importlib.import_module("webdataset")  # (no type information: mypy leaves it alone)
         ds = wds.WebDataset(self.urls, shardshuffle=False, empty_check=False).to_tuple("jpg", "cls")
         for img, cls in ds:
             yield img, int(cls)
@@ -235,11 +236,9 @@ def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, out=
     add("local WebDataset", lambda: _pipeline(sources.WebDataset(data["wds"]), workers, task), "wds", None, "shards")
     add("local TFRecord", lambda: _pipeline(sources.TFRecord(data["tfrecord"], cache_index=False), workers, task),
         "tfrecord", None, "shards")
-    try:
-        import webdataset  # noqa: F401
-        have_wds = True
-    except ImportError:
-        have_wds = False
+    import importlib.util
+    have_wds = importlib.util.find_spec("webdataset") is not None
+    if not have_wds:
         skipped["webdataset -> Stream"] = "the webdataset library is not installed (pip install webdataset)"
     try:
         import nvidia.dali  # noqa: F401
