@@ -27,6 +27,7 @@ SCRIPTS = {
     "bench_instance_masks.py": "test_bench_instance_masks",
     "bench_mask_sampling.py": "test_bench_mask_sampling",
     "bench_prepare.py": "test_bench_prepare",
+    "bench_remote.py": "test_bench_remote",
     "bench_pyfunc.py": "test_bench_pyfunc",
     "bench_sources.py": "test_bench_sources",
     "bench_tf.py": "test_bench_tf",
@@ -112,6 +113,32 @@ def test_bench_prepare(tmp_path, data_dir):
     res = json.loads((tmp_path / "p.json").read_text())
     assert res["identity"]["samples_identical"] == 8 and res["identity"]["batches_identical"] == 2
     assert set(res["end_to_end_images_per_s"]) == {"orig", "prep"}, out
+
+
+def test_bench_remote(tmp_path, data_dir):
+    """--quick --json: the local rows, the peers streaming from the server, its raw rate, and
+    fastq's own remote rows, measured or (until this build has them) reported as missing."""
+    pytest.importorskip("obstore", reason="bench_remote.py needs obstore (requirements-dev.txt)")
+    out = run("bench_remote.py", "--help", tmp=tmp_path)
+    assert out.startswith("usage: bench_remote.py") and "--quick" in out
+    out = run("bench_remote.py", "--quick", "--data-dir", data_dir, "--json", str(tmp_path / "r.json"), tmp=tmp_path)
+    res = json.loads((tmp_path / "r.json").read_text())
+    rows, skipped = res["rows"], res["skipped"]
+    assert res["images"] == 128 and res["latencies_ms"] == [20] and res["rounds"] == 1
+    assert {"local Files", "local WebDataset", "local TFRecord", "urllib x32 -> Stream 20 ms"} <= set(rows), out
+    assert all(r["images_per_s"] > 0 for r in rows.values())
+    assert 0 < rows["urllib x32 -> Stream 20 ms"]["ratio_local"] and res["raw_rate"]["20"]["best"] > 0
+    for form in ("Files", "WebDataset", "TFRecord"):
+        name = f"fastq {form} s3 20 ms"
+        assert name in rows or skipped[name].startswith("fastq remote sources not available in this build"), out
+    assert "fastq remote sources not available in this build" in out or "fastq Files s3 20 ms" in rows
+    assert "remote/min(local,raw)" in out
+    # the same benchmark behind `fastq bench --task remote`
+    r = subprocess.run([sys.executable, "-m", "fastq", "bench", "--task", "remote", "--quick", "--no-progress",
+                        "--data-dir", data_dir, "--json", str(tmp_path / "c.json")], capture_output=True, text=True,
+                       timeout=600, cwd=str(tmp_path), env=dict(os.environ, PYTHONPATH=ROOT))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert set(json.loads((tmp_path / "c.json").read_text())["rows"]) == set(rows)
 
 
 @pytest.mark.tf

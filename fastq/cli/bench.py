@@ -13,10 +13,12 @@ from fastq.cli.base import CliError, _csv, _positive_int, arg, command
         help="a folder (searched recursively for image files), a glob pattern (quote it) or a text file "
              "with one image path per line; or TFRecord shards (*.tfrecord, *-of-* files: a glob, a shard or "
              "a folder of them); omitted: a generated set of ImageNet-like JPEGs (--task hires: 300 camera-like JPEGs, 1800-3200 px)"),
-    arg("--task", default="reference", choices=list(TASKS) + ["feed"],
+    arg("--task", default="reference", choices=list(TASKS) + ["feed", "remote"],
         help="what each peer does to every image (default: reference; detection and segmentation: boxes / label "
              "maps, batch 8, on a generated set with annotations, no DATA; feed: the reference task feeding a "
-             "synthetic training loop that shares the CPUs, see docs/cli.md)"),
+             "synthetic training loop that shares the CPUs, see docs/cli.md; remote: the reference task from "
+             "local files against the same files, WebDataset and TFRecord shards behind an S3-compatible server "
+             "at 0, 20 and 50 ms per request, generated set only, see fastq/bench/remote.py)"),
     arg("--peers", type=_csv,
         help="comma-separated peers: fastq, fastq_normal, tfdata, tfdata_n, tensorpack, tensorpack_zmq, torch, "
              f"pyloop, dali, fastq@N (default: {','.join(DEFAULT_PEERS)}; --task randaugment: "
@@ -59,6 +61,8 @@ def cmd_bench(a):
     fastq's same-run ratio per peer."""
     from fastq import bench
     rounds, n = a.rounds, a.images
+    if a.task == "remote":
+        return _remote(a)
     feed = a.task == "feed"
     if a.quick:
         rounds, n = 1, n or (512 if feed else 128)  # feed: enough batches of 64 to time some after the start
@@ -150,3 +154,17 @@ def _hires_forms(a, paths, rounds, progress, desc):
             json.dump(res, f, indent=1)
         print(f"wrote {a.json}")
     return 0 if res["peers"] else 1
+
+
+def _remote(a):
+    """``--task remote`` (fastq.bench.remote): local sources against the same data behind
+    fastq.bench.objserver; --quick: 128 images, 2 shards, 1 round, 20 ms only."""
+    from fastq.bench import remote
+    if a.data is not None or a.peers or a.scaling or a.plot or a.profile or a.hires_forms:
+        raise CliError("--task remote runs its own rows on a generated set: no DATA, --peers, --scaling, --plot, "
+                       "--profile or --hires-forms")
+    if a.quick:
+        return remote.main(images=a.images or 128, rounds=1, workers=a.workers, shards=2, latencies=(20,),
+                           data_dir=a.data_dir, json_path=a.json, raw_seconds=0.3, progress=not a.no_progress)
+    return remote.main(images=a.images or 2000, rounds=a.rounds, workers=a.workers, data_dir=a.data_dir,
+                       json_path=a.json, progress=not a.no_progress)

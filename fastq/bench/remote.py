@@ -1,0 +1,355 @@
+"""``fastq bench --task remote`` (and benchmarks/bench_remote.py): the reference task read from
+local files against the same data behind an S3-compatible server (issue 34).
+
+Data: the generated JPEGs of ``fastq bench`` (fastq.bench.testdata, seed 0), written once as
+WebDataset tar shards (``NNNNNN.jpg`` + ``NNNNNN.cls``) and TFRecord shards (tf.train.Example:
+image/encoded, image/class/label), and laid out for the server as
+``<dir>/bucket/bench/{files,wds,tfrecord}/`` (hard links): ``s3://bench/files/<name>.jpg``,
+``s3://bench/wds/train-NNNNNN.tar``, ``s3://bench/tfrecord/train-NNNNN-of-NNNNN.tfrecord``.
+
+The server: :class:`fastq.bench.objserver.ObjectServerProcess`, one process per latency
+(0, 20, 50 ms added before every answer), so its Python shares no GIL with the pipeline.
+
+Rows (each its own pipeline in this process, reference task, ``workers`` workers, batch 64):
+
+* local: ``fastq.sources.Files`` / ``WebDataset`` / ``TFRecord`` on the local files;
+* per latency, fastq's remote sources (the API of issue 34: ``Files(["s3://..."])``,
+  ``WebDataset("s3://.../train-*.tar")``, ``TFRecord("s3://.../train-*.tfrecord")``, each with
+  ``storage_options`` naming the server); while this build has none, the row says
+  "fastq remote sources not available in this build" and the run goes on;
+* per latency, peers when installed: the ``webdataset`` library streaming the shards over HTTP
+  (its own ``curl`` pipe) into ``fastq.sources.Stream``; a 32-thread ``urllib`` pool fetching
+  single objects into ``Stream``; DALI's S3 file reader (``fn.readers.file(file_root="s3://...")``,
+  CPU pipeline, ``AWS_ENDPOINT_URL`` set);
+* per latency, the server's raw fetch rate: obstore async ``get_async``, 64 and 128 requests in
+  flight, the best of the two, no decoding (:func:`fastq.bench.objserver.measure_raw_rate`).
+
+Method: one warm-up epoch of each row, then ``rounds`` rounds, each running one epoch of every
+row in turn (load from elsewhere hits all alike); medians.  Ratios: remote / local (the same
+form read locally: Files, WebDataset or TFRecord) and remote / min(local, raw rate): what is
+left once the server's own limit (~0.1 ms of Python CPU per request on this machine's cores,
+shared with the pipeline) is taken out.
+"""
+import io
+import json
+import os
+import statistics
+import sys
+import tarfile
+import time
+
+from fastq.bench.tasks import REFERENCE
+
+__all__ = ["LATENCIES", "NOT_AVAILABLE", "prepare_data", "run", "print_report", "main"]
+
+LATENCIES = (0, 20, 50)
+NOT_AVAILABLE = "fastq remote sources not available in this build"
+BUCKET = "bench"
+CLASSES = 10
+IN_FLIGHT = (64, 128)
+URLLIB_THREADS = 32
+
+
+# ---------------------------------------------------------------------------
+# data
+# ---------------------------------------------------------------------------
+
+def _link(src, dst):
+    if not os.path.exists(dst):
+        try:
+            os.link(src, dst)
+        except OSError:
+            import shutil
+            shutil.copy(src, dst)
+
+
+def prepare_data(paths, shards, d):
+    """The local forms and the server's folder, built once in ``d`` -> dict(root, files, labels,
+    wds, tfrecord: local paths; keys: the object keys of files / wds / tfrecord)."""
+    from fastq.records import encode_example, tfrecord_frame
+    labels = [i % CLASSES for i in range(len(paths))]
+    base = os.path.join(d, "bucket", BUCKET)
+    out = {"root": os.path.join(d, "bucket"), "files": list(paths), "labels": labels}
+    per = -(-len(paths) // shards)
+    wds = [os.path.join(base, "wds", f"train-{s:06d}.tar") for s in range(shards)]
+    tfr = [os.path.join(base, "tfrecord", f"train-{s:05d}-of-{shards:05d}.tfrecord") for s in range(shards)]
+    done = os.path.join(d, "DONE")
+    if not os.path.exists(done):
+        for sub in ("files", "wds", "tfrecord"):
+            os.makedirs(os.path.join(base, sub), exist_ok=True)
+        for p in paths:
+            _link(p, os.path.join(base, "files", os.path.basename(p)))
+        for s in range(shards):
+            idx = range(s * per, min(len(paths), (s + 1) * per))
+            with tarfile.open(wds[s], "w", format=tarfile.USTAR_FORMAT) as t:
+                for i in idx:
+                    t.add(paths[i], arcname=f"{i:06d}.jpg")
+                    info = tarfile.TarInfo(f"{i:06d}.cls")
+                    data = str(labels[i]).encode()
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+            with open(tfr[s], "wb") as w:
+                for i in idx:
+                    with open(paths[i], "rb") as f:
+                        img = f.read()
+                    w.write(tfrecord_frame(encode_example({"image/encoded": img, "image/format": b"jpeg",
+                                                           "image/class/label": labels[i]})))
+        open(done, "w").close()
+    out["wds"], out["tfrecord"] = wds, tfr
+    out["keys"] = {"files": [f"files/{os.path.basename(p)}" for p in paths],
+                   "wds": [f"wds/{os.path.basename(p)}" for p in wds],
+                   "tfrecord": [f"tfrecord/{os.path.basename(p)}" for p in tfr]}
+    return out
+
+
+# ---------------------------------------------------------------------------
+# rows
+# ---------------------------------------------------------------------------
+
+def _pipeline(src, workers, task, shuffle=True):
+    """(run_epoch, close) of the reference task on a fastq source."""
+    import fastq
+    p = fastq.Pipeline(src, batch_size=task.batch, queue_size=4, workers=workers, ops=task.fastq_ops(),
+                       dtype="float32", seed=0, shuffle=shuffle, pin_memory=False)
+
+    def run_epoch():
+        n = 0
+        for images, lab in p:
+            n += images.shape[0]
+            del images, lab
+        return n
+    return run_epoch, p.close
+
+
+def storage_options(srv):
+    """What fastq's remote sources get as ``storage_options`` (obstore's S3 config keys)."""
+    return {"endpoint": srv.endpoint, "region": srv.region, "access_key_id": "fastq-test",
+            "secret_access_key": "fastq-test-secret", "virtual_hosted_style_request": "false",
+            "allow_http": "true"}
+
+
+def fastq_remote_source(form, srv, data):
+    import fastq
+    so = storage_options(srv)
+    if form == "files":
+        return fastq.sources.Files([f"s3://{BUCKET}/{k}" for k in data["keys"]["files"]], data["labels"],
+                                   storage_options=so)
+    if form == "wds":
+        return fastq.sources.WebDataset(f"s3://{BUCKET}/wds/train-*.tar", storage_options=so)
+    return fastq.sources.TFRecord(f"s3://{BUCKET}/tfrecord/train-*.tfrecord", storage_options=so)
+
+
+class UrllibPool:
+    """An iterable of (jpeg bytes, label): single objects fetched over HTTP by a pool of
+    ``threads`` urllib threads, at most ``2 * threads`` ahead, in order."""
+
+    def __init__(self, urls, labels, threads=URLLIB_THREADS):
+        self.urls, self.labels, self.threads = urls, labels, threads
+
+    def __iter__(self):
+        import collections
+        import urllib.request
+        from concurrent.futures import ThreadPoolExecutor
+
+        def fetch(u):
+            with urllib.request.urlopen(u, timeout=60) as r:
+                return r.read()
+        with ThreadPoolExecutor(self.threads) as ex:
+            window = collections.deque()
+            it = iter(zip(self.urls, self.labels))
+            for u, lab in it:
+                window.append((ex.submit(fetch, u), lab))
+                if len(window) >= 2 * self.threads:
+                    break
+            while window:
+                fut, lab = window.popleft()
+                nxt = next(it, None)
+                if nxt is not None:
+                    window.append((ex.submit(fetch, nxt[0]), nxt[1]))
+                yield fut.result(), lab
+
+
+class WdsStream:
+    """An iterable of (jpeg bytes, label): the webdataset library reading the shards from
+    http:// URLs (its gopen pipes them through curl)."""
+
+    def __init__(self, urls):
+        self.urls = urls
+
+    def __iter__(self):
+        import importlib
+        wds = importlib.import_module("webdataset")  # (no type information: mypy leaves it alone)
+        ds = wds.WebDataset(self.urls, shardshuffle=False, empty_check=False).to_tuple("jpg", "cls")
+        for img, cls in ds:
+            yield img, int(cls)
+
+
+def dali_runner(srv, workers, task, n):
+    """DALI's S3 file reader on s3://bench/files (class folders are not used: labels are 0)."""
+    from nvidia.dali import fn, pipeline_def, types
+    os.environ.update(srv.env())
+
+    @pipeline_def(batch_size=task.batch, num_threads=workers, device_id=None, seed=0)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=f"s3://{BUCKET}/files/", random_shuffle=True, name="r")
+        images = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB,
+                                               random_area=[0.08, 1.0], random_aspect_ratio=[3 / 4, 4 / 3])
+        images = fn.resize(images, resize_x=task.size, resize_y=task.size)
+        out = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="HWC",
+                                       mean=[m * 255 for m in (0.485, 0.456, 0.406)],
+                                       std=[s * 255 for s in (0.229, 0.224, 0.225)],
+                                       mirror=fn.random.coin_flip())
+        return out, labels
+    p = pipe()
+    p.build()
+    batches = n // task.batch
+
+    def run_epoch():
+        for _ in range(batches):
+            p.run()
+        return batches * task.batch
+    return run_epoch, None
+
+
+# ---------------------------------------------------------------------------
+# the run
+# ---------------------------------------------------------------------------
+
+def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, out=print):
+    """Measure every row -> result dict (see print_report)."""
+    from fastq import sources
+    from fastq.bench.objserver import ObjectServerProcess, measure_raw_rate
+    task = REFERENCE
+    n = len(data["files"])
+    rows, skipped, raw, servers = {}, {}, {}, []
+
+    def add(name, make, form, latency, kind):
+        try:
+            runner = make()
+        except Exception as e:  # noqa: BLE001  (a row that cannot be built is reported, not fatal)
+            skipped[name] = f"{type(e).__name__}: {e}"
+            return
+        rows[name] = {"runner": runner, "form": form, "latency_ms": latency, "kind": kind, "runs": []}
+
+    add("local Files", lambda: _pipeline(sources.Files(data["files"], data["labels"]), workers, task),
+        "files", None, "objects")
+    add("local WebDataset", lambda: _pipeline(sources.WebDataset(data["wds"]), workers, task), "wds", None, "shards")
+    add("local TFRecord", lambda: _pipeline(sources.TFRecord(data["tfrecord"], cache_index=False), workers, task),
+        "tfrecord", None, "shards")
+    import importlib.util
+    have_wds = importlib.util.find_spec("webdataset") is not None
+    if not have_wds:
+        skipped["webdataset -> Stream"] = "the webdataset library is not installed (pip install webdataset)"
+    try:
+        import nvidia.dali  # noqa: F401
+        have_dali = True
+    except ImportError:
+        have_dali = False
+        skipped["DALI S3 file reader"] = "DALI is not installed (pip install nvidia-dali-cuda120)"
+    try:
+        for lat in latencies:
+            srv = ObjectServerProcess(data["root"], latency_ms=lat)
+            srv.start()
+            servers.append(srv)
+            best = None
+            for k in IN_FLIGHT:
+                r = measure_raw_rate(srv, BUCKET, data["keys"]["files"], in_flight=k, seconds=raw_seconds)
+                raw.setdefault(lat, {})[k] = r["objects_per_s"]
+                best = max(best or 0, r["objects_per_s"])
+            raw[lat]["best"] = best
+            out(f"server at {lat} ms: raw obstore fetch rate " + ", ".join(
+                f"{raw[lat][k]:.0f}/s at {k} in flight" for k in IN_FLIGHT), flush=True)
+            for form, label in (("files", "Files"), ("wds", "WebDataset"), ("tfrecord", "TFRecord")):
+                name = f"fastq {label} s3 {lat} ms"
+                add(name, lambda form=form, srv=srv: _pipeline(fastq_remote_source(form, srv, data), workers, task),
+                    form, lat, "objects" if form == "files" else "shards")
+                if name in skipped:
+                    skipped[name] = f"{NOT_AVAILABLE} ({skipped[name]})"
+            if have_wds:
+                urls = [f"{srv.endpoint}/{BUCKET}/{k}" for k in data["keys"]["wds"]]
+                add(f"webdataset -> Stream {lat} ms",
+                    lambda urls=urls: _pipeline(sources.Stream(WdsStream(urls)), workers, task, shuffle=False),
+                    "wds", lat, "shards")
+            urls = [f"{srv.endpoint}/{BUCKET}/{k}" for k in data["keys"]["files"]]
+            add(f"urllib x{URLLIB_THREADS} -> Stream {lat} ms",
+                lambda urls=urls: _pipeline(sources.Stream(UrllibPool(urls, data["labels"])), workers, task,
+                                            shuffle=False), "files", lat, "objects")
+            if have_dali:
+                add(f"DALI S3 file reader {lat} ms", lambda srv=srv: dali_runner(srv, workers, task, n),
+                    "files", lat, "objects")
+        for name, r in list(rows.items()):  # warm-up (a row that fails here is reported, not fatal)
+            try:
+                r["runner"][0]()
+            except Exception as e:  # noqa: BLE001
+                msg = f"{type(e).__name__}: {str(e)[:300]}"
+                skipped[name] = f"{NOT_AVAILABLE} ({msg})" if name.startswith("fastq ") and " s3 " in name else msg
+                _close(rows.pop(name))
+        for rd in range(rounds):
+            for name, r in rows.items():
+                t = time.perf_counter()
+                k = r["runner"][0]()
+                r["runs"].append(k / (time.perf_counter() - t))
+            out(f"round {rd + 1}: " + "  ".join(f"{k} {v['runs'][-1]:.0f}" for k, v in rows.items()), flush=True)
+    finally:
+        for r in rows.values():
+            _close(r)
+        for srv in servers:
+            srv.stop()
+    res = {"task": task.describe(), "images": n, "workers": workers, "rounds": rounds,
+           "shards": len(data["wds"]), "latencies_ms": list(latencies), "raw_rate": raw, "skipped": skipped,
+           "rows": {}}
+    local = {r["form"]: statistics.median(r["runs"]) for name, r in rows.items() if r["latency_ms"] is None}
+    for name, r in rows.items():
+        med = statistics.median(r["runs"])
+        row = {"images_per_s": med, "runs": r["runs"], "form": r["form"], "kind": r["kind"],
+               "latency_ms": r["latency_ms"]}
+        if r["latency_ms"] is not None and r["form"] in local:
+            row["ratio_local"] = med / local[r["form"]]
+            row["ratio_bound"] = med / min(local[r["form"]], raw[r["latency_ms"]]["best"])
+        res["rows"][name] = row
+    return res
+
+
+def _close(r):
+    close = r["runner"][1]
+    if close:
+        close()
+
+
+def print_report(res, out=print):
+    out(f"\n{res['task']}; {res['images']} images, {res['shards']} shards, workers={res['workers']}, "
+        f"median of {res['rounds']} round(s)")
+    out(f"{'row':34s} {'img/s':>8s} {'remote/local':>13s} {'remote/min(local,raw)':>22s}")
+    for name, r in res["rows"].items():
+        rl = f"{r['ratio_local']:.2f}" if "ratio_local" in r else ""
+        rb = f"{r['ratio_bound']:.2f}" if "ratio_bound" in r else ""
+        out(f"{name:34s} {r['images_per_s']:8.0f} {rl:>13s} {rb:>22s}")
+    for lat, r in res["raw_rate"].items():
+        out(f"{'server raw rate ' + str(lat) + ' ms':34s} {r['best']:8.0f}   (obstore get_async, best of "
+            + ", ".join(f"{r[k]:.0f} at {k}" for k in IN_FLIGHT) + " in flight; objects/s, no decoding)")
+    for name, why in res["skipped"].items():
+        out(f"{name:34s} {'-':>8s}   {why}")
+
+
+def main(images=2000, rounds=3, workers=None, shards=8, latencies=LATENCIES, data_dir=None, json_path=None,
+         raw_seconds=2.0, progress=True, out=print):
+    """The whole benchmark -> 0 (1 when no row could run)."""
+    from fastq.bench import generated_dataset, usable_cores
+    from fastq.bench.data import default_data_dir
+    try:
+        import obstore  # noqa: F401
+    except ImportError:
+        out("fastq bench --task remote needs obstore (the server's raw rate and fastq's remote sources): "
+            "pip install obstore", file=sys.stderr)
+        return 2
+    workers = workers or min(2, usable_cores())
+    data_dir = data_dir or default_data_dir()
+    paths = generated_dataset(images, data_dir, progress=progress)
+    data = prepare_data(paths, shards, os.path.join(data_dir, f"remote_{images}_{shards}"))
+    res = run(data, workers=workers, rounds=rounds, latencies=latencies, raw_seconds=raw_seconds, out=out)
+    print_report(res, out=out)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(res, f, indent=1)
+        out(f"wrote {json_path}")
+    return 0 if res["rows"] else 1
