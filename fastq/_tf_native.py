@@ -6,7 +6,7 @@ applies what the Python consumer applies (MixUp/CutMix, pad="batch" repacking) a
 tensors that alias the slot through a refcounted TensorBuffer - no Python, no GIL, no copy.
 The slot goes back to the producers when the last tensor that views it is freed.
 
-Python runs once per epoch, through three ctypes callbacks the kernel calls from the TF
+Python runs once per epoch, through ctypes callbacks the kernel calls from the TF
 thread that drives the iterator (csrc/tf/fq_tf_feed.h):
 
 * ``_begin``: claims the pipeline (one live tf.data iteration per pipeline), resumes a
@@ -17,7 +17,9 @@ thread that drives the iterator (csrc/tf/fq_tf_feed.h):
   closed): stops the producers, releases the claim;
 * ``_fail``: a batch carries a failed sample, MixUp refused a batch, the consumer stalled or
   the run was superseded: builds the exception the Python feed would raise (class, message,
-  file of the sample), ends the epoch, and returns TensorFlow's error code and the text.
+  file of the sample), ends the epoch, and returns TensorFlow's error code and the text;
+* ``_peek``: an iterator that has not begun its epoch is being checkpointed: the epoch and
+  position its first element would begin at, so that the checkpoint restores exactly there.
 
 A Pipeline is registered under a ``feed_id`` (the op's attribute) and reached through a
 weak reference: the dataset objects hold the strong one (as with from_generator).
@@ -130,6 +132,8 @@ _BEGIN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c
                           ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.c_size_t)
 _END = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int, ctypes.c_int64)
 _FAIL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_char_p,
+                         ctypes.c_void_p, ctypes.c_size_t)
+_PEEK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64),
                          ctypes.c_void_p, ctypes.c_size_t)
 
 
@@ -423,6 +427,30 @@ def _fail(token, kind, code, index, detail, msg, msglen):
         return _UNKNOWN
 
 
+def resume_point(p: Pipeline) -> Tuple[int, int]:
+    """(epoch, position) where the pipeline's next iteration begins: its next epoch and the
+    position a load_state_dict left pending.  TypeError for a source that cannot be rewound
+    (a checkpoint of it could not be restored: better to say so when it is written)."""
+    if p.closed:
+        raise PipelineClosedError("this Pipeline is closed")
+    if p._backend.batches_per_epoch() is None:
+        raise TypeError("a tf.data iterator over this fastq Pipeline cannot be checkpointed: its source is a "
+                        "Python iterable, which cannot be rewound to a position (use a native source: Files, "
+                        "Bytes, Arrays, TFRecord...)")
+    with p._state.lock:
+        return int(p._epoch), int(p._resume_position)
+
+
+def _peek(feed_id, epoch_ptr, position_ptr, msg, msglen):
+    try:
+        p, _ = FEEDS.pipeline(feed_id)
+        epoch_ptr[0], position_ptr[0] = resume_point(p)
+        return 0
+    except BaseException as e:  # noqa: BLE001 - a ctypes callback must not raise
+        _write(msg, msglen, f"fastq.tf.dataset checkpoint: {_describe(e)}")
+        return _tf_code(e) if not isinstance(e, PipelineClosedError) else _FAILED_PRECONDITION
+
+
 # -- the library --------------------------------------------------------------------
 
 _LIB: Dict[str, Any] = {}
@@ -448,8 +476,9 @@ def library():
                                           f"fastq.tf expects {_layout()}: the kernel cache is stale; delete "
                                           f"{tf_ops.cache_dir()} and load again")
         # kept alive here as long as installed; they look the handlers up at each call
-        cbs = (_BEGIN(lambda *a: _begin(*a)), _END(lambda *a: _end(*a)), _FAIL(lambda *a: _fail(*a)))
-        lib.fastq_tf_feed_set_callbacks.argtypes = [_BEGIN, _END, _FAIL]
+        cbs = (_BEGIN(lambda *a: _begin(*a)), _END(lambda *a: _end(*a)), _FAIL(lambda *a: _fail(*a)),
+               _PEEK(lambda *a: _peek(*a)))
+        lib.fastq_tf_feed_set_callbacks.argtypes = [_BEGIN, _END, _FAIL, _PEEK]
         lib.fastq_tf_feed_set_callbacks.restype = None
         lib.fastq_tf_feed_set_callbacks(*cbs)
         _LIB.update(mod=mod, lib=lib, callbacks=cbs)
@@ -462,7 +491,7 @@ def _unset():
     ctypes call releases the GIL while the library waits for it)."""
     lib = _LIB.get("lib")
     if lib is not None:
-        lib.fastq_tf_feed_set_callbacks(_BEGIN(), _END(), _FAIL())
+        lib.fastq_tf_feed_set_callbacks(_BEGIN(), _END(), _FAIL(), _PEEK())
 
 
 def _dataset_class():

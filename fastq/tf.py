@@ -53,6 +53,16 @@ keeps in a process-wide registry) reaches it only weakly: once the pipeline is
 closed and neither your code nor a dataset references it, it is collected, and
 its slot memory is freed once no tensor aliases it.
 
+Iterator checkpoints
+--------------------
+``tf.train.Checkpoint(iterator=it)`` saves the pipeline's (epoch, position) with the native
+op, at every point: before the first batch (the epoch the iterator would begin), mid-epoch,
+at and after the epoch's end; a restore, into the same iterator or a fresh pipeline's, goes
+on with exactly the batches that followed (docs/tensorflow.md).  What cannot be restored
+refuses to be saved: a Python-iterable source (InvalidArgumentError), and the
+``from_generator`` feed, whose iterator TensorFlow does not save (FailedPreconditionError
+"PyFunc is stateful"); save ``pipeline.state_dict()`` yourself there.
+
 One iteration at a time
 -----------------------
 A Pipeline runs one epoch at a time.  A second tf.data iterator over the same
@@ -347,7 +357,8 @@ def _native_dataset(pipeline, spec, n, native):
             if why not in _LOGGED_REASONS:  # once per reason and process
                 _LOGGED_REASONS.add(why)
                 _tf_native.log.warning("fastq.tf.dataset: using the from_generator feed (a Python callback per "
-                                       "batch) instead of the native op: %s", why)
+                                       "batch; its iterators cannot be saved by tf.train.Checkpoint) instead of "
+                                       "the native op: %s", why)
     return None, {"feed": "from_generator", "reason": why}
 
 

@@ -107,7 +107,7 @@ need_tools() {
     for t in $tools; do
         command -v "$t" >/dev/null 2>&1 || miss="$miss $t"
     done
-    [ -z "$miss" ] || die "missing build tools:$miss (Debian: apt-get install build-essential nasm xz-utils bzip2 patch; pip install cmake ninja)"
+    [ -z "$miss" ] || die "missing build tools:$miss (install them with: bash scripts/setup.sh --wheel; or on Debian: apt-get install build-essential nasm xz-utils bzip2 patch; pip install cmake ninja)"
 }
 
 tool_versions() {

@@ -12,8 +12,10 @@
  *   - idle until its first GetNext, which begins the epoch (or resumes a restored position);
  *   - live: batches; at the end of the run, after an error, or once the pipeline is closed it
  *     is done and answers end of sequence (an error is returned once, as from_generator does);
- *   - Save writes (state, epoch, position): the pipeline's position, as Pipeline.state_dict();
- *     Restore makes the next GetNext resume there (Pipeline.load_state_dict, then the epoch);
+ *   - Save writes (state, epoch, position): the pipeline's position, as Pipeline.state_dict(),
+ *     at every point (before the first element: the epoch it would begin, asked from Python;
+ *     after the last: the epoch and its length); Restore makes the next GetNext resume there
+ *     (Pipeline.load_state_dict, then the epoch), in this iterator or a fresh one;
  *   - destroyed while live: the epoch is abandoned (its producers stop).
  * GetNext, Save and Restore of one iterator are serialized by its mutex (TF may call GetNext
  * from several threads).
@@ -125,12 +127,28 @@ class FastqIterator : public DatasetIterator<FastqDataset> {
     absl::Status SaveInternal(SerializationContext *, IteratorStateWriter *w) override
     {
         std::lock_guard<std::mutex> l(mu_);
-        const bool live = state_ == kLive && reader_.live();
-        const int64_t state = state_ == kDone ? 2 : (live || pending_) ? 1 : 0;
+        // state 1: resume (epoch, position) at the next GetNext; 2: the iteration is over.  Every
+        // point a user can see is written as an exact (epoch, position): an iterator that has not
+        // begun yet as the epoch it would begin (asked from Python: the pipeline's next epoch),
+        // never as "the next epoch", which is another one once batches were taken after the save;
+        // one whose epoch ran to its end as (epoch, batches of the epoch), so that a restore also
+        // moves the pipeline past that epoch.  Only an iteration ended by an error or a close is
+        // written as over.
+        int64_t state = 2, epoch = -1, position = 0;
+        if (state_ == kLive && reader_.live()) {
+            state = 1, epoch = reader_.epoch(), position = reader_.position();
+        } else if (pending_) {
+            state = 1, epoch = pending_epoch_, position = pending_position_;
+        } else if (state_ == kIdle) {
+            TF_RETURN_IF_ERROR(reader_.Peek(&epoch, &position));
+            state = 1;
+        } else if (reader_.finished()) {
+            state = 1, epoch = reader_.epoch(), position = reader_.position();
+        }
         TF_RETURN_IF_ERROR(w->WriteScalar(prefix(), "state", state));
         if (state == 1) {
-            TF_RETURN_IF_ERROR(w->WriteScalar(prefix(), "epoch", live ? reader_.epoch() : pending_epoch_));
-            TF_RETURN_IF_ERROR(w->WriteScalar(prefix(), "position", live ? reader_.position() : pending_position_));
+            TF_RETURN_IF_ERROR(w->WriteScalar(prefix(), "epoch", epoch));
+            TF_RETURN_IF_ERROR(w->WriteScalar(prefix(), "position", position));
         }
         return absl::OkStatus();
     }

@@ -40,6 +40,8 @@ class EpochReader {
     EpochReader &operator=(const EpochReader &) = delete;
 
     bool live() const { return live_; }
+    /* The last epoch ended with all its batches taken (not by an error, a close or an abandon). */
+    bool finished() const { return finished_; }
     int64_t epoch() const { return ep_.epoch; }
     int64_t position() const { return ep_.position; }
 
@@ -51,6 +53,8 @@ class EpochReader {
     absl::Status Next(const std::function<bool()> &cancelled, std::vector<tensorflow::Tensor> *out, bool *end);
     /* End a live epoch (end callback; without Python: cancel its run). */
     void End(int reason);
+    /* Where Begin(-1, 0) would start now: the pipeline's next epoch and its resume position. */
+    absl::Status Peek(int64_t *epoch, int64_t *position) const;
 
   private:
     absl::Status Check();
@@ -62,6 +66,7 @@ class EpochReader {
     const int64_t feed_id_, cardinality_;
     const tensorflow::DataTypeVector types_;
     bool live_ = false;
+    bool finished_ = false;
     fq_tf_epoch ep_{};
     int64_t token_ = -1;
     int64_t start_position_ = 0;

@@ -55,6 +55,7 @@ std::shared_mutex g_cb_mu;
 fq_tf_begin_fn g_begin = nullptr;
 fq_tf_end_fn g_end = nullptr;
 fq_tf_fail_fn g_fail = nullptr;
+fq_tf_peek_fn g_peek = nullptr;
 
 /* One leased batch: gives the slot back, and drops its ring reference, when destroyed. */
 class SlotLease {
@@ -132,6 +133,7 @@ const fq_ring_capi_v1 *fastq_tf_ring_api() { return g_ring.load(std::memory_orde
 absl::Status EpochReader::Begin(int64_t epoch, int64_t position)
 {
     End(FQ_TF_END_ABANDONED);
+    finished_ = false;
     if (!fastq_tf_ring_api() || !fastq_tf_image_api())
         return absl::FailedPreconditionError(kNoPython);
     std::memset(&ep_, 0, sizeof ep_);
@@ -156,6 +158,24 @@ absl::Status EpochReader::Begin(int64_t epoch, int64_t position)
     if (!s.ok())
         End(FQ_TF_END_ABANDONED);
     return s;
+}
+
+absl::Status EpochReader::Peek(int64_t *epoch, int64_t *position) const
+{
+    char msg[4096] = "";
+    int code;
+    {
+        std::shared_lock<std::shared_mutex> g(g_cb_mu);
+        if (!g_peek)
+            return absl::FailedPreconditionError(kNoPython);
+        code = g_peek(feed_id_, epoch, position, msg, sizeof msg);
+    }
+    if (code != 0)
+        return StatusFrom(code, msg);
+    if (*epoch < 0 || *position < 0)
+        return absl::InternalError(absl::StrCat("fastq.tf.dataset: bad resume point from Python: epoch ", *epoch,
+                                                ", position ", *position));
+    return absl::OkStatus();
 }
 
 /* The descriptor Python filled must fit this dataset and this ring. */
@@ -296,6 +316,7 @@ absl::Status EpochReader::Take(const std::function<bool()> &cancelled, std::vect
                 return Fail(FQ_TF_FAIL_COUNT, FQ_E_INVALID, got, expected);
             }
             End(FQ_TF_END_DONE);
+            finished_ = true;
             *end = true;
             return absl::OkStatus();
         }
@@ -449,12 +470,14 @@ extern "C" __attribute__((visibility("default"))) int fastq_tf_bind_ring(const c
 /* Install (or, with NULLs, remove) the Python callbacks; removal waits for calls in flight. */
 extern "C" __attribute__((visibility("default"))) void fastq_tf_feed_set_callbacks(fq_tf_begin_fn begin,
                                                                                    fq_tf_end_fn end,
-                                                                                   fq_tf_fail_fn fail)
+                                                                                   fq_tf_fail_fn fail,
+                                                                                   fq_tf_peek_fn peek)
 {
     std::unique_lock<std::shared_mutex> g(g_cb_mu);
     g_begin = begin;
     g_end = end;
     g_fail = fail;
+    g_peek = peek;
 }
 
 /* sizeof / offsetof of fq_tf_feed.h as compiled here, for the ctypes mirror's check. */

@@ -14,7 +14,11 @@
  *          closed): stops the producers, releases the claim;
  *   fail   when a batch carries an error, the consumer stalls or the run was superseded:
  *          builds the exception the Python path would raise (its class and message, the
- *          sample's file), ends the epoch and returns a TensorFlow error code + message.
+ *          sample's file), ends the epoch and returns a TensorFlow error code + message;
+ *   peek   when an iterator that has not begun its epoch is checkpointed: the (epoch,
+ *          position) its first element would begin at (the pipeline's next epoch and pending
+ *          resume position), so that the checkpoint names that point and not "whatever epoch
+ *          comes next" (which is another epoch once batches were taken after the save).
  *
  * The callbacks are ctypes functions: they take the GIL themselves, from the TF thread that
  * calls them.  fastq unsets them at interpreter exit; the kernel then ends epochs natively
@@ -97,6 +101,9 @@ typedef void (*fq_tf_end_fn)(int64_t token, int reason, int64_t position);
  * and the iteration ends); the epoch is over when it returns. */
 typedef int (*fq_tf_fail_fn)(int64_t token, int kind, int code, int64_t index, const char *detail, char *msg,
                              size_t msglen);
+/* 0 and *epoch, *position; or a TensorFlow error code and a message in msg (a closed pipeline,
+ * a source that cannot be rewound). */
+typedef int (*fq_tf_peek_fn)(int64_t feed_id, int64_t *epoch, int64_t *position, char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }
