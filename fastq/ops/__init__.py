@@ -4,7 +4,7 @@ An op is a small immutable description, validated when it is constructed (a bad
 parameter raises ``ValueError`` naming the op, the parameter and the value).  A chain
 of ops is packed for the C core and checked as a whole by :func:`compile_ops` (with the C
 core's chain rules, ``fq_img_chain_check``).
-Nothing here runs pixels: the chain is executed natively (``csrc/image/fq_image_ops.cpp``) on
+Nothing here runs pixels: the chain is executed natively (``csrc/image/api/fq_image_ops.cpp``) on
 uint8 images with OpenCV, and the last step (``Normalize`` + dtype + layout) is fused
 into the write of the output row.
 

@@ -1,6 +1,6 @@
 """Policies: torchvision v2's RandAugment / TrivialAugmentWide / AutoAugment
-(csrc/image/fq_image_aug_policy.cpp) and TF Model Garden's RandAugment / AutoAugment
-(csrc/image/fq_image_aug_tf_policy.cpp)."""
+(csrc/image/color/fq_image_aug_policy.cpp) and TF Model Garden's RandAugment / AutoAugment
+(csrc/image/color/fq_image_aug_tf_policy.cpp)."""
 from typing import Optional, Sequence
 
 from fastq.ops._base import Fill, Op, _K, _fail, _fill, _int_in, _num, _prob

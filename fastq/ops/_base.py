@@ -109,7 +109,7 @@ def _int_in(op, name, v, lo, hi):
 class Op:
     """Base class: ``kind`` (the C op kind, from ``_image.OP_KINDS`` by class name),
     ``fields()`` (the op's C parameters by field name: the descriptor of its record in
-    ``csrc/image/fq_image_ops.cpp``, ``_image.OP_FIELDS``), ``pack()``.  What an op does to
+    ``csrc/image/api/fq_image_ops.cpp``, ``_image.OP_FIELDS``), ``pack()``.  What an op does to
     the image size and the rules of a chain are the C core's (its op records)."""
 
     kind = 0

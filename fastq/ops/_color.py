@@ -139,7 +139,7 @@ def normalize_table(normalize: Optional["Normalize"] = None) -> np.ndarray:
     return np.stack([((v - f["mean"][c]) / f["std"][c]).astype(np.float32) for c in range(3)])
 
 
-# ---- uint8 augmentation primitives (csrc/image/fq_image_aug.cpp) -----------------------
+# ---- uint8 augmentation primitives (csrc/image/color/fq_image_aug.cpp) -----------------------
 #
 # torchvision.transforms.v2.functional semantics on uint8 tensors (SolarizeAdd: TF Model
 # Garden), each applied with probability ``p`` (``u < p``; ``u`` is drawn even when p = 1).
@@ -320,7 +320,7 @@ class Lighting(Op):
         return {"std": self.std, "eigval": self.eigval, "eigvec": self.eigvec, "p": self.p}
 
 
-# ---- tensorpack: fbresnet_augmentor's colour stage (csrc/image/fq_image_aug_tp.cpp) --------
+# ---- tensorpack: fbresnet_augmentor's colour stage (csrc/image/color/fq_image_aug_tp.cpp) --------
 
 # fbresnet_augmentor's Lighting constants, for the BGR images tensorpack sees: LIGHTING_EIGVAL
 # reversed and LIGHTING_EIGVEC[::-1, ::-1]

@@ -1,4 +1,4 @@
-"""Compositions: RandomApply / RandomChoice / RandomOrder (csrc/image/fq_image_compose.cpp)."""
+"""Compositions: RandomApply / RandomChoice / RandomOrder (csrc/image/api/fq_image_compose.cpp)."""
 import math
 from typing import Optional, Sequence, Union
 

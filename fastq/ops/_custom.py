@@ -1,5 +1,5 @@
 """Custom ops: CustomOp (a C function of your own library) and PyFunc (a Python
-function) (csrc/image/fq_image_custom.cpp, docs/custom_ops.md)."""
+function) (csrc/image/api/fq_image_custom.cpp, docs/custom_ops.md)."""
 import math
 from typing import Sequence
 

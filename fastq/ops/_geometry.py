@@ -1,6 +1,6 @@
 """Geometry ops: crops, resizes, flips, affine maps, the policy primitives Rotate /
-Shear / Translate, the detection geometry ops (csrc/image/fq_image_det.cpp) and
-tensorpack's crop (csrc/image/fq_image_aug_tp.cpp)."""
+Shear / Translate, the detection geometry ops (csrc/image/geometry/fq_image_det.cpp) and
+tensorpack's crop (csrc/image/color/fq_image_aug_tp.cpp)."""
 import numbers
 from typing import Any, Optional, Sequence, Tuple, Union
 
@@ -222,7 +222,7 @@ class RandomAffine(Op):
                 "interp": self._interp}
 
 
-# ---- policy primitives (csrc/image/fq_image_aug_geom.cpp): the conventions of the uint8
+# ---- policy primitives (csrc/image/geometry/fq_image_aug_geom.cpp): the conventions of the uint8
 # augmentation primitives, fastq/ops/_color.py
 
 class _Geom(Op):
@@ -282,7 +282,7 @@ class TranslateY(TranslateX):
     kind = _K["TranslateY"]
 
 
-# ---- targets (issue 19): detection geometry ops (csrc/image/fq_image_det.cpp) ------------
+# ---- targets (issue 19): detection geometry ops (csrc/image/geometry/fq_image_det.cpp) ------------
 
 
 class ResizeShortestEdge(Op):
@@ -425,7 +425,7 @@ class RandomIoUCrop(Op):
                 "n_options": len(self.sampler_options), "trials": self.trials}
 
 
-# ---- tensorpack: fbresnet_augmentor's crop (csrc/image/fq_image_aug_tp.cpp) ----------------
+# ---- tensorpack: fbresnet_augmentor's crop (csrc/image/color/fq_image_aug_tp.cpp) ----------------
 
 class TensorpackCrop(Op):
     """tensorpack ``imgaug.GoogleNetRandomCropAndResize(crop_area_fraction, aspect_ratio_range,
