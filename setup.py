@@ -22,8 +22,8 @@ script), so fastq coexists in one process with pip's cv2 and TensorFlow's librar
 
 The files of csrc/ are compiled once, into static libraries (build_clib): one per
 component folder (CSRC_COMPONENTS below: csrc/core, ring, task, records, cuda in C11,
-csrc/image in C++17), its sources found by glob; each extension module is its Cython
-file plus the libraries it needs.
+csrc/image in C++17, in stage sub-folders), its sources found by glob; each extension
+module is its Cython file plus the libraries it needs.
 
 Other knobs:
     FASTQ_DEBUG=1      -O0 -g instead of -O3
@@ -124,7 +124,7 @@ def _find_system():
                "On Debian/Ubuntu install them with:\n    " + APT_HINT,
                "(or point FASTQ_INCLUDE_DIRS / FASTQ_OPENCV_INCLUDE / FASTQ_LIBRARY_DIRS at them,",
                " " + VENDORED_HINT + ")"])
-    # dl: CustomOp loads user libraries (csrc/image/fq_image_custom.cpp)
+    # dl: CustomOp loads user libraries (csrc/image/api/fq_image_custom.cpp)
     return include_dirs, library_dirs, ["opencv_imgcodecs", "opencv_imgproc", "opencv_core", "jpeg", "z", "dl"]
 
 
@@ -203,8 +203,10 @@ class BuildExt(build_ext):
 
 
 # csrc/ is one folder per component, each compiled into ONE static library from every
-# .c / .cpp file directly in that folder (found by glob, never listed by hand): a new
-# file of a component needs no edit here.  Private headers sit in <folder>/internal/.
+# .c / .cpp file in that folder and in its stage sub-folders (csrc/image/decode/,
+# geometry/, ...; found by glob, never listed by hand): a new file or stage of a
+# component needs no edit here.  Private headers sit in <folder>/internal/, or in a
+# stage's folder when only that stage includes them.
 # Includes name the component ("core/fq_common.h", from -Icsrc) and point one way:
 #   core <- ring <- task;  core <- image <- task <- records;  core <- cuda
 # Folders under csrc/ that are NOT built into the extensions are named in CSRC_NOT_BUILT
@@ -223,10 +225,16 @@ CSRC_NOT_BUILT = {"tests", "tf"}
 
 
 def _component_sources(folder):
-    """The .c / .cpp files of csrc/<folder>, sorted (not its subfolders)."""
+    """The .c / .cpp files of csrc/<folder> and of its stage sub-folders (one level, not
+    internal/), sorted."""
     ext = ".cpp" if CSRC_COMPONENTS[folder][1] == "c++" else ".c"
-    found = sorted(glob.glob(os.path.join("csrc", folder, "*" + ext)))
-    other = sorted(glob.glob(os.path.join("csrc", folder, "*.c" if ext == ".cpp" else "*.cpp")))
+
+    def files(pattern):
+        return sorted(glob.glob(os.path.join("csrc", folder, pattern))
+                      + [p for p in glob.glob(os.path.join("csrc", folder, "*", pattern))
+                         if os.path.basename(os.path.dirname(p)) != "internal"])
+    found = files("*" + ext)
+    other = files("*.c" if ext == ".cpp" else "*.cpp") + sorted(glob.glob(os.path.join("csrc", folder, "internal", "*.c*")))
     if other or not found:
         _fail([f"csrc/{folder}/ must hold {CSRC_COMPONENTS[folder][1]} sources only, found "
                f"{other or 'none'}"])
@@ -259,7 +267,7 @@ def _config():
     # modules that need it (dependents before what they use).  A header change rebuilds
     # them (obj_deps).
     _check_csrc_folders()
-    headers = sorted(glob.glob("csrc/*/*.h") + glob.glob("csrc/*/internal/*.h"))
+    headers = sorted(glob.glob("csrc/*/*.h") + glob.glob("csrc/*/*/*.h"))  # internal/ and stage folders
     folders = ["core", "ring"]
     if want("_cuda"):
         folders.append("cuda")
@@ -270,7 +278,8 @@ def _config():
 
     common = dict(
         include_dirs=["csrc", numpy.get_include()],
-        depends=sorted(glob.glob("csrc/*/*.[ch]") + glob.glob("csrc/*/*.cpp") + glob.glob("csrc/*/internal/*.h")
+        depends=sorted(glob.glob("csrc/*/*.[ch]") + glob.glob("csrc/*/*.cpp") + glob.glob("csrc/*/*/*.[ch]")
+                       + glob.glob("csrc/*/*/*.cpp")
                        + glob.glob("fastq/*.pxd") + glob.glob("fastq/includes/*.pxd") + glob.glob("fastq/*.pxi")),
         extra_compile_args=CYTHON_FLAGS,
         extra_link_args=LINK,

@@ -1,6 +1,6 @@
 # Included at the end of fastq/_image.pyx: custom ops (docs/custom_ops.md).
 #
-# CustomOp: a C function of a user library; the C core (csrc/image/fq_image_custom.cpp)
+# CustomOp: a C function of a user library; the C core (csrc/image/api/fq_image_custom.cpp)
 # loads it when a spec is created and calls it GIL-free from the native workers.
 # PyFunc: a Python callable, run through _pyfunc_call, a C function of the custom-op
 # ABI that takes the GIL around the call.  Both are bound to a spec by slot: the op's

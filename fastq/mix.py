@@ -29,6 +29,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from fastq.ops import layout_name
+
 __all__ = ["MixUpCutMix", "MixUp", "CutMix"]
 
 _MODES = ("batch", "elem", "pair")  # their index is enum fq_mix_mode (csrc/image/fq_batch_mix.h)
@@ -143,7 +145,6 @@ class MixUpCutMix:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
             raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
         if layout is not None:
-            from fastq.ops import layout_name
             layout = layout_name(layout, "MixUpCutMix")
         self.mixup_alpha = float(mixup_alpha)
         self.cutmix_alpha = float(cutmix_alpha)
@@ -186,24 +187,20 @@ def CutMix(alpha: float = 1.0, *, num_classes: Optional[int] = None, label_smoot
                        seed=seed, layout=layout)
 
 
-def _native_image_backend(backend):
-    from fastq.sources.images import _ImageBackend
-    return isinstance(backend, _ImageBackend)
-
-
-def _has_no_labels(backend):
+def _has_no_labels(backend, native):
     """True when the backend surely writes no labels (its output 1 would be
-    something else, e.g. the sample index)."""
-    if _native_image_backend(backend):
+    something else, e.g. the sample index).  ``native``: a native image backend
+    (fastq.sources.images; the Pipeline says which, so this module imports no source)."""
+    if native:
         return backend.labels is None and getattr(backend.source, "_label_output", None) is None
     if hasattr(backend, "label_spec"):  # Stream
         return not backend.label_spec
     return False
 
 
-def _num_samples(backend):
+def _num_samples(backend, native):
     """Samples per epoch of a native image backend, or None when unknown."""
-    if not _native_image_backend(backend):
+    if not native:
         return None
     try:
         return len(backend.source)
@@ -213,11 +210,12 @@ def _num_samples(backend):
 
 class _BoundMix:
     """A MixUpCutMix bound to one Pipeline's backend: which outputs are the image
-    and the labels, the soft-label output, and the per-batch native call."""
+    and the labels, the soft-label output, and the per-batch native call.  ``native``:
+    the backend is a native image backend (``fastq.sources.images._ImageBackend``)."""
 
     LABEL = 1  # the labels are the output after the image (every fastq source)
 
-    def __init__(self, mix: MixUpCutMix, backend: Any, batch_size: int) -> None:
+    def __init__(self, mix: MixUpCutMix, backend: Any, batch_size: int, native: bool) -> None:
         from fastq import _image
         self.mix = mix
         self.backend = backend
@@ -226,7 +224,7 @@ class _BoundMix:
         specs = backend.output_spec()
         src = getattr(backend, "source", None)
         what = type(getattr(src, "obj", src)).__name__ if src is not None else "the source"
-        if _has_no_labels(backend) or len(specs) < 2:
+        if _has_no_labels(backend, native) or len(specs) < 2:
             raise ValueError(f"mix=MixUpCutMix needs class labels, but {what} gives no labels "
                              f"(pass labels=... to the source, or label_key for TFRecord)")
         (ishape, idt), (lshape, ldt) = specs[0], specs[1]
@@ -248,7 +246,7 @@ class _BoundMix:
         self.seed = mix.seed if mix.seed is not None else int(getattr(backend, "seed", 0) or 0)
         # native image tasks write only their own outputs: the slot can hold one more
         # (the soft labels); Python producers copy whole samples, so they get none
-        self.in_ring = _native_image_backend(backend)
+        self.in_ring = bool(native)
         self.soft_spec = ((mix.num_classes,), np.dtype(np.float32))
         mm = mix.cutmix_minmax
         if mm is not None and any(int(s * mm[0]) >= int(s * mm[1]) for s in self.hw):
@@ -259,7 +257,7 @@ class _BoundMix:
             if batch_size % 2:
                 raise ValueError(f"MixUpCutMix(mode='pair') needs an even batch_size (pairs of rows i and "
                                  f"n - 1 - i, as timm), got batch_size={batch_size}")
-            total = _num_samples(backend)
+            total = _num_samples(backend, native)
             if total is not None and not getattr(backend, "drop_remainder", True) and total % batch_size % 2:
                 raise ValueError(f"MixUpCutMix(mode='pair') needs even batches, but the last batch of each epoch "
                                  f"has {total % batch_size} rows ({total} samples, batch_size={batch_size}): "

@@ -48,7 +48,7 @@ from fastq import _core
 from fastq.errors import ForkedPipelineError, PipelineClosedError, SupersededIterationError
 from fastq.sources.base import Source
 from fastq.backend import BackendConfig
-from fastq.sources.images import IMAGE_OPTIONS, ImageSource, image_options_doc
+from fastq.sources.images import IMAGE_OPTIONS, ImageSource, _ImageBackend, image_options_doc
 from fastq.sources import Iterable
 
 __all__ = ["Pipeline", "Batch"]
@@ -245,16 +245,15 @@ class Pipeline:
             raise ValueError("pad='batch' does not take mix= (MixUp / CutMix mix images of one size)")
         self.mix = mix
         self._mix = None  # the bound fastq.mix._BoundMix (native image sources: now; others: at first use)
-        if mix is not None:
-            from fastq.mix import _native_image_backend
-            if _native_image_backend(self._backend):
-                self._mixer()
+        if mix is not None and isinstance(self._backend, _ImageBackend):
+            self._mixer()
 
     def _mixer(self):
         """The MixUp/CutMix bound to the backend (None without mix)."""
         if self.mix is not None and self._mix is None:
             from fastq.mix import _BoundMix
-            self._mix = _BoundMix(self.mix, self._backend, self.batch_size)
+            self._mix = _BoundMix(self.mix, self._backend, self.batch_size,
+                                  native=isinstance(self._backend, _ImageBackend))
         return self._mix
 
     # -- introspection ----------------------------------------------------

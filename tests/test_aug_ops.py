@@ -1,4 +1,4 @@
-"""The uint8 augmentation primitives (csrc/image/fq_image_aug.cpp) against torchvision v2's
+"""The uint8 augmentation primitives (csrc/image/color/fq_image_aug.cpp) against torchvision v2's
 functional ops on uint8 tensors (SolarizeAdd: TF Model Garden's formula in numpy), their
 random draws against the reference generator of tests/test_golden.py, determinism over
 worker counts, and parameter validation.

@@ -1,4 +1,4 @@
-"""The AVX2 / AVX-512 VBMI forms of the augmentation primitives (csrc/image/fq_image_aug_simd.cpp:
+"""The AVX2 / AVX-512 VBMI forms of the augmentation primitives (csrc/image/color/fq_image_aug_simd.cpp:
 the nearest-neighbour warp of Rotate / ShearX/Y / TranslateX/Y, Sharpness, Color, Contrast's
 grey sum, the table ops' lookup) give the same bytes as the scalar definitions, which are what
 the aarch64 build runs and what tests/test_aug_ops.py checks against torchvision.  The SIMD

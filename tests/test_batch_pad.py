@@ -1,4 +1,4 @@
-"""Pipeline(pad="batch") (fastq/batchpad.py, csrc/image/fq_batch_pad.cpp): variable-size
+"""Pipeline(pad="batch") (fastq/batchpad.py, csrc/image/batch/fq_batch_pad.cpp): variable-size
 images, each batch one (B, Hb, Wb, C) array padded to its largest image.
 
 References: the same chain ending in a fixed Pad(size=capacity) (the existing path), cropped

@@ -64,7 +64,8 @@ def test_sdist_holds_every_source_and_no_generated_file(sdist):
     tracked = subprocess.run(["git", "ls-files", "csrc", "fastq"], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout.split()
     need = {f for f in tracked if not f.startswith("csrc/tests/")}
-    assert {"csrc/image/internal/fq_image_internal.h", "csrc/core/fq_rng.h", "fastq/includes/fq_common.pxd"} <= need
+    assert {"csrc/image/internal/fq_image_internal.h", "csrc/image/api/fq_image_spec.cpp", "csrc/core/fq_rng.h",
+            "fastq/includes/fq_common.pxd", "fastq/ops/_base.py"} <= need
     assert need <= names, sorted(need - names)
     for f in ("setup.py", "pyproject.toml", "MANIFEST.in", "LICENSE", "THIRD_PARTY_NOTICES.md", "README.md",
               "scripts/build_deps.sh"):

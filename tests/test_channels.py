@@ -1,5 +1,5 @@
 """Output channel order (channels="RGB" | "BGR" | 3 | 1 | "gray"), fused into the final
-write (csrc/image/fq_image_write.cpp, fq_image_write_simd.cpp): the BGR output must be
+write (csrc/image/batch/fq_image_write.cpp, fq_image_write_simd.cpp): the BGR output must be
 the RGB output reversed along the channel axis, exactly (bit for bit), for every dtype
 and layout, with flips still pending, through the Files, Bytes and Arrays sources, for
 the AVX2 and the table write; Normalize's mean/std (RGB order) follow their channel."""

@@ -1,4 +1,4 @@
-"""Compositions RandomApply / RandomChoice / RandomOrder (csrc/image/fq_image_compose.cpp).
+"""Compositions RandomApply / RandomChoice / RandomOrder (csrc/image/api/fq_image_compose.cpp).
 
 The reference is torchvision v2's own containers (transforms.v2.RandomApply / RandomChoice /
 RandomOrder): each sample is replayed through them with their random draws (torch.rand,

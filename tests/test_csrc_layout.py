@@ -25,9 +25,11 @@ ALLOWED = {
 
 
 def _sources(component):
+    """Every C/C++ file of a component: its folder, internal/ and its stage sub-folders
+    (csrc/image/decode/, geometry/, ...)."""
     d = os.path.join(CSRC, component)
     return sorted(glob.glob(os.path.join(d, "*.[ch]")) + glob.glob(os.path.join(d, "*.cpp"))
-                  + glob.glob(os.path.join(d, "internal", "*.h")))
+                  + glob.glob(os.path.join(d, "*", "*.[ch]")) + glob.glob(os.path.join(d, "*", "*.cpp")))
 
 
 def _includes(path):
@@ -79,6 +81,39 @@ def test_includes_point_one_way(component):
                 bad.append((path, inc, "another component's internal header"))
             elif head not in ALLOWED[component] and inc not in ALLOWED[component]:
                 bad.append((path, inc, f"{component} may include {sorted(ALLOWED[component])}"))
+    assert not bad, bad
+
+
+def test_sources_sit_where_setup_py_finds_them():
+    """setup.py builds a component from its folder and its stage sub-folders, one level
+    deep: no source deeper, none in internal/ (headers only), no empty stage."""
+    for component in ALLOWED:
+        d = os.path.join(CSRC, component)
+        deep = [p for p in glob.glob(os.path.join(d, "**", "*"), recursive=True)
+                if os.path.isfile(p) and os.path.relpath(p, d).count(os.sep) > 1]
+        assert not deep, deep
+        assert not glob.glob(os.path.join(d, "internal", "*.c*")), component
+        for stage in os.listdir(d):
+            if os.path.isdir(os.path.join(d, stage)) and stage != "internal":
+                assert glob.glob(os.path.join(d, stage, "*.c")) + glob.glob(os.path.join(d, stage, "*.cpp")), stage
+    stages = {s for s in os.listdir(os.path.join(CSRC, "image")) if os.path.isdir(os.path.join(CSRC, "image", s))}
+    assert stages == {"internal", "decode", "geometry", "color", "targets", "batch", "api"}, stages
+    assert not glob.glob(os.path.join(CSRC, "image", "*.cpp")), "image sources sit in a stage folder"
+
+
+def test_a_stage_header_is_included_only_by_its_stage():
+    """A header in a stage folder (csrc/image/color/fq_image_aug_tp.h) is private to that
+    stage; what several stages share is in internal/, what other components include at
+    the component's top."""
+    bad = []
+    for path in glob.glob(os.path.join(CSRC, "**", "*.[ch]"), recursive=True) + \
+            glob.glob(os.path.join(CSRC, "**", "*.cpp"), recursive=True) + glob.glob(os.path.join(CSRC, "**", "*.cc"),
+                                                                                   recursive=True):
+        rel = os.path.relpath(path, CSRC).split(os.sep)
+        for inc in _includes(path):
+            parts = inc.split("/")
+            if len(parts) == 3 and parts[1] != "internal" and parts[:2] != rel[:2]:
+                bad.append((os.path.relpath(path, ROOT), inc))
     assert not bad, bad
 
 

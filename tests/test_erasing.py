@@ -1,4 +1,4 @@
-"""RandomErasing (csrc/image/fq_image_aug_erase.cpp plans it, csrc/image/fq_image_write.cpp
+"""RandomErasing (csrc/image/color/fq_image_aug_erase.cpp plans it, csrc/image/batch/fq_image_write.cpp
 writes it over the output values): against torchvision 0.29's v2 RandomErasing /
 functional.erase, replayed from the explain record on the same (normalized) output, and
 its box statistics against torchvision's own make_params."""

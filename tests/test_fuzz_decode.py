@@ -105,7 +105,7 @@ def test_optimised_huffman_without_dht_is_an_error_not_the_previous_tables(seeds
 
 
 def supported(f):
-    """The layouts fastq accepts (csrc/image/fq_image_decode.cpp: sampling_supported)."""
+    """The layouts fastq accepts (csrc/image/decode/fq_image_decode.cpp: sampling_supported)."""
     h0, v0 = f[0]
     for h, v in f:
         if h0 % h or v0 % v or h0 // h not in (1, 2, 4) or v0 // v not in (1, 2):

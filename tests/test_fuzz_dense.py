@@ -25,7 +25,7 @@ For every configuration:
 Found by it: full-size polygon instance masks had pixels in the padding (outside
 image_sizes) when the polygon reached past a RandomIoUCrop: the moved vertices are not
 clipped, and the part a crop cut off came back in the fill of a later pad.  Polygon masks
-are now kept where the image shows the source (csrc/image/fq_image_targets_inst.cpp,
+are now kept where the image shows the source (csrc/image/targets/fq_image_targets_inst.cpp,
 fq_tgt_valid); the last test pins it on a crop followed by Pad / RandomZoomOut.
 
 Measured on the development machine (2 shared cores): ~5 s for the module.

@@ -14,7 +14,7 @@ The values were recorded once from the code, and every one of them that the
 RNG alone determines is *also* recomputed here by an independent pure-Python
 reimplementation of the generator, the Fisher-Yates shuffle and the random draws
 of RandomResizedCrop / flips / ColorJitter / RandomAffine (as documented in
-fastq/ops.py and docs/ops.md), so a golden value is not merely fastq's own output.
+fastq/ops/ and docs/ops.md), so a golden value is not merely fastq's own output.
 The one field of the explain record computed from pixels is the ColorJitter op's
 ``contrast_mean`` (the mean gray of the image the contrast step sees: an exact
 multiple of 1/1024 with OpenCV's fixed-point resize).

@@ -1,4 +1,4 @@
-"""RandomIoUCrop (csrc/image/fq_image_iou_crop.cpp): torchvision v2's SSD crop, drawn from
+"""RandomIoUCrop (csrc/image/geometry/fq_image_iou_crop.cpp): torchvision v2's SSD crop, drawn from
 the sample's boxes.
 
 Independent references:

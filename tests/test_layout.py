@@ -213,3 +213,45 @@ def test_the_private_import_finder(tmp_path):
                      "def f():\n    from .data import _write\n")
     assert private_imports(tree, "fastq.bench.hires", False, modules) == [("fastq.prepare", "_progress_bar"),
                                                                        ("fastq.bench.data", "_write")]
+
+
+def test_the_op_package_imports_nothing_above_it():
+    """fastq.ops (one module per op family) imports only the C extension and its own
+    modules, lazily or not; fastq.mix (a batch op) only fastq.ops and the extension: no
+    source, pipeline or framework module (the Pipeline tells it what kind of backend it has)."""
+    graph = import_graph()
+    fams = sorted(n for n in graph if n.startswith("fastq.ops."))
+    assert {"fastq.ops._base", "fastq.ops._geometry", "fastq.ops._compile"} <= set(fams)
+    for name in ["fastq.ops"] + fams:
+        bad = sorted(d for d in graph[name] if d != "fastq._image" and not d.startswith("fastq.ops."))
+        assert not bad, f"{name} imports {bad}"
+    bad = sorted(d for d in graph["fastq.mix"] if d not in ("fastq._image", "fastq.ops"))
+    assert not bad, f"fastq.mix imports {bad}"
+
+
+def test_the_op_families_keep_one_public_namespace():
+    """Every name of fastq.ops.__all__ is defined (class, def or assignment) in exactly
+    one family module, fastq/ops/_*.py, and the public classes and functions say
+    fastq.ops (pickles and reprs as before the split)."""
+    import fastq.ops as ops
+    where = {}
+    for f in sorted(os.listdir(os.path.join(PKG, "ops"))):
+        if f.startswith("_") and f.endswith(".py") and f != "__init__.py":
+            with open(os.path.join(PKG, "ops", f), encoding="utf-8") as fh:
+                for node in ast.parse(fh.read()).body:
+                    if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+                        names = [node.name]
+                    elif isinstance(node, ast.Assign):
+                        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+                    elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                        names = [node.target.id]
+                    else:
+                        names = []
+                    for n in names:
+                        where.setdefault(n, []).append(f)
+    assert len(ops.__all__) == len(set(ops.__all__))
+    for name in ops.__all__:
+        assert len(where.get(name, [])) == 1, (name, where.get(name))
+        obj = getattr(ops, name)
+        if isinstance(obj, type) or callable(obj):
+            assert obj.__module__ == "fastq.ops", (name, obj.__module__)

@@ -1,4 +1,4 @@
-"""Batch-level MixUp / CutMix (fastq.MixUpCutMix, csrc/image/fq_batch_mix.cpp).
+"""Batch-level MixUp / CutMix (fastq.MixUpCutMix, csrc/image/batch/fq_batch_mix.cpp).
 
 Every mixed batch is checked against torchvision.transforms.v2.MixUp / CutMix replayed
 with the lambda and box that ``Pipeline.explain_batch`` reports, on the same batch

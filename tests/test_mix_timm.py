@@ -1,5 +1,5 @@
 """timm's MixUp / CutMix options in fastq.MixUpCutMix: ``cutmix_minmax``, ``correct_lam``
-and ``mode="pair"`` (csrc/image/fq_batch_mix.cpp).
+and ``mode="pair"`` (csrc/image/batch/fq_batch_mix.cpp).
 
 The reference is timm's own ``Mixup`` (timm/data/mixup.py) run on the batch taken from
 a pipeline without ``mix``, with its ``np.random`` replaced by a script that returns

@@ -1,5 +1,5 @@
 """An op is declared once in C (its parameter struct, field list and record in
-csrc/image/fq_image_ops.cpp) and once in Python (its class in fastq/ops.py).
+csrc/image/api/fq_image_ops.cpp) and once in Python (its class in fastq/ops/).
 fastq._image.pack_ops packs by the C descriptors (fq_img_op_desc); these tests hold the
 two declarations together: every op class fills exactly the fields of its C op, with
 the shapes the C struct has, and every C op has a class."""

@@ -1,4 +1,4 @@
-"""plan_decode (csrc/image/fq_image_plan.cpp) on its own: what the JPEG decoder does of op 0
+"""plan_decode (csrc/image/api/fq_image_plan.cpp) on its own: what the JPEG decoder does of op 0
 (box, DCT scale, region of interest, resampling) for a source size, against values
 computed by hand from the rules in docs/ops.md; plus the one-record-per-op tables and
 the exported constants of the C core."""

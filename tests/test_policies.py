@@ -1,4 +1,4 @@
-"""RandAugment / TrivialAugmentWide (csrc/image/fq_image_aug_policy.cpp) against torchvision
+"""RandAugment / TrivialAugmentWide (csrc/image/color/fq_image_aug_policy.cpp) against torchvision
 v2: the ops and magnitudes of each sample's explain record are replayed through
 torchvision's own ``_apply_image_or_video_transform`` (the method its policies call) and
 the images compared; each magnitude is the value of torchvision's magnitude table at the

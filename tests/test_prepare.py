@@ -1,4 +1,4 @@
-"""``fastq prepare`` (fastq/prepare.py + csrc/image/fq_image_prepare.cpp): lossless re-encode
+"""``fastq prepare`` (fastq/prepare.py + csrc/image/decode/fq_image_prepare.cpp): lossless re-encode
 with restart markers.  Checked against independent readers: pip's cv2 decodes every
 prepared JPEG to exactly the original's pixels, the restart interval and SOF are parsed
 here in Python, non-JPEG files compare byte for byte, and the tree is compared with

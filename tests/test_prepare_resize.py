@@ -1,5 +1,5 @@
 """``fastq prepare --max-side/--max-pixels/--quality`` (fastq/prepare.py +
-fq_jpeg_downscale in csrc/image/fq_image_prepare.cpp): opt-in training-resolution
+fq_jpeg_downscale in csrc/image/decode/fq_image_prepare.cpp): opt-in training-resolution
 copies.  Checked against pip's cv2 (an independent decoder and resize): sizes, aspect,
 pixels close to cv2's INTER_AREA shrink of the original, restart markers parsed here,
 no APPn markers (EXIF-free), orientation as stored, lossless path for small images."""

@@ -1,4 +1,4 @@
-"""The AVX2 bicubic resize (csrc/image/fq_image_resize_cubic.cpp) against the linked OpenCV's
+"""The AVX2 bicubic resize (csrc/image/geometry/fq_image_resize_cubic.cpp) against the linked OpenCV's
 own cv::resize(INTER_CUBIC) (the same process with fastq._image.set_simd_resize(False)): the
 same bytes on random sizes (down, up, mixed, 1-5 pixel sides, the vector range's edges),
 saturating images, strided sources (a crop's view), and through the tensorpack chain on JPEGs.

@@ -1,4 +1,4 @@
-"""TFRandAugment / TFAutoAugment (csrc/image/fq_image_aug_tf_policy.cpp, ops in
+"""TFRandAugment / TFAutoAugment (csrc/image/color/fq_image_aug_tf_policy.cpp, ops in
 fq_image_aug_tf.cpp) against TF Model Garden's own op functions (official/vision/ops/
 augment.py of tf-models-official 2.20, vendored unmodified in tests/helpers/
 tf_augment_ref.py; run on TF 2.21): each sample's explain record (ops and TF arguments

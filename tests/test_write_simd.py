@@ -1,4 +1,4 @@
-"""The AVX2 float32 NHWC write (csrc/image/fq_image_write_simd.cpp) against numpy: every value
+"""The AVX2 float32 NHWC write (csrc/image/batch/fq_image_write_simd.cpp) against numpy: every value
 must equal float32(((v / 255) - mean) / std) computed in float64 (tests/helpers/image_ref.finish,
 the definition of the write), bit for bit, with and without flips, for several
 mean/std choices, 1 and 3 channels, widths that exercise the vector tails; and equal to

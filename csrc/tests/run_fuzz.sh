@@ -45,7 +45,7 @@ for src in csrc/core/*.c; do  # what image/ uses of core/ (errors, fq_read_file 
     "$CC" -std=c11 $FLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
     objs+=("$obj")
 done
-for src in csrc/image/*.cpp; do
+for src in csrc/image/*/*.cpp; do
     obj="$out/obj/$(basename "${src%.cpp}").o"
     "$CXX" -std=c++17 $FLAGS -fsanitize=fuzzer-no-link -I"$CV_INC" -c "$src" -o "$obj"
     objs+=("$obj")

@@ -30,7 +30,7 @@ for san in thread address,undefined; do
             -c "$f" -o "$objs/$(basename "$f").o"
     done
     $CXX -std=c++17 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fsanitize=$san -Icsrc \
-        -I"${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}" csrc/image/*.cpp "$objs"/*.o \
+        -I"${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}" csrc/image/*/*.cpp "$objs"/*.o \
         -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -pthread -o "$out/test_imgtask_$tag"
     TSAN_OPTIONS=halt_on_error=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$out/test_imgtask_$tag" "$jpgs"/*.jpg
 done

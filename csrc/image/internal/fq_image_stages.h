@@ -86,7 +86,7 @@ enum Geometry {
 };
 
 /* The whole implementation of one op kind: a new op is its parameter struct, its field
- * list and one record in fq_image_ops.cpp (plus its Python class in fastq/ops.py).  Its
+ * list and one record in fq_image_ops.cpp (plus its Python class in fastq/ops/).  Its
  * kind is its place in the table (1-based). */
 struct OpImpl {
     const char *name;  /* the Python class name */

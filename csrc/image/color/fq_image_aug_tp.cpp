@@ -5,7 +5,7 @@
  * kAugOps (fq_image_aug.cpp); semantics and the measured differences: docs/ops.md.  Every
  * draw comes from the sample's fq_rng; pure functions of their arguments (thread-safe). */
 #include "image/internal/fq_image_aug.h"
-#include "image/internal/fq_image_aug_tp.h"
+#include "image/color/fq_image_aug_tp.h"
 
 #include <algorithm>
 #include <cmath>

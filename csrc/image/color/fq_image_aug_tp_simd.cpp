@@ -1,4 +1,4 @@
-/* fq_image_aug_tp_simd.cpp - TensorpackColor with AVX2 (declared in internal/fq_image_aug_tp.h).
+/* fq_image_aug_tp_simd.cpp - TensorpackColor with AVX2 (declared in fq_image_aug_tp.h).
  *
  * Bit-identical to the scalar steps of fq_image_aug_tp.cpp: every value goes through the same
  * float32 multiplications and additions in the same order (separate mul/add intrinsics, no FMA:
@@ -18,7 +18,7 @@
  * of q, and when 256 n <= 2^53 q every partial sum, in any order, is a multiple of q below 2^53 q,
  * hence exact.  q is picked from n; a level outside (0 < v < T or v > 256) is flagged and the
  * sum is redone in the scalar order (rare: a contrast or lighting step landing just above 0). */
-#include "image/internal/fq_image_aug_tp.h"
+#include "image/color/fq_image_aug_tp.h"
 
 #include <atomic>
 #include <cstdint>

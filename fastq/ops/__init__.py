@@ -1,0 +1,71 @@
+"""Declarative image ops.
+
+An op is a small immutable description, validated when it is constructed (a bad
+parameter raises ``ValueError`` naming the op, the parameter and the value).  A chain
+of ops is packed for the C core and checked as a whole by :func:`compile_ops` (with the C
+core's chain rules, ``fq_img_chain_check``).
+Nothing here runs pixels: the chain is executed natively (``csrc/image/api/fq_image_ops.cpp``) on
+uint8 images with OpenCV, and the last step (``Normalize`` + dtype + layout) is fused
+into the write of the output row.
+
+Conventions (torchvision's, unless stated; exact definitions in ``docs/ops.md``):
+
+* images are RGB (or 1-channel gray when ``channels=1``), uint8, HWC while ops run;
+* sizes are ``(height, width)``; an int size means a square, except for ``Resize``
+  where an int is the length of the shorter side;
+* random parameters of sample ``index`` come from a counter-based stream keyed by
+  ``(seed, epoch, index)``, drawn in chain order; an op draws only what it needs;
+* interpolation names: ``nearest``, ``bilinear``, ``bicubic``, ``area``, ``lanczos``
+  (OpenCV's INTER_NEAREST, INTER_LINEAR, INTER_CUBIC, INTER_AREA, INTER_LANCZOS4;
+  note that OpenCV's bilinear does not antialias when shrinking, use ``area`` for that).
+
+One namespace, one module per family (as torchvision's ``transforms/v2/``): ``_base``
+(the ``Op`` base class, the C core's constants, argument checks), ``_geometry``,
+``_color``, ``_augment`` (erasing and noise), ``_auto_augment`` (policies), ``_compose``,
+``_custom`` (CustomOp, PyFunc) and ``_compile`` (``compile_ops``).  Every name is defined
+once there and re-exported here; the public classes and functions keep
+``__module__ == "fastq.ops"``, so pickles and reprs name ``fastq.ops.X`` whatever file
+holds it.  The modules import only ``fastq._image`` and each other, never upward.
+"""
+from fastq.ops._base import (BORDERS, DEFAULT_MAX_PIXELS, FQ_OP_DTYPE, IMAGENET_MEAN, IMAGENET_STD, INTERPOLATIONS,
+                             K_CENTER_CROP, K_COLOR_JITTER, K_GRAYSCALE, K_HFLIP, K_NORMALIZE, K_RANDOM_AFFINE,
+                             K_RANDOM_CROP, K_RANDOM_RESIZED_CROP, K_RESIZE, K_VFLIP, MAX_OPS, MAX_SIDE, Fill, Op,
+                             Pair, Range)  # noqa: F401 (names of fastq.ops outside __all__, as before the split)
+from fastq.ops._geometry import (CenterCrop, HorizontalFlip, Pad, RandomAffine, RandomCrop, RandomIoUCrop,
+                                 RandomResizedCrop, RandomZoomOut, Resize, ResizeShortestEdge, Rotate, ScaleJitter,
+                                 ShearX, ShearY, TensorpackCrop, TranslateX, TranslateY, VerticalFlip)
+from fastq.ops._color import (LIGHTING_EIGVAL, LIGHTING_EIGVEC, TP_EIGVAL_BGR, TP_EIGVEC_BGR, AutoContrast, Brightness,
+                              Color, ColorJitter, Contrast, Equalize, Gamma, Grayscale, Invert, Lighting, Normalize,
+                              Posterize, Sharpness, Solarize, SolarizeAdd, TensorpackColor)
+from fastq.ops._color import normalize_table  # noqa: F401
+from fastq.ops._augment import Cutout, GaussianBlur, GaussianNoise, RandomErasing
+from fastq.ops._auto_augment import (POLICY_OPS, TF_AUTOAUGMENT_POLICIES, TF_POLICY_OPS, AutoAugment, RandAugment,
+                                     TFAutoAugment, TFRandAugment, TrivialAugmentWide)
+from fastq.ops._compose import RandomApply, RandomChoice, RandomOrder, _rows  # noqa: F401 (fastq.batchpad)
+from fastq.ops._custom import CustomOp, PyFunc
+from fastq.ops._compile import DTYPES, CompiledOps, channels_order, compile_ops, dtype_name, layout_name  # noqa: F401
+
+__all__ = [
+    "Op", "RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "HorizontalFlip",
+    "VerticalFlip", "ColorJitter", "RandomAffine", "Grayscale", "Normalize", "compile_ops",
+    "CompiledOps", "FQ_OP_DTYPE", "IMAGENET_MEAN", "IMAGENET_STD", "DEFAULT_MAX_PIXELS",
+]
+__all__ += ["GaussianBlur", "Gamma", "Cutout", "Lighting", "LIGHTING_EIGVAL", "LIGHTING_EIGVEC"]
+__all__ += ["Invert", "AutoContrast", "Equalize", "Posterize", "Solarize", "SolarizeAdd", "Brightness", "Color",
+            "Contrast", "Sharpness", "Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY"]
+__all__ += ["RandAugment", "TrivialAugmentWide", "AutoAugment", "POLICY_OPS"]
+__all__ += ["RandomErasing", "channels_order"]
+__all__ += ["CustomOp", "PyFunc"]
+__all__ += ["RandomApply", "RandomChoice", "RandomOrder"]
+__all__ += ["ResizeShortestEdge", "Pad", "ScaleJitter", "RandomZoomOut"]
+__all__ += ["RandomIoUCrop"]
+__all__ += ["TensorpackCrop", "TensorpackColor", "TP_EIGVAL_BGR", "TP_EIGVEC_BGR"]
+__all__ += ["GaussianNoise"]
+__all__ += ["TFRandAugment", "TFAutoAugment", "TF_POLICY_OPS", "TF_AUTOAUGMENT_POLICIES"]
+
+# The public classes and functions are fastq.ops.X, as when this was one module (pickles
+# store __module__; reprs and help() show it).
+for _obj in [v for v in list(globals().values()) if isinstance(v, type) or callable(v)]:
+    if getattr(_obj, "__module__", "").startswith("fastq.ops.") and not _obj.__name__.startswith("_"):
+        _obj.__module__ = __name__
+del _obj

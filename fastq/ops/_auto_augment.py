@@ -1,0 +1,187 @@
+"""Policies: torchvision v2's RandAugment / TrivialAugmentWide / AutoAugment
+(csrc/image/color/fq_image_aug_policy.cpp) and TF Model Garden's RandAugment / AutoAugment
+(csrc/image/color/fq_image_aug_tf_policy.cpp)."""
+from typing import Optional, Sequence
+
+from fastq.ops._base import Fill, Op, _K, _fail, _fill, _int_in, _num, _prob
+
+
+POLICY_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
+              "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
+
+
+class RandAugment(Op):
+    """torchvision v2 ``RandAugment(num_ops, magnitude, num_magnitude_bins, fill)`` with
+    nearest interpolation: ``num_ops`` times, an op drawn uniformly from
+    :data:`POLICY_OPS` at bin ``magnitude`` of its table (shear 0..0.3, translate
+    0..150/331 of the size, rotate 0..30, enhance 1 +- 0..0.9, posterize
+    ``8 - round(i / ((bins - 1) / 4))`` bits, solarize threshold 255 -> 0), the signed ops
+    negated with probability 1/2.  ``num_ops`` <= 4.  The explain record lists the ops
+    drawn (``policy``: op, magnitude, bin)."""
+
+    kind = _K["RandAugment"]
+
+    def __init__(self, num_ops: int = 2, magnitude: int = 9, num_magnitude_bins: int = 31, fill: Fill = 0) -> None:
+        n = "RandAugment"
+        self.num_ops = _int_in(n, "num_ops", num_ops, 0, 4)
+        self.num_magnitude_bins = _int_in(n, "num_magnitude_bins", num_magnitude_bins, 2, 1000)
+        self.magnitude = _int_in(n, "magnitude", magnitude, 0, self.num_magnitude_bins - 1)
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        return {"num_ops": self.num_ops, "magnitude": self.magnitude, "num_bins": self.num_magnitude_bins,
+                "fill": self.fill}
+
+
+class TrivialAugmentWide(Op):
+    """torchvision v2 ``TrivialAugmentWide(num_magnitude_bins, fill)``, nearest: one op
+    drawn uniformly from :data:`POLICY_OPS`, its bin uniformly from the bins (wide
+    ranges: shear 0.99, translate 32 px, rotate 135, enhance 0.99, posterize
+    ``8 - round(i / ((bins - 1) / 6))``), signed ops negated with probability 1/2."""
+
+    kind = _K["TrivialAugmentWide"]
+
+    def __init__(self, num_magnitude_bins: int = 31, fill: Fill = 0) -> None:
+        n = "TrivialAugmentWide"
+        self.num_magnitude_bins = _int_in(n, "num_magnitude_bins", num_magnitude_bins, 2, 1000)
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        return {"num_bins": self.num_magnitude_bins, "fill": self.fill}
+
+
+class AutoAugment(Op):
+    """torchvision v2 ``AutoAugment(AutoAugmentPolicy.IMAGENET, fill)``, nearest: one of the
+    25 two-op sub-policies drawn uniformly; each op applied if ``u <= p``, at its bin of
+    10 (the RandAugment tables with 10 bins; Invert too), signed ops negated with
+    probability 1/2.  Explain: ``subpolicy`` and ``policy`` (the ops applied)."""
+
+    kind = _K["AutoAugment"]
+
+    def __init__(self, policy: str = "imagenet", fill: Fill = 0) -> None:
+        n = "AutoAugment"
+        if policy != "imagenet":
+            _fail(n, "policy must be 'imagenet' (the only one implemented)", policy)
+        self.policy = policy
+        self.fill = _fill(n, fill)
+
+    def fields(self):
+        return {"policy": 0, "fill": self.fill}
+
+
+# ---- TF Model Garden policies (csrc/image/fq_image_aug_tf*.cpp) ----------------------------
+
+TF_POLICY_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize", "Color", "Contrast",
+                 "Brightness", "Sharpness", "ShearX", "ShearY", "TranslateX", "TranslateY", "Cutout", "SolarizeAdd")
+
+
+def _tf_const(op, name, v):
+    if not (_num(v) and 0 <= v <= 1e4):
+        _fail(op, f"{name} must be a number in [0, 10000]", v)
+    return float(v)
+
+
+def _tf_fill(op, fill):
+    f = _fill(op, fill)
+    if not all(float(v).is_integer() for v in (f if isinstance(f, tuple) else (f,))):
+        _fail(op, "fill must be integers in [0, 255]", fill)
+    return f
+
+
+def _tf_exclude(op, exclude_ops):
+    """exclude_ops (names of TF_POLICY_OPS) -> (tuple in TF's order, bit mask)"""
+    if exclude_ops is None:
+        return (), 0
+    if isinstance(exclude_ops, str):  # TF's `op not in exclude_ops` would test substrings
+        _fail(op, "exclude_ops must be a list of op names, not a string", exclude_ops)
+    try:
+        names = list(exclude_ops)
+    except TypeError:
+        _fail(op, "exclude_ops must be a list of op names", exclude_ops)
+    for n in names:
+        if n not in TF_POLICY_OPS:
+            raise ValueError(f"{op}: exclude_ops: unknown op {n!r} (TF's ops: {', '.join(TF_POLICY_OPS)})")
+    return tuple(n for n in TF_POLICY_OPS if n in names), sum(1 << i for i, n in enumerate(TF_POLICY_OPS) if n in names)
+
+
+class TFRandAugment(Op):
+    """TF Model Garden ``RandAugment(num_layers, magnitude, cutout_const, translate_const,
+    magnitude_std, prob_to_apply, exclude_ops)`` (official/vision/ops/augment.py,
+    tf-models-official 2.20) with TF's own op definitions: per layer an op drawn uniformly
+    from the 16 of :data:`TF_POLICY_OPS` less ``exclude_ops``, plus identity (TF's
+    ``switch_case`` default), at ``magnitude`` (0..10: rotate ``M/10*30``, shear
+    ``M/10*0.3``, translate ``M/10*translate_const`` px, enhance ``M/10*1.8+0.1``, posterize
+    ``int(M/10*4)``, solarize ``int(M/10*256)``, solarize-add ``int(M/10*110)``, cutout
+    ``int(M/10*cutout_const)``), geometric ops negated with probability 1/2; with
+    ``prob_to_apply`` each layer is kept with that probability.  ``magnitude_std > 0``: the
+    op's level is ``clip(magnitude + N(0, 1), 0, 10)``, drawn per op applied, and its
+    argument computed in float32 -- as TF 2.20, whose ``_parse_policy_info`` adds a
+    *standard* normal (``magnitude_std`` only switches the draw on; it does not scale it).
+    ``exclude_ops``: names of :data:`TF_POLICY_OPS` (an unknown name raises; TF ignores
+    it).  ``fill``: Cutout's value (TF's replace 128; the geometric ops reflect, as TF's
+    ``fill_mode='reflect'``).  A separate class (not ``RandAugment(variant="tf")``):
+    different parameters, ops and op definitions.  Explain: ``policy`` (op, TF's argument;
+    ``bin``: Cutout's centre ``cy * 65536 + cx``)."""
+
+    kind = _K["TFRandAugment"]
+
+    def __init__(self, num_layers: int = 2, magnitude: float = 10.0, cutout_const: float = 40.0,
+                 translate_const: float = 100.0, prob_to_apply: Optional[float] = None, fill: Fill = 128,
+                 magnitude_std: float = 0.0, exclude_ops: Optional[Sequence[str]] = None) -> None:
+        n = "TFRandAugment"
+        self.num_layers = _int_in(n, "num_layers", num_layers, 0, 4)
+        if not (_num(magnitude) and 0 <= magnitude <= 10):
+            _fail(n, "magnitude must be a number in [0, 10]", magnitude)
+        self.magnitude = float(magnitude)
+        self.cutout_const = _tf_const(n, "cutout_const", cutout_const)
+        self.translate_const = _tf_const(n, "translate_const", translate_const)
+        self.prob_to_apply = None if prob_to_apply is None else _prob(n, prob_to_apply)
+        self.fill = _tf_fill(n, fill)
+        if not (_num(magnitude_std) and 0 <= magnitude_std <= 10):
+            _fail(n, "magnitude_std must be a number in [0, 10]", magnitude_std)
+        self.magnitude_std = float(magnitude_std)
+        self.exclude_ops, self._exclude = _tf_exclude(n, exclude_ops)
+
+    def fields(self):
+        return {"num_layers": self.num_layers, "magnitude": self.magnitude, "cutout_const": self.cutout_const,
+                "translate_const": self.translate_const,
+                "prob_to_apply": -1.0 if self.prob_to_apply is None else self.prob_to_apply, "fill": self.fill,
+                "magnitude_std": self.magnitude_std, "exclude": float(self._exclude)}
+
+
+# TFAutoAugment's policies: TF's augmentation_name -> the C table's index
+
+TF_AUTOAUGMENT_POLICIES = {"v0": 0, "reduced_imagenet": 1, "simple": 2, "reduced_cifar10": 3, "svhn": 4,
+                           "panoptic_deeplab_policy": 5, "vit": 6, "test": 7, "deit3_three_augment": 8}
+
+
+class TFAutoAugment(Op):
+    """TF Model Garden ``AutoAugment(augmentation_name, cutout_const=100,
+    translate_const=250)``: ``policy`` one of :data:`TF_AUTOAUGMENT_POLICIES` -- "v0"
+    (``policy_v0``), "reduced_imagenet" (also spelled "imagenet"), "simple",
+    "reduced_cifar10", "svhn" (25, 25, 13, 25, 25 two-op sub-policies),
+    "panoptic_deeplab_policy" (5), "vit" (9 three-op sub-policies), "test" (1),
+    "deit3_three_augment" (3 one-op: TF's grayscale, solarize 128, or its Gaussian_Noise, a
+    3x3 Gaussian blur with sigma ~ U(0.1, translate_const / 10), explained as
+    ``GaussianBlur``); one drawn uniformly; each op applied if ``u < prob`` at its level
+    (TF's level_to_arg, as :class:`TFRandAugment`), geometric ops negated with probability
+    1/2.  Not done: TF's "detection_v0" (box-aware ops) and a custom ``policies`` list.
+    Explain: ``subpolicy``, ``policy`` (the ops applied)."""
+
+    kind = _K["TFAutoAugment"]
+
+    def __init__(self, policy: str = "v0", cutout_const: float = 100.0, translate_const: float = 250.0,
+                 fill: Fill = 128) -> None:
+        n = "TFAutoAugment"
+        if policy == "imagenet":
+            policy = "reduced_imagenet"
+        if policy not in TF_AUTOAUGMENT_POLICIES:
+            _fail(n, f"policy must be one of {', '.join(map(repr, TF_AUTOAUGMENT_POLICIES))} ('imagenet')", policy)
+        self.policy = policy
+        self.cutout_const = _tf_const(n, "cutout_const", cutout_const)
+        self.translate_const = _tf_const(n, "translate_const", translate_const)
+        self.fill = _tf_fill(n, fill)
+
+    def fields(self):
+        return {"policy": float(TF_AUTOAUGMENT_POLICIES[self.policy]), "cutout_const": self.cutout_const,
+                "translate_const": self.translate_const, "fill": self.fill}
