@@ -178,7 +178,7 @@ index_page "$OUT/deps" "numpy-*.whl" >"$OUT/simple/numpy/index.html"
 mkdir -p "$OUT/simple/fastq-loader"
 {
     echo '<!DOCTYPE html><html><body>'
-    for f in "$OUT"/fastq_loader-*.whl "$OUT"/fastq_loader-*.tar.gz; do
+    for f in "$OUT"/fastq_loader-*.whl "$OUT"/fastq_loader-*.tar.gz "$OUT"/fastq-loader-*.tar.gz; do
         [ -f "$f" ] || continue
         b=$(basename "$f")
         echo "<a href=\"../../$b#sha256=$(sha256sum "$f" | cut -d' ' -f1)\" data-requires-python=\"&gt;=3.9\">$b</a><br>"

@@ -48,6 +48,7 @@ BUCKET = "bench"
 CLASSES = 10
 IN_FLIGHT = (64, 128)
 URLLIB_THREADS = 32
+SHUFFLE_BUFFER = 1000  # shard rows: the streaming order's buffer (samples)
 
 
 # ---------------------------------------------------------------------------
@@ -135,8 +136,10 @@ def fastq_remote_source(form, srv, data):
         return fastq.sources.Files([f"s3://{BUCKET}/{k}" for k in data["keys"]["files"]], data["labels"],
                                    storage_options=so)
     if form == "wds":
-        return fastq.sources.WebDataset(f"s3://{BUCKET}/wds/train-*.tar", storage_options=so)
-    return fastq.sources.TFRecord(f"s3://{BUCKET}/tfrecord/train-*.tfrecord", storage_options=so)
+        return fastq.sources.WebDataset(f"s3://{BUCKET}/wds/train-*.tar", shuffle_buffer=SHUFFLE_BUFFER,
+                                        storage_options=so)
+    return fastq.sources.TFRecord(f"s3://{BUCKET}/tfrecord/train-*.tfrecord", index=False,
+                                  shuffle_buffer=SHUFFLE_BUFFER, storage_options=so)
 
 
 class UrllibPool:
@@ -233,8 +236,12 @@ def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, out=
 
     add("local Files", lambda: _pipeline(sources.Files(data["files"], data["labels"]), workers, task),
         "files", None, "objects")
-    add("local WebDataset", lambda: _pipeline(sources.WebDataset(data["wds"]), workers, task), "wds", None, "shards")
-    add("local TFRecord", lambda: _pipeline(sources.TFRecord(data["tfrecord"], cache_index=False), workers, task),
+    # shards in their streaming order (shard shuffle + a shuffle buffer), locally and remotely alike:
+    # the order people train with from buckets (tf.data's interleave + shuffle, webdataset's)
+    add("local WebDataset", lambda: _pipeline(sources.WebDataset(data["wds"], shuffle_buffer=SHUFFLE_BUFFER),
+                                              workers, task), "wds", None, "shards")
+    add("local TFRecord", lambda: _pipeline(sources.TFRecord(data["tfrecord"], index=False,
+                                                             shuffle_buffer=SHUFFLE_BUFFER), workers, task),
         "tfrecord", None, "shards")
     import importlib.util
     have_wds = importlib.util.find_spec("webdataset") is not None

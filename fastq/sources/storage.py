@@ -167,6 +167,9 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
     # ours replace them, so carry it over (an http:// endpoint such as a local S3 server)
     if os.environ.get("AWS_ALLOW_HTTP", "").strip().lower() in ("1", "true", "yes", "on"):
         client["allow_http"] = True
+    for k in ("allow_http", "allow_invalid_certificates"):  # client options given at the top level
+        if k in so:
+            client[k] = str(so.pop(k)).strip().lower() in ("1", "true", "yes", "on")
     client.update(so.pop("client_options", None) or {})
     retry = so.pop("retry_config", None) or {"max_retries": 0}
     key = (root, _freeze({"so": so, "client": client, "retry": retry}))
@@ -359,7 +362,9 @@ def expand(paths, what: str, storage_options, opts: RemoteOptions, counters: Cou
         if root.startswith("http"):
             raise ValueError(f"{what}: {url!r}: glob patterns need a listable store (s3://, gs://, az://), "
                              f"not plain HTTP")
-        fixed = re.split(r"[*?\[]", key, maxsplit=1)[0]
+        # object_store lists by path prefix (whole path segments): list the folder above
+        # the first wildcard, then match
+        fixed = re.split(r"[*?\[]", key, maxsplit=1)[0].rpartition("/")[0]
         listed = run_sync(_list_prefix(store, root, fixed, opts, counters))
         pat = re.compile(_glob_regex(key))
         hits = sorted((p, s, e) for p, s, e in listed if pat.fullmatch(p))
