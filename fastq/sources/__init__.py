@@ -22,6 +22,7 @@ from fastq.sources.tfrecord import TFRecord
 from fastq.sources.webdataset import WebDataset
 from fastq.sources.stream import Stream
 from fastq.sources.readahead import read_ahead_stats
+from fastq.sources.storage import RemoteOptions
 
 __all__ = ["Source", "Iterable", "ImageSource", "Files", "Bytes", "Arrays", "Folder", "TFRecord", "WebDataset",
-           "Stream", "read_ahead_stats"]
+           "Stream", "read_ahead_stats", "RemoteOptions"]

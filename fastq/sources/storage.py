@@ -36,7 +36,7 @@ def is_url(p) -> bool:
     if not isinstance(p, str):
         return False
     m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", p)
-    return bool(m) and m.group(1).lower() in REMOTE_SCHEMES
+    return m is not None and m.group(1).lower() in REMOTE_SCHEMES
 
 
 def local_path(p):
@@ -161,7 +161,7 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
     Retries are fastq's own (counted in stats): obstore's are turned off."""
     obstore = _obstore()
     so = dict(storage_options or {})
-    client = {"timeout": f"{int(opts.timeout_s * 1000)}ms", "connect_timeout": f"{int(opts.connect_timeout_s * 1000)}ms",
+    client: Dict[str, Any] = {"timeout": f"{int(opts.timeout_s * 1000)}ms", "connect_timeout": f"{int(opts.connect_timeout_s * 1000)}ms",
               "pool_max_idle_per_host": str(max(opts.max_in_flight, 16))}
     # object_store reads AWS_ALLOW_HTTP into its client options only when none are given:
     # ours replace them, so carry it over (an http:// endpoint such as a local S3 server)
@@ -172,7 +172,8 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
             client[k] = str(so.pop(k)).strip().lower() in ("1", "true", "yes", "on")
     client.update(so.pop("client_options", None) or {})
     retry = so.pop("retry_config", None) or {"max_retries": 0}
-    key = (root, _freeze({"so": so, "client": client, "retry": retry}))
+    env = {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "GOOGLE_", "AZURE_"))}
+    key = (root, _freeze({"so": so, "client": client, "retry": retry, "env": env}))  # env: obstore reads it
     with _STORES_LOCK:
         st = _STORES.get(key)
         if st is None:
@@ -245,7 +246,7 @@ class Counters:
         return dict(vars(self))
 
 
-async def fetch(obj: ObjectInfo, start: Optional[int], end: Optional[int], opts: RemoteOptions, counters: Counters,
+async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, counters: Counters,
                 rng: random.Random, pin_etag: bool = True):
     """GET bytes [start, end) of obj (start None: the whole object), retrying transient
     failures; checks the length against the range / the object's size and, when
