@@ -200,7 +200,7 @@ static void fuzz_tfrecord(const uint8_t *ex, size_t en, const char *tmp, int ite
                 size_t mem_len[1] = {n};
                 size_t xoff[3] = {0, 0, 8};
                 fq_tfr_config cfg = {1, paths, use_mem ? mem : NULL, mem_len, tails, cnt, shard, offs, lens, num,
-                                     FEATS, 3, 0, xoff};
+                                     FEATS, 3, 0, xoff, NULL};
                 fq_tfr *r;
                 const fq_sample_reader *sr;
                 CHECK(fq_tfr_create(&cfg, &r, &sr, &err) == FQ_OK);
@@ -270,7 +270,7 @@ static void fuzz_tar(const char *seed_path, const char *tmp, int iters)
                 keys[i] = "k";
             }
             const char *paths[1] = {tmp};
-            fq_tarset_config cfg = {1, paths, cnt, shard, offs, sizes, lo, ls, num, keys, errs, 1};
+            fq_tarset_config cfg = {1, paths, cnt, shard, offs, sizes, lo, ls, num, keys, errs, 1, NULL};
             fq_tarset *s;
             const fq_sample_reader *sr;
             CHECK(fq_tarset_create(&cfg, &s, &sr, &err) == FQ_OK);

@@ -26,7 +26,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$out/fuzz_records_asan" "$seed/seed.tar" "${1:-3000}"
 
 # The read-ahead (I/O threads + consumers) under ASan+UBSan and TSan.
-RA="csrc/tests/test_readahead.c csrc/records/fq_readahead.c $(echo csrc/core/*.c)"
+RA="csrc/tests/test_readahead.c csrc/records/fq_readahead.c csrc/records/fq_spans.c $(echo csrc/core/*.c)"
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc $RA -o "$out/test_readahead_asan" -pthread
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$out/test_readahead_asan"
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=thread -Icsrc $RA -o "$out/test_readahead_tsan" -pthread
