@@ -14,7 +14,6 @@ pipeline is fastq/sources/fetch.py.  See docs/cloud.md.
 """
 import asyncio
 import dataclasses
-import fnmatch
 import os
 import random
 import re
@@ -430,6 +429,3 @@ def head_all(objs: Sequence[ObjectInfo], opts: RemoteOptions, counters: Counters
         await asyncio.gather(*(one(o) for o in todo))
     run_sync(main())
 
-
-def fnmatch_any(name, patterns):
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
