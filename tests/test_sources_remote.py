@@ -105,3 +105,235 @@ def test_fetched_buffer_is_lent_without_copy():
     assert tok == [] and sp.stats()["entries"] == 1  # still held by this getter
     sp.reset()
     assert sp.stats()["entries"] == 0
+
+
+FAST = dict(backoff_s=0.01, max_backoff_s=0.05)
+
+
+def take_all(src, **kw):
+    kw.setdefault("ops", [ops.Resize((32, 32))])
+    with fastq.Pipeline(src, batch_size=4, workers=2, seed=1, **kw) as p:
+        labels = [int(v) for b in p for v in np.array(b[1])]
+        return labels, p.stats()
+
+
+def test_missing_object_names_its_url_or_is_a_counted_skip(data, server):
+    u = urls(data)
+    u[3] = "s3://bk/img/missing.jpg"
+    labels = np.arange(N)
+    with pytest.raises(errors.ReadError, match=r"sample 3, object 's3://bk/img/missing.jpg'.*not found \(404\)"):
+        take_all(fastq.sources.Files(u, labels))
+    # a skip behaves as the same missing file read locally: the same batches, one counted skip
+    paths = list(data["jpegs"])
+    paths[3] = os.path.join(data["dir"], "missing.jpg")
+    want, lst = take_all(fastq.sources.Files(paths, labels), on_error="skip")
+    got, st = take_all(fastq.sources.Files(u, labels), on_error="skip")
+    assert got == want and 3 not in got and st["skipped"] == lst["skipped"] == 1
+    assert st["remote"]["failures"] == 1 and st["remote"]["retries"] == 0  # 404 is permanent
+
+
+def test_denied_object_is_permanent_and_named(data):
+    key = f"bk/img/{os.path.basename(data['jpegs'][5])}"
+    with ObjectServer(dict(data["objects"]), denied={key}) as srv, pytest.MonkeyPatch.context() as mp:
+        for k, v in srv.env().items():
+            mp.setenv(k, v)
+        with pytest.raises(errors.ReadError, match=rf"sample 5, object 's3://{key}'.*(403|denied|forbidden)"):
+            take_all(fastq.sources.Files(urls(data), np.arange(N)))
+        assert srv.stats().get("get", 0) < 3 * N  # no retry storm on a permanent error
+
+
+def test_object_changed_after_it_was_read_is_an_error_naming_it(data, server):
+    """An object's size and ETag are pinned by its first read (or by the listing): a
+    later read of a changed object fails (HTTP 412 on If-Match), naming it."""
+    src = fastq.sources.Files(urls(data), np.arange(N))
+    take_all(src)
+    key = f"bk/img/{os.path.basename(data['jpegs'][2])}"
+    server.store.put("bk", key.split("/", 1)[1], data["objects"][key] + b"\0changed")
+    with pytest.raises(errors.ReadError, match=r"sample 2, object 's3://bk/img/.*changed"):
+        take_all(src)
+
+
+def test_shard_missing_mid_run_names_the_shard(data, server):
+    src = fastq.sources.WebDataset("s3://bk/wds/shard-*.tar")
+    server.store.delete("bk", "wds/shard-0001.tar")
+    assert "wds/shard-0001.tar" not in server.store.keys("bk", "wds/")
+    with pytest.raises(errors.ReadError, match=r"s3://bk/wds/shard-0001.tar.*(404|not found|changed)"):
+        take_all(src)
+
+
+def test_stalled_connections_time_out_and_are_retried(data, server):
+    local, _ = run(fastq.sources.Files(data["jpegs"], data["labels"]))
+    server.set_faults(Faults(stall_rate=0.15, stall_s=10.0))
+    opts = fastq.sources.RemoteOptions(timeout_s=0.5, retries=10, **FAST)
+    remote, st = run(fastq.sources.Files(urls(data), data["labels"], remote=opts))
+    assert same(local, remote)
+    assert server.stats().get("fault_stall", 0) > 0 and st["remote"]["retries"] > 0
+
+
+def test_dead_server_fails_in_bounded_time_naming_the_url(data, server):
+    import time
+    src = fastq.sources.Files(urls(data), np.arange(N), remote=fastq.sources.RemoteOptions(retries=3, **FAST))
+    server.set_faults(dead=True)
+    t0 = time.monotonic()
+    with pytest.raises(errors.ReadError, match=r"object 's3://bk/img/.*after 4 attempts"):
+        take_all(src)
+    assert time.monotonic() - t0 < 15
+
+
+def test_default_retries_give_up_within_a_bounded_time():
+    o = fastq.sources.RemoteOptions()
+    import random
+    worst = sum(o.backoff(a, random.Random(0)) / (0.5 + random.Random(0).random()) * 1.5 for a in range(1, o.retries + 1))
+    assert worst < 20, worst  # plus connect timeouts: a dead endpoint fails in well under a minute
+
+
+def test_close_ends_requests_in_flight_within_a_second(data, server):
+    import threading
+    import time
+    server.set_faults(latency_ms=3000)  # every GET waits 3 s: all requests are in flight
+    p = fastq.Pipeline(fastq.sources.Files(urls(data), np.arange(N)), batch_size=4, workers=2,
+                       ops=[ops.Resize((32, 32))])
+    it = iter(p)
+    box = {}
+
+    def consume():
+        try:
+            next(it)
+        except BaseException as e:  # noqa: BLE001
+            box["e"] = e
+    t = threading.Thread(target=consume)
+    t.start()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    p.close()
+    took = time.monotonic() - t0
+    t.join(2)
+    assert not t.is_alive() and took < 1.0, took
+    assert not [th for th in threading.enumerate() if th.name.startswith("fastq-fetch")]
+
+
+def test_ctrl_c_while_waiting_for_the_server_interrupts_within_a_second(data, server):
+    import signal
+    import threading
+    import time
+    server.set_faults(latency_ms=3000)
+    p = fastq.Pipeline(fastq.sources.Files(urls(data), np.arange(N)), batch_size=4, workers=2,
+                       ops=[ops.Resize((32, 32))])
+    timer = threading.Timer(0.5, lambda: signal.pthread_kill(threading.main_thread().ident, signal.SIGINT))
+    t0 = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        with p:
+            next(iter(p))
+    took = time.monotonic() - t0
+    timer.join()
+    assert took < 1.5, took  # 0.5 s until the signal, then at most a second
+    assert p.closed and not [th for th in threading.enumerate() if th.name.startswith("fastq-fetch")]
+
+
+@pytest.fixture(scope="module")
+def tfr(data):
+    """TFRecord shards of the same JPEGs (written with fastq.records, whose framing and
+    Example encoding tests/test_records.py checks against TensorFlow's)."""
+    from fastq.records import encode_example, tfrecord_frame
+    d = os.path.join(data["dir"], "tfr")
+    os.makedirs(d, exist_ok=True)
+    objects, paths = {}, []
+    for s in range(3):
+        p = os.path.join(d, f"train-{s:05d}-of-00003")
+        with open(p, "wb") as f:
+            for i in range(s * 8, (s + 1) * 8):
+                with open(data["jpegs"][i], "rb") as g:
+                    f.write(tfrecord_frame(encode_example({"image/encoded": g.read(),
+                                                            "image/class/label": int(data["labels"][i])})))
+        with open(p, "rb") as f:
+            objects[f"bk/tfr/{os.path.basename(p)}"] = f.read()
+        paths.append(p)
+    return paths, objects
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("index", [None, False])
+def test_tfrecord_remote_equal_local(data, tfr, server, workers, index):
+    paths, objects = tfr
+    for k, v in objects.items():
+        server.store.put("bk", k.split("/", 1)[1], v)
+    kw = dict(index=index) if index is False else {}
+    local, _ = run(fastq.sources.TFRecord(paths, **kw), workers)
+    remote, st = run(fastq.sources.TFRecord("s3://bk/tfr/train-*-of-00003", **kw), workers)
+    assert same(local, remote)
+    assert st["remote"]["failures"] == 0
+    if index is None:  # ranged reads of chunks, not one GET per record
+        assert st["remote"]["requests"] < 2 * N
+
+
+@pytest.mark.parametrize("kind", ["files", "wds"])
+def test_remote_resume_and_shard_match_local(data, server, kind):
+    def make(remote):
+        if kind == "files":
+            return fastq.sources.Files(urls(data) if remote else data["jpegs"], data["labels"])
+        return fastq.sources.WebDataset("s3://bk/wds/shard-*.tar" if remote else data["shards"], shuffle_buffer=6)
+
+    def batches(src, state=None, skip=0):
+        with fastq.Pipeline(src, batch_size=4, workers=2, seed=3, shuffle=True, ops=CHAIN) as p:
+            if state is not None:
+                p.load_state_dict(state)
+            it = iter(p)
+            out = []
+            for b in it:
+                out.append(tuple(np.array(a) for a in b))
+                if len(out) == skip:
+                    return out, p.state_dict()
+            return out, None
+    full, _ = batches(make(False))
+    _, st = batches(make(True), skip=2)
+    rest, _ = batches(make(True), state=st)
+    assert same(full[2:], rest)
+    local = fastq.sources.Files(data["jpegs"], data["labels"]).shard(2, 1) if kind == "files" else \
+        fastq.sources.WebDataset(data["shards"], shuffle_buffer=6).shard(2, 1)
+    remote = make(True).shard(2, 1)
+    assert same(run(local)[0], run(remote)[0])
+
+
+CACHE_CHILD = r"""
+import json, sys
+import numpy as np
+import fastq
+from fastq import ops
+urls, labels, cache = json.loads(sys.argv[1])
+src = fastq.sources.Files(urls, labels, cache_dir=cache, cache_limit=1 << 30)
+with fastq.Pipeline(src, batch_size=5, workers=2, seed=1, shuffle=True,
+                    ops=[ops.RandomResizedCrop(32), ops.HorizontalFlip()]) as p:
+    out = [np.array(b[0]) for e in range(2) for b in p]
+    st = p.stats()["remote"]
+np.save(sys.argv[2], np.stack(out))
+print(json.dumps(st))
+"""
+
+
+def test_cache_shared_by_processes_on_one_node(data, server, tmp_path):
+    """Two processes fill one cache_dir at once: both get the local batches, the cache
+    holds each object once, complete, and the second epoch reads only from it."""
+    import json
+    import subprocess
+    import sys
+    local, _ = run(fastq.sources.Files(data["jpegs"], data["labels"]))
+    want = np.stack([b[0] for b in local])
+    cache = str(tmp_path / "cache")
+    arg = json.dumps([urls(data), [int(v) for v in data["labels"]], cache])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd()] + sys.path))
+    procs = [subprocess.Popen([sys.executable, "-c", CACHE_CHILD, arg, str(tmp_path / f"out{k}.npy")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for k in range(2)]
+    for pr in procs:
+        out, err = pr.communicate(timeout=120)
+        assert pr.returncode == 0, err[-2000:]
+        st = json.loads(out.strip().splitlines()[-1])
+        assert st["failures"] == 0 and st["cache_hits"] + st["cache_misses"] >= 2 * N
+        assert st["cache_misses"] <= N  # the second epoch never misses
+    for k in range(2):
+        assert (np.load(tmp_path / f"out{k}.npy") == want).all()
+    files = sorted(os.listdir(cache))
+    assert len(files) == N and all(f.endswith(".obj") for f in files)  # no temporary left behind
+    assert sorted(os.path.getsize(os.path.join(cache, f)) for f in files) == \
+        sorted(len(v) for k, v in data["objects"].items() if k.startswith("bk/img/"))
+    assert server.stats()["get"] <= 2 * N
