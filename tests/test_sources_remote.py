@@ -337,3 +337,31 @@ def test_cache_shared_by_processes_on_one_node(data, server, tmp_path):
     assert sorted(os.path.getsize(os.path.join(cache, f)) for f in files) == \
         sorted(len(v) for k, v in data["objects"].items() if k.startswith("bk/img/"))
     assert server.stats()["get"] <= 2 * N
+
+
+def test_folder_of_a_url_prefix_equals_the_local_folder(data, server, tmp_path):
+    import shutil
+    root = tmp_path / "tree"
+    for i, p in enumerate(data["jpegs"]):
+        cls = ["cat", "dog", "emu"][i % 3]
+        sub = "a/" if i % 4 == 0 else ""
+        dst = root / cls / f"{sub}{i:03d}.{'JPG' if i % 5 == 0 else 'jpg'}"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(p, dst)
+    (root / "top.jpg").write_bytes(b"no class")     # directly under root: ignored
+    (root / "cat" / "notes.txt").write_bytes(b"x")  # not an image extension: ignored
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            rel = os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/")
+            server.store.put("bk", f"tree/{rel}", open(os.path.join(dirpath, f), "rb").read())
+    for names in (None, ["emu", "cat"]):
+        local = fastq.sources.Folder(str(root), class_names=names)
+        remote = fastq.sources.Folder("s3://bk/tree", class_names=names)
+        assert remote.class_names == local.class_names
+        assert [u.rsplit("/tree/", 1)[1] for u in remote.paths] == \
+            [os.path.relpath(p, root).replace(os.sep, "/") for p in local.paths]
+        assert same(run(local)[0], run(remote)[0])
+    with pytest.raises(ValueError, match="class_names \\['owl'\\] are not subfolders of 's3://bk/tree'"):
+        fastq.sources.Folder("s3://bk/tree", class_names=["owl"])
+    with pytest.raises(ValueError, match="has no class subfolders"):
+        fastq.sources.Folder("s3://bk/nothing-here")

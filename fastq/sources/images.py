@@ -232,7 +232,7 @@ class Files(ImageSource):
     def __init__(self, paths: Sequence[PathLike], labels: Any = None, io_threads: int = 0,
                  read_ahead: int = 64, targets: Any = None, storage_options: Optional[dict] = None,
                  cache_dir: Optional[PathLike] = None, cache_limit: Optional[int] = None,
-                 remote: Any = None) -> None:
+                 remote: Any = None, _objects: Any = None) -> None:
         if isinstance(paths, (str, bytes, os.PathLike)):
             raise TypeError(
                 f"Files takes a list of file paths, got a single path {os.fsdecode(paths)!r} (a string "
@@ -247,7 +247,7 @@ class Files(ImageSource):
             if io_threads:
                 raise ValueError("Files: io_threads applies to local files; remote reads are tuned by "
                                  "remote=fastq.sources.RemoteOptions(...) (docs/cloud.md)")
-            rs = remote_mod.files_remote(paths, storage_options, cache_dir, cache_limit, remote)
+            rs = remote_mod.files_remote(paths, storage_options, cache_dir, cache_limit, remote, objects=_objects)
             super().__init__([os.fsencode(p) for p in paths], labels, targets=targets)
             remote_mod.attach(self, rs)
             return

@@ -64,40 +64,20 @@ def files_remote(urls, storage_options, cache_dir, cache_limit, remote, objects=
                      np.zeros(n, np.uint64), np.full(n, WHOLE, np.uint64))
 
 
-def folder_remote(root, exts, class_names, storage_options, cache_dir, cache_limit, remote):
-    """(class names, urls, labels, RemoteSet) of a class-per-prefix tree at the URL root,
-    in the order the local Folder walks a directory."""
+def folder_remote(root, exts, storage_options, remote):
+    """{class prefix: [ObjectInfo...]} of a class-per-prefix tree at the URL root
+    (objects directly under root belong to no class), each class in the order the
+    local Folder walks a directory (folder, then name), and the Counters of the
+    listing."""
     opts = _options(remote)
     counters = Counters()
-    listed = list_tree(root, storage_options, opts, counters)
     by_class = {}
-    for rel, obj in listed:
+    for rel, obj in list_tree(root, storage_options, opts, counters):
         parts = rel.split("/")
-        if len(parts) < 2 or not parts[0]:
-            continue  # directly under root: no class
-        if not rel.lower().endswith(exts):
+        if len(parts) < 2 or not parts[0] or not rel.lower().endswith(exts):
             continue
         by_class.setdefault(parts[0], []).append((os.path.dirname(rel), os.path.basename(rel), obj))
-    found = sorted(by_class)
-    if class_names is None:
-        names = found
-    else:
-        names = [str(c) for c in class_names]
-        if len(set(names)) != len(names):
-            raise ValueError(f"Folder: class_names has duplicates: {names}")
-        missing = [c for c in names if c not in found]
-        if missing:
-            raise ValueError(f"Folder: class_names {missing} have no objects under {root!r} (found {found})")
-    if not names:
-        raise ValueError(f"Folder: no objects with extensions {list(exts)} under class prefixes of {root!r}")
-    objs, labels = [], []
-    for k, name in enumerate(names):
-        items = sorted(by_class[name], key=lambda t: (t[0], t[1]))  # os.walk's order: folder, then name
-        objs += [t[2] for t in items]
-        labels += [k] * len(items)
-    rs = files_remote([o.url for o in objs], storage_options, cache_dir, cache_limit, remote, objects=objs)
-    rs.counters = counters
-    return names, [o.url for o in objs], np.asarray(labels, np.int64), rs
+    return {c: [t[2] for t in sorted(v, key=lambda t: (t[0], t[1]))] for c, v in by_class.items()}, counters
 
 
 def attach(source, rs):

@@ -244,6 +244,10 @@ class Counters:
     def snapshot(self):
         return dict(vars(self))
 
+    def add(self, other: "Counters"):
+        for k, v in vars(other).items():
+            setattr(self, k, getattr(self, k) + v)
+
 
 async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, counters: Counters,
                 rng: random.Random, pin_etag: bool = True):
