@@ -355,6 +355,21 @@ def test_unreadable_files_skip_is_counted(bad_files, files, op_module):
     assert not x[~ok].any() and x[ok].tobytes() == want[ok].tobytes()
 
 
+def test_urls_are_refused_naming_the_alternatives(files, op_module):
+    """A URL is not a file: refused whatever on_error says, pointing at the readers that take URLs."""
+    for url in ("s3://bucket/a.jpg", "gs://b/x/y.jpg", "http://127.0.0.1:9000/b/k.jpg", "abfs+x.y://c/d"):
+        for on_error in ("raise", "skip"):
+            with pytest.raises(tf.errors.InvalidArgumentError) as e:
+                fqt.decode_augment_files(files[:1] + [url], [0, 1], ops=CHAIN, on_error=on_error)
+            msg = str(e.value)
+            assert f"paths[1] = '{url}' is a URL; this op reads local files only" in msg, msg
+            assert "fastq.sources.Files" in msg and "docs/cloud.md" in msg
+    # names that only look alike are paths (and fail as missing files, under on_error)
+    for path in ("3s://x", "dir/s3://x", "a:/b", "s3:x"):
+        x, ok = fqt.decode_augment_files([path], [0], ops=CHAIN, on_error="skip")
+        assert ok.numpy().tolist() == [False]
+
+
 # -- normalize on the accelerator ------------------------------------------------------
 
 @pytest.mark.parametrize("dtype,layout,channels", [("float32", "NHWC", 3), ("float16", "NCHW", 3),

@@ -35,6 +35,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -393,6 +394,19 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
                               Invalid(who_, ": index[", r, "] = ", idx(r),
                                                       " is negative (sample indices are >= 0)"),
                               done);
+        if (files_) {
+            /* A URL is a usage error, not a bad sample: refused whatever on_error says. */
+            auto paths = encoded.flat<tstring>();
+            for (int64_t r = 0; r < n; r++)
+                OP_REQUIRES_ASYNC(ctx, !is_url(paths(r)),
+                                  Invalid(who_, ": paths[", r, "] = '", std::string(paths(r)).substr(0, 200),
+                                          "' is a URL; this op reads local files only. Read objects with a "
+                                          "fastq source (fastq.sources.Files / Folder / TFRecord / WebDataset "
+                                          "take s3://, gs://, az://, http(s)://) and fastq.tf.dataset, or fetch "
+                                          "the bytes (tf.io.read_file) and use fastq.tf_ops.decode_augment; "
+                                          "see docs/cloud.md"),
+                                  done);
+        }
         TensorShape shape = nhwc_ ? TensorShape({n, h_, w_, c_}) : TensorShape({n, c_, h_, w_});
         Tensor *images = nullptr, *ok = nullptr;
         OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, shape, &images), done);
@@ -456,6 +470,23 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
     }
 
   private:
+    /* "scheme://..." with an RFC 3986 scheme (a letter, then letters, digits, + - .). */
+    static bool is_url(const tstring &p)
+    {
+        const char *d = p.data();
+        const size_t n = p.size();
+        if (n < 4 || !std::isalpha((unsigned char)d[0]))
+            return false;
+        for (size_t j = 1; j + 2 < n; j++) {
+            const unsigned char ch = (unsigned char)d[j];
+            if (ch == ':')
+                return d[j + 1] == '/' && d[j + 2] == '/';
+            if (!std::isalnum(ch) && ch != '+' && ch != '-' && ch != '.')
+                return false;
+        }
+        return false;
+    }
+
     /* File mode, one row: read the file into the thread's buffer, decode + augment it.  An
      * error names the file (as the FILES source does). */
     static int read_and_process(const fq_capi_v1 *api, const fq_img_spec *spec, Worker &w, const std::string &path,
