@@ -69,6 +69,7 @@ def test_files_remote_equal_local(data, server, workers):
     remote, st = run(fastq.sources.Files(urls(data), data["labels"]), workers)
     assert same(local, remote)
     assert st["remote"]["requests"] >= N and st["remote"]["failures"] == 0
+    assert st["remote"]["requests_carried_in"] > 0
 
 
 def test_shards_remote_equal_local(data, server):
@@ -77,6 +78,8 @@ def test_shards_remote_equal_local(data, server):
         remote, st = run(fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", shuffle_buffer=sb))
         assert same(local, remote), sb
         assert st["remote"]["failures"] == 0
+        # the second epoch began with what the first prefetched for it
+        assert st["remote"]["requests_carried_in"] > 0
 
 
 def test_faults_lose_nothing(data, server):

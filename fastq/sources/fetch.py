@@ -218,12 +218,21 @@ class Fetcher:
     runs an event loop thread and a poll thread; stop() ends both within about a
     second, abandoning requests in flight."""
 
-    def __init__(self, rs: RemoteSet, spans, order):
+    def __init__(self, rs: RemoteSet, spans, order, next_order=None, carry=None):
         self.rs = rs
         self.spans = spans
         self.opts = rs.opts
         self.counters = rs.counters
         self.reqs = rs.plan(order) if order is not None else []
+        # the next epoch's first requests, fetched once this epoch's are all issued (see
+        # _issue_next): {(obj, start, end): buffer}, handed to the next epoch's fetcher
+        self.next_order = next_order
+        self.next_reqs: Optional[list] = None
+        self.next_k = 0
+        self.carry_in = carry or {}
+        self.carry_out: Dict[Any, Any] = {}
+        self.carry_bytes = 0
+        self.carried = 0
         self.state = [_PENDING] * len(self.reqs)
         self.req_of: Dict[int, int] = {}
         for r, req in enumerate(self.reqs):
@@ -232,7 +241,7 @@ class Fetcher:
         self.buffers: Dict[int, Any] = {}    # token -> (buffer, bytes, request id)
         self.next_token = 1
         self.next_req = 0
-        self.inflight: Dict[int, asyncio.Task] = {}
+        self.inflight: Dict[Any, asyncio.Task] = {}  # request id (int), or ("next", k): a prefetch
         self.held = 0
         self.max_held = 0
         self.extra_reqs = 0
@@ -275,6 +284,7 @@ class Fetcher:
         self.loop = asyncio.get_running_loop()
         self.wake = asyncio.Event()
         self._ready.set()
+        self._use_carry()
         while not self.stopping:
             self._issue()
             await self.wake.wait()
@@ -315,10 +325,73 @@ class Fetcher:
                 self.next_req += 1
                 continue
             est = self._est(r)
-            if self.held and self.held + est > self.opts.max_bytes:
+            if self.held and self.held + self.carry_bytes + est > self.opts.max_bytes:
                 break
             self.next_req += 1
             self._start(r, est)
+        if self.next_req >= n and self.next_order is not None:
+            self._issue_next()
+
+    def _use_carry(self):
+        """Put the buffers the previous epoch's fetcher fetched for this epoch's
+        requests into the table at once (the rest of the carry is dropped)."""
+        if not self.carry_in:
+            return
+        for r, (o, start, end, claims, _) in enumerate(self.reqs):
+            got = self.carry_in.pop((o, start, end), None)
+            if got is None:
+                continue
+            buf, off, whole = got
+            n = len(buf)
+            tok = self.next_token
+            self.next_token += 1
+            self.buffers[tok] = (buf, n, r)
+            self.held += n
+            self.state[r] = _LIVE
+            self.carried += 1
+            with self.put_lock:
+                if not self.stopping:
+                    self.spans.put(o, off, buf, whole, tok, claims)
+        self.max_held = max(self.max_held, self.held)
+        self.carry_in = {}
+
+    def _issue_next(self):
+        """Prefetch the next epoch's first requests into carry_out, within half the
+        byte cap and the in-flight limit, once this epoch's requests are all issued:
+        the next epoch starts without waiting for the store (an epoch boundary costs
+        what a local one does).  A failed prefetch is dropped (the next epoch fetches
+        again and reports it)."""
+        if self.next_reqs is None:
+            self.next_reqs = self.rs.plan(self.next_order)
+        cap = self.opts.max_bytes // 2
+        while self.next_k < len(self.next_reqs) and len(self.inflight) < self.opts.max_in_flight:
+            o, start, end = self.next_reqs[self.next_k][:3]
+            size = self.rs.objects[o].size
+            est = (end - start) if end is not None else (size if size is not None else self.rs.avg_bytes)
+            if self.carry_bytes + est > cap or self.held + self.carry_bytes + est > self.opts.max_bytes:
+                break
+            self.next_k += 1
+            self.carry_bytes += est
+            key = ("next", self.next_k)
+            self.inflight[key] = self.loop.create_task(self._prefetch(key, o, start, end, est))
+
+    async def _prefetch(self, key, o, start, end, est):
+        try:
+            buf, off, whole = await self._get_bytes(o, self.rs.objects[o], start, end)
+            self.carry_out[(o, start, end)] = (buf, off, whole)
+            self.carry_bytes += len(buf) - est
+        except asyncio.CancelledError:
+            raise
+        except RemoteError:
+            # not a failure of this epoch: the next one fetches it again and reports it
+            self.counters.failures -= 1  # (fetch() counted it once, as it raised)
+            self.carry_bytes -= est
+        except Exception:  # noqa: BLE001 - as above
+            self.carry_bytes -= est
+        finally:
+            self.inflight.pop(key, None)
+            if not self.stopping:
+                self.wake.set()
 
     def _start(self, r, est):
         self.state[r] = _INFLIGHT
@@ -414,7 +487,9 @@ class Fetcher:
 
     def stats(self):
         return {"requests_planned": len(self.reqs) - self.extra_reqs, "requests_extra": self.extra_reqs,
-                "in_flight": len(self.inflight), "bytes_held": self.held, "max_bytes_held": self.max_held}
+                "in_flight": len(self.inflight), "bytes_held": self.held + self.carry_bytes,
+                "max_bytes_held": self.max_held, "requests_carried_in": self.carried,
+                "requests_prefetched_for_next_epoch": len(self.carry_out)}
 
 
 async def fill_object(obj: ObjectInfo, opts: RemoteOptions, counters: Counters, rng) -> list:
@@ -447,10 +522,11 @@ class RemoteRun:
     wakes workers waiting for bytes, joins them, stops the fetcher, and only then
     drops every fetched buffer (spans reset first: nothing points into them)."""
 
-    def __init__(self, native, fetcher, spans):
+    def __init__(self, native, fetcher, spans, epoch=None):
         self.native = native
         self.fetcher = fetcher
         self.spans = spans
+        self.epoch = epoch
         self._stats = None
 
     def stop(self, timeout=None):
@@ -460,7 +536,7 @@ class RemoteRun:
         self._stats = self.fetcher.stats()
         self.spans.reset()   # no entry left: nothing points into the fetched buffers
         self.fetcher.buffers.clear()
-        self._stats["bytes_held"] = 0
+        self._stats["bytes_held"] = self.fetcher.carry_bytes  # prefetched for the next epoch
 
     def stats(self):
         out = self.native.stats()

@@ -481,19 +481,26 @@ class _RemoteBackend(_ImageBackend):
         self._spans = None
         super().__init__(source, config, **options)  # calls source._task_items(), which sets _taken_spans
         self._spans = source.__dict__.pop("_taken_spans")
-        self._run = None
+        self._run = None  # the last run; its fetcher holds what it prefetched for the next epoch
 
     def start(self, ring, run_id, epoch, position=0):
         from fastq.sources.fetch import Fetcher, RemoteRun
         order = self.order(epoch)[position * self.batch_size:]
-        fetcher = Fetcher(self.source._remote, self._spans, order).start()
+        carry = None
+        if self._run is not None:
+            if self._run.fetcher.carry_out and self._run.epoch + 1 == epoch and position == 0:
+                carry = self._run.fetcher.carry_out
+            self._run.fetcher.carry_out = {}
+            self._run.fetcher.carry_bytes = 0
+        fetcher = Fetcher(self.source._remote, self._spans, order, next_order=self.order(epoch + 1),
+                          carry=carry).start()
         try:
             native = super().start(ring, run_id, epoch, position)
         except BaseException:
             fetcher.stop()
             self._spans.reset()
             raise
-        self._run = RemoteRun(native, fetcher, self._spans)
+        self._run = RemoteRun(native, fetcher, self._spans, epoch)
         return self._run
 
     def explain(self, epoch, index):

@@ -266,8 +266,9 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
                 options["range"] = (start, end)
             if pin_etag and obj.etag:
                 options["if_match"] = obj.etag
-            res = await asyncio.wait_for(obstore.get_async(obj.store, obj.key, options=options), opts.timeout_s)
-            data = await asyncio.wait_for(res.bytes_async(), opts.timeout_s)
+            # the client's own timeout (timeout_s, get_store) bounds the whole request, body included
+            res = await obstore.get_async(obj.store, obj.key, options=options)
+            data = await res.bytes_async()
             meta = res.meta
             n = len(data)
             if start is None:
