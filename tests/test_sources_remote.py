@@ -368,3 +368,64 @@ def test_folder_of_a_url_prefix_equals_the_local_folder(data, server, tmp_path):
         fastq.sources.Folder("s3://bk/tree", class_names=["owl"])
     with pytest.raises(ValueError, match="has no class subfolders"):
         fastq.sources.Folder("s3://bk/nothing-here")
+
+
+def test_moto_s3_server(data, tmp_path, monkeypatch):
+    """moto's S3 server (an independent implementation of the S3 API): listing, GET and
+    ranged GET give the local batches."""
+    pytest.importorskip("moto.server", reason="moto[server] is part of requirements-dev.txt")
+    import boto3
+    from moto.server import ThreadedMotoServer
+    m = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    m.start()
+    try:
+        host, port = m.get_host_and_port()
+        env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
+               "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false"}
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.setenv("HOME", str(tmp_path))
+        s3 = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1",
+                          aws_access_key_id="k", aws_secret_access_key="s")
+        s3.create_bucket(Bucket="fq-bk")  # (S3 bucket names have 3 characters at least)
+        for k, v in data["objects"].items():
+            s3.put_object(Bucket="fq-bk", Key=k.split("/", 1)[1], Body=v)
+        assert same(run(fastq.sources.Files(data["jpegs"], data["labels"]))[0],
+                    run(fastq.sources.Files([u.replace("s3://bk/", "s3://fq-bk/") for u in urls(data)],
+                                            data["labels"]))[0])
+        assert same(run(fastq.sources.WebDataset(data["shards"]))[0],
+                    run(fastq.sources.WebDataset("s3://fq-bk/wds/shard-*.tar"))[0])
+    finally:
+        m.stop()
+
+
+def test_plain_http_server(data, tmp_path):
+    """http(s):// URLs from the standard library's HTTP server (no Range support: whole
+    GETs), and shards from a server that answers ranges."""
+    import functools
+    import http.server
+    import threading
+    root = os.path.dirname(data["jpegs"][0])
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
+    handler.log_message = lambda *a, **k: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    try:
+        base = f"http://127.0.0.1:{httpd.server_address[1]}"
+        got = run(fastq.sources.Files([f"{base}/{os.path.basename(p)}" for p in data["jpegs"]], data["labels"]))[0]
+        assert same(run(fastq.sources.Files(data["jpegs"], data["labels"]))[0], got)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    with ObjectServer({f"wds/{os.path.basename(p)}": open(p, "rb").read() for p in data["shards"]},
+                      mode="http") as srv:
+        shards = [srv.url(None, f"wds/{os.path.basename(p)}") for p in data["shards"]]
+        assert same(run(fastq.sources.WebDataset(data["shards"]))[0], run(fastq.sources.WebDataset(shards))[0])
+
+
+def test_http_endpoint_without_allow_http_is_a_clear_permanent_error(data, server, monkeypatch):
+    monkeypatch.delenv("AWS_ALLOW_HTTP")
+    with pytest.raises(errors.ReadError, match=r"object 's3://bk/img/.*AWS_ALLOW_HTTP=true") as e:
+        take_all(fastq.sources.Files(urls(data), np.arange(N)))
+    assert "attempts" not in str(e.value)  # not retried

@@ -178,6 +178,8 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
         if st is None:
             scheme = root.split("://", 1)[0]
             if scheme in ("http", "https"):
+                if scheme == "http":
+                    client.setdefault("allow_http", True)  # an http:// URL asks for plain HTTP
                 st = obstore.store.HTTPStore.from_url(root, client_options=client, retry_config=retry)
             else:
                 try:
@@ -210,6 +212,9 @@ def classify(exc) -> Tuple[bool, Optional[int], str]:
         return False, 401, "not authenticated (401)"
     if isinstance(exc, oe.PreconditionError):
         return False, 412, "the object changed (its ETag no longer matches)"
+    if "builder error" in text:  # the HTTP client refused the request as configured (e.g. http:// not allowed)
+        return False, None, f"the HTTP client cannot make this request ({first[:200]}); for an http:// endpoint " \
+                            f"set AWS_ALLOW_HTTP=true or storage_options={{'allow_http': True}}"
     m = _STATUS.search(text)
     if m:
         code = int(m.group(1))
