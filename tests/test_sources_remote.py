@@ -429,3 +429,27 @@ def test_http_endpoint_without_allow_http_is_a_clear_permanent_error(data, serve
     with pytest.raises(errors.ReadError, match=r"object 's3://bk/img/.*AWS_ALLOW_HTTP=true") as e:
         take_all(fastq.sources.Files(urls(data), np.arange(N)))
     assert "attempts" not in str(e.value)  # not retried
+
+
+def test_tfrecord_sidecar_index_next_to_the_shards(data, tfr, server, tmp_path):
+    """index= URLs of DALI-style text indexes ("offset framed-size" per line, as DALI's
+    tfrecord2idx writes) stored beside the shards: no shard is downloaded to index it."""
+    import struct
+    paths, objects = tfr
+    for k, v in objects.items():
+        server.store.put("bk", k.split("/", 1)[1], v)
+        rows, off = [], 0
+        while off < len(v):
+            (n,) = struct.unpack_from("<Q", v, off)
+            rows.append(f"{off} {n + 16}\n")
+            off += n + 16
+        server.store.put("bk", k.split("/", 1)[1] + ".idx", "".join(rows).encode())
+    shards = [f"s3://bk/tfr/{os.path.basename(p)}" for p in paths]
+    src = fastq.sources.TFRecord(shards, index=[s + ".idx" for s in shards])
+    assert not os.path.exists(tmp_path / ".cache" / "fastq" / "remote-index")  # nothing indexed locally
+    assert server.stats().get("get", 0) == len(shards)  # the three sidecars, no shard
+    local, _ = run(fastq.sources.TFRecord(paths))
+    assert same(local, run(src)[0])
+    server.store.put("bk", "tfr/train-00001-of-00003.idx", b"0 16\n99999 16\n")
+    with pytest.raises(ValueError, match=r"train-00001-of-00003.idx.*record 1 .*does not fit"):
+        fastq.sources.TFRecord(shards, index=[s + ".idx" for s in shards])

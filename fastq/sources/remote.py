@@ -145,6 +145,14 @@ def shard_index(obj: ObjectInfo, kind, scan, index_dir, cache: Optional[LocalCac
     return idx
 
 
+def fetch_text(url, storage_options, opts, counters):
+    """The whole (small) object at url as text: a sidecar index."""
+    import random
+    from fastq.sources.storage import fetch, run_sync
+    (obj,) = expand([url], "index", storage_options, opts, counters)
+    return bytes(run_sync(fetch(obj, None, None, opts, counters, random.Random(opts.seed)))).decode("utf-8")
+
+
 def _save(path, idx):
     tmp = f"{path}.{os.getpid()}.tmp"
     try:

@@ -10,6 +10,7 @@ import numpy as np
 from fastq.sources.base import _check_shuffle_buffer, _expand_paths, default_order, restrict, stream_order
 from fastq.sources.images import ImageSource, _ImageBackend
 from fastq.sources.readahead import _check_io, _with_read_ahead
+from fastq.sources.storage import is_url
 
 __all__ = ["TFRecord"]
 
@@ -64,22 +65,28 @@ def _save_index(cpath, st, offsets, lengths):
             pass
 
 
-def _given_index(entry, path, size, k):
-    """index= entry for shard k: a path to a DALI-style text index ("offset size"
-    per line, size = the framed record size) or a sequence of record offsets."""
+def _given_index(entry, path, size, k, fetch_text=None):
+    """index= entry for shard k: a path (or, for remote shards, a URL: a sidecar
+    index stored next to the shard) to a DALI-style text index ("offset size" per
+    line, size = the framed record size: what DALI's tfrecord2idx writes) or a
+    sequence of record offsets."""
     if isinstance(entry, (str, bytes, os.PathLike)):
+        src = os.fsdecode(entry)
+        if fetch_text is not None and is_url(src):
+            lines = fetch_text(src).splitlines()
+        else:
+            with open(entry, "r") as f:
+                lines = f.read().splitlines()
         rows = []
-        with open(entry, "r") as f:
-            for ln, line in enumerate(f, 1):
-                parts = line.split()
-                if not parts:
-                    continue
-                if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
-                    raise ValueError(f"TFRecord index {os.fsdecode(entry)!r} line {ln}: expected 'offset size'")
-                rows.append((int(parts[0]), int(parts[1])))
+        for ln, line in enumerate(lines, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+                raise ValueError(f"TFRecord index {src!r} line {ln}: expected 'offset size'")
+            rows.append((int(parts[0]), int(parts[1])))
         offsets = np.array([r[0] for r in rows], np.uint64)
         framed = np.array([r[1] for r in rows], np.uint64)
-        src = os.fsdecode(entry)
     else:
         offsets = np.asarray(entry, np.int64)
         if offsets.ndim != 1 or (offsets < 0).any() or (len(offsets) > 1 and (np.diff(offsets) <= 0).any()):
@@ -144,7 +151,9 @@ class TFRecord(ImageSource):
     and cached in ``<shard>.fqidx`` (or under ``index_dir``, default
     ``~/.cache/fastq/tfrecord-index`` when the shard's folder is read-only; the
     cache is rebuilt when the shard's size or mtime changes;
-    ``cache_index=False`` disables it).
+    ``cache_index=False`` disables it).  For shards at URLs an ``index`` entry may
+    be a URL too (a sidecar index stored beside the shard, e.g. written by DALI's
+    ``tfrecord2idx``): the shards are then not downloaded to be indexed (docs/cloud.md).
 
     ``compression``: None / ``"GZIP"`` / ``"ZLIB"`` (TF's ``compression_type``).
     Compressed shards cannot be read at random offsets: with an index each one
@@ -196,6 +205,7 @@ class TFRecord(ImageSource):
                                  "stream has no random access); store them uncompressed, or copy them locally")
             objs, opts, counters = remote_mod.shard_objects(paths, "TFRecord", storage_options, remote)
             self.paths = [o.url for o in objs]
+            self._storage_options = storage_options
         else:
             remote_mod.check_local_only("TFRecord", storage_options, cache_dir, remote, cache_limit)
             self.paths = _expand_paths([remote_mod.local_path(p) for p in paths]
@@ -292,7 +302,8 @@ class TFRecord(ImageSource):
         for k, obj in enumerate(objs):
             tail = ""
             if index is not None:
-                o, ln = _given_index(index[k], obj.url, obj.size, k)
+                o, ln = _given_index(index[k], obj.url, obj.size, k,
+                                     lambda url: remote_mod.fetch_text(url, self._storage_options, opts, counters))
             else:
                 d = remote_mod.shard_index(obj, "tfr", _tfr_index_dict, index_dir, cache, opts, counters)
                 o, ln = d["offsets"], d["lengths"]
