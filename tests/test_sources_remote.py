@@ -453,3 +453,13 @@ def test_tfrecord_sidecar_index_next_to_the_shards(data, tfr, server, tmp_path):
     server.store.put("bk", "tfr/train-00001-of-00003.idx", b"0 16\n99999 16\n")
     with pytest.raises(ValueError, match=r"train-00001-of-00003.idx.*record 1 .*does not fit"):
         fastq.sources.TFRecord(shards, index=[s + ".idx" for s in shards])
+
+
+def test_next_epoch_prefetch_can_be_turned_off(data, server):
+    src = fastq.sources.Files(urls(data), data["labels"], remote=fastq.sources.RemoteOptions(next_epoch_bytes=0))
+    local, _ = run(fastq.sources.Files(data["jpegs"], data["labels"]))
+    remote, st = run(src)
+    assert same(local, remote)
+    assert st["remote"]["requests"] == 2 * N and st["remote"]["requests_carried_in"] == 0
+    with pytest.raises(ValueError, match="next_epoch_bytes"):
+        fastq.sources.RemoteOptions(next_epoch_bytes=-1)

@@ -356,14 +356,15 @@ class Fetcher:
         self.carry_in = {}
 
     def _issue_next(self):
-        """Prefetch the next epoch's first requests into carry_out, within half the
-        byte cap and the in-flight limit, once this epoch's requests are all issued:
+        """Prefetch the next epoch's first requests into carry_out, within
+        opts.next_epoch_bytes (default half the byte cap) and the in-flight limit, once this epoch's requests are all issued:
         the next epoch starts without waiting for the store (an epoch boundary costs
         what a local one does).  A failed prefetch is dropped (the next epoch fetches
         again and reports it)."""
         if self.next_reqs is None:
             self.next_reqs = self.rs.plan(self.next_order)
-        cap = self.opts.max_bytes // 2
+        nb = self.opts.next_epoch_bytes
+        cap = min(self.opts.max_bytes // 2 if nb is None else nb, self.opts.max_bytes)
         while self.next_k < len(self.next_reqs) and len(self.inflight) < self.opts.max_in_flight:
             o, start, end = self.next_reqs[self.next_k][:3]
             size = self.rs.objects[o].size

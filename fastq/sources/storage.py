@@ -74,6 +74,10 @@ class RemoteOptions:
     retries: attempts after the first for a transient failure (HTTP 5xx, 429, a reset
         or cut-short body, a timeout), with exponential backoff from backoff_s up to
         max_backoff_s (jittered, from seed: reproducible).
+    next_epoch_bytes: once an epoch's requests are all issued, the next epoch's first
+        requests are fetched ahead, up to this many bytes (None: max_bytes // 2; 0:
+        never), so that an epoch boundary does not wait for the store.  Costs those
+        bytes again after the last epoch.
     """
 
     max_in_flight: int = 64
@@ -86,6 +90,7 @@ class RemoteOptions:
     backoff_s: float = 0.05
     max_backoff_s: float = 2.0
     seed: int = 0
+    next_epoch_bytes: Optional[int] = None
 
     def __post_init__(self):
         for name in ("max_in_flight", "max_bytes", "chunk_bytes", "retries"):
@@ -93,6 +98,10 @@ class RemoteOptions:
             if not isinstance(v, int) or isinstance(v, bool) or v < (0 if name == "retries" else 1):
                 raise ValueError(f"RemoteOptions.{name} must be a {'non-negative' if name == 'retries' else 'positive'} "
                                  f"int, got {v!r}")
+        if self.next_epoch_bytes is not None and (not isinstance(self.next_epoch_bytes, int) or
+                                                  isinstance(self.next_epoch_bytes, bool) or self.next_epoch_bytes < 0):
+            raise ValueError(f"RemoteOptions.next_epoch_bytes must be None or a non-negative int, "
+                             f"got {self.next_epoch_bytes!r}")
         if not isinstance(self.gap_bytes, int) or self.gap_bytes < 0:
             raise ValueError(f"RemoteOptions.gap_bytes must be a non-negative int, got {self.gap_bytes!r}")
         for name in ("timeout_s", "connect_timeout_s", "backoff_s", "max_backoff_s"):
