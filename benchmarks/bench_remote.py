@@ -9,8 +9,9 @@ row says "fastq remote sources not available in this build"), the webdataset lib
 streaming the shards into ``fastq.sources.Stream``, a 32-thread urllib pool into ``Stream``,
 DALI's S3 file reader when DALI is installed, and the server's raw fetch rate (obstore async,
 best of 64 and 128 in flight, no decoding).  The server (fastq.bench.objserver) runs in its own
-process per latency.  Medians of --rounds after a warm-up epoch; ratios remote / local and
-remote / min(local, raw rate).
+process per latency.  Medians of --rounds after a warm-up epoch; ratios remote / local,
+remote / min(local, raw rate) and, for single objects, remote / (1 / (1/local + 1/raw)): the
+bound when the server shares the cores with the decoding.
 
 Usage:
   python benchmarks/bench_remote.py                      # 2000 images, 8 shards, 3 rounds, 0/20/50 ms
