@@ -207,7 +207,11 @@ def prepare_tree(src, dst, *, interval=DEFAULT_INTERVAL, jobs=None, force=False,
     ``max_pixels`` / ``quality``: training-resolution copies (the module doc); the
     settings are recorded in ``dst/.fastq-prepare-resize.json`` and a rerun with other
     settings redoes every file."""
+    from fastq.sources.storage import is_url
     resize = _resize_settings(max_side, max_pixels, quality)
+    if is_url(os.fspath(dst)) or is_url(os.fspath(src)):
+        raise ValueError("prepare_tree reads and writes local folders; to write to object storage use shards "
+                         "(prepare_shards, `fastq prepare --format tfrecord|tar SRC s3://bucket/prefix`)")
     src = os.path.abspath(src)
     dst = os.path.abspath(dst)
     if not os.path.isdir(src):
@@ -351,9 +355,63 @@ def _write_shard(fmt, out_path, samples, interval, on_error, resize=None):
     return n, nin, nout, errors
 
 
+def _tfrecord_index_text(path):
+    """DALI's text index of a TFRecord file: "offset framed-size" per record."""
+    import struct
+    rows, off = [], 0
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        while off < size:
+            f.seek(off)
+            (n,) = struct.unpack("<Q", f.read(8))
+            rows.append(f"{off} {n + 16}\n")
+            off += n + 16
+    return "".join(rows)
+
+
+class _RemoteDest:
+    """A prepare destination in object storage: shards are written to a local staging
+    folder, uploaded (TFRecord shards with a sidecar ``<shard>.idx``, DALI's text index,
+    which ``TFRecord(..., index="sidecar")`` reads), then deleted locally."""
+
+    def __init__(self, url, storage_options):
+        from fastq.sources import remote as R
+        from fastq.sources.storage import Counters, list_tree
+        self.url = url.rstrip("/")
+        self.so = storage_options
+        self.opts = R.options_for(None)
+        self.counters = Counters()
+        self.sizes = {rel: o.size for rel, o in list_tree(self.url, storage_options, self.opts, self.counters)}
+
+    def manifest(self):
+        import json
+        from fastq.sources import remote as R
+        if MANIFEST not in self.sizes:
+            return {}
+        try:
+            return json.loads(R.fetch_text(f"{self.url}/{MANIFEST}", self.so, self.opts, self.counters))
+        except ValueError:
+            return {}
+
+    def has(self, name, size):
+        return self.sizes.get(name) == size
+
+    def upload(self, local, name, fmt):
+        from fastq.sources.storage import put_bytes, put_file
+        if fmt == "tfrecord":
+            put_bytes(f"{self.url}/{name}.idx", _tfrecord_index_text(local).encode(), self.so, self.opts,
+                      self.counters)
+        put_file(f"{self.url}/{name}", local, self.so, self.opts, self.counters)
+        os.unlink(local)
+
+    def save(self, name, data):
+        from fastq.sources.storage import put_bytes
+        put_bytes(f"{self.url}/{name}", data, self.so, self.opts, self.counters)
+
+
 def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, prefix="data",
                    interval=DEFAULT_INTERVAL, jobs=None, force=False, progress=True, on_error="raise",
-                   shuffle=None, max_side=None, max_pixels=None, quality=DEFAULT_QUALITY):
+                   shuffle=None, max_side=None, max_pixels=None, quality=DEFAULT_QUALITY, storage_options=None):
     """Write the images of the class-per-subfolder tree ``src`` (the files, order and
     labels of :class:`fastq.sources.Folder`) into shards of ``shard_size`` samples under
     ``dst``: ``fmt="tfrecord"`` (tf.train.Example records) or ``"tar"`` (WebDataset:
@@ -364,9 +422,16 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
     ``numpy.random.default_rng(seed).permutation`` of Folder's order (for streaming
     readers with small shuffle buffers).  ``max_side`` / ``max_pixels`` / ``quality``:
     training-resolution copies (the module doc).  Returns a dict of counts and byte
-    totals."""
-    import json
-    from fastq.sources.folder import Folder
+    totals.
+
+    ``dst`` may be a URL (``s3://bucket/prefix``, ``gs://``, ``az://``; docs/cloud.md):
+    each shard is written to a local temporary folder, uploaded, then deleted there;
+    TFRecord shards get a sidecar index ``<shard>.idx`` (DALI's text format), which
+    ``fastq.sources.TFRecord(urls, index="sidecar")`` reads instead of downloading the
+    shards to index them.  The manifest is stored at ``dst`` too, so a rerun skips the
+    shards already uploaded.  ``storage_options``: as for the sources."""
+    import tempfile
+    from fastq.sources.storage import is_url
     resize = _resize_settings(max_side, max_pixels, quality)
     if fmt not in ("tfrecord", "tar"):
         raise ValueError(f"format must be 'tfrecord' or 'tar', got {fmt!r}")
@@ -376,12 +441,30 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
         raise ValueError(f"interval must be >= 1 MCU, got {interval}")
     if not prefix or os.sep in prefix or "." in prefix:
         raise ValueError(f"prefix must be a plain name without '/' or '.', got {prefix!r}")
+    if is_url(os.fspath(src)):
+        raise ValueError(f"prepare_shards reads a local folder, not {src!r}: copy the images locally first")
     src = os.path.abspath(src)
-    dst = os.path.abspath(dst)
     if not os.path.isdir(src):
         raise NotADirectoryError(f"source folder not found: {src}")
-    if dst == src or dst.startswith(src + os.sep):
+    remote = _RemoteDest(os.fspath(dst), storage_options) if is_url(os.fspath(dst)) else None
+    if remote is None and storage_options is not None:
+        raise ValueError("storage_options applies to a URL destination only")
+    dst = remote.url if remote is not None else os.path.abspath(dst)
+    if remote is None and (dst == src or dst.startswith(src + os.sep)):
         raise ValueError(f"destination {dst} must not lie inside the source {src}")
+    stage = tempfile.TemporaryDirectory(prefix="fastq-prepare-") if remote is not None else None
+    try:
+        return _prepare_shards(src, dst, remote, stage.name if stage is not None else dst, fmt, shard_size, prefix,
+                               interval, jobs, force, progress, on_error, shuffle, resize)
+    finally:
+        if stage is not None:
+            stage.cleanup()
+
+
+def _prepare_shards(src, dst, remote, out_dir, fmt, shard_size, prefix, interval, jobs, force, progress, on_error,
+                    shuffle, resize):
+    import json
+    from fastq.sources.folder import Folder
     folder = Folder(src)
     order = list(range(len(folder.paths)))
     if shuffle is not None:
@@ -390,11 +473,14 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
     samples = [(f"{k:08d}", folder.paths[i], os.path.relpath(folder.paths[i], src), int(folder.labels[i]),
                 folder.class_names[int(folder.labels[i])]) for k, i in enumerate(order)]
     n_shards = -(-len(samples) // shard_size)
-    os.makedirs(dst, exist_ok=True)
-    mpath = os.path.join(dst, MANIFEST)
+    os.makedirs(out_dir, exist_ok=True)
+    mpath = os.path.join(out_dir, MANIFEST)
     try:
-        with open(mpath) as f:
-            manifest = json.load(f)
+        if remote is not None:
+            manifest = remote.manifest()
+        else:
+            with open(mpath) as f:
+                manifest = json.load(f)
         if manifest.get("format") != fmt or manifest.get("shards_total") != n_shards or \
                 manifest.get("shuffle") != shuffle:
             manifest = {}
@@ -413,18 +499,26 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
     bar = _progress_bar(progress, n_shards, "shard", f"fastq prepare ({fmt})")
 
     def save_manifest():
+        if remote is not None:
+            remote.save(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
+            return
         tmp = mpath + _TMP_SUFFIX
         with open(tmp, "w") as f:
             json.dump(manifest, f, indent=1, sort_keys=True)
         os.replace(tmp, mpath)
 
+    def present(out, name, size):
+        if remote is not None:
+            return remote.has(name, size)
+        return os.path.isfile(out) and os.path.getsize(out) == size
+
     def one(k):
         part = samples[k * shard_size:(k + 1) * shard_size]
         name = _shard_name(fmt, prefix, k, n_shards)
-        out = os.path.join(dst, name)
+        out = os.path.join(out_dir, name)
         digest = _shard_plan(part, interval, fmt, resize)
         rec = done.get(name)
-        if rec and rec.get("digest") == digest and os.path.isfile(out) and os.path.getsize(out) == rec.get("bytes"):
+        if rec and rec.get("digest") == digest and present(out, name, rec.get("bytes")):
             with lock:
                 stats["skipped"] += 1
                 stats["records"] += rec["records"]
@@ -435,8 +529,11 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
                     bar.update(1)
             return
         n, nin, nout, errors = _write_shard(fmt, out, part, interval, on_error, resize)
+        size = os.path.getsize(out)
+        if remote is not None:
+            remote.upload(out, name, fmt)
         with lock:
-            done[name] = {"digest": digest, "bytes": os.path.getsize(out), "records": n, "in_bytes": nin,
+            done[name] = {"digest": digest, "bytes": size, "records": n, "in_bytes": nin,
                           "out_bytes": nout, "errors": errors, "first": part[0][0]}
             save_manifest()
             stats["written"] += 1

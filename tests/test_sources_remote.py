@@ -159,7 +159,7 @@ def test_object_changed_after_it_was_read_is_an_error_naming_it(data, server):
 def test_shard_missing_mid_run_names_the_shard(data, server):
     src = fastq.sources.WebDataset("s3://bk/wds/shard-*.tar")
     server.store.delete("bk", "wds/shard-0001.tar")
-    assert "wds/shard-0001.tar" not in server.store.keys("bk", "wds/")
+    assert "wds/shard-0001.tar" not in {k for k, _ in server.store.keys("bk", "wds/")}
     with pytest.raises(errors.ReadError, match=r"s3://bk/wds/shard-0001.tar.*(404|not found|changed)"):
         take_all(src)
 
@@ -466,3 +466,55 @@ def test_next_epoch_prefetch_can_be_turned_off(data, server):
     assert st["remote"]["requests"] == 2 * N and st["remote"]["requests_carried_in"] == 0
     with pytest.raises(ValueError, match="next_epoch_bytes"):
         fastq.sources.RemoteOptions(next_epoch_bytes=-1)
+
+
+def test_prepare_shards_to_a_bucket(data, server, tmp_path):
+    """prepare_shards(src, "s3://...") uploads what it writes locally (bit for bit), with
+    a sidecar index per TFRecord shard read by index="sidecar"; a rerun uploads nothing."""
+    import shutil
+    from fastq.prepare import prepare_shards
+    root = tmp_path / "tree"
+    for i, p in enumerate(data["jpegs"]):
+        d = root / ["a", "b"][i % 2]
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(p, d / os.path.basename(p))
+    for fmt, ext in (("tfrecord", "tfrecord"), ("tar", "tar")):
+        local = tmp_path / f"out-{fmt}"
+        s_local = prepare_shards(str(root), str(local), fmt=fmt, shard_size=10, progress=False)
+        s_remote = prepare_shards(str(root), f"s3://bk/prep-{fmt}/", fmt=fmt, shard_size=10, progress=False)
+        assert s_remote["written"] == s_local["written"] == 3
+        names = sorted(n for n in os.listdir(local) if n.endswith("." + ext))
+        for n in names:
+            assert server.store.get("bk", f"prep-{fmt}/{n}").data == (local / n).read_bytes()
+        keys = {k for k, _ in server.store.keys("bk", f"prep-{fmt}/")}
+        assert f"prep-{fmt}/fastq-prepare.json" in keys
+        puts = server.stats().get("put", 0)
+        again = prepare_shards(str(root), f"s3://bk/prep-{fmt}", fmt=fmt, shard_size=10, progress=False)
+        assert again["skipped"] == 3 and again["written"] == 0
+        assert server.stats().get("put", 0) - puts == 1  # the manifest only
+        if fmt == "tfrecord":
+            assert {f"prep-{fmt}/{n}.idx" for n in names} <= keys
+            want, _ = run(fastq.sources.TFRecord(sorted(str(local / n) for n in names)))
+            src = fastq.sources.TFRecord(f"s3://bk/prep-{fmt}/data-*.tfrecord", index="sidecar")
+            assert same(want, run(src)[0])
+        else:
+            want, _ = run(fastq.sources.WebDataset(sorted(str(local / n) for n in names)))
+            assert same(want, run(fastq.sources.WebDataset(f"s3://bk/prep-{fmt}/data-*.tar"))[0])
+    with pytest.raises(ValueError, match='index="sidecar" applies to shards at URLs'):
+        fastq.sources.TFRecord(str(tmp_path / "out-tfrecord" / names[0].replace(".tar", ".tfrecord")),
+                               index="sidecar")
+
+
+def test_fastq_prepare_command_to_a_bucket(data, server, tmp_path, capsys):
+    import shutil
+    from fastq.cli import main
+    root = tmp_path / "tree"
+    for i, p in enumerate(data["jpegs"][:12]):
+        d = root / ["a", "b"][i % 2]
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(p, d / os.path.basename(p))
+    assert main(["prepare", str(root), "s3://bk/cli", "--format", "tar", "--shard-size", "5", "-q"]) == 0
+    assert sorted(k for k, _ in server.store.keys("bk", "cli/") if k.endswith(".tar")) == \
+        [f"cli/data-{k:05d}-of-00003.tar" for k in range(3)]
+    assert main(["prepare", str(root), "s3://bk/cli-tree", "-q"]) != 0  # the folder format writes locally
+    assert "to write to object storage use shards" in capsys.readouterr().err

@@ -8,8 +8,10 @@ from fastq.prepare import DEFAULT_INTERVAL, DEFAULT_QUALITY, DEFAULT_SHARD_SIZE,
 __all__ = ["ARGS"]
 
 ARGS = [  # the arguments of `fastq prepare`: (names, add_argument kwargs), as arg() makes them
-    (("src",), dict(help="source folder")),
-    (("dst",), dict(help="destination folder (created; same tree)")),
+    (("src",), dict(help="source folder (local)")),
+    (("dst",), dict(help="destination folder (created; same tree); with --format tfrecord|tar also a URL "
+                         "(s3://bucket/prefix, gs://, az://): shards are uploaded, TFRecord ones with a "
+                         "sidecar <shard>.idx (docs/cloud.md)")),
     (("--interval",), dict(type=int, default=DEFAULT_INTERVAL,
                            help=f"target restart interval in MCUs (default {DEFAULT_INTERVAL}; the chosen one "
                                 "divides the MCUs per row)")),

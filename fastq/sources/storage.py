@@ -330,13 +330,15 @@ def run_sync(coro):
     return box["v"]
 
 
-async def _retry(what, url, opts, counters, fn):
+async def _retry(what, url, opts, counters, fn, timeout=True):
+    """fn() with fastq's retry rule; timeout: bound each attempt by opts.timeout_s
+    (False for uploads, whose parts the client bounds one by one)."""
     rng = random.Random(opts.seed)
     attempt = 0
     while True:
         try:
             counters.requests += 1
-            return await asyncio.wait_for(fn(), opts.timeout_s)
+            return await (asyncio.wait_for(fn(), opts.timeout_s) if timeout else fn())
         except Exception as e:  # noqa: BLE001 - classified below
             transient, status, reason = classify(e)
             if not transient or attempt >= opts.retries:
@@ -345,6 +347,33 @@ async def _retry(what, url, opts, counters, fn):
             attempt += 1
             counters.retries += 1
             await asyncio.sleep(opts.backoff(attempt, rng))
+
+
+def put_file(url: str, path: str, storage_options, opts: RemoteOptions, counters: Counters):
+    """Upload the local file at path to url (obstore's put: multipart for large
+    files), retrying transient failures.  Returns its size."""
+    obstore = _obstore()
+    root, key = split_url(url)
+    store = get_store(root, storage_options, opts)
+    size = os.path.getsize(path)
+
+    async def go():
+        with open(path, "rb") as f:
+            await obstore.put_async(store, key, f)
+    run_sync(_retry("PUT", url, opts, counters, go, timeout=False))
+    counters.bytes += size
+    return size
+
+
+def put_bytes(url: str, data: bytes, storage_options, opts: RemoteOptions, counters: Counters):
+    obstore = _obstore()
+    root, key = split_url(url)
+    store = get_store(root, storage_options, opts)
+
+    async def go():
+        await obstore.put_async(store, key, data)
+    run_sync(_retry("PUT", url, opts, counters, go, timeout=False))
+    counters.bytes += len(data)
 
 
 def _has_magic(s: str) -> bool:

@@ -153,7 +153,9 @@ class TFRecord(ImageSource):
     cache is rebuilt when the shard's size or mtime changes;
     ``cache_index=False`` disables it).  For shards at URLs an ``index`` entry may
     be a URL too (a sidecar index stored beside the shard, e.g. written by DALI's
-    ``tfrecord2idx``): the shards are then not downloaded to be indexed (docs/cloud.md).
+    ``tfrecord2idx``), and ``index="sidecar"`` means ``<shard URL>.idx`` for every
+    shard (what ``fastq prepare`` uploads with shards): the shards are then not
+    downloaded to be indexed (docs/cloud.md).
 
     ``compression``: None / ``"GZIP"`` / ``"ZLIB"`` (TF's ``compression_type``).
     Compressed shards cannot be read at random offsets: with an index each one
@@ -215,6 +217,11 @@ class TFRecord(ImageSource):
         if comp not in ("", "NONE", "GZIP", "ZLIB"):
             raise ValueError(f"TFRecord: compression must be None, 'GZIP' or 'ZLIB', got {compression!r}")
         self.compression = comp if comp in ("GZIP", "ZLIB") else None
+        if isinstance(index, str) and index == "sidecar":
+            if not is_remote:
+                raise ValueError('TFRecord: index="sidecar" applies to shards at URLs (for local shards give the '
+                                 'index paths)')
+            index = [p + ".idx" for p in self.paths]
         if index is not None and (isinstance(index, (str, bytes)) or len(index) != len(self.paths)):
             raise ValueError(f"TFRecord: index must have one entry per shard ({len(self.paths)})")
         if index is not None and self.compression:
