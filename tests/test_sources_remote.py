@@ -519,3 +519,18 @@ def test_fastq_prepare_command_to_a_bucket(data, server, tmp_path, capsys):
         [f"cli/data-{k:05d}-of-00003.tar" for k in range(3)]
     assert main(["prepare", str(root), "s3://bk/cli-tree", "-q"]) != 0  # the folder format writes locally
     assert "to write to object storage use shards" in capsys.readouterr().err
+
+
+def test_tf_dataset_over_a_remote_source(data, server):
+    """fastq.tf.dataset (the native feed) works unchanged on a remote source (DeviceLoader
+    needs CUDA: it iterates the same pipeline, scripts/gpu_check.sh)."""
+    pytest.importorskip("tensorflow", reason="TensorFlow is part of requirements-dev.txt")
+    import fastq.tf as fqtf
+
+    def pipe(paths):
+        return fastq.Pipeline(fastq.sources.Files(paths, data["labels"]), batch_size=5, workers=2, seed=1,
+                              shuffle=True, ops=CHAIN)
+    with pipe(data["jpegs"]) as lp, pipe(urls(data)) as rp:
+        want = [(x.numpy(), y.numpy()) for e in range(2) for x, y in fqtf.dataset(lp)]
+        got = [(x.numpy(), y.numpy()) for e in range(2) for x, y in fqtf.dataset(rp)]
+    assert same(want, got) and len(got) == 2 * (N // 5)
