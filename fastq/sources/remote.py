@@ -145,6 +145,23 @@ def shard_index(obj: ObjectInfo, kind, scan, index_dir, cache: Optional[LocalCac
     return idx
 
 
+def shard_indexes(objs, kind, scan, index_dir, cache: Optional[LocalCache], opts, counters):
+    """shard_index of every shard, in order; the shards not indexed yet are fetched
+    several at once (as many as fit in half the byte cap, at most 8)."""
+    if len(objs) < 2:
+        return [shard_index(o, kind, scan, index_dir, cache, opts, counters) for o in objs]
+    from concurrent.futures import ThreadPoolExecutor
+    biggest = max((o.size or 0) for o in objs) or 1
+    n = max(1, min(8, len(objs), (opts.max_bytes // 2) // biggest))
+    mine = [Counters() for _ in objs]  # one per shard: no two threads update one counter
+    with ThreadPoolExecutor(n, thread_name_prefix="fastq-index") as ex:
+        out = list(ex.map(lambda k: shard_index(objs[k], kind, scan, index_dir, cache, opts, mine[k]),
+                          range(len(objs))))
+    for c in mine:
+        counters.add(c)
+    return out
+
+
 def fetch_text(url, storage_options, opts, counters):
     """The whole (small) object at url as text: a sidecar index."""
     import random

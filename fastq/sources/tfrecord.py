@@ -306,13 +306,15 @@ class TFRecord(ImageSource):
         from fastq import _image
         from fastq.sources import remote as remote_mod
         offsets, lengths, tails = [], [], []
+        scanned = None if index is not None else \
+            remote_mod.shard_indexes(objs, "tfr", _tfr_index_dict, index_dir, cache, opts, counters)
         for k, obj in enumerate(objs):
             tail = ""
             if index is not None:
                 o, ln = _given_index(index[k], obj.url, obj.size, k,
                                      lambda url: remote_mod.fetch_text(url, self._storage_options, opts, counters))
             else:
-                d = remote_mod.shard_index(obj, "tfr", _tfr_index_dict, index_dir, cache, opts, counters)
+                d = scanned[k]
                 o, ln = d["offsets"], d["lengths"]
                 tail = bytes(d["tail_msg"]).decode("utf-8", "replace")
             if tail:

@@ -74,8 +74,8 @@ class WebDataset(ImageSource):
             objs, opts, counters = remote_mod.shard_objects(paths, "WebDataset", storage_options, remote)
             cache = remote_mod.cache_for(cache_dir, cache_limit)
             self.paths = [o.url for o in objs]
-            scans = [_tar_index_tuple(remote_mod.shard_index(o, "tar", _tar_index_dict, index_dir, cache, opts,
-                                                             counters)) for o in objs]
+            scans = [_tar_index_tuple(d) for d in remote_mod.shard_indexes(objs, "tar", _tar_index_dict, index_dir,
+                                                                            cache, opts, counters)]
             rset = (objs, opts, counters, cache)
         else:
             remote_mod.check_local_only("WebDataset", storage_options, cache_dir, remote, cache_limit)
