@@ -296,20 +296,25 @@ def _shard_name(fmt, prefix, k, n):
     return f"{prefix}-{k:05d}-of-{n:05d}" + (".tfrecord" if fmt == "tfrecord" else ".tar")
 
 
-def _shard_plan(samples, interval, fmt, resize=None):
+def _shard_plan(samples, interval, fmt, resize=None, rsrc=None):
     """A digest of everything that goes into one shard: rerun skips a shard whose file
-    exists with the digest recorded in the manifest."""
+    exists with the digest recorded in the manifest.  (Source objects at URLs: their
+    size and ETag stand for size and mtime.)"""
     import hashlib
     h = hashlib.sha256(f"{fmt} interval={interval} v1\n".encode())
     if resize is not None:
         h.update(f"resize {resize['max_side']} {resize['max_pixels']} {resize['quality']}\n".encode())
     for key, path, rel, label, cls in samples:
-        st = os.stat(path)
-        h.update(f"{key}\t{rel}\t{label}\t{cls}\t{st.st_size}\t{st.st_mtime_ns}\n".encode())
+        if rsrc is not None:
+            stamp = rsrc.stamp(path)
+        else:
+            st = os.stat(path)
+            stamp = f"{st.st_size}\t{st.st_mtime_ns}"
+        h.update(f"{key}\t{rel}\t{label}\t{cls}\t{stamp}\n".encode())
     return h.hexdigest()
 
 
-def _write_shard(fmt, out_path, samples, interval, on_error, resize=None):
+def _write_shard(fmt, out_path, samples, interval, on_error, resize=None, names=None):
     """Write one shard atomically.  Returns (records, in_bytes, out_bytes, errors)."""
     import io
     import tarfile
@@ -325,7 +330,7 @@ def _write_shard(fmt, out_path, samples, interval, on_error, resize=None):
                     data, kind, h, w = _prepared_image(path, interval, resize)
                 except E.DecodeError as e:
                     if on_error != "skip":
-                        raise E.DecodeError(f"{path}: {e}") from e
+                        raise E.DecodeError(f"{(names or {}).get(path, path)}: {e}") from e
                     errors.append((rel, str(e)))
                     continue
                 nin += os.path.getsize(path)
@@ -424,6 +429,9 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
     training-resolution copies (the module doc).  Returns a dict of counts and byte
     totals.
 
+    ``src`` may be a URL too (a class-per-prefix tree, as ``Folder`` reads it): each
+    shard's objects are downloaded into a temporary folder while it is written; the
+    shards are the ones the same tree gives locally.
     ``dst`` may be a URL (``s3://bucket/prefix``, ``gs://``, ``az://``; docs/cloud.md):
     each shard is written to a local temporary folder, uploaded, then deleted there;
     TFRecord shards get a sidecar index ``<shard>.idx`` (DALI's text format), which
@@ -442,35 +450,82 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
     if not prefix or os.sep in prefix or "." in prefix:
         raise ValueError(f"prefix must be a plain name without '/' or '.', got {prefix!r}")
     if is_url(os.fspath(src)):
-        raise ValueError(f"prepare_shards reads a local folder, not {src!r}: copy the images locally first")
-    src = os.path.abspath(src)
-    if not os.path.isdir(src):
-        raise NotADirectoryError(f"source folder not found: {src}")
+        src = os.fspath(src).rstrip("/")
+    else:
+        src = os.path.abspath(src)
+        if not os.path.isdir(src):
+            raise NotADirectoryError(f"source folder not found: {src}")
     remote = _RemoteDest(os.fspath(dst), storage_options) if is_url(os.fspath(dst)) else None
     if remote is None and storage_options is not None:
         raise ValueError("storage_options applies to a URL destination only")
     dst = remote.url if remote is not None else os.path.abspath(dst)
     if remote is None and (dst == src or dst.startswith(src + os.sep)):
         raise ValueError(f"destination {dst} must not lie inside the source {src}")
+    if is_url(dst) and (dst == src or dst.startswith(src + "/")):
+        raise ValueError(f"destination {dst} must not lie inside the source {src}")
     stage = tempfile.TemporaryDirectory(prefix="fastq-prepare-") if remote is not None else None
     try:
         return _prepare_shards(src, dst, remote, stage.name if stage is not None else dst, fmt, shard_size, prefix,
-                               interval, jobs, force, progress, on_error, shuffle, resize)
+                               interval, jobs, force, progress, on_error, shuffle, resize, storage_options)
     finally:
         if stage is not None:
             stage.cleanup()
 
 
+class _RemoteSource:
+    """A prepare source in object storage (a class-per-prefix Folder at a URL): each
+    shard's objects are downloaded (many at once) into a temporary folder before the
+    shard is written; a shard's digest uses the objects' sizes and ETags."""
+
+    def __init__(self, folder):
+        self.rs = folder._remote
+        self.by_url = {o.url: o for o in self.rs.objects}
+
+    def stamp(self, url):
+        o = self.by_url[url]
+        return f"{o.size}\t{o.etag}"
+
+    def fetch(self, urls, into):
+        """Download urls into the folder `into` -> {url: local path}."""
+        import asyncio
+        import random
+        from fastq.sources.fetch import fill_object
+        from fastq.sources.storage import run_sync
+        rs = self.rs
+        sem_n = max(1, min(rs.opts.max_in_flight, 32))
+
+        async def main():
+            sem = asyncio.Semaphore(sem_n)
+
+            async def one(k, url):
+                async with sem:
+                    parts = await fill_object(self.by_url[url], rs.opts, rs.counters, random.Random(k))
+                p = os.path.join(into, f"{k:06d}{os.path.splitext(url)[1]}")
+                with open(p, "wb") as f:
+                    for b in parts:
+                        f.write(b)
+                return url, p
+            return dict(await asyncio.gather(*(one(k, u) for k, u in enumerate(urls))))
+        return run_sync(main())
+
+
 def _prepare_shards(src, dst, remote, out_dir, fmt, shard_size, prefix, interval, jobs, force, progress, on_error,
-                    shuffle, resize):
+                    shuffle, resize, storage_options):
     import json
     from fastq.sources.folder import Folder
-    folder = Folder(src)
+    from fastq.sources.storage import is_url
+    rsrc = None
+    if is_url(src):
+        folder = Folder(src, storage_options=storage_options)
+        rsrc = _RemoteSource(folder)
+    else:
+        folder = Folder(src)
     order = list(range(len(folder.paths)))
     if shuffle is not None:
         import numpy as np
         order = [int(i) for i in np.random.default_rng(shuffle).permutation(len(order))]
-    samples = [(f"{k:08d}", folder.paths[i], os.path.relpath(folder.paths[i], src), int(folder.labels[i]),
+    rel_of = (lambda p: p[len(src) + 1:]) if rsrc is not None else (lambda p: os.path.relpath(p, src))
+    samples = [(f"{k:08d}", folder.paths[i], rel_of(folder.paths[i]), int(folder.labels[i]),
                 folder.class_names[int(folder.labels[i])]) for k, i in enumerate(order)]
     n_shards = -(-len(samples) // shard_size)
     os.makedirs(out_dir, exist_ok=True)
@@ -516,7 +571,7 @@ def _prepare_shards(src, dst, remote, out_dir, fmt, shard_size, prefix, interval
         part = samples[k * shard_size:(k + 1) * shard_size]
         name = _shard_name(fmt, prefix, k, n_shards)
         out = os.path.join(out_dir, name)
-        digest = _shard_plan(part, interval, fmt, resize)
+        digest = _shard_plan(part, interval, fmt, resize, rsrc)
         rec = done.get(name)
         if rec and rec.get("digest") == digest and present(out, name, rec.get("bytes")):
             with lock:
@@ -528,7 +583,15 @@ def _prepare_shards(src, dst, remote, out_dir, fmt, shard_size, prefix, interval
                 if bar is not None:
                     bar.update(1)
             return
-        n, nin, nout, errors = _write_shard(fmt, out, part, interval, on_error, resize)
+        if rsrc is None:
+            n, nin, nout, errors = _write_shard(fmt, out, part, interval, on_error, resize)
+        else:
+            import tempfile
+            with tempfile.TemporaryDirectory(prefix="fastq-prepare-src-") as tmp:
+                local = rsrc.fetch([s[1] for s in part], tmp)
+                n, nin, nout, errors = _write_shard(fmt, out, [(key, local[p], rel, label, cls)
+                                                               for key, p, rel, label, cls in part],
+                                                    interval, on_error, resize, {v: k for k, v in local.items()})
         size = os.path.getsize(out)
         if remote is not None:
             remote.upload(out, name, fmt)

@@ -501,6 +501,15 @@ def test_prepare_shards_to_a_bucket(data, server, tmp_path):
         else:
             want, _ = run(fastq.sources.WebDataset(sorted(str(local / n) for n in names)))
             assert same(want, run(fastq.sources.WebDataset(f"s3://bk/prep-{fmt}/data-*.tar"))[0])
+    # a source tree at a URL gives the shards the local tree gives
+    for k, p in enumerate(sorted(root.rglob("*.jpg"))):
+        server.store.put("bk", f"srctree/{p.relative_to(root).as_posix()}", p.read_bytes())
+    from_url = tmp_path / "from-url"
+    prepare_shards("s3://bk/srctree", str(from_url), fmt="tfrecord", shard_size=10, progress=False)
+    names = sorted(n for n in os.listdir(tmp_path / "out-tfrecord") if n.endswith(".tfrecord"))
+    assert [(from_url / n).read_bytes() for n in names] == [(tmp_path / "out-tfrecord" / n).read_bytes() for n in names]
+    again = prepare_shards("s3://bk/srctree", str(from_url), fmt="tfrecord", shard_size=10, progress=False)
+    assert again["skipped"] == 3
     with pytest.raises(ValueError, match='index="sidecar" applies to shards at URLs'):
         fastq.sources.TFRecord(str(tmp_path / "out-tfrecord" / names[0].replace(".tar", ".tfrecord")),
                                index="sidecar")

@@ -8,7 +8,7 @@ from fastq.prepare import DEFAULT_INTERVAL, DEFAULT_QUALITY, DEFAULT_SHARD_SIZE,
 __all__ = ["ARGS"]
 
 ARGS = [  # the arguments of `fastq prepare`: (names, add_argument kwargs), as arg() makes them
-    (("src",), dict(help="source folder (local)")),
+    (("src",), dict(help="source folder; with --format tfrecord|tar also a URL prefix (s3://bucket/train)")),
     (("dst",), dict(help="destination folder (created; same tree); with --format tfrecord|tar also a URL "
                          "(s3://bucket/prefix, gs://, az://): shards are uploaded, TFRecord ones with a "
                          "sidecar <shard>.idx (docs/cloud.md)")),
