@@ -29,6 +29,7 @@ import mmap
 import os
 import random
 import threading
+import time
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -274,6 +275,12 @@ class Fetcher:
     def _poll_loop(self):
         while not self.stopping:
             dem, tok = self.spans.poll(50)
+            if tok and not dem and len(tok) < 32:
+                # only buffers to free: gather a few ms of them into one wake-up of the loop
+                # (a demand, which a worker waits on, is forwarded at once)
+                time.sleep(0.002)
+                more_dem, more_tok = self.spans.poll(0)
+                dem, tok = more_dem, tok + more_tok
             if (dem or tok) and not self.stopping:
                 try:
                     self.loop.call_soon_threadsafe(self._on_poll, dem, tok)
