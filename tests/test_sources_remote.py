@@ -110,6 +110,39 @@ def test_fetched_buffer_is_lent_without_copy():
     assert sp.stats()["entries"] == 0
 
 
+
+def test_a_demand_met_before_the_fetcher_takes_it_is_dropped():
+    """A worker that waited for bytes which then arrived leaves no demand behind (else the
+    fetcher would fetch them a second time)."""
+    import threading
+    import time
+    from fastq import _image
+    sp = _image.Spans(2, 4)
+    got = {}
+    t = threading.Thread(target=lambda: got.setdefault("v", sp.get(2, 1, 100, 10)))
+    t.start()
+    time.sleep(0.2)  # the get waits: its demand is queued
+    buf = np.arange(1000, dtype=np.uint8)
+    sp.put(1, 100, buf, False, 7, [2])
+    t.join(5)
+    assert got["v"] == (buf.ctypes.data, 10)
+    assert sp.poll(0) == ([], [])  # met: not handed to the fetcher
+    def interrupted_get():
+        with pytest.raises(errors.SupersededIterationError, match="remote read interrupted"):
+            sp.get(3, 0, 0, 5)
+        got["interrupted"] = True
+    t = threading.Thread(target=interrupted_get)
+    t.start()
+    for _ in range(50):  # an unmet demand is handed over
+        dem, _tok = sp.poll(100)
+        if dem:
+            break
+    assert dem == [3]
+    sp.interrupt()
+    t.join(5)
+    assert got.get("interrupted")
+    sp.reset()
+
 FAST = dict(backoff_s=0.01, max_backoff_s=0.05)
 
 

@@ -384,10 +384,16 @@ int fq_spans_poll(fq_spans *s, int timeout_ms, int64_t *dem, int max_dem, int *n
     s->n_tok -= nt;
     *n_tok = nt;
     if (s->n_tok == 0) { /* demands only after every queued token (see the header) */
-        int nd = s->n_dem < max_dem ? s->n_dem : max_dem;
-        memcpy(dem, s->dem, (size_t)nd * sizeof *dem);
-        memmove(s->dem, s->dem + nd, (size_t)(s->n_dem - nd) * sizeof *dem);
-        s->n_dem -= nd;
+        /* a demand met since it was queued (its sample found its bytes: demanded[] was
+         * cleared) is stale: dropped, or the fetcher would fetch those bytes again */
+        int taken = 0, nd = 0;
+        while (taken < s->n_dem && nd < max_dem) {
+            const int64_t i = s->dem[taken++];
+            if (s->demanded[i])
+                dem[nd++] = i;
+        }
+        memmove(s->dem, s->dem + taken, (size_t)(s->n_dem - taken) * sizeof *dem);
+        s->n_dem -= taken;
         *n_dem = nd;
     }
     pthread_mutex_unlock(&s->mu);

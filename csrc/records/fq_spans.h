@@ -20,7 +20,8 @@
  * Demands.  A get that finds no entry posts the sample index as a demand (once
  * per wait) and waits.  The fetcher decides what a demand means (a planned
  * request to bring forward, one in flight to wait for, or a new single-sample
- * request for a sample read again, e.g. a skip replacement).
+ * request for a sample read again, e.g. a skip replacement).  A demand met
+ * before the fetcher takes it (the bytes arrived meanwhile) is dropped.
  *
  * Failures.  fq_spans_fail() stores a failing range with the same claim rule:
  * a get covered by it returns FQ_E_IO with its message (which names the URL).
