@@ -379,8 +379,10 @@ int fq_spans_poll(fq_spans *s, int timeout_ms, int64_t *dem, int max_dem, int *n
         pthread_cond_timedwait(&s->cv_poll, &s->mu, &ts); /* timeout or wake-up: either way, take what is queued */
     }
     int nt = s->n_tok < max_tok ? s->n_tok : max_tok;
-    memcpy(tok, s->tok, (size_t)nt * sizeof *tok);
-    memmove(s->tok, s->tok + nt, (size_t)(s->n_tok - nt) * sizeof *tok);
+    if (nt > 0) { /* (s->tok is NULL until the first token: no memcpy from it) */
+        memcpy(tok, s->tok, (size_t)nt * sizeof *tok);
+        memmove(s->tok, s->tok + nt, (size_t)(s->n_tok - nt) * sizeof *tok);
+    }
     s->n_tok -= nt;
     *n_tok = nt;
     if (s->n_tok == 0) { /* demands only after every queued token (see the header) */
@@ -392,7 +394,8 @@ int fq_spans_poll(fq_spans *s, int timeout_ms, int64_t *dem, int max_dem, int *n
             if (s->demanded[i])
                 dem[nd++] = i;
         }
-        memmove(s->dem, s->dem + taken, (size_t)(s->n_dem - taken) * sizeof *dem);
+        if (taken > 0)
+            memmove(s->dem, s->dem + taken, (size_t)(s->n_dem - taken) * sizeof *dem);
         s->n_dem -= taken;
         *n_dem = nd;
     }

@@ -31,3 +31,11 @@ $CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc $RA -o "$out/test_readahea
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$out/test_readahead_asan"
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=thread -Icsrc $RA -o "$out/test_readahead_tsan" -pthread
 TSAN_OPTIONS=halt_on_error=1 "$out/test_readahead_tsan"
+
+# The lending table of remote reads (a fetcher, readers, demands, failed ranges)
+# under ASan+UBSan and TSan.
+SP="csrc/tests/test_spans.c csrc/records/fq_spans.c $(echo csrc/core/*.c)"
+$CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc $SP -o "$out/test_spans_asan" -pthread
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$out/test_spans_asan"
+$CC -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=thread -Icsrc $SP -o "$out/test_spans_tsan" -pthread
+TSAN_OPTIONS=halt_on_error=1 "$out/test_spans_tsan"
