@@ -448,6 +448,9 @@ class Pipeline:
         if os.getpid() != self._pid:
             return
         self._state.close()
+        release = getattr(self._backend, "release", None)
+        if release is not None:
+            release()  # e.g. what a remote source fetched ahead for an epoch that will not come
         active, self._active = self._active, None
         if active is not None:
             active._drop_refs()  # a live epoch iterator must not keep the arena

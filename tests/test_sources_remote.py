@@ -492,6 +492,16 @@ def test_tfrecord_sidecar_index_next_to_the_shards(data, tfr, server, tmp_path):
         fastq.sources.TFRecord(shards, index=[s + ".idx" for s in shards])
 
 
+def test_close_drops_what_was_fetched_for_the_next_epoch(data, server):
+    p = fastq.Pipeline(fastq.sources.Files(urls(data), data["labels"]), batch_size=5, workers=2, ops=CHAIN)
+    for _ in p:
+        pass
+    fetcher = p._backend._run.fetcher
+    assert fetcher.carry_out and p.stats()["remote"]["bytes_held"] > 0
+    p.close()
+    assert not fetcher.carry_out and fetcher.carry_bytes == 0
+
+
 def test_next_epoch_prefetch_can_be_turned_off(data, server):
     src = fastq.sources.Files(urls(data), data["labels"], remote=fastq.sources.RemoteOptions(next_epoch_bytes=0))
     local, _ = run(fastq.sources.Files(data["jpegs"], data["labels"]))

@@ -503,6 +503,12 @@ class _RemoteBackend(_ImageBackend):
         self._run = RemoteRun(native, fetcher, self._spans, epoch)
         return self._run
 
+    def release(self):
+        """Drop what the last run fetched ahead for the next epoch (the pipeline closed)."""
+        if self._run is not None:
+            self._run.fetcher.carry_out = {}
+            self._run.fetcher.carry_bytes = 0
+
     def explain(self, epoch, index):
         run = self._run
         if run is not None and not run.fetcher.stopping:
