@@ -156,7 +156,7 @@ def test_tf_element_spec_and_kernel_refusal(jpegs):
         y = np.array(next(iter(q))[0])
     assert x.tobytes() == y[..., ::-1].tobytes()
     # the in-graph op: its channel_order attr, same bytes as the Pipeline's
-    from fastq import tf_ops
+    from fastq.tf import ops as tf_ops
     enc = tf.constant([open(p, "rb").read() for p in jpegs[:4]])
     idx = tf.constant([0, 1, 2, 3], tf.int64)
     chain = [O.RandomResizedCrop((9, 13)), O.HorizontalFlip(), NORM]

@@ -22,7 +22,7 @@ import tensorflow as tf  # noqa: E402
 import fastq  # noqa: E402
 import fastq.ops  # noqa: E402
 import fastq.tf as fqtf  # noqa: E402
-from fastq import _tf_native  # noqa: E402
+from fastq.tf import _native as _tf_native  # noqa: E402
 from fastq.bench import testdata  # noqa: E402
 
 pytestmark = pytest.mark.tf

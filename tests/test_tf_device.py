@@ -136,7 +136,7 @@ def test_to_device_eager_and_in_a_training_step(jpegs):
 
 
 def test_keras_normalize_layer_is_the_in_model_equivalent(jpegs):
-    from fastq import tf_ops
+    from fastq.tf import ops as tf_ops
     want = host_reference(jpegs, "float32", "NHWC")
     p = make(jpegs)
     layer = tf_ops.NormalizeLayer(MEAN, STD)

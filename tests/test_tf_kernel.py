@@ -1,4 +1,4 @@
-"""fastq.tf_ops: the native TensorFlow op FastqDecodeAugment.
+"""fastq.tf.ops: the native TensorFlow op FastqDecodeAugment.
 
 The reference for every image is a fastq Pipeline over the same encoded bytes (Bytes
 source, no shuffle): the op must give the Pipeline's sample for (seed, epoch, index)
@@ -25,7 +25,7 @@ import tensorflow as tf  # noqa: E402
 
 import fastq  # noqa: E402
 import fastq.ops as ops  # noqa: E402
-import fastq.tf_ops as fqt  # noqa: E402
+import fastq.tf.ops as fqt  # noqa: E402
 from fastq.bench import testdata  # noqa: E402
 
 N = 12
@@ -424,7 +424,7 @@ def test_library_loaded_without_binding_says_how_to_fix(op_module):
     code = textwrap.dedent(f"""
         import sys; sys.path.insert(0, {ROOT!r})
         import tensorflow as tf, fastq.ops as ops
-        mod = tf.load_op_library({fqt.library_path()!r})   # no fastq.tf_ops.load(): the C API is not bound
+        mod = tf.load_op_library({fqt.library_path()!r})   # no fastq.tf.ops.load(): the C API is not bound
         packed = ops.compile_ops([ops.CenterCrop(8)], dtype="uint8").packed_ops.tobytes()
         try:
             mod.fastq_decode_augment(tf.constant([b"x"]), tf.constant([0], tf.int64), 0, ops=packed, seed=0,
@@ -433,7 +433,7 @@ def test_library_loaded_without_binding_says_how_to_fix(op_module):
             print("ERR", e.message)
     """)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert "ERR" in r.stdout and "fastq.tf_ops.load()" in r.stdout, (r.stdout, r.stderr[-2000:])
+    assert "ERR" in r.stdout and "fastq.tf.ops.load()" in r.stdout, (r.stdout, r.stderr[-2000:])
 
 
 def test_build_py_ships_the_kernel_sources(tmp_path):

@@ -27,7 +27,7 @@ import tensorflow as tf  # noqa: E402
 import fastq  # noqa: E402
 import fastq.ops  # noqa: E402
 import fastq.tf as fqtf  # noqa: E402
-from fastq import _tf_native  # noqa: E402
+from fastq.tf import _native as _tf_native  # noqa: E402
 from fastq.bench import testdata  # noqa: E402
 from helpers.native_helpers import slot_addresses  # noqa: E402
 
@@ -399,7 +399,7 @@ def test_stall_is_a_tf_error_not_a_hang(jpegs):
 
 
 def test_fallback_when_the_kernel_cannot_be_built(jpegs, monkeypatch, caplog):
-    from fastq import tf_ops
+    from fastq.tf import ops as tf_ops
 
     def no_kernel():
         raise tf_ops.KernelBuildError("no C++ compiler found (test)")

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.tf, pytest.mark.slow]
 
 import tensorflow as tf  # noqa: E402,F401  (collected only where TensorFlow is installed)
 
-import fastq.tf_ops as fqt  # noqa: E402
+import fastq.tf.ops as fqt  # noqa: E402
 from fastq.bench import testdata  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -180,14 +180,14 @@ def test_worker_killed_mid_epoch_neither_hangs_nor_crashes(files, tmp_path):
     assert all(v == 1 for v in out["counts"].values())
     lost = len(paths) - len(out["counts"])
     assert 0 <= lost < len(paths) and len(out["counts"]) >= 3 * 4
-    # TF's client waits forever for the dead worker's task; fastq.serve.iterate ends the epoch
+    # TF's client waits forever for the dead worker's task; fastq.tf.serve.iterate ends the epoch
     assert out["error"] is None or out["error"].startswith("ServiceStalledError"), out["error"]
     print(f"worker killed after 3 batches: {len(out['counts'])} of {len(paths)} samples received, {lost} lost, "
           f"trainer done in {took:.0f} s")
 
 
 def test_iterate_bounds_a_stalled_stream_and_passes_errors_on():
-    from fastq.serve import ServiceStalledError, iterate
+    from fastq.tf.serve import ServiceStalledError, iterate
     release = threading.Event()
 
     def stalls():

@@ -178,7 +178,7 @@ def test_wheel_contents_are_clean(wheel):
             assert f"vendored/{lib}.LICENSE" in lic, (lib, lic)
         assert "Apache License" in z.read([n for n in names if n.endswith("vendored/opencv.LICENSE")][0]).decode()
         assert not [n for n in names if n.startswith("fastq.libs/")], "auditwheel grafted libraries"
-        # what fastq.tf_ops compiles against the user's TensorFlow
+        # what fastq.tf.ops compiles against the user's TensorFlow
         kernel = sorted(n[len("fastq/_tf_kernel/"):] for n in names
                         if n.startswith("fastq/_tf_kernel/") and not n.endswith("/"))
         assert kernel == ["core/fq_common.h", "core/fq_stage_times.h", "image/fq_batch_mix.h", "image/fq_batch_pad.h",

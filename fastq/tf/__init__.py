@@ -8,7 +8,7 @@
 How a batch reaches TensorFlow
 ------------------------------
 By default the dataset is the tf.data source op ``FastqDataset`` of fastq's
-TensorFlow kernel library (fastq/_tf_native.py, csrc/tf/fq_tf_dataset.cc; built
+TensorFlow kernel library (fastq/tf/_native.py, csrc/tf/fq_tf_dataset.cc; built
 against the installed TensorFlow at first use): its iterator takes each batch
 from the ring in C++ and returns tensors whose buffer is the slot (a refcounted
 TensorBuffer holding the slot's lease), with no Python and no GIL per batch.
@@ -80,8 +80,8 @@ from typing import Any, Callable, Optional, Tuple, Union
 
 import numpy as np
 
-from fastq import _tf_native
-from fastq._tf_native import _CLAIMS, ConcurrentIterationError
+from fastq.tf import _native
+from fastq.tf._native import _CLAIMS, ConcurrentIterationError
 from fastq.errors import PipelineClosedError
 from fastq.pipeline import Pipeline
 
@@ -285,8 +285,8 @@ def _cardinality(pipeline, cardinality):
 # -- uint8 on the wire, conversion on the device -------------------------------------
 
 def _conversion(normalize, dtype, layout, input_layout):
-    """The conversion asked for (fastq.convert.ConversionSpec), or None when there is none."""
-    from fastq.convert import ConversionSpec
+    """The conversion asked for (fastq.device.convert.ConversionSpec), or None when there is none."""
+    from fastq.device.convert import ConversionSpec
     spec = ConversionSpec(normalize, dtype, layout, input_layout, where="fastq.tf")
     if spec.layout == "channels_last":
         raise ValueError("fastq.tf: layout='channels_last' is PyTorch's memory format (an NCHW shape); TensorFlow "
@@ -298,7 +298,7 @@ def _convert_images(images, spec):
     """uint8 images -> the spec's layout and dtype, normalized as fastq's Normalize writes it
     (bit for bit: a gather from fastq.ops.normalize_table), on the device the ops run on."""
     tf = _tf()
-    from fastq import tf_ops
+    from fastq.tf import ops as tf_ops
     if spec.casts and images.dtype != tf.uint8:
         raise TypeError(f"fastq.tf: normalize/dtype on the device needs uint8 images, got {images.dtype.name}: "
                         f"build the Pipeline with dtype='uint8' and without ops.Normalize (the device does that)")
@@ -313,7 +313,7 @@ def _convert_images(images, spec):
 def to_device(batch: Any, device: Optional[str] = None, *, normalize: Any = None, dtype: Any = None,
               layout: Optional[str] = None, input_layout: str = "NHWC") -> Any:
     """A batch ``(images, ...)`` (or an images tensor) on `device`, its uint8 images
-    converted there (fastq.convert.ConversionSpec): ``normalize`` True (ImageNet),
+    converted there (fastq.device.convert.ConversionSpec): ``normalize`` True (ImageNet),
     ``(mean, std)`` on the 0..1 scale or an ``ops.Normalize`` - the result equals the
     Pipeline's Normalize bit for bit; ``dtype`` float32 (the default when normalizing),
     bfloat16, float16 (without ``normalize``: ``x / 255``, as a Pipeline without Normalize
@@ -349,14 +349,14 @@ def _native_dataset(pipeline, spec, n, native):
         why = "native=False"
     if native is not False:
         try:
-            return _tf_native.dataset(pipeline, spec, n), {"feed": "native", "op": "FastqDataset"}
+            return _native.dataset(pipeline, spec, n), {"feed": "native", "op": "FastqDataset"}
         except Exception as e:  # noqa: BLE001 - any reason: the from_generator feed still works
             if native is True:
                 raise
             why = f"{type(e).__name__}: {e}"
             if why not in _LOGGED_REASONS:  # once per reason and process
                 _LOGGED_REASONS.add(why)
-                _tf_native.log.warning("fastq.tf.dataset: using the from_generator feed (a Python callback per "
+                _native.log.warning("fastq.tf.dataset: using the from_generator feed (a Python callback per "
                                        "batch; its iterators cannot be saved by tf.train.Checkpoint) instead of "
                                        "the native op: %s", why)
     return None, {"feed": "from_generator", "reason": why}
@@ -386,7 +386,7 @@ def dataset(pipeline: Pipeline, *, device: Optional[str] = None, device_buffer_s
         uint8 on the wire, conversion on the device: the images (uint8: a
         Pipeline with ``dtype="uint8"`` and no Normalize) are copied to
         `device` as they are, then converted there by :func:`to_device`'s
-        ops (fastq.convert.ConversionSpec: ``normalize`` True / (mean, std) /
+        ops (fastq.device.convert.ConversionSpec: ``normalize`` True / (mean, std) /
         ``ops.Normalize``, equal to the Pipeline's Normalize bit for bit;
         ``dtype`` float32 / bfloat16 / float16; ``layout`` NHWC / NCHW).  The
         dataset ends with
@@ -669,9 +669,9 @@ _LAZY: dict = {}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "ops":  # fastq.tf.ops: the native TensorFlow op (fastq/tf_ops.py)
-        from fastq import tf_ops
-        return tf_ops
+    if name == "ops":  # the submodule fastq.tf.ops (the native TensorFlow op), imported on first use
+        import importlib
+        return importlib.import_module(__name__ + ".ops")
     # keras is imported only when EpochSync is used
     if name == "EpochSync":
         if name not in _LAZY:

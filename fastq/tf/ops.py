@@ -1,6 +1,6 @@
 """A native TensorFlow op that runs fastq's decode + op chain inside the TF graph.
 
-    import fastq.ops as ops, fastq.tf_ops as fqt     # also reachable as fastq.tf.ops
+    import fastq.ops as ops, fastq.tf.ops as fqt
     chain = [ops.RandomResizedCrop(224), ops.HorizontalFlip()]
     ds = (tf.data.Dataset.from_tensor_slices((paths, tf.range(n, dtype=tf.int64)))
           .batch(64, drop_remainder=True)
@@ -26,7 +26,7 @@ The kernel library is tied to TensorFlow's C++ ABI, so it is compiled on this ma
 at first use (:func:`load`), against the installed TensorFlow's headers with
 ``tf.sysconfig.get_compile_flags()/get_link_flags()``, and cached under
 :func:`cache_dir` in a folder keyed by the TF version, the flags, the compiler and a
-hash of the sources (takes ~20-60 s once; ``python -m fastq.tf_ops`` builds it ahead
+hash of the sources (takes ~20-60 s once; ``python -m fastq.tf.ops`` builds it ahead
 of time).  It needs a C++17 compiler (``$CXX``, else ``g++`` or ``c++``) and TF's
 headers (in the pip wheel); without them :func:`load` raises
 :class:`KernelBuildError` naming the TF version, and the rest of fastq is unaffected.
@@ -93,8 +93,8 @@ def _source_files():
     """{path under csrc/: file} of the kernel source and the headers it includes: the copy
     an installed package carries (fastq/_tf_kernel/, the csrc/ tree kept), else a
     checkout's csrc/.  The kernel is compiled with -I at the root of that tree."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    roots = [os.path.join(here, "_tf_kernel"), os.path.join(os.path.dirname(here), "csrc")]
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fastq/ (this file is fastq/tf/ops.py)
+    roots = [os.path.join(pkg, "_tf_kernel"), os.path.join(os.path.dirname(pkg), "csrc")]
     for root in roots:
         found = {n: os.path.join(root, n) for n in _FILES}
         if all(os.path.isfile(p) for p in found.values()):
@@ -439,16 +439,16 @@ def __getattr__(name: str) -> Any:
 
 
 def _main(argv=None) -> int:
-    """``python -m fastq.tf_ops``: build (or find) the kernel for the installed TF."""
+    """``python -m fastq.tf.ops``: build (or find) the kernel for the installed TF."""
     import argparse
-    p = argparse.ArgumentParser(prog="python -m fastq.tf_ops", description=_main.__doc__)
+    p = argparse.ArgumentParser(prog="python -m fastq.tf.ops", description=_main.__doc__)
     p.add_argument("--force", action="store_true", help="rebuild even if cached")
     a = p.parse_args(argv)
     try:
         path = build(force=a.force, verbose=True)
         load()
     except KernelBuildError as e:
-        print(f"fastq.tf_ops: error: {e}", file=sys.stderr)
+        print(f"fastq.tf.ops: error: {e}", file=sys.stderr)
         return 1
     print(path)
     return 0

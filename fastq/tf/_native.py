@@ -1,7 +1,7 @@
 """fastq.tf.dataset's native feed: the tf.data source op ``FastqDataset``.
 
 The op (csrc/tf/fq_tf_dataset.cc, built into fastq's TensorFlow kernel library by
-fastq.tf_ops) reads a Pipeline's ring in C++: per batch it takes the next slot of its epoch,
+fastq.tf.ops) reads a Pipeline's ring in C++: per batch it takes the next slot of its epoch,
 applies what the Python consumer applies (MixUp/CutMix, pad="batch" repacking) and returns
 tensors that alias the slot through a refcounted TensorBuffer - no Python, no GIL, no copy.
 The slot goes back to the producers when the last tensor that views it is freed.
@@ -274,7 +274,7 @@ class _Feeds:
             raise PipelineClosedError(
                 "this FastqDataset was made by fastq.tf.dataset in another process: it reads a Pipeline of that "
                 "process (tf.data service workers and saved dataset graphs cannot run it; use "
-                "fastq.tf_ops.decode_augment_files or decode_augment there)")
+                "fastq.tf.ops.decode_augment_files or decode_augment there)")
         raise PipelineClosedError("the fastq Pipeline of this dataset was closed and garbage-collected")
 
 
@@ -463,7 +463,7 @@ def library():
     with _LIB_LOCK:
         if "lib" in _LIB:
             return _LIB["mod"], _LIB["lib"]
-        from fastq import tf_ops
+        from fastq.tf import ops as tf_ops
         mod = tf_ops.load()
         lib = tf_ops._LOADED["lib"]
         n = len(_layout())

@@ -4,9 +4,9 @@
     fastq serve-worker --dispatcher dispatcher-host:5050 --port 5051 --advertise this-host
 
 A worker runs the dataset graphs that trainers send it.  A graph that contains
-``FastqDecodeAugment`` (:func:`fastq.tf_ops.decode_augment`, :func:`~fastq.tf_ops.decode_augment_files`) needs the op registered
+``FastqDecodeAugment`` (:func:`fastq.tf.ops.decode_augment`, :func:`~fastq.tf.ops.decode_augment_files`) needs the op registered
 in the worker's process, which is what ``serve-worker`` does first (it builds the
-kernel for the worker's TensorFlow at first use; see fastq.tf_ops).  A plain
+kernel for the worker's TensorFlow at first use; see fastq.tf.ops).  A plain
 ``tf.data.experimental.service.WorkerServer`` without it fails every such job with
 ``Op type not registered 'FastqDecodeAugment'``.  The dispatcher needs the op too
 for DYNAMIC sharding (``distributed_epoch``): it builds the dataset graph to make the
@@ -118,7 +118,7 @@ def start_dispatcher(port: int = 0, *, work_dir: Optional[str] = None, fault_tol
     ``load_op``: register fastq's op in this process (needed for DYNAMIC sharding);
     a failure to build it is a warning, not an error."""
     if load_op:
-        from fastq import tf_ops
+        from fastq.tf import ops as tf_ops
         try:
             tf_ops.load()
         except tf_ops.KernelBuildError as e:
@@ -142,9 +142,9 @@ def start_worker(dispatcher: str, port: int = 0, *, advertise: str = "localhost"
     without ``grpc://``), listening on `port` (0: any free port) and telling the
     dispatcher (and so the trainers) to reach it at ``<advertise>:<port>``: on a real
     cluster pass this host's name or IP address.  ``load_op``: register fastq's op in
-    this process first (:func:`fastq.tf_ops.load`)."""
+    this process first (:func:`fastq.tf.ops.load`)."""
     if load_op:
-        from fastq import tf_ops
+        from fastq.tf import ops as tf_ops
         tf_ops.load()
     import tensorflow as tf
     address = dispatcher.split("://", 1)[-1]
@@ -276,7 +276,7 @@ def cmd_worker(a) -> int:
         print(f"fastq serve-worker: error: --dispatcher must be HOST:PORT, got {a.dispatcher!r}", file=sys.stderr)
         return 2
     _watchdog(a.timeout)
-    from fastq.tf_ops import KernelBuildError
+    from fastq.tf.ops import KernelBuildError
     try:
         server = start_worker(a.dispatcher, a.port, advertise=a.advertise, heartbeat_ms=a.heartbeat_ms)
     except KernelBuildError as e:
