@@ -5,7 +5,7 @@
 # the C core's stress tests under AddressSanitizer+UBSan and ThreadSanitizer, the
 # readers' and the decoder's bounded fuzzers, an ASan+UBSan build of the extensions
 # running the ring/pipeline/decode tests, then the pytest suite.  The suite runs against the in-place build, and
-# tests/test_wheel.py installs the wheel (FASTQ_WHEEL) into a fresh venv and tests it
+# tests/wheel/test_wheel.py installs the wheel (FASTQ_WHEEL) into a fresh venv and tests it
 # there, as users get it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

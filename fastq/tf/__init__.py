@@ -14,7 +14,7 @@ from the ring in C++ and returns tensors whose buffer is the slot (a refcounted
 TensorBuffer holding the slot's lease), with no Python and no GIL per batch.
 Python runs once per epoch, to start and end the epoch's producers.  No byte is
 copied between the native worker that wrote the batch and the tensor
-TensorFlow reads (tests/test_tf.py and tests/test_tf_native.py check the
+TensorFlow reads (tests/tf/test_tf.py and tests/tf/test_tf_native.py check the
 addresses).
 
 Where the kernel cannot be built (no compiler, no TF headers) the dataset is

@@ -1,4 +1,4 @@
-"""A tf.data service trainer for tests/test_tf_service.py, run as its own process (so a
+"""A tf.data service trainer for tests/tf/test_tf_service.py, run as its own process (so a
 hang is bounded by the test's subprocess timeout and a crash cannot take pytest down).
 
     python tests/tf_service_scenario.py MODE DISPATCHER FILES_JSON [--kill-pid PID --kill-after K]
