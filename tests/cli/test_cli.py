@@ -10,7 +10,6 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
 
 import cv2
 import numpy as np
@@ -23,15 +22,7 @@ from fastq.bench import testdata
 from fastq.cli import CliError
 from fastq.cli.show import BOX_COLOR, parse_ops
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(fastq.__file__)))
-
-
-def run_cli(*args, timeout=900):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return subprocess.run([sys.executable, "-m", "fastq", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+from helpers.cli_runner import installed, run_cli  # noqa: I100
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +31,6 @@ def jpeg_dir(tmp_path_factory):
     testdata.make_jpeg_dataset(str(d / "a"), 40, seed=5, min_side=200, max_side=420)
     testdata.make_jpeg_dataset(str(d / "b" / "c"), 30, seed=6, min_side=200, max_side=420)
     return str(d)
-
-
-def installed(*mods):
-    return all(importlib.util.find_spec(m) is not None for m in mods)
 
 
 def nonwhite_fraction(img):

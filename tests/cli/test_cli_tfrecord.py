@@ -13,7 +13,7 @@ from fastq.bench import testdata
 from fastq.bench.data import PyRecords, TFRecordData
 from fastq.records import parse_example
 
-from test_cli import installed, run_cli
+from helpers.cli_runner import installed, run_cli
 
 import tensorflow as tf  # noqa: E402  (the shards are written and parsed with TF, the reference)
 

@@ -7,7 +7,7 @@ import pytest
 
 import tensorflow  # noqa: E402,F401  (a test requirement: requirements-dev.txt)
 
-pytestmark = pytest.mark.tf
+pytestmark = [pytest.mark.tf, pytest.mark.slow]  # each test runs an example end to end (6-9 s each, 43 s in all)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

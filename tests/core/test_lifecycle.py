@@ -113,7 +113,7 @@ def test_close_gives_the_arena_back_even_when_malloc_would_keep_it():
         M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
         assert libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1
         assert libc.mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1
-        sys.path.insert(0, {os.path.join(ROOT, "tests")!r})
+        sys.path.insert(0, {os.path.join(ROOT, "tests", "core")!r})
         from test_lifecycle import arena_resident
         print(*arena_resident())
     """)

@@ -15,6 +15,7 @@ pytestmark = [pytest.mark.torch, pytest.mark.jax]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.mark.slow  # a pytest process that imports torch and JAX (8 s)
 def test_torch_and_jax_dlpack_cases():
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu")
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")

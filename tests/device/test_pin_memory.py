@@ -92,7 +92,8 @@ def test_pin_takes_a_ring_object_and_pins_it_once(fake_cudart, tmp_path):
     log = tmp_path / "log.txt"
     res = run_py("""
         import numpy as np
-        from fastq import _core, cuda
+        from fastq import _core
+        from fastq.device import cuda
         cu = cuda._load()
         for bad in (12345, None, "ring"):
             try:

@@ -608,6 +608,7 @@ def test_device_loader_repeat_streams_epochs_back_to_back():
         assert not [t for t in threading.enumerate() if t.name == "fastq-torch-loader" and t.is_alive()]
 
 
+@pytest.mark.slow  # runs scripts/gpu_check.py's training section (5 s)
 def test_gpu_check_training_section_runs_on_the_cpu(tmp_path, monkeypatch):
     """scripts/gpu_check.py's training section cannot run here for real (no GPU); run its
     code path on the CPU, tiny, so that the one GPU run a session may get does not die on

@@ -161,7 +161,7 @@ def test_a_pending_flip_is_done_before_a_geometric_op_and_commutes_with_pixel_op
 
 
 def test_draws_follow_the_reference_generator():
-    from test_golden import RefRng
+    from helpers.golden_ref import RefRng
     img = PHOTOS[4][1]
     for index in range(40):
         _, rec = run_op(O.Rotate((-30, 30), p=0.6), img, index=index, seed=9)
@@ -251,7 +251,7 @@ def test_gamma_matches_torchvision(gamma, gain):
 
 
 def test_cutout_matches_tf_model_garden():
-    from test_golden import RefRng
+    from helpers.golden_ref import RefRng
     for name, img in PHOTOS:
         H, W = img.shape[:2]
         for index in range(6):
@@ -272,7 +272,7 @@ def test_cutout_matches_tf_model_garden():
 
 def test_lighting_matches_tensorpack():
     ia = pytest.importorskip("tensorpack.dataflow.imgaug", reason="tensorpack is the reference for Lighting")
-    from test_golden import RefRng
+    from helpers.golden_ref import RefRng
     ref = ia.Lighting(0.1, eigval=np.asarray(O.LIGHTING_EIGVAL), eigvec=np.asarray(O.LIGHTING_EIGVEC, "float32"))
     for name, img in PHOTOS:
         for index in range(4):

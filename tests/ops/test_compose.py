@@ -184,7 +184,7 @@ def test_the_order_drawn_is_the_order_run():
 # ---- draws: the reference generator; frequencies ----------------------------------------
 
 def test_draws_follow_the_reference_generator_and_skipped_children_draw_nothing():
-    from test_golden import RefRng
+    from helpers.golden_ref import RefRng
     chain = [O.RandomApply([O.Invert(0.5), O.Brightness((0.5, 1.5))], p=0.6),
              O.RandomChoice([O.Equalize(0.5), O.Invert(0.5), O.Posterize(3, 0.5)], p=[0.2, 0.3, 0.5]),
              O.RandomOrder([O.Invert(0.5), O.Equalize(0.5), O.AutoContrast(0.5)]), O.Invert(0.5)]

@@ -213,7 +213,7 @@ SIGNED = {"ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness"
 def _ref_policy_draws(kind, seed, epoch, index, h, w):
     """Independent replay of the documented draws (docs/ops.md "Policies") with the reference
     generator of tests/image/test_golden.py and torchvision's own magnitude tables."""
-    from test_golden import RefRng
+    from helpers.golden_ref import RefRng
     r = RefRng(seed, epoch, index)
     out = []
 
@@ -245,7 +245,7 @@ def _ref_policy_draws(kind, seed, epoch, index, h, w):
 
 @pytest.mark.parametrize("kind", ["RandAugment", "TrivialAugmentWide", "AutoAugment"])
 def test_policy_draws_are_frozen_and_match_an_independent_replay(kind):
-    from test_golden import GOLDEN
+    from helpers.golden_ref import GOLDEN
     frozen = GOLDEN["policy_draws"][kind]
     rng = np.random.default_rng(11)
     img = rng.integers(0, 256, (50, 70, 3), dtype=np.uint8)

@@ -19,7 +19,7 @@ from fastq import ops
 from fastq.bench import testdata
 from fastq.records import encode_example, tfrecord_frame
 
-from test_cli import ROOT, run_cli
+from helpers.cli_runner import ROOT, run_cli
 
 pytestmark = pytest.mark.tf
 

@@ -31,7 +31,7 @@ import fastq.ops as O
 from fastq import _image
 from fastq import targets as T
 from fastq.sources import Arrays
-from test_golden import RefRng
+from helpers.golden_ref import RefRng
 from helpers.determinism import rows_by_index  # noqa: I100
 
 N = 24

@@ -25,7 +25,7 @@ import fastq.tensorpack as ftp
 from fastq import _image
 from fastq import ops as O
 from fastq.bench import testdata
-from test_golden import RefRng
+from helpers.golden_ref import RefRng
 
 M64 = (1 << 64) - 1
 
