@@ -28,11 +28,12 @@ if [ "${1:-}" = "--quick" ]; then
     t1=$(date +%s)
     echo "== quick: pytest -m \"not slow\" (build took $((t1 - t0)) s)"
     set +e
-    $PY -m pytest -q -p no:cacheprovider tests -m "not slow" "$@" | tee /dev/stderr | tail -1 > "${TMPDIR:-/tmp}/fastq_quick_$$.txt"
+    log=$(mktemp)
+    $PY -m pytest -q -p no:cacheprovider tests -m "not slow" "$@" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     set -e
     t2=$(date +%s)
-    summary=$(cat "${TMPDIR:-/tmp}/fastq_quick_$$.txt"); rm -f "${TMPDIR:-/tmp}/fastq_quick_$$.txt"
+    summary=$(tail -1 "$log"); rm -f "$log"
     if [ $rc -eq 0 ]; then verdict=PASSED; elif [ $rc -eq 5 ]; then verdict="FAILED (no tests collected)"; rc=1; else verdict=FAILED; fi
     echo "== test.sh --quick: $verdict in $((t2 - t0)) s (build $((t1 - t0)) s, tests $((t2 - t1)) s): ${summary//=/}"
     echo "   the slow tests, the wheel, sanitizers and fuzzers: bash scripts/test.sh"
