@@ -162,11 +162,11 @@ CXX_FLAGS = FLAGS + ["-std=c++17"]
 CYTHON_FLAGS = CXX_FLAGS + ["-Wno-unused-function", "-Wno-unused-parameter",
                             "-Wno-missing-field-initializers", "-Wno-unreachable-code"]
 # fastq._image also exports fastq_capi_v1 (csrc/image/fq_capi.h): the image C API as one
-# versioned table, for the TensorFlow kernel that fastq.tf_ops builds at first use;
+# versioned table, for the TensorFlow kernel that fastq.tf.ops builds at first use;
 # fastq._core exports fastq_ring_capi_v1 (csrc/ring/fq_ring_capi.h), the ring's consumer
 # side, for the kernel's dataset op (fastq.tf.dataset).
 EXPORTS_MAP = "{ global: PyInit_*; fastq_capi_v1; fastq_ring_capi_v1; local: *; };\n"
-# What fastq.tf_ops compiles against the installed TensorFlow, as paths under csrc/: shipped
+# What fastq.tf.ops compiles against the installed TensorFlow, as paths under csrc/: shipped
 # in the package as fastq/_tf_kernel/<same path> (BuildPy), read from csrc/ in a checkout.
 # C headers users compile against, installed flat in fastq/include/ (fastq.get_include())
 PUBLIC_HEADERS = ["image/fastq_custom_op.h"]
@@ -314,7 +314,7 @@ def _config():
 
 class BuildPy(build_py):
     """Also copies the TensorFlow kernel's source and the C headers it includes into the
-    package (fastq/_tf_kernel/, the csrc/ tree kept), where fastq.tf_ops finds them in an
+    package (fastq/_tf_kernel/, the csrc/ tree kept), where fastq.tf.ops finds them in an
     installed wheel."""
 
     def run(self):

@@ -27,7 +27,7 @@ For each set it reports:
 
 Usage: python benchmarks/bench_hires.py [--images 60] [--max-side 512,1024]
        [--quality 90] [--passes 3] [--crops 8] [--data-dir DIR] [--json out.json]
-Tiny (tests/test_benchmarks.py): --images 3 --passes 1 --crops 2 --min-width 300 --max-width 400
+Tiny (tests/bench/test_benchmarks.py): --images 3 --passes 1 --crops 2 --min-width 300 --max-width 400
 """
 import argparse
 import json

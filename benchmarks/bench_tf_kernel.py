@@ -1,4 +1,4 @@
-"""fastq's TensorFlow op (fastq.tf_ops.decode_augment[_files]) in Dataset.map vs fastq.tf.dataset
+"""fastq's TensorFlow op (fastq.tf.ops.decode_augment[_files]) in Dataset.map vs fastq.tf.dataset
 vs tf.data native ops, in one run, on the reference task; and the cost of serving
 batches through tf.data service on localhost.
 
@@ -63,7 +63,7 @@ def chain(size, normalize=True):
 def kernel_dataset(tf, paths, size, batch, *, uint8=False, epoch=0, parallel=2, files=False):
     """The op path; files=True: decode_augment_files on batches of paths, else read_file
     per image, batch, decode_augment."""
-    import fastq.tf_ops as fqt
+    import fastq.tf.ops as fqt
     n = len(paths)
     ds = tf.data.Dataset.from_tensor_slices((tf.constant(paths), tf.range(n, dtype=tf.int64)))
     if not files:
@@ -86,7 +86,7 @@ def tfdata_peer(paths, size, batch):
 def local(args, tf, paths):
     import fastq
     import fastq.tf as fqtf
-    import fastq.tf_ops as fqt
+    import fastq.tf.ops as fqt
     size, batch = args.size, args.batch_size
 
     kds = kernel_dataset(tf, paths, size, batch)
@@ -169,8 +169,8 @@ class Server:
 
 
 def service(args, tf, paths):
-    import fastq.tf_ops as fqt
-    from fastq.serve import iterate
+    import fastq.tf.ops as fqt
+    from fastq.tf.serve import iterate
     fqt.build()
     d = Server(["serve-dispatcher", "--port", "0"])
     workers = []
@@ -233,7 +233,7 @@ def main():
     else:
         paths = dataset_paths(args.images)
     import tensorflow as tf
-    import fastq.tf_ops as fqt
+    import fastq.tf.ops as fqt
     fqt.load()
     res = {"tensorflow": tf.__version__, "cores": cores(), "images": len(paths), "size": args.size,
            "batch": args.batch_size}

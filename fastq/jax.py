@@ -9,7 +9,7 @@
         state = train_step(state, x, y)
 
 :func:`device_put` is ``jax.device_put`` of each array of the batch, then (``normalize``,
-``dtype``, ``layout``: :class:`fastq.convert.ConversionSpec`) a jitted conversion of the
+``dtype``, ``layout``: :class:`fastq.device.convert.ConversionSpec`) a jitted conversion of the
 images on the device: a gather from fastq's Normalize table
 (:func:`fastq.ops.normalize_table`), so the values equal what ``ops.Normalize`` writes on
 the host, bit for bit, in float32, bfloat16 and float16.  A uint8 batch is a quarter of
@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fastq.convert import ConversionSpec
+from fastq.device.convert import ConversionSpec
 
 __all__ = ["device_put", "convert", "converter"]
 

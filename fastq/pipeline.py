@@ -338,7 +338,7 @@ class Pipeline:
         else:
             out.update({"queue_size": self.queue_size, "batch_size": self.batch_size})
         out.update(self._backend.stats())
-        if self._tf_feed:  # fastq.tf.dataset: which feed, and why (fastq/tf.py)
+        if self._tf_feed:  # fastq.tf.dataset: which feed, and why (fastq/tf/__init__.py)
             out["tf_feed"] = dict(self._tf_feed)
         prod = self._state.producers
         if prod is not None and hasattr(prod, "stats"):
@@ -488,7 +488,7 @@ class Pipeline:
         if self.pin_memory is False:
             self._pin_status = {"pinned": False, "pin_reason": "pin_memory=False"}
             return
-        from fastq import cuda
+        from fastq.device import cuda
         self._pin_status = cuda.pin_ring(ring, required=self.pin_memory is True)
 
     def __iter__(self) -> "_EpochIterator":

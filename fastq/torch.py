@@ -58,7 +58,7 @@ from typing import Any, Deque, Dict, Iterator, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from fastq.convert import ConversionSpec
+from fastq.device.convert import ConversionSpec
 
 __all__ = ["to_device", "DeviceCopier", "DeviceLoader", "Conversion", "convert"]
 
@@ -74,7 +74,7 @@ def _host_tensor(a: np.ndarray) -> "torch.Tensor":
 
 class Conversion(ConversionSpec):
     """What happens to the images (the batch's first array) on the device: see
-    :class:`fastq.convert.ConversionSpec` for normalize, dtype (a torch dtype or a name),
+    :class:`fastq.device.convert.ConversionSpec` for normalize, dtype (a torch dtype or a name),
     layout and input_layout.  Calling it converts a batch (:func:`convert`)."""
 
     def __init__(self, normalize: Any = None, dtype: Any = None, layout: Optional[str] = None,

@@ -91,16 +91,16 @@ rm "$T/tree/fastq/__init__.py"  # `import fastq` finds the aarch64 install (see 
 # host kernel cannot exec an arm64 binary: "Exec format error"), and those that need cv2
 # or tensorpack, which the sysroot does not have.
 (cd "$T/tree" && arm -m pytest -q -p no:cacheprovider \
-    tests/test_ring.py tests/test_held_batches.py tests/test_lifecycle.py tests/test_pipeline_iterable.py \
-    tests/test_error_codes.py tests/test_backend.py tests/test_golden.py tests/test_properties.py \
-    --deselect tests/test_lifecycle.py::test_fork_child_that_never_used_the_pipeline_exits_silently \
-    --deselect tests/test_lifecycle.py::test_close_gives_the_arena_back_even_when_malloc_would_keep_it \
-    --deselect tests/test_pipeline_iterable.py::test_interpreter_exit_with_a_running_pipeline_is_clean \
-    --deselect tests/test_properties.py::test_up_to_31_sample_dimensions_work \
-    --deselect tests/test_properties.py::test_more_than_32_sample_dimensions_raise_valueerror_not_crash \
-    --deselect tests/test_golden.py::test_jpeg_decode_plan_is_frozen \
-    --deselect tests/test_properties.py::test_mutated_images_decode_or_fail_cleanly_and_the_same_for_1_and_2_workers \
-    --deselect tests/test_properties.py::test_every_format_decodes_unmutated \
-    --deselect tests/test_pipeline_iterable.py::test_tensorpack_dataflow_as_source "$@")
+    tests/core/test_ring.py tests/core/test_held_batches.py tests/core/test_lifecycle.py tests/core/test_pipeline_iterable.py \
+    tests/core/test_error_codes.py tests/core/test_backend.py tests/image/test_golden.py tests/core/test_properties.py \
+    --deselect tests/core/test_lifecycle.py::test_fork_child_that_never_used_the_pipeline_exits_silently \
+    --deselect tests/core/test_lifecycle.py::test_close_gives_the_arena_back_even_when_malloc_would_keep_it \
+    --deselect tests/core/test_pipeline_iterable.py::test_interpreter_exit_with_a_running_pipeline_is_clean \
+    --deselect tests/core/test_properties.py::test_up_to_31_sample_dimensions_work \
+    --deselect tests/core/test_properties.py::test_more_than_32_sample_dimensions_raise_valueerror_not_crash \
+    --deselect tests/image/test_golden.py::test_jpeg_decode_plan_is_frozen \
+    --deselect tests/core/test_properties.py::test_mutated_images_decode_or_fail_cleanly_and_the_same_for_1_and_2_workers \
+    --deselect tests/core/test_properties.py::test_every_format_decodes_unmutated \
+    --deselect tests/core/test_pipeline_iterable.py::test_tensorpack_dataflow_as_source "$@")
 echo "   ($((SECONDS - t)) s)" >&2
 echo "== aarch64 leg done in $((SECONDS - T0)) s; batches bit-identical to x86-64: $([ $SAME = 0 ] && echo all || echo 'not all, see the table')" >&2

@@ -5,8 +5,8 @@
 #   PYTHON=/path/to/venv/bin/python scripts/test_installed.sh [pytest args]
 #
 # $PYTHON must have fastq installed and the test requirements (requirements-dev.txt
-# minus the build tools; torch and jax only for tests/test_dlpack.py, mypy only for
-# tests/test_typing.py) plus Cython and setuptools for step 1.
+# minus the build tools; torch and jax only for tests/device/test_dlpack.py, mypy only for
+# tests/core/test_typing.py) plus Cython and setuptools for step 1.
 #   1. scripts/build_testing_module.sh builds the test-only fastq._testing next to the
 #      installed package (the wheel never contains it);
 #   2. the checkout's tracked files are copied into a scratch tree without
@@ -15,7 +15,7 @@
 #      start with the tree on PYTHONPATH - finds the installed package (a directory
 #      without __init__.py is only a namespace-package candidate, and a regular package
 #      later on sys.path wins);
-#   3. pytest runs there with -m "not wheel" (tests/test_build.py and tests/test_wheel.py
+#   3. pytest runs there with -m "not wheel" (tests/wheel/test_build.py and tests/wheel/test_wheel.py
 #      build fastq from the checkout themselves; markers: pyproject.toml) and without
 #      the mypy run over the source tree (test_mypy_passes_on_the_package_and_examples:
 #      the normal suite runs it; the check that mypy catches misuse through the
@@ -46,4 +46,4 @@ cd "$T"
 got=$("$PY" -c 'import fastq; print(fastq.__file__)')
 [ "$got" = "$installed/__init__.py" ] || { echo "test_installed.sh: the tree shadows the install ($got)" >&2; exit 1; }
 PATH="$(dirname "$PY"):$PATH" "$PY" -m pytest -q -p no:cacheprovider tests -m "not wheel" \
-    --deselect tests/test_typing.py::test_mypy_passes_on_the_package_and_examples "$@"
+    --deselect tests/core/test_typing.py::test_mypy_passes_on_the_package_and_examples "$@"

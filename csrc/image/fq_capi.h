@@ -65,7 +65,7 @@ typedef struct fq_capi_v1 {
                      int h, int w, int c, const void *labels, int ltype, float *soft, void *tmp, fq_err *err);
     int (*batch_pad_compact)(void *block, int64_t n_planes, int cap_h, int cap_w, int h, int w, size_t px,
                              fq_err *err);
-    /* appended for the kernel's file mode (fastq.tf_ops.decode_augment_files): the FILES
+    /* appended for the kernel's file mode (fastq.tf.ops.decode_augment_files): the FILES
      * source's whole-file read (core/fq_io.h fq_read_file; *buf grows with realloc) and
      * the free() that matches it */
     int (*read_file)(const char *path, uint8_t **buf, size_t *cap, size_t *len, fq_err *err);

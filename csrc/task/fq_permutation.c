@@ -1,5 +1,5 @@
 /* fq_permutation.c - the epoch shuffle of fq_imgtask.h (moved out of fq_imgtask.c, which
- * is at the 600-line limit of tests/test_csrc_layout.py). */
+ * is at the 600-line limit of tests/core/test_csrc_layout.py). */
 #include "task/fq_imgtask.h"
 
 #include "core/fq_rng.h"

@@ -2,7 +2,7 @@
  * with leak detection: polygons through a resize + flip record, in a box, RLE, a label map at
  * pixel centres and OpenCV's legacy sampling, and every error path (each must free what it
  * allocated).  Exactness against pycocotools is
- * tests/test_instance_masks.py; this driver is for memory and undefined behaviour. */
+ * tests/targets/test_instance_masks.py; this driver is for memory and undefined behaviour. */
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -89,7 +89,7 @@ int main()
         CHECK(fq_tgt_rle(&ex, counts, 3, H, W, 2, out.data(), &err) == FQ_E_INVALID, "unknown sampling");
         /* a uint16 label map through the resize (+ flip): FQ_TGT_CENTER reads source pixel
          * min(floor((x + 0.5) * in / out), in - 1) in float32 (TF's nearest), FQ_TGT_LEGACY
-         * OpenCV's INTER_NEAREST; exactness against TF and the image: tests/test_mask_sampling.py */
+         * OpenCV's INTER_NEAREST; exactness against TF and the image: tests/targets/test_mask_sampling.py */
         std::vector<uint16_t> lab((size_t)H * W), got((size_t)OH * OW), legacy((size_t)OH * OW);
         for (size_t i = 0; i < lab.size(); i++)
             lab[i] = (uint16_t)(i * 2654435761u >> 7);

@@ -1,7 +1,7 @@
 /* test_rst.cpp - sanitizer driver for the restart-segment crop decode
  * (csrc/fq_image_rst.cpp), the lossless prepare (csrc/fq_image_prepare.cpp) and the SIMD
  * float32 write: JPEGs with restart intervals (4:2:0 and gray: Debian's OpenCV 4.6
- * cannot choose the sampling; tests/test_rst_decode.py covers 4:2:2 / 4:4:4) and
+ * cannot choose the sampling; tests/image/test_rst_decode.py covers 4:2:2 / 4:4:4) and
  * prepared files, every prefix (truncation) and random byte corruptions, segment
  * decoding on and off.  Intact files must give identical bytes both ways; broken ones
  * must fail cleanly or decode (never crash, never touch memory they do not own).

@@ -1,12 +1,12 @@
 /* fq_tf_dataset.h - the parts of the kernel library shared by its translation units (C++,
- * compiled against TensorFlow's headers only by fastq/tf_ops.py):
+ * compiled against TensorFlow's headers only by fastq/tf/ops.py):
  *
  *   fq_tf_kernel.cc   FastqDecodeAugment, the image table binding (fastq_tf_bind)
  *   fq_tf_feed.cc     the ring table binding, the Python callbacks, EpochReader
  *   fq_tf_dataset.cc  FastqDataset: op, dataset, iterator (state, checkpoints)
  *
  * Everything here has hidden visibility (the library is built with -fvisibility=hidden);
- * only the extern "C" fastq_tf_* entry points are exported, for fastq/tf_ops.py.
+ * only the extern "C" fastq_tf_* entry points are exported, for fastq/tf/ops.py.
  */
 #ifndef FQ_TF_DATASET_H
 #define FQ_TF_DATASET_H

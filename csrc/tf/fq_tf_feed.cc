@@ -1,5 +1,5 @@
 /* fq_tf_feed.cc - EpochReader (fq_tf_dataset.h): one pipeline epoch read from the ring in
- * C++ for FastqDataset, plus the library's entry points for that op (fastq/tf.py calls them
+ * C++ for FastqDataset, plus the library's entry points for that op (fastq/tf/__init__.py calls them
  * through ctypes): fastq_tf_bind_ring, fastq_tf_feed_set_callbacks, fastq_tf_feed_layout.  See
  * fq_tf_feed.h for the protocol with Python.
  *
@@ -122,7 +122,7 @@ absl::Status StatusFrom(int code, const char *msg)
 
 const char *const kNoPython =
     "fastq.tf.dataset: fastq's Python side is not available (the interpreter is exiting, or the kernel "
-    "library was loaded without fastq.tf_ops.load())";
+    "library was loaded without fastq.tf.ops.load())";
 
 }  // namespace
 
@@ -429,7 +429,7 @@ absl::Status EpochReader::Deliver(int slot, int n, std::vector<Tensor> *out)
     return absl::OkStatus();
 }
 
-/* ---- entry points for fastq/tf.py (ctypes) ---------------------------------------- */
+/* ---- entry points for fastq/tf/__init__.py (ctypes) ---------------------------------------- */
 
 /* Find fastq._core's ring table, as fastq_tf_bind finds fastq._image's image table. */
 extern "C" __attribute__((visibility("default"))) int fastq_tf_bind_ring(const char *core_so, char *msg,
@@ -458,7 +458,7 @@ extern "C" __attribute__((visibility("default"))) int fastq_tf_bind_ring(const c
         api->sizeof_fq_err != sizeof(fq_err) || api->max_blocks != FQ_RING_MAX_BLOCKS) {
         std::snprintf(msg, msglen, "fastq ring API mismatch between %s (abi %u, table %u bytes, fq_err %u) and the "
                       "kernel (abi %u, table %zu, fq_err %zu): the kernel cache is stale; delete it "
-                      "(fastq.tf_ops.cache_dir()) and load again", core_so, api->abi_version, api->struct_size,
+                      "(fastq.tf.ops.cache_dir()) and load again", core_so, api->abi_version, api->struct_size,
                       api->sizeof_fq_err, FQ_RING_CAPI_ABI_VERSION, sizeof(fq_ring_capi_v1), sizeof(fq_err));
         return -1;
     }

@@ -1,4 +1,4 @@
-/* fq_tf_feed.h - what passes between fastq's Python layer (fastq/tf.py) and the dataset op
+/* fq_tf_feed.h - what passes between fastq's Python layer (fastq/tf/__init__.py) and the dataset op
  * FastqDataset (fq_tf_dataset.cc) of the TensorFlow kernel library.
  *
  * The op reads a Pipeline's ring in C++: per batch it takes the next slot of its epoch's run
@@ -24,7 +24,7 @@
  * calls them.  fastq unsets them at interpreter exit; the kernel then ends epochs natively
  * (cancels the run) and refuses to begin new ones.
  *
- * Layout: plain C, fixed-size fields; fastq/tf.py mirrors it with ctypes and checks the
+ * Layout: plain C, fixed-size fields; fastq/tf/__init__.py mirrors it with ctypes and checks the
  * sizes and offsets the library reports (fastq_tf_feed_layout) before the first use.
  */
 #ifndef FQ_TF_FEED_H

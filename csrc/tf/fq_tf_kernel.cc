@@ -3,7 +3,7 @@
  * Dataset.map, tf.data service workers in other processes, Dataset.save/load, iterator
  * checkpoints).
  *
- * Built on the user's machine against the installed TensorFlow (fastq/tf_ops.py: the
+ * Built on the user's machine against the installed TensorFlow (fastq/tf/ops.py: the
  * compile flags of tf.sysconfig, a cache keyed by TF version + flags + sources), with TF's
  * headers and fastq's plain C headers only.  It reaches fastq's image code through the
  * versioned table of fq_capi.h, exported by the fastq._image extension module: the Python
@@ -73,7 +73,7 @@ std::atomic<const fq_capi_v1 *> g_capi{nullptr};
 
 const char *const kNotBound =
     "fastq's C API is not bound in this process: the FastqDecodeAugment kernel library was "
-    "loaded without fastq.tf_ops.load() (call fastq.tf_ops.load(), or import fastq.tf_ops, "
+    "loaded without fastq.tf.ops.load() (call fastq.tf.ops.load(), or import fastq.tf.ops, "
     "in every process that runs the op: trainer and tf.data service workers; "
     "`fastq serve-worker` does it)";
 
@@ -199,7 +199,7 @@ struct Batch {
 
 const fq_capi_v1 *fastq_tf_image_api() { return g_capi.load(std::memory_order_acquire); }
 
-/* Called once by fastq.tf_ops after tf.load_op_library (through ctypes): find the table
+/* Called once by fastq.tf.ops after tf.load_op_library (through ctypes): find the table
  * in the already loaded fastq._image module and check that it matches the headers this
  * library was compiled with.  0 on success; otherwise -1 and a message in msg. */
 extern "C" __attribute__((visibility("default"))) int fastq_tf_bind(const char *image_so, char *msg, size_t msglen)
@@ -229,7 +229,7 @@ extern "C" __attribute__((visibility("default"))) int fastq_tf_bind(const char *
         std::snprintf(msg, msglen,
                       "fastq C API mismatch between %s (abi %u, table %u bytes, fq_op %u, fq_err %u, format %u) "
                       "and the kernel (abi %u, table %zu, fq_op %zu, fq_err %zu, format %zu): the kernel cache is "
-                      "stale; delete it (fastq.tf_ops.cache_dir()) and load again",
+                      "stale; delete it (fastq.tf.ops.cache_dir()) and load again",
                       image_so, api->abi_version, api->struct_size, api->sizeof_fq_op, api->sizeof_fq_err,
                       api->sizeof_fq_img_format, FQ_CAPI_ABI_VERSION, sizeof(fq_capi_v1), sizeof(fq_op),
                       sizeof(fq_err), sizeof(fq_img_format));
@@ -282,8 +282,8 @@ REGISTER_OP("FastqDecodeAugment")
     })
     .Doc(R"doc(
 fastq's decode + op chain on a batch of encoded images (source "bytes", see
-fastq.tf_ops.decode_augment) or of image files it reads itself (source "files", input 0
-holds paths; see fastq.tf_ops.decode_augment_files).
+fastq.tf.ops.decode_augment) or of image files it reads itself (source "files", input 0
+holds paths; see fastq.tf.ops.decode_augment_files).
 Row r = the fastq Pipeline's sample for (seed, epoch, index[r]).
 )doc");
 

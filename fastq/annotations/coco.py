@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
-from fastq.annotations import SEG_NONE, SEG_POLYGONS, SEG_RLE, Annotations, _offsets, build
+from fastq.annotations._table import SEG_NONE, SEG_POLYGONS, SEG_RLE, Annotations, _offsets, build
 from fastq.annotations.rle import RleError, rle_from_object
 
 __all__ = ["load_coco", "CocoFormatError"]

@@ -13,7 +13,7 @@ One ``tf.train.Example`` per image with (``create_coco_tf_record.py``'s keys):
 =====================================  ===========================================
 
 :func:`encode_odapi_example` writes such an Example (no TensorFlow needed;
-byte-identical to TF's serializer, see tests/test_annotations.py);
+byte-identical to TF's serializer, see tests/targets/test_annotations.py);
 :func:`load_odapi` indexes shards once into an :class:`~fastq.annotations.Annotations`
 table (keys ``"<shard>:<record>"``, boxes converted to absolute pixels with the
 record's height and width, classes the label ids as stored).  It reads every record
@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
-from fastq.annotations import SEG_NONE, SEG_RLE, Annotations, _offsets, build
+from fastq.annotations._table import SEG_NONE, SEG_RLE, Annotations, _offsets, build
 from fastq.records import encode_example, parse_example
 
 __all__ = ["BBOX_KEYS", "CLASS_KEY", "CROWD_KEY", "MASK_KEY", "SEG_KEY", "encode_odapi_example", "load_odapi",

@@ -6,7 +6,7 @@ COCO's RLE: an h x w mask read in column-major order as alternating runs of 0s a
 character offset by 48, a continuation bit 0x20 and a sign bit 0x10 in the last
 group; runs from the third on are stored as the difference to the run two before
 (pycocotools' ``rleFrString``).  Decoding here is checked against pycocotools in
-tests/test_annotations.py.
+tests/targets/test_annotations.py.
 """
 import numpy as np
 

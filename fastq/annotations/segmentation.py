@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from fastq.annotations import Annotations, build
+from fastq.annotations._table import Annotations, build
 
 __all__ = ["segmentation_pairs", "read_label_map", "MissingMaskError", "LAYOUTS"]
 

@@ -107,7 +107,7 @@ def augment_chain(task):
                  ops.RandomErasing(p=0.25)]
         return chain, None
     if task.aug == "fbresnet":
-        # tensorpack parity (tests/test_tensorpack_parity.py); BGR output like tensorpack's
+        # tensorpack parity (tests/tensorpack/test_tensorpack_parity.py); BGR output like tensorpack's
         # (the task's `channels`)
         from fastq.tensorpack import fbresnet_augmentor
         return list(fbresnet_augmentor(task.size)), None

@@ -85,7 +85,7 @@ def collect_info():
     cpu["default_workers"] = sched.default_workers
     cpu["reserved_for_consumer"] = scheduling.format_cpus(sched.reserved)
     out["cpu"] = cpu
-    from fastq import cuda
+    from fastq.device import cuda
     cu = {"runtime_candidates": cuda.runtime_candidates()}
     cu["devices"] = 0
     try:

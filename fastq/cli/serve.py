@@ -1,7 +1,7 @@
 """``fastq serve-dispatcher`` / ``fastq serve-worker``: a tf.data service dispatcher or
-worker with fastq's TensorFlow op loaded (the code is :mod:`fastq.serve`, which imports
+worker with fastq's TensorFlow op loaded (the code is :mod:`fastq.tf.serve`, which imports
 TensorFlow only when a command runs)."""
-from fastq import serve
+from fastq.tf import serve
 from fastq.cli.base import arg, command
 
 command("serve-dispatcher", help=serve.DISPATCHER_HELP, description=serve.DISPATCHER_HELP,

@@ -118,7 +118,7 @@ class Op:
         """The C parameters of this op as a dict keyed by the field names of its C
         descriptor (``_image.OP_FIELDS[type(self).__name__]``: names and shapes, all
         float64); ``fastq._image.pack_ops`` fills ``fq_op`` by those descriptors
-        (tests/test_op_descriptors.py holds the two together)."""
+        (tests/ops/test_op_descriptors.py holds the two together)."""
         raise NotImplementedError
 
     def pack(self) -> Tuple[int, Tuple[Tuple[str, Any], ...]]:

@@ -131,7 +131,7 @@ def normalize_table(normalize: Optional["Normalize"] = None) -> np.ndarray:
     max_pixel_value), or ``v / 255`` without one, computed in float64 and rounded once
     to float32 exactly as csrc builds it.  float16 / bfloat16 outputs are this table
     rounded to nearest even.  Device-side conversions (fastq.torch, fastq.jax,
-    fastq.tf_ops.normalize) gather from it, so they equal the host's output bit for bit."""
+    fastq.tf.ops.normalize) gather from it, so they equal the host's output bit for bit."""
     v = np.arange(256, dtype=np.float64) / 255.0
     if normalize is None:
         return np.stack([v.astype(np.float32)] * 3)

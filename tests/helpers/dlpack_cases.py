@@ -3,7 +3,7 @@ the slot stays leased while the tensor lives and is not reused for another batch
 and goes back when the tensor is freed (issue 13).  torch and jax[cpu] from PyPI
 are test requirements (requirements-dev.txt).
 
-Run by tests/test_dlpack.py in a separate pytest process: JAX starts threads that
+Run by tests/device/test_dlpack.py in a separate pytest process: JAX starts threads that
 would make the suite's fork() tests unsafe in the same process."""
 import gc
 

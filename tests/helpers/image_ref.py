@@ -1,5 +1,5 @@
-"""Independent reference for the native image path, used by tests/test_ops.py and
-tests/test_decode.py: replays the parameters recorded in an explain dict with
+"""Independent reference for the native image path, used by tests/ops/test_ops.py and
+tests/image/test_decode.py: replays the parameters recorded in an explain dict with
 opencv-python (pip cv2, its own statically linked OpenCV and libjpeg-turbo) and numpy.
 
 Nothing here imports fastq's compiled code.  The reference flips immediately (the

@@ -1,10 +1,10 @@
-"""Independent references for masks resampled at pixel centres (tests/test_mask_sampling.py,
+"""Independent references for masks resampled at pixel centres (tests/targets/test_mask_sampling.py,
 test_targets.py, test_instance_masks.py, test_batch_pad.py): numpy only, no fastq.
 
 ``nearest_centre`` transcribes the arithmetic of TensorFlow's resize_nearest_neighbor with
 half_pixel_centers=True, which ``tf.image.resize(method="nearest")`` runs: in float32,
 scale = in / out and source index = min(floor((x + 0.5) * scale), in - 1).
-tests/test_mask_sampling.py checks it against TensorFlow itself, bit for bit.
+tests/targets/test_mask_sampling.py checks it against TensorFlow itself, bit for bit.
 """
 import numpy as np
 

@@ -19,7 +19,7 @@ Only the functions fastq's TFRandAugment / TFAutoAugment replay are copied (the 
 itself pulls heavy dependencies), with ``level_to_arg``, the lists of AutoAugment's
 image-only policies and RandAugment's ``available_ops`` (as module constants); nothing in
 the bodies is changed.  Used by
-tests/test_tf_policy.py as the independent reference (TF 2.21)."""
+tests/ops/test_tf_policy.py as the independent reference (TF 2.21)."""
 import math
 from typing import Any, List, Optional, Tuple, Union
 

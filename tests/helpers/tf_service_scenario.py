@@ -1,4 +1,4 @@
-"""A tf.data service trainer for tests/test_tf_service.py, run as its own process (so a
+"""A tf.data service trainer for tests/tf/test_tf_service.py, run as its own process (so a
 hang is bounded by the test's subprocess timeout and a crash cannot take pytest down).
 
     python tests/tf_service_scenario.py MODE DISPATCHER FILES_JSON [--kill-pid PID --kill-after K]
@@ -29,7 +29,7 @@ def chain():
 
 
 def make_dataset(tf, paths):
-    from fastq import tf_ops
+    from fastq.tf import ops as tf_ops
     n = len(paths)
     ds = tf.data.Dataset.from_tensor_slices((tf.constant(paths), tf.range(n, dtype=tf.int64)))
     ds = ds.map(lambda p, i: (tf.io.read_file(p), i))
@@ -67,7 +67,7 @@ def main():
     ds = ds.apply(tf.data.experimental.service.distribute(
         processing_mode=mode, service=a.dispatcher, job_name=f"fastq-test-{a.mode}-{os.getpid()}",
         compression=None if a.compression == "NONE" else a.compression))
-    from fastq.serve import ServiceStalledError, iterate
+    from fastq.tf.serve import ServiceStalledError, iterate
     counts, mismatch, elements, error, killed = {}, [], 0, None, False
     try:
         for images, index in iterate(ds, stall_timeout=a.stall_timeout):

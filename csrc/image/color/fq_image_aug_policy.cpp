@@ -48,7 +48,7 @@ bool has_magnitude(int o) { return o >= P_SHEAR_X && o <= P_SOLARIZE; }
 
 /* torch.linspace(start, end, steps)[i] in float32: from both ends, each value one
  * fused multiply-add (what torch's CPU kernel compiles to; checked against it for the
- * tables used here by tests/test_policies.py) */
+ * tables used here by tests/ops/test_policies.py) */
 float linspace_f(double start, double end, int steps, int i)
 {
     const float a = (float)start, b = (float)end;

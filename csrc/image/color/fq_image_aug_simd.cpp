@@ -8,7 +8,7 @@
  * then one rounding to float; round_even as the add / subtract of 1.5 * 2^23; floor; the
  * clamp and truncation), so each output byte equals the scalar one.  The integer parts
  * are exact by construction (Sharpness's round(s / 13) as a 16-bit multiply-high, checked
- * for every s the op can produce by a static_assert below).  tests/test_aug_simd.py
+ * for every s the op can produce by a static_assert below).  tests/image/test_aug_simd.py
  * compares the two forms (set_simd_write(False) turns these kernels off too).
  *
  * Runs when the CPU has AVX2 and the SIMD switch (fq_img_simd_write_set) is on; the

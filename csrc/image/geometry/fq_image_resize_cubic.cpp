@@ -27,7 +27,7 @@
  * the linked OpenCV is 4.6.0 with a 128-bit x86 baseline without FMA3 (Debian's and the wheel's
  * vendored build: "Baseline: ... SSE4_2"), without IPP or a custom HAL, on a CPU with AVX2.  A
  * 256-bit or FMA baseline would change the float/int split or the rounding of some pixels; such
- * a build gets cv::resize.  tests/test_resize_cubic.py compares both paths on thousands of sizes. */
+ * a build gets cv::resize.  tests/image/test_resize_cubic.py compares both paths on thousands of sizes. */
 #include "image/internal/fq_image_resize.h"
 
 #include <algorithm>
