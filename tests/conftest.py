@@ -94,26 +94,3 @@ def pytest_ignore_collect(collection_path, config):
             if compiled.evaluate(lambda m, **kw: m in have):
                 return None
     return True
-
-
-# -- a test module under its name from before the tests moved into folders --------------
-# tests/sources/test_sources_remote.py (object storage, issue 34; being changed on main
-# while the tests moved) takes write_shards from "tests.test_sources_webdataset", the
-# module's name when it sat in tests/.  It is tests/sources/test_sources_webdataset.py now;
-# the name is mapped to that one module object (pytest's own import of it, when collected)
-# for the run.  Remove this once that import reads
-# `from test_sources_webdataset import write_shards`.
-def pytest_collection_finish(session):
-    import sys
-    if "tests.test_sources_webdataset" in sys.modules or \
-            not any(item.nodeid.startswith("tests/sources/test_sources_remote.py") for item in session.items):
-        return
-    mod = sys.modules.get("test_sources_webdataset")
-    if mod is None:
-        import importlib.util
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sources", "test_sources_webdataset.py")
-        spec = importlib.util.spec_from_file_location("test_sources_webdataset", path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["test_sources_webdataset"] = mod
-        spec.loader.exec_module(mod)
-    sys.modules["tests.test_sources_webdataset"] = mod

@@ -403,7 +403,7 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
                                           "' is a URL; this op reads local files only. Read objects with a "
                                           "fastq source (fastq.sources.Files / Folder / TFRecord / WebDataset "
                                           "take s3://, gs://, az://, http(s)://) and fastq.tf.dataset, or fetch "
-                                          "the bytes (tf.io.read_file) and use fastq.tf_ops.decode_augment; "
+                                          "the bytes (tf.io.read_file) and use fastq.tf.ops.decode_augment; "
                                           "see docs/cloud.md"),
                                   done);
         }

@@ -21,7 +21,7 @@ CHAIN = [ops.RandomResizedCrop(32), ops.HorizontalFlip()]
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    from tests.test_sources_webdataset import write_shards
+    from test_sources_webdataset import write_shards
     d = tmp_path_factory.mktemp("remote")
     jpegs = testdata.make_jpeg_dataset(str(d / "jpg"), N, seed=7, min_side=48, max_side=120)
     labels = (np.arange(N) * 31) % 10
