@@ -379,3 +379,31 @@ def test_demo_runs_from_the_installed_wheel(venv, tmp_path):
     out = run([py, "-c", code, sysconfig.get_paths()["purelib"], "--images", "48", "--epochs", "1",
                "--batch-size", "16", "--data", str(tmp_path / "demo")], cwd=str(tmp_path))
     assert "images/s" in out, out
+
+
+def test_cloud_extra_reads_a_bucket_as_a_new_user_would(venv, wheel, tmp_path):
+    """pip install "fastq-loader[cloud]", export the endpoint variables, pass the URL: the
+    installed wheel reads s3:// from a local S3-compatible server, and its batches are the
+    ones this checkout gets from the same files on disk."""
+    from fastq.bench import testdata
+    from fastq.bench.objserver import ObjectServer
+    import fastq
+    py, _site = venv
+    run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{wheel}[cloud]"])
+    jpegs = testdata.make_jpeg_dataset(str(tmp_path / "jpg"), 12, seed=3, min_side=48, max_side=120)
+    chain = "[fastq.ops.RandomResizedCrop(32), fastq.ops.HorizontalFlip()]"
+    with fastq.Pipeline(fastq.sources.Files(jpegs, list(range(12))), batch_size=4, workers=2, seed=5,
+                        shuffle=True, ops=eval(chain, {"fastq": fastq})) as p:
+        want = np.concatenate([np.array(b[0]) for b in p])
+    objects = {f"bk/img/{os.path.basename(j)}": open(j, "rb").read() for j in jpegs}
+    urls = [f"s3://bk/img/{os.path.basename(j)}" for j in jpegs]
+    code = textwrap.dedent(f"""
+        import sys, numpy as np, fastq
+        src = fastq.sources.Files({urls!r}, list(range(12)))
+        with fastq.Pipeline(src, batch_size=4, workers=2, seed=5, shuffle=True, ops={chain}) as p:
+            out = np.concatenate([np.array(b[0]) for b in p])
+        np.save(sys.argv[1], out)
+    """)
+    with ObjectServer(objects) as srv:
+        run([py, "-c", code, str(tmp_path / "got.npy")], env=clean_env(**srv.env()), cwd=str(tmp_path))
+    assert (np.load(tmp_path / "got.npy") == want).all()
