@@ -219,6 +219,8 @@ class Fetcher:
     runs an event loop thread and a poll thread; stop() ends both within about a
     second, abandoning requests in flight."""
 
+    POLL_MS = 50  # the poll thread's longest wait (a demand or a freed buffer wakes it at once)
+
     def __init__(self, rs: RemoteSet, spans, order, next_order=None, carry=None):
         self.rs = rs
         self.spans = spans
@@ -274,7 +276,7 @@ class Fetcher:
 
     def _poll_loop(self):
         while not self.stopping:
-            dem, tok = self.spans.poll(50)
+            dem, tok = self.spans.poll(self.POLL_MS)
             if tok and not dem and len(tok) < 32:
                 # only buffers to free: gather a few ms of them into one wake-up of the loop
                 # (a demand, which a worker waits on, is forwarded at once)
@@ -302,10 +304,14 @@ class Fetcher:
             await asyncio.wait(list(self.inflight.values()), timeout=0.5)
 
     def stop(self):
-        """End the loop and the poll thread (requests in flight are abandoned).  The
-        caller then resets the spans table and drops this fetcher (its buffers)."""
+        """End the loop and the poll thread (requests in flight are abandoned); waiting
+        reads are interrupted.  The caller then resets the spans table and drops this
+        fetcher (its buffers)."""
         with self.put_lock:
             self.stopping = True
+        # wake the poll thread now: an interrupt it saw before `stopping` was set sent it back
+        # into a 50 ms wait, which the epoch's end then waited out (the caller resets the table)
+        self.spans.interrupt()
         if self.loop is not None:
             try:
                 self.loop.call_soon_threadsafe(self.wake.set)
