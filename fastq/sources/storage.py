@@ -175,6 +175,12 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
     # ours replace them, so carry it over (an http:// endpoint such as a local S3 server)
     if os.environ.get("AWS_ALLOW_HTTP", "").strip().lower() in ("1", "true", "yes", "on"):
         client["allow_http"] = True
+    if root.split("://", 1)[0] in ("gs", "gcs"):
+        # GCS has no ALLOW_HTTP variable: an http:// base URL (an emulator, a local gateway)
+        # given in GOOGLE_BASE_URL or storage_options is itself the request for plain HTTP
+        base = str(so.get("base_url", so.get("google_base_url", os.environ.get("GOOGLE_BASE_URL", ""))))
+        if base.lower().startswith("http://"):
+            client["allow_http"] = True
     for k in ("allow_http", "allow_invalid_certificates"):  # client options given at the top level
         if k in so:
             client[k] = str(so.pop(k)).strip().lower() in ("1", "true", "yes", "on")
