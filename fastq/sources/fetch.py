@@ -30,7 +30,7 @@ import os
 import random
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -216,8 +216,14 @@ class RemoteSet:
 
 class Fetcher:
     """One epoch's requests for one pipeline (see the module docstring).  start()
-    runs an event loop thread and a poll thread; stop() ends both within about a
-    second, abandoning requests in flight."""
+    runs an event loop thread and a poll thread; stop() ends the poll thread and
+    abandons this epoch's requests in flight within about a second.
+
+    The next epoch's prefetches (see _issue_next) outlive stop(): the loop thread
+    stays until those in flight have finished, and the next epoch's fetcher, given
+    this one as `carry`, takes what has arrived and adopts what is still on its way
+    (hand_over): a prefetch that an epoch's end overtook is neither lost nor sent
+    twice.  abandon() cancels them (close, a seek, or nobody took them)."""
 
     POLL_MS = 50  # the poll thread's longest wait (a demand or a freed buffer wakes it at once)
 
@@ -232,10 +238,18 @@ class Fetcher:
         self.next_order = next_order
         self.next_reqs: Optional[list] = None
         self.next_k = 0
-        self.carry_in = carry or {}
+        # the previous epoch's fetcher, whose prefetches this one takes (see _use_carry)
+        self.prev: Optional["Fetcher"] = carry
         self.carry_out: Dict[Any, Any] = {}
         self.carry_bytes = 0
         self.carried = 0
+        # carry_out, next_pending and handoff are shared with the next epoch's fetcher,
+        # whose loop thread takes them (under carry_lock) while this loop may still fill them
+        self.carry_lock = threading.Lock()
+        self.next_pending: Dict[Any, int] = {}  # (obj, start, end) of a prefetch in flight -> est
+        self.handoff: Optional[Callable[[Any, Any], None]] = None
+        self.abandoned = False
+        self.adopting: Dict[Any, Tuple[int, int]] = {}  # key -> (request, est): arriving from prev
         self.state = [_PENDING] * len(self.reqs)
         self.req_of: Dict[int, int] = {}
         for r, req in enumerate(self.reqs):
@@ -255,6 +269,7 @@ class Fetcher:
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.rng = random.Random(self.opts.seed)
         self._ready = threading.Event()
+        self._own_ended = threading.Event()  # this epoch's requests cancelled (stop())
         self._thread = threading.Thread(target=self._run, name="fastq-fetch", daemon=True)
         self._poller = threading.Thread(target=self._poll_loop, name="fastq-fetch-poll", daemon=True)
 
@@ -298,10 +313,24 @@ class Fetcher:
             self._issue()
             await self.wake.wait()
             self.wake.clear()
-        for t in list(self.inflight.values()):
+        own = [t for k, t in self.inflight.items() if not isinstance(k, tuple)]
+        for t in own:
             t.cancel()
-        if self.inflight:
-            await asyncio.wait(list(self.inflight.values()), timeout=0.5)
+        if own:
+            await asyncio.wait(own, timeout=0.5)
+        self.held = 0  # this epoch's buffers are dropped by the caller
+        self._own_ended.set()
+        # the next epoch's prefetches still in flight finish, for the next fetcher
+        while not self.abandoned:
+            nxt = [t for k, t in self.inflight.items() if isinstance(k, tuple)]
+            if not nxt:
+                break
+            await asyncio.wait(nxt, return_when=asyncio.FIRST_COMPLETED)
+        if self.abandoned:
+            for t in list(self.inflight.values()):
+                t.cancel()
+            if self.inflight:
+                await asyncio.wait(list(self.inflight.values()), timeout=0.5)
 
     def stop(self):
         """End the loop and the poll thread (requests in flight are abandoned); waiting
@@ -317,10 +346,39 @@ class Fetcher:
                 self.loop.call_soon_threadsafe(self.wake.set)
             except RuntimeError:
                 pass
-        self._thread.join(2.0)
+        if self._thread.is_alive():
+            self._own_ended.wait(2.0)
+        prev, self.prev = self.prev, None
+        if prev is not None:  # what it still had on its way is of no use now
+            prev.abandon()
         if self._poller.is_alive():
             self._poller.join(1.0)
-        return not self._thread.is_alive()
+        return self._own_ended.is_set() or not self._thread.is_alive()
+
+    def abandon(self):
+        """Cancel the next epoch's prefetches and end the loop thread (within about a
+        second); what they brought is dropped."""
+        with self.carry_lock:
+            self.abandoned = True
+            self.handoff = None
+            self.carry_out = {}
+            self.next_pending = {}
+            self.carry_bytes = 0
+        if self.prev is not None:
+            self.prev.abandon()
+            self.prev = None
+        if self.loop is not None and self._thread.is_alive():
+            try:
+                self.loop.call_soon_threadsafe(self._cancel_all)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+        if self._thread is not threading.current_thread():
+            self._thread.join(2.0)
+
+    def _cancel_all(self):
+        for t in list(self.inflight.values()):
+            t.cancel()
+        self.wake.set()
 
     # -- on the loop ------------------------------------------------------------
     def _est(self, r):
@@ -346,27 +404,68 @@ class Fetcher:
             self._issue_next()
 
     def _use_carry(self):
-        """Put the buffers the previous epoch's fetcher fetched for this epoch's
-        requests into the table at once (the rest of the carry is dropped)."""
-        if not self.carry_in:
+        """Take the previous epoch's prefetches for this epoch's requests: those that
+        arrived go into the table at once; those still in flight are adopted (the
+        previous loop hands each over as it arrives, see _adopt), not requested again.
+        Prefetches no request of this epoch wants are dropped."""
+        prev = self.prev
+        if prev is None:
             return
+        with prev.carry_lock:
+            if prev.abandoned:
+                return
+            arrived, pending = prev.carry_out, prev.next_pending
+            prev.carry_out, prev.carry_bytes = {}, 0
+            prev.handoff = self._handed_over
         for r, (o, start, end, claims, _) in enumerate(self.reqs):
-            got = self.carry_in.pop((o, start, end), None)
-            if got is None:
-                continue
-            buf, off, whole = got
-            n = len(buf)
-            tok = self.next_token
-            self.next_token += 1
-            self.buffers[tok] = (buf, n, r)
-            self.held += n
-            self.state[r] = _LIVE
-            self.carried += 1
-            with self.put_lock:
-                if not self.stopping:
-                    self.spans.put(o, off, buf, whole, tok, claims)
+            key = (o, start, end)
+            got = arrived.pop(key, None)
+            if got is not None:
+                self._arrived(r, got, 0)
+            elif key in pending:
+                est = self._est(r)
+                self.state[r] = _INFLIGHT
+                self.held += est
+                self.adopting[key] = (r, est)
         self.max_held = max(self.max_held, self.held)
-        self.carry_in = {}
+
+    def _handed_over(self, key, got):
+        """Called on the previous fetcher's loop thread (under its carry_lock) when a
+        prefetch ends: got is (buffer, offset, whole), or None if it failed."""
+        try:
+            self.loop.call_soon_threadsafe(self._adopt, key, got)
+        except RuntimeError:  # this fetcher's loop has ended: nothing wants it
+            pass
+
+    def _adopt(self, key, got):
+        r_est = self.adopting.pop(key, None)
+        if r_est is None or self.stopping:
+            return
+        r, est = r_est
+        if got is None:  # failed as a prefetch: this epoch requests it (and reports it)
+            self.held -= est
+            self.state[r] = _PENDING
+            self.next_req = min(self.next_req, r)
+        else:
+            self._arrived(r, got, est)
+        self.wake.set()
+
+    def _arrived(self, r, got, est):
+        """Request r's bytes came from the previous epoch's fetcher (est: what was
+        counted as held for it while it was on its way)."""
+        o, _, _, claims, _ = self.reqs[r]
+        buf, off, whole = got
+        n = len(buf)
+        tok = self.next_token
+        self.next_token += 1
+        self.buffers[tok] = (buf, n, r)
+        self.held += n - est
+        self.max_held = max(self.max_held, self.held)
+        self.state[r] = _LIVE
+        self.carried += 1
+        with self.put_lock:
+            if not self.stopping:
+                self.spans.put(o, off, buf, whole, tok, claims)
 
     def _issue_next(self):
         """Prefetch the next epoch's first requests into carry_out, within
@@ -385,25 +484,35 @@ class Fetcher:
             if self.carry_bytes + est > cap or self.held + self.carry_bytes + est > self.opts.max_bytes:
                 break
             self.next_k += 1
-            self.carry_bytes += est
             key = ("next", self.next_k)
+            with self.carry_lock:
+                self.carry_bytes += est
+                self.next_pending[(o, start, end)] = est
             self.inflight[key] = self.loop.create_task(self._prefetch(key, o, start, end, est))
 
     async def _prefetch(self, key, o, start, end, est):
+        got = None
         try:
-            buf, off, whole = await self._get_bytes(o, self.rs.objects[o], start, end)
-            self.carry_out[(o, start, end)] = (buf, off, whole)
-            self.carry_bytes += len(buf) - est
+            got = await self._get_bytes(o, self.rs.objects[o], start, end)
         except asyncio.CancelledError:
             raise
         except RemoteError:
             # not a failure of this epoch: the next one fetches it again and reports it
             self.counters.failures -= 1  # (fetch() counted it once, as it raised)
-            self.carry_bytes -= est
         except Exception:  # noqa: BLE001 - as above
-            self.carry_bytes -= est
+            pass
         finally:
             self.inflight.pop(key, None)
+            with self.carry_lock:
+                rkey = (o, start, end)
+                if self.next_pending.pop(rkey, None) is not None:
+                    if self.handoff is not None:
+                        self.handoff(rkey, got)   # the next epoch's fetcher took over
+                    else:
+                        self.carry_bytes -= est
+                        if got is not None:
+                            self.carry_out[rkey] = got
+                            self.carry_bytes += len(got[0])
             if not self.stopping:
                 self.wake.set()
 
@@ -414,6 +523,8 @@ class Fetcher:
         self.inflight[r] = self.loop.create_task(self._fetch(r, est))
 
     def _on_poll(self, dem, tok):
+        if self.stopping:  # the table was reset: only the next epoch's prefetches remain
+            return
         for t in tok:
             got = self.buffers.pop(t, None)
             if got is not None:
@@ -500,10 +611,12 @@ class Fetcher:
         return data[0] if len(data) == 1 else b"".join(data)  # the cache could not be written
 
     def stats(self):
+        with self.carry_lock:
+            ahead = len(self.carry_out) + len(self.next_pending)
         return {"requests_planned": len(self.reqs) - self.extra_reqs, "requests_extra": self.extra_reqs,
                 "in_flight": len(self.inflight), "bytes_held": self.held + self.carry_bytes,
                 "max_bytes_held": self.max_held, "requests_carried_in": self.carried,
-                "requests_prefetched_for_next_epoch": len(self.carry_out)}
+                "requests_prefetched_for_next_epoch": ahead}
 
 
 async def fill_object(obj: ObjectInfo, opts: RemoteOptions, counters: Counters, rng) -> list:

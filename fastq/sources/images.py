@@ -486,18 +486,19 @@ class _RemoteBackend(_ImageBackend):
     def start(self, ring, run_id, epoch, position=0):
         from fastq.sources.fetch import Fetcher, RemoteRun
         order = self.order(epoch)[position * self.batch_size:]
-        carry = None
+        prev = None
         if self._run is not None:
-            if self._run.fetcher.carry_out and self._run.epoch + 1 == epoch and position == 0:
-                carry = self._run.fetcher.carry_out
-            self._run.fetcher.carry_out = {}
-            self._run.fetcher.carry_bytes = 0
+            if self._run.epoch + 1 == epoch and position == 0:
+                prev = self._run.fetcher  # the new fetcher takes what it prefetched
+            else:
+                self._run.fetcher.abandon()
         fetcher = Fetcher(self.source._remote, self._spans, order, next_order=self.order(epoch + 1),
-                          carry=carry).start()
+                          carry=prev).start()
         try:
             native = super().start(ring, run_id, epoch, position)
         except BaseException:
             fetcher.stop()
+            fetcher.abandon()
             self._spans.reset()
             raise
         self._run = RemoteRun(native, fetcher, self._spans, epoch)
@@ -506,8 +507,7 @@ class _RemoteBackend(_ImageBackend):
     def release(self):
         """Drop what the last run fetched ahead for the next epoch (the pipeline closed)."""
         if self._run is not None:
-            self._run.fetcher.carry_out = {}
-            self._run.fetcher.carry_bytes = 0
+            self._run.fetcher.abandon()
 
     def explain(self, epoch, index):
         run = self._run

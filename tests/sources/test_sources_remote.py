@@ -520,9 +520,30 @@ def test_close_drops_what_was_fetched_for_the_next_epoch(data, server):
     for _ in p:
         pass
     fetcher = p._backend._run.fetcher
-    assert fetcher.carry_out and p.stats()["remote"]["bytes_held"] > 0
+    assert (fetcher.carry_out or fetcher.next_pending) and p.stats()["remote"]["bytes_held"] > 0
     p.close()
-    assert not fetcher.carry_out and fetcher.carry_bytes == 0
+    assert not fetcher.carry_out and not fetcher.next_pending and fetcher.carry_bytes == 0
+    assert not fetcher._thread.is_alive()
+
+
+def test_prefetch_still_in_flight_at_the_epoch_end_is_handed_over(data, server):
+    """The next epoch's prefetches are issued as the epoch's own requests come back
+    (max_in_flight=N), so with 300 ms per request they are all still on their way when
+    the epoch ends.  The next epoch adopts them: none is cancelled and requested again,
+    and its requests are served by them (before the hand-over they were cancelled and
+    the next epoch waited for a fresh round of the same requests)."""
+    local, _ = run(fastq.sources.Files(data["jpegs"], data["labels"]))
+    server.set_faults(Faults(latency_ms=300))
+    src = fastq.sources.Files(urls(data), data["labels"], remote=fastq.sources.RemoteOptions(max_in_flight=N))
+    remote, st = run(src)
+    assert same(local, remote)
+    r = st["remote"]
+    assert r["requests_extra"] == 0 and r["failures"] == 0
+    # (the last prefetch may not be issued before the epoch ends: epoch 2 then asks for it)
+    assert r["requests_carried_in"] >= N // 2
+    # no object was requested twice: epoch 1's N, plus epoch 2's N (each either a prefetch
+    # handed over or requested by epoch 2), plus what epoch 2 prefetched for epoch 3
+    assert r["requests"] == 2 * N + r["requests_prefetched_for_next_epoch"]
 
 
 def test_next_epoch_prefetch_can_be_turned_off(data, server):
