@@ -376,8 +376,9 @@ def _tfrecord_index_text(path):
 
 class _RemoteDest:
     """A prepare destination in object storage: shards are written to a local staging
-    folder, uploaded (TFRecord shards with a sidecar ``<shard>.idx``, DALI's text index,
-    which ``TFRecord(..., index="sidecar")`` reads), then deleted locally."""
+    folder, uploaded with a sidecar index ``<shard>.idx`` (TFRecord: DALI's text index;
+    tar: fastq's, ``webdataset.tar_index_text``), which ``TFRecord`` and ``WebDataset``
+    read with ``index="sidecar"``, then deleted locally."""
 
     def __init__(self, url, storage_options):
         from fastq.sources import remote as R
@@ -406,6 +407,9 @@ class _RemoteDest:
         if fmt == "tfrecord":
             put_bytes(f"{self.url}/{name}.idx", _tfrecord_index_text(local).encode(), self.so, self.opts,
                       self.counters)
+        else:
+            from fastq.sources.webdataset import tar_index_text
+            put_bytes(f"{self.url}/{name}.idx", tar_index_text(local).encode(), self.so, self.opts, self.counters)
         put_file(f"{self.url}/{name}", local, self.so, self.opts, self.counters)
         os.unlink(local)
 
@@ -434,9 +438,10 @@ def prepare_shards(src, dst, *, fmt="tfrecord", shard_size=DEFAULT_SHARD_SIZE, p
     shards are the ones the same tree gives locally.
     ``dst`` may be a URL (``s3://bucket/prefix``, ``gs://``, ``az://``; docs/cloud.md):
     each shard is written to a local temporary folder, uploaded, then deleted there;
-    TFRecord shards get a sidecar index ``<shard>.idx`` (DALI's text format), which
-    ``fastq.sources.TFRecord(urls, index="sidecar")`` reads instead of downloading the
-    shards to index them.  The manifest is stored at ``dst`` too, so a rerun skips the
+    each shard gets a sidecar index ``<shard>.idx`` (TFRecord: DALI's text format; tar:
+    fastq's JSON member list), which ``TFRecord(urls, index="sidecar")`` and
+    ``WebDataset(urls, index="sidecar")`` read instead of downloading the shards to
+    index them.  The manifest is stored at ``dst`` too, so a rerun skips the
     shards already uploaded.  ``storage_options``: as for the sources."""
     import tempfile
     from fastq.sources.storage import is_url

@@ -10,8 +10,8 @@ __all__ = ["ARGS"]
 ARGS = [  # the arguments of `fastq prepare`: (names, add_argument kwargs), as arg() makes them
     (("src",), dict(help="source folder; with --format tfrecord|tar also a URL prefix (s3://bucket/train)")),
     (("dst",), dict(help="destination folder (created; same tree); with --format tfrecord|tar also a URL "
-                         "(s3://bucket/prefix, gs://, az://): shards are uploaded, TFRecord ones with a "
-                         "sidecar <shard>.idx (docs/cloud.md)")),
+                         "(s3://bucket/prefix, gs://, az://): shards are uploaded, each with a sidecar "
+                         "index <shard>.idx that index=\"sidecar\" reads (docs/cloud.md)")),
     (("--interval",), dict(type=int, default=DEFAULT_INTERVAL,
                            help=f"target restart interval in MCUs (default {DEFAULT_INTERVAL}; the chosen one "
                                 "divides the MCUs per row)")),

@@ -52,15 +52,19 @@ class WebDataset(ImageSource):
 
     Object storage: ``paths`` may be URLs (``s3://bucket/train-*.tar``: the pattern
     is expanded by listing).  Each shard's index is built once by one download and
-    kept under ``index_dir`` (keyed by URL, size and ETag); ``storage_options``,
-    ``cache_dir``, ``cache_limit``, ``remote``: see :class:`Files` and docs/cloud.md.
+    kept under ``index_dir`` (keyed by URL, size and ETag), unless ``index`` names
+    a sidecar index per shard: ``index="sidecar"`` reads ``<shard URL>.idx`` (what
+    ``fastq prepare --format tar`` uploads beside each shard, see
+    :func:`tar_index_text`), or give a list of index URLs or paths, one per shard.
+    ``storage_options``, ``cache_dir``, ``cache_limit``, ``remote``: see
+    :class:`Files` and docs/cloud.md.
     """
 
     kind = "reader"
 
     def __init__(self, paths, image_ext=("jpg", "jpeg", "png", "webp"), label_ext="cls", io_threads=0,
                  read_ahead=64, shuffle_buffer=None, storage_options=None, cache_dir=None, cache_limit=None,
-                 remote=None, index_dir=None):
+                 remote=None, index_dir=None, index=None):
         from fastq import _image
         from fastq.sources import remote as remote_mod
         _check_io(io_threads, read_ahead, "WebDataset")
@@ -74,11 +78,17 @@ class WebDataset(ImageSource):
             objs, opts, counters = remote_mod.shard_objects(paths, "WebDataset", storage_options, remote)
             cache = remote_mod.cache_for(cache_dir, cache_limit)
             self.paths = [o.url for o in objs]
-            scans = [_tar_index_tuple(d) for d in remote_mod.shard_indexes(objs, "tar", _tar_index_dict, index_dir,
-                                                                            cache, opts, counters)]
+            if index is not None:
+                scans = _sidecar_indexes(objs, index, storage_options, opts, counters)
+            else:
+                scans = [_tar_index_tuple(d) for d in remote_mod.shard_indexes(objs, "tar", _tar_index_dict,
+                                                                                index_dir, cache, opts, counters)]
             rset = (objs, opts, counters, cache)
         else:
             remote_mod.check_local_only("WebDataset", storage_options, cache_dir, remote, cache_limit)
+            if index is not None:
+                raise ValueError("WebDataset: index= applies to shards at URLs (local shards are indexed by "
+                                 "reading their headers, which is fast)")
             self.paths = _expand_paths([remote_mod.local_path(p) for p in paths]
                                        if not isinstance(paths, (str, bytes, os.PathLike)) else
                                        remote_mod.local_path(paths), "WebDataset")
@@ -203,3 +213,103 @@ def _tar_index_tuple(d):
     code = int(d["tail_code"][0])
     tail = None if code == 0 else (code, bytes(d["tail_msg"]).decode("utf-8", "replace"))
     return names, d["offs"], d["sizes"], d["unsafe"], tail
+
+
+TAR_INDEX_FORMAT = "fastq-tar-index"
+
+
+def tar_index_text(path):
+    """The sidecar index of the local tar shard at `path`, as JSON text: every
+    regular member's name, data offset, size and unsafe flag as the native header
+    walk finds them, the framing error that ended the walk (if any) and the shard's
+    size.  Stored as ``<shard>.idx`` beside a shard in object storage, it lets
+    ``WebDataset(urls, index="sidecar")`` skip the download that indexing needs
+    otherwise.  (DALI's ``wds2idx`` indexes are a different format and are not read.)"""
+    import json
+    from fastq import _image
+    names, offs, sizes, unsafe, tail = _image.tar_scan(path)
+    doc = {"format": TAR_INDEX_FORMAT, "version": 1, "shard_bytes": os.path.getsize(path),
+           "members": [[n, int(o), int(z), bool(u)] for n, o, z, u in
+                       zip(names, offs.tolist(), sizes.tolist(), unsafe.tolist())],
+           "tail": None if tail is None else [int(tail[0]), str(tail[1])]}
+    return json.dumps(doc, separators=(",", ":")) + "\n"
+
+
+def parse_tar_index(text, src, shard, shard_bytes):
+    """(names, offsets, sizes, unsafe, tail) from a tar_index_text document, checked
+    against the shard it is for (`shard_bytes`: its size, None if unknown); a
+    ValueError naming the index `src`, the shard and what is wrong."""
+    import json
+
+    def bad(why):
+        return ValueError(f"WebDataset: tar index {src!r} for shard {shard!r}: {why}")
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        if text.lstrip().startswith("v1."):
+            raise bad("this looks like a DALI wds2idx index; fastq reads its own format "
+                      "(fastq.sources.webdataset.tar_index_text, written by fastq prepare --format tar)") from None
+        raise bad(f"not JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("format") != TAR_INDEX_FORMAT:
+        raise bad(f"not a {TAR_INDEX_FORMAT} document")
+    if doc.get("version") != 1:
+        raise bad(f"version {doc.get('version')!r}, this fastq reads version 1")
+    size = doc.get("shard_bytes")
+    if not isinstance(size, int) or size < 0:
+        raise bad("no valid shard_bytes")
+    if shard_bytes is not None and size != shard_bytes:
+        raise bad(f"written for a shard of {size} bytes, the shard has {shard_bytes}: the index is stale "
+                  f"(rewrite it, or leave index= out to index the shard by downloading it)")
+    members = doc.get("members")
+    if not isinstance(members, list):
+        raise bad("no member list")
+    names, offs, sizes, unsafe = [], [], [], []
+    prev_end = 0
+    for i, m in enumerate(members):
+        if not (isinstance(m, list) and len(m) == 4 and isinstance(m[0], str) and
+                all(isinstance(v, int) and not isinstance(v, bool) for v in m[1:3]) and isinstance(m[3], bool)):
+            raise bad(f"member {i}: expected [name, offset, size, unsafe]")
+        name, o, z, u = m
+        if o < prev_end + 512 or z < 0 or o + z > size:
+            raise bad(f"member {i} ({name!r}): offset {o}, size {z} is out of order or outside the shard's "
+                      f"{size} bytes")
+        prev_end = o + z
+        names.append(name)
+        offs.append(o)
+        sizes.append(z)
+        unsafe.append(u)
+    tail = doc.get("tail")
+    if tail is not None:
+        if not (isinstance(tail, list) and len(tail) == 2 and isinstance(tail[0], int) and tail[0] != 0
+                and isinstance(tail[1], str)):
+            raise bad("tail must be null or [code, message]")
+        tail = (tail[0], tail[1])
+    return (names, np.asarray(offs, np.uint64), np.asarray(sizes, np.uint64), np.asarray(unsafe, np.bool_), tail)
+
+
+def _sidecar_indexes(objs, index, storage_options, opts, counters):
+    """The member lists of remote shards from their sidecar indexes (fetched several
+    at once)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from fastq.sources import remote as remote_mod
+    from fastq.sources.storage import Counters, is_url
+    if isinstance(index, str) and index == "sidecar":
+        index = [o.url + ".idx" for o in objs]
+    elif isinstance(index, (str, bytes, os.PathLike)) or len(index) != len(objs):
+        raise ValueError(f'WebDataset: index must be "sidecar" or one index URL or path per shard ({len(objs)})')
+    index = [os.fsdecode(e) for e in index]
+    mine = [Counters() for _ in objs]  # one per shard: no two threads update one counter
+
+    def one(k):
+        src = index[k]
+        if is_url(src):
+            text = remote_mod.fetch_text(src, storage_options, opts, mine[k])
+        else:
+            with open(src, "r", encoding="utf-8") as f:
+                text = f.read()
+        return parse_tar_index(text, src, objs[k].url, objs[k].size)
+    with ThreadPoolExecutor(max(1, min(16, len(objs))), thread_name_prefix="fastq-index") as ex:
+        out = list(ex.map(one, range(len(objs))))
+    for c in mine:
+        counters.add(c)
+    return out

@@ -630,3 +630,70 @@ def test_tf_dataset_over_a_remote_source(data, server):
         want = [(x.numpy(), y.numpy()) for e in range(2) for x, y in fqtf.dataset(lp)]
         got = [(x.numpy(), y.numpy()) for e in range(2) for x, y in fqtf.dataset(rp)]
     assert same(want, got) and len(got) == 2 * (N // 5)
+
+
+def test_tar_sidecar_index(data, server, tmp_path):
+    """prepare_shards(..., fmt="tar") to a bucket uploads <shard>.idx beside each tar
+    shard; it lists every member at the offset and size Python's tarfile gives, and
+    WebDataset(urls, index="sidecar") builds from it without downloading the shards
+    (bytes sent while building: the sidecars only) and reads what the local shards
+    give.  A stale, missing or foreign index is an error naming it and the shard."""
+    import json
+    import shutil
+    import tarfile
+    from fastq.prepare import prepare_shards
+    from fastq.sources.webdataset import parse_tar_index, tar_index_text
+    root = tmp_path / "tree"
+    for i, p in enumerate(data["jpegs"]):
+        d = root / ["a", "b"][i % 2]
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(p, d / os.path.basename(p))
+    local = tmp_path / "out"
+    prepare_shards(str(root), str(local), fmt="tar", shard_size=10, progress=False)
+    prepare_shards(str(root), "s3://bk/side", fmt="tar", shard_size=10, progress=False)
+    names = sorted(n for n in os.listdir(local) if n.endswith(".tar"))
+    total = 0
+    for n in names:
+        doc = json.loads(server.store.get("bk", f"side/{n}.idx").data)
+        with tarfile.open(local / n) as tf:
+            want = [[m.name, m.offset_data, m.size, False] for m in tf.getmembers() if m.isreg()]
+        assert doc["members"] == want and doc["tail"] is None
+        assert doc["shard_bytes"] == (local / n).stat().st_size
+        total += doc["shard_bytes"]
+    want, _ = run(fastq.sources.WebDataset(sorted(str(local / n) for n in names)))
+    server.reset_stats()
+    src = fastq.sources.WebDataset("s3://bk/side/data-*.tar", index="sidecar", index_dir=str(tmp_path / "ic"))
+    built = server.stats()
+    assert built.get("bytes_sent", 0) < total / 4, built
+    assert same(want, run(src)[0])
+    # the sidecars may also be given one per shard (URLs or local paths)
+    (tmp_path / "ix").mkdir()
+    paths = []
+    for n in names:
+        paths.append(str(tmp_path / "ix" / (n + ".idx")))
+        with open(paths[-1], "w") as f:
+            f.write(tar_index_text(str(local / n)))
+    src = fastq.sources.WebDataset([f"s3://bk/side/{n}" for n in names], index=paths)
+    assert same(want, run(src)[0])
+    # stale: the shard was rewritten (another size) after its index
+    first = f"side/{names[0]}"
+    server.store.put("bk", first, server.store.get("bk", first).data + b"\0" * 1024)
+    with pytest.raises(ValueError, match=rf"side/{names[0]}\.idx.*{names[0]}.*stale"):
+        fastq.sources.WebDataset("s3://bk/side/data-*.tar", index="sidecar")
+    server.store.put("bk", first, (local / names[0]).read_bytes())
+    # missing
+    from fastq.sources.storage import RemoteError
+    with pytest.raises(RemoteError, match="nope.idx"):
+        fastq.sources.WebDataset(f"s3://bk/side/{names[0]}", index=["s3://bk/side/nope.idx"])
+    # DALI's wds2idx format, garbage, members out of the shard
+    size = (local / names[0]).stat().st_size
+    with pytest.raises(ValueError, match="DALI wds2idx"):
+        parse_tar_index("v1.2 10\njpg 0 100 a.jpg\n", "x.idx", "s3://b/s.tar", size)
+    with pytest.raises(ValueError, match="not JSON"):
+        parse_tar_index("{", "x.idx", "s3://b/s.tar", size)
+    doc = json.loads(tar_index_text(str(local / names[0])))
+    doc["members"][1][1] = size
+    with pytest.raises(ValueError, match=r"x\.idx.*member 1 .*outside"):
+        parse_tar_index(json.dumps(doc), "x.idx", "s3://b/s.tar", size)
+    with pytest.raises(ValueError, match="applies to shards at URLs"):
+        fastq.sources.WebDataset(str(local / names[0]), index="sidecar")
