@@ -21,7 +21,7 @@ from fastq import errors
 
 pytest.importorskip("obstore", reason="the cloud extra (obstore) is part of requirements-dev.txt")
 from fastq.bench.objserver import Faults, ObjectServer  # noqa: E402
-from test_sources_remote import N, data, run, same, tfr  # noqa: E402,F401  (fixtures)
+from test_sources_remote import N, class_tree, data, run, same, tfr  # noqa: E402,F401  (fixtures)
 
 
 def _google_env(monkeypatch, tmp_path, base_url):
@@ -79,13 +79,8 @@ def test_gs_missing_object_is_named(data, gcs):
 
 def test_prepare_shards_to_gs(data, gcs, tmp_path):
     """Writing goes through the same client: shards uploaded to gs:// are the local ones."""
-    import shutil
     from fastq.prepare import prepare_shards
-    root = tmp_path / "tree"
-    for i, p in enumerate(data["jpegs"]):
-        d = root / ["a", "b"][i % 2]
-        d.mkdir(parents=True, exist_ok=True)
-        shutil.copy(p, d / os.path.basename(p))
+    root = class_tree(data["jpegs"], tmp_path / "tree")
     local = tmp_path / "out"
     prepare_shards(str(root), str(local), fmt="tfrecord", shard_size=10, progress=False)
     prepare_shards(str(root), "gs://bk/prep/", fmt="tfrecord", shard_size=10, progress=False)

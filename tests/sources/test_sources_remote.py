@@ -59,6 +59,16 @@ def same(a, b):
                                     for x, y in zip(a, b))
 
 
+def class_tree(jpegs, root):
+    """A class-per-folder tree (a/, b/ alternately) of the JPEGs under root."""
+    import shutil
+    for i, p in enumerate(jpegs):
+        d = root / ["a", "b"][i % 2]
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(p, d / os.path.basename(p))
+    return root
+
+
 def urls(data):
     return [f"s3://bk/img/{os.path.basename(p)}" for p in data["jpegs"]]
 
@@ -559,13 +569,8 @@ def test_next_epoch_prefetch_can_be_turned_off(data, server):
 def test_prepare_shards_to_a_bucket(data, server, tmp_path):
     """prepare_shards(src, "s3://...") uploads what it writes locally (bit for bit), with
     a sidecar index per TFRecord shard read by index="sidecar"; a rerun uploads nothing."""
-    import shutil
     from fastq.prepare import prepare_shards
-    root = tmp_path / "tree"
-    for i, p in enumerate(data["jpegs"]):
-        d = root / ["a", "b"][i % 2]
-        d.mkdir(parents=True, exist_ok=True)
-        shutil.copy(p, d / os.path.basename(p))
+    root = class_tree(data["jpegs"], tmp_path / "tree")
     for fmt, ext in (("tfrecord", "tfrecord"), ("tar", "tar")):
         local = tmp_path / f"out-{fmt}"
         s_local = prepare_shards(str(root), str(local), fmt=fmt, shard_size=10, progress=False)
@@ -603,13 +608,8 @@ def test_prepare_shards_to_a_bucket(data, server, tmp_path):
 
 
 def test_fastq_prepare_command_to_a_bucket(data, server, tmp_path, capsys):
-    import shutil
     from fastq.cli import main
-    root = tmp_path / "tree"
-    for i, p in enumerate(data["jpegs"][:12]):
-        d = root / ["a", "b"][i % 2]
-        d.mkdir(parents=True, exist_ok=True)
-        shutil.copy(p, d / os.path.basename(p))
+    root = class_tree(data["jpegs"][:12], tmp_path / "tree")
     assert main(["prepare", str(root), "s3://bk/cli", "--format", "tar", "--shard-size", "5", "-q"]) == 0
     assert sorted(k for k, _ in server.store.keys("bk", "cli/") if k.endswith(".tar")) == \
         [f"cli/data-{k:05d}-of-00003.tar" for k in range(3)]
@@ -639,15 +639,10 @@ def test_tar_sidecar_index(data, server, tmp_path):
     (bytes sent while building: the sidecars only) and reads what the local shards
     give.  A stale, missing or foreign index is an error naming it and the shard."""
     import json
-    import shutil
     import tarfile
     from fastq.prepare import prepare_shards
     from fastq.sources.webdataset import parse_tar_index, tar_index_text
-    root = tmp_path / "tree"
-    for i, p in enumerate(data["jpegs"]):
-        d = root / ["a", "b"][i % 2]
-        d.mkdir(parents=True, exist_ok=True)
-        shutil.copy(p, d / os.path.basename(p))
+    root = class_tree(data["jpegs"], tmp_path / "tree")
     local = tmp_path / "out"
     prepare_shards(str(root), str(local), fmt="tar", shard_size=10, progress=False)
     prepare_shards(str(root), "s3://bk/side", fmt="tar", shard_size=10, progress=False)
