@@ -19,6 +19,14 @@ virtual_hosted_style_request=False)``, ``client_options={"allow_http": True}``) 
 
 Any ``Authorization`` header (AWS SigV4 or none) is accepted and never checked.  ``mode="http"``
 is a plain HTTP file server instead (``http://127.0.0.1:PORT/<path>``: GET / HEAD / Range only).
+``mode="azure"`` speaks the part of Azure Blob Storage's REST API that object_store uses, at
+the address of the Azurite emulator (``http://127.0.0.1:PORT/<account>/<container>/<blob>``;
+containers are the buckets, any account name): Get Blob / Get Blob Properties (ranges,
+conditions and faults as above), List Blobs (``?restype=container&comp=list&prefix=&delimiter=
+&marker=&maxresults=``, ``EnumerationResults`` XML), Put Blob, Put Block + Put Block List
+(multipart uploads) and Delete Blob.  Written from Microsoft's REST API reference; it is not
+Azurite, so it shows that fastq's ``az://`` path works with object_store's Azure client, not
+that every Azure quirk is covered.
 
 Faults (:class:`Faults`), changeable while serving with :meth:`ObjectServer.set_faults`:
 a fixed latency per request (an ``Event.wait``: no lock held, requests overlap), a fraction of
@@ -478,13 +486,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         o = self.server.owner
         o._count(f"status_{status}")
         body = b""
-        if not head and o.mode == "s3":
+        if not head and o.mode in ("s3", "azure"):
             body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
                     f"<Message>{escape(message)}</Message><Resource>{escape(resource)}</Resource>"
                     f"<RequestId>{o._last_id():016X}</RequestId></Error>").encode()
         elif not head:
             body = f"{status} {message}\n".encode()
-        ctype = "application/xml" if o.mode == "s3" else "text/plain"
+        ctype = "application/xml" if o.mode in ("s3", "azure") else "text/plain"
         self._send(status, [("Content-Type", ctype), *extra], body, head=head, fault=fault)
 
     def _read_body(self):
@@ -548,11 +556,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
         if o.mode == "http":
             bucket, key = "", path.lstrip("/")
+        elif o.mode == "azure":  # /<account>/<container>/<blob>
+            bucket, _, key = path.lstrip("/").partition("/")[2].partition("/")
         else:
             bucket, _, key = path.lstrip("/").partition("/")
         if method in ("GET", "HEAD") and key:
             op = "get" if method == "GET" else "head"
-        elif method == "GET" and bucket and o.mode == "s3":
+        elif method == "GET" and bucket and (o.mode == "s3" or query.get("comp") == "list"):
             op = "list"
         elif method == "PUT":
             op = "put"
@@ -588,6 +598,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     self.close_connection = True
                     return self._error(405, "MethodNotAllowed", "plain HTTP mode serves GET and HEAD only", path)
                 return self._get_object("", key, path, head=method == "HEAD", fault=fault)
+            if o.mode == "azure":
+                return self._azure(method, bucket, key, query, body if method == "PUT" and key else b"", path,
+                                   fault)
             if not bucket:
                 if method == "GET":
                     return self._list_buckets(fault)
@@ -625,6 +638,106 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except ValueError as e:  # a header that does not parse (Content-Length, chunk size...)
             self.close_connection = True
             self._error(400, "InvalidRequest", f"the request could not be read: {e}", path)
+
+    def _azure(self, method, container, key, q, body, path, fault):
+        """mode "azure": the Blob service operations object_store's Azure client makes."""
+        o = self.server.owner
+        if not container or not o.store.has_bucket(container):
+            return self._error(404, "ContainerNotFound", "The specified container does not exist.", path,
+                               head=method == "HEAD", fault=fault)
+        if not key:
+            if method == "GET" and q.get("restype") == "container" and q.get("comp") == "list":
+                return self._azure_list(container, q, fault)
+            return self._error(405, "UnsupportedHttpVerb", "not supported by this server", path)
+        if f"{container}/{key}" in o.denied:
+            o._count("denied")
+            return self._error(403, "AuthorizationPermissionMismatch", "This request is not authorized.", path,
+                               head=method == "HEAD", fault=fault)
+        if method in ("GET", "HEAD"):
+            return self._get_object(container, key, path, head=method == "HEAD", fault=fault)
+        if method == "DELETE":
+            o.store.delete(container, key)
+            return self._send(202)
+        if method != "PUT":
+            return self._error(405, "UnsupportedHttpVerb", "not supported by this server", path)
+        comp = q.get("comp")
+        if comp == "block":  # Put Block: kept until Put Block List names it
+            with o._lock:
+                o._blocks.setdefault((container, key), {})[q.get("blockid", "")] = body
+            o._count("bytes_received", len(body))
+            return self._send(201)
+        if comp == "blocklist":  # Put Block List: the blob is the named blocks, in order
+            import xml.etree.ElementTree as ET
+            try:
+                ids = [e.text or "" for e in ET.fromstring(body) if e.tag in ("Latest", "Committed", "Uncommitted")]
+            except ET.ParseError as e:
+                return self._error(400, "InvalidXmlDocument", f"block list: {e}", path)
+            with o._lock:
+                blocks = o._blocks.pop((container, key), {})
+            if any(i not in blocks for i in ids):
+                return self._error(400, "InvalidBlockList", "The specified block list is invalid.", path)
+            etag = o.store.put(container, key, b"".join(blocks[i] for i in ids))
+            return self._send(201, [("ETag", etag), ("Last-Modified", _http_date(time.time()))])
+        if comp is not None:
+            return self._error(400, "InvalidQueryParameterValue", f"comp={comp} is not supported", path)
+        if self._put_refused(o.store.get(container, key)):
+            return self._error(412, "ConditionNotMet", "The condition specified using HTTP conditional header(s) "
+                                                       "is not met.", path)
+        etag = o.store.put(container, key, body)
+        o._count("bytes_received", len(body))
+        return self._send(201, [("ETag", etag), ("Last-Modified", _http_date(time.time()))])
+
+    def _azure_list(self, container, q, fault):
+        """List Blobs: EnumerationResults, the prefixes (BlobPrefix) before the blobs."""
+        o = self.server.owner
+        prefix, delim = q.get("prefix", ""), q.get("delimiter", "")
+        limit = _query_int(q, "maxresults", 5000, 1)
+        if limit is None:
+            return self._error(400, "OutOfRangeQueryParameterValue", "maxresults must be >= 1", "/" + container)
+        after = ""
+        if q.get("marker"):
+            try:
+                after = base64.urlsafe_b64decode(q["marker"].encode()).decode()
+            except ValueError:
+                return self._error(400, "OutOfRangeInput", "The marker is not valid.", "/" + container)
+        entries = self._entries(container, prefix, delim, after)
+        page, truncated = entries[:limit], len(entries) > limit
+        parts = [f'<?xml version="1.0" encoding="utf-8"?>\n<EnumerationResults ServiceEndpoint="{self.server.owner.endpoint}/" '
+                 f'ContainerName="{escape(container)}"><Prefix>{escape(prefix)}</Prefix>'
+                 f"<MaxResults>{limit}</MaxResults>"]
+        if delim:
+            parts.append(f"<Delimiter>{escape(delim)}</Delimiter>")
+        parts.append("<Blobs>")
+        parts += [f"<BlobPrefix><Name>{escape(n)}</Name></BlobPrefix>" for n, ob in page if ob is None]
+        parts += [f"<Blob><Name>{escape(n)}</Name><Properties><Last-Modified>{_http_date(ob.mtime)}</Last-Modified>"
+                  f"<Etag>{escape(ob.etag)}</Etag><Content-Length>{ob.size}</Content-Length>"
+                  f"<Content-Type>application/octet-stream</Content-Type><BlobType>BlockBlob</BlobType>"
+                  f"</Properties></Blob>" for n, ob in page if ob is not None]
+        parts.append("</Blobs>")
+        nxt = base64.urlsafe_b64encode(page[-1][0].encode()).decode() if truncated else ""
+        parts.append(f"<NextMarker>{nxt}</NextMarker></EnumerationResults>")
+        self._send(200, [("Content-Type", "application/xml")], "".join(parts).encode(), fault=fault)
+
+    def _put_refused(self, old):
+        """True when the write's If-Match / If-None-Match does not hold for `old` (None: absent)."""
+        im, inm = self.headers.get("If-Match"), self.headers.get("If-None-Match")
+        return (im is not None and (old is None or not _etag_matches(im, old.etag))) or \
+            (inm is not None and old is not None and _etag_matches(inm, old.etag))
+
+    def _entries(self, bucket, prefix, delim, after):
+        """[(name, obj)] of a listing after `after`, in key order; with a delimiter the
+        common prefixes are (prefix, None), and none of their keys come back."""
+        entries = []
+        for k, obj in self.server.owner.store.keys(bucket, prefix):
+            if delim:
+                i = k.find(delim, len(prefix))
+                if i >= 0:
+                    cp = k[:i + len(delim)]
+                    if not entries or entries[-1][0] != cp:
+                        entries.append((cp, None))
+                    continue
+            entries.append((k, obj))
+        return [(n, ob) for n, ob in entries if n > after]
 
     def _conditions(self, obj, head):
         """(status, code) of a failed If-Match / If-None-Match, or None."""
@@ -669,10 +782,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def _put_object(self, bucket, key, body, path):
         o = self.server.owner
-        old = o.store.get(bucket, key)
-        im, inm = self.headers.get("If-Match"), self.headers.get("If-None-Match")
-        if (im is not None and (old is None or not _etag_matches(im, old.etag))) or \
-                (inm is not None and old is not None and _etag_matches(inm, old.etag)):
+        if self._put_refused(o.store.get(bucket, key)):
             return self._error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did "
                                                           "not hold", path)
         etag = o.store.put(bucket, key, body)
@@ -690,11 +800,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _list(self, bucket, q, fault):
         o = self.server.owner
         prefix, delim = q.get("prefix", ""), q.get("delimiter", "")
-        try:
-            max_keys = min(1000, int(q.get("max-keys", "1000")))
-            if max_keys < 0:
-                raise ValueError
-        except ValueError:
+        max_keys = _query_int(q, "max-keys", 1000, 0)
+        if max_keys is None:
             return self._error(400, "InvalidArgument", "max-keys must be an integer >= 0", "/" + bucket)
         v2 = q.get("list-type") == "2"
         token = q.get("continuation-token")
@@ -709,18 +816,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
         def e(s):
             return escape(urllib.parse.quote_plus(s, safe="/") if enc else s)
-        entries = []  # (name, obj or None for a common prefix), in key order
-        for k, obj in o.store.keys(bucket, prefix):
-            if delim:
-                i = k.find(delim, len(prefix))
-                if i >= 0:
-                    cp = k[:i + len(delim)]
-                    if not entries or entries[-1][0] != cp:
-                        entries.append((cp, None))
-                    continue
-            entries.append((k, obj))
-        # after a common prefix was returned, none of its keys come back
-        entries = [(n, ob) for n, ob in entries if n > after]
+        entries = self._entries(bucket, prefix, delim, after)
         page, truncated = entries[:max_keys], len(entries) > max_keys
         parts = [f'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="{S3_NS}">',
                  f"<Name>{escape(bucket)}</Name><Prefix>{e(prefix)}</Prefix>"]
@@ -751,6 +847,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                              f"<StorageClass>STANDARD</StorageClass></Contents>")
         parts.append("</ListBucketResult>")
         self._send(200, [("Content-Type", "application/xml")], "".join(parts).encode(), fault=fault)
+
+
+def _query_int(q, name, most, least):
+    """min(most, the integer query parameter `name`) (most if absent), or None if it is
+    not an integer >= least."""
+    try:
+        v = int(q.get(name, str(most)))
+    except ValueError:
+        return None
+    return min(most, v) if v >= least else None
 
 
 class _HTTPServer(http.server.ThreadingHTTPServer):
@@ -802,8 +908,8 @@ class ObjectServer:
 
     def __init__(self, source, mode="s3", latency_ms=0, faults=None, seed=0, denied=(), host="127.0.0.1", port=0,
                  region="us-east-1"):
-        if mode not in ("s3", "http"):
-            raise ValueError(f"ObjectServer: mode must be 's3' or 'http', got {mode!r}")
+        if mode not in ("s3", "http", "azure"):
+            raise ValueError(f"ObjectServer: mode must be 's3', 'http' or 'azure', got {mode!r}")
         self.mode, self.host, self.port, self.region = mode, host, int(port), region
         self.store = _Store(source, mode)
         f = Faults.coerce(faults)
@@ -815,6 +921,7 @@ class ObjectServer:
         self._lock = threading.Lock()
         self._stats = {}
         self._ids = 0
+        self._blocks = {}  # mode "azure": (container, blob) -> {block id: bytes} until Put Block List
         self._conns = {}
         self._stop = threading.Event()
         self._httpd = None
@@ -944,7 +1051,11 @@ class ObjectServer:
     # -- what a client needs --
     def env(self):
         """Environment variables that point an S3 client (obstore / object_store, boto3, the
-        AWS SDKs, DALI) at this server, with dummy credentials."""
+        AWS SDKs, DALI) at this server, with dummy credentials; mode "azure": object_store's
+        Azure client, in its emulator mode (Azurite's well-known account and key)."""
+        if self.mode == "azure":
+            return {"AZURE_STORAGE_USE_EMULATOR": "true", "AZURITE_BLOB_STORAGE_URL": self.endpoint,
+                    "AZURE_STORAGE_ACCOUNT_NAME": "devstoreaccount1"}
         return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ENDPOINT_URL_S3": self.endpoint,
                 "AWS_ACCESS_KEY_ID": "fastq-test", "AWS_SECRET_ACCESS_KEY": "fastq-test-secret",
                 "AWS_REGION": self.region, "AWS_DEFAULT_REGION": self.region, "AWS_ALLOW_HTTP": "true",
@@ -959,7 +1070,10 @@ class ObjectServer:
                 "client_options": {"allow_http": True, **client_options}}
 
     def url(self, bucket, key=""):
-        """s3://bucket/key (mode "s3") or http://host:port/key (mode "http")."""
+        """s3://bucket/key (mode "s3"), az://container/key (mode "azure") or
+        http://host:port/key (mode "http")."""
+        if self.mode == "azure":
+            return f"az://{bucket}/{key}"
         if self.mode == "http":
             return f"{self.endpoint}/{urllib.parse.quote(key)}"
         return f"s3://{bucket}/{key}"
@@ -1082,12 +1196,12 @@ def measure_raw_rate(srv, bucket, keys, in_flight=64, seconds=2.0, ranged=False,
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m fastq.bench.objserver",
-                                 description="Serve a folder as S3 (ROOT/<bucket>/<key>, path-style) or plain HTTP, "
+                                 description="Serve a folder as S3 (ROOT/<bucket>/<key>, path-style), Azure Blob (containers) or plain HTTP, "
                                              "for tests and benchmarks; stops on Ctrl-C or after --duration.")
     ap.add_argument("--root", required=True, help="the folder served (mode s3: each top-level folder is a bucket)")
     ap.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     ap.add_argument("--port", type=int, default=0, help="port (default 0: one the OS picks)")
-    ap.add_argument("--mode", choices=("s3", "http"), default="s3")
+    ap.add_argument("--mode", choices=("s3", "http", "azure"), default="s3")
     ap.add_argument("--latency-ms", type=float, default=0.0, help="added before every answer")
     ap.add_argument("--slowdown-rate", type=float, default=0.0, help="fraction of GETs answered 503 SlowDown")
     ap.add_argument("--error-rate", type=float, default=0.0, help="fraction of GETs answered 500")
@@ -1107,9 +1221,9 @@ def main(argv=None):
     import signal
     signal.signal(signal.SIGTERM, lambda *_: srv._stop.set())
     print(f"serving {os.path.abspath(a.root)} ({a.mode}) at {url} for at most {a.duration:g} s", flush=True)
-    if a.mode == "s3":
+    if a.mode in ("s3", "azure"):
         for k, v in srv.env().items():
-            if k.startswith("AWS_"):
+            if k.startswith(("AWS_", "AZURE_", "AZURITE_")):
                 print(f"export {k}={v}")
     try:
         srv._stop.wait(a.duration)

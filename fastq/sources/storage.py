@@ -186,7 +186,7 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
             client[k] = str(so.pop(k)).strip().lower() in ("1", "true", "yes", "on")
     client.update(so.pop("client_options", None) or {})
     retry = so.pop("retry_config", None) or {"max_retries": 0}
-    env = {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "GOOGLE_", "AZURE_"))}
+    env = {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "GOOGLE_", "AZURE_", "AZURITE_"))}
     key = (root, _freeze({"so": so, "client": client, "retry": retry, "env": env}))  # env: obstore reads it
     with _STORES_LOCK:
         st = _STORES.get(key)

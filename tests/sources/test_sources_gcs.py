@@ -20,8 +20,8 @@ import fastq
 from fastq import errors
 
 pytest.importorskip("obstore", reason="the cloud extra (obstore) is part of requirements-dev.txt")
-from fastq.bench.objserver import Faults, ObjectServer  # noqa: E402
-from test_sources_remote import N, class_tree, data, run, same, tfr  # noqa: E402,F401  (fixtures)
+from fastq.bench.objserver import ObjectServer  # noqa: E402
+from test_sources_remote import N, check_faults_lose_nothing, class_tree, data, run, same, tfr  # noqa: E402,F401  (fixtures)
 
 
 def _google_env(monkeypatch, tmp_path, base_url):
@@ -62,12 +62,7 @@ def test_gs_files_shards_and_tfrecord_equal_local(data, tfr, gcs):
 
 
 def test_gs_faults_lose_nothing(data, gcs):
-    local, _ = run(fastq.sources.Files(data["jpegs"], data["labels"]))
-    gcs.set_faults(Faults(slowdown_rate=0.05, error_rate=0.03, reset_rate=0.03, truncate_rate=0.03))
-    remote, st = run(fastq.sources.Files(gs_urls(data), data["labels"],
-                                         remote=fastq.sources.RemoteOptions(backoff_s=0.01, retries=10)))
-    assert same(local, remote)
-    assert st["remote"]["retries"] > 0 and st["remote"]["failures"] == 0
+    check_faults_lose_nothing(data, gcs, gs_urls(data))
 
 
 def test_gs_missing_object_is_named(data, gcs):
