@@ -21,8 +21,8 @@ Any ``Authorization`` header (AWS SigV4 or none) is accepted and never checked. 
 is a plain HTTP file server instead (``http://127.0.0.1:PORT/<path>``: GET / HEAD / Range only).
 ``mode="azure"`` speaks the part of Azure Blob Storage's REST API that object_store uses, at
 the address of the Azurite emulator (``http://127.0.0.1:PORT/<account>/<container>/<blob>``;
-containers are the buckets, any account name): Get Blob / Get Blob Properties (ranges,
-conditions and faults as above), List Blobs (``?restype=container&comp=list&prefix=&delimiter=
+containers are the buckets, any account name): Get Blob / Get Blob Properties (ranges in
+``x-ms-range`` or ``Range``, conditions and faults as above), List Blobs (``?restype=container&comp=list&prefix=&delimiter=
 &marker=&maxresults=``, ``EnumerationResults`` XML), Put Blob, Put Block + Put Block List
 (multipart uploads) and Delete Blob.  Written from Microsoft's REST API reference; it is not
 Azurite, so it shows that fastq's ``az://`` path works with object_store's Azure client, not
@@ -762,7 +762,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if cond:
             return self._error(412, cond[1], "At least one of the pre-conditions you specified did not hold",
                                path, head=head)
-        rng = _parse_range(self.headers.get("Range"), obj.size)
+        rh = self.headers.get("Range")
+        if o.mode == "azure" and self.headers.get("x-ms-range"):  # Azure's own header wins over Range
+            rh = self.headers.get("x-ms-range")
+        rng = _parse_range(rh, obj.size)
         if rng == "unsatisfiable":
             o._count("status_416")
             return self._error(416, "InvalidRange", "The requested range is not satisfiable", path, head=head,

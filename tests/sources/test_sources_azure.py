@@ -108,3 +108,39 @@ def test_prepare_shards_to_az_with_sidecars(data, azure, tmp_path):
     put_file("az://bk/big.bin", str(big), None, RemoteOptions(), Counters())
     assert azure.stats()["put"] - puts > 2  # blocks and the block list
     assert azure.store.get("bk", "big.bin").data == big.read_bytes()
+
+
+def test_server_against_microsofts_sdk(data, azure):
+    """The server's Azure dialect checked with a client fastq did not write and that
+    object_store does not share: Microsoft's azure-storage-blob SDK, through Azurite's
+    well-known development account."""
+    blob = pytest.importorskip("azure.storage.blob", reason="azure-storage-blob is part of requirements-dev.txt")
+    key = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+    conn = (f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={key};"
+            f"BlobEndpoint={azure.endpoint}/devstoreaccount1;")
+    cc = blob.BlobServiceClient.from_connection_string(conn, max_single_put_size=64 << 10,
+                                                       max_block_size=64 << 10).get_container_client("bk")
+    want = {k.split("/", 1)[1]: v for k, v in data["objects"].items() if k.startswith("bk/img/")}
+    listed = {b.name: b.size for b in cc.list_blobs(name_starts_with="img/", results_per_page=7)}  # pages
+    assert listed == {k: len(v) for k, v in want.items()}
+    name = sorted(want)[3]
+    assert cc.download_blob(name).readall() == want[name]
+    assert cc.download_blob(name, offset=100, length=50).readall() == want[name][100:150]
+    props = cc.get_blob_client(name).get_blob_properties()
+    assert props.size == len(want[name]) and props.etag.strip('"') == azure.store.get("bk", name).etag.strip('"')
+    body = os.urandom(300_000)
+    cc.upload_blob("sdk/one", body[:1000])
+    puts = azure.stats().get("put", 0)
+    cc.upload_blob("sdk/blocks", body, max_concurrency=1, length=len(body))
+    assert azure.stats()["put"] - puts == 6  # 5 blocks of 64 KiB or less, then the block list
+    bc = blob.BlobClient.from_connection_string(conn, "bk", "sdk/staged")
+    ids = []
+    for i in range(3):
+        ids.append(blob.BlobBlock(block_id=f"{i:04d}"))
+        bc.stage_block(ids[-1].id, body[i * 100_000:(i + 1) * 100_000])
+    bc.commit_block_list(ids)
+    assert azure.store.get("bk", "sdk/one").data == body[:1000]
+    assert azure.store.get("bk", "sdk/blocks").data == body
+    assert azure.store.get("bk", "sdk/staged").data == body
+    with pytest.raises(Exception, match="404|BlobNotFound|not exist"):
+        cc.download_blob("img/missing.jpg").readall()
