@@ -451,8 +451,14 @@ class Fetcher:
         self.wake.set()
 
     def _arrived(self, r, got, est):
-        """Request r's bytes came from the previous epoch's fetcher (est: what was
-        counted as held for it while it was on its way)."""
+        """Request r's bytes came from the previous epoch's fetcher."""
+        self.carried += 1
+        self._lend(r, got, est)
+
+    def _lend(self, r, got, est):
+        """Request r's bytes are here (got: buffer, its offset in the object, whole?):
+        lend them to the readers through the table (est: what was counted as held for
+        the request while it was on its way)."""
         o, _, _, claims, _ = self.reqs[r]
         buf, off, whole = got
         n = len(buf)
@@ -462,9 +468,8 @@ class Fetcher:
         self.held += n - est
         self.max_held = max(self.max_held, self.held)
         self.state[r] = _LIVE
-        self.carried += 1
         with self.put_lock:
-            if not self.stopping:
+            if not self.stopping:  # after stop() the table is reset: nothing may point into it
                 self.spans.put(o, off, buf, whole, tok, claims)
 
     def _issue_next(self):
@@ -555,17 +560,7 @@ class Fetcher:
         obj = self.rs.objects[o]
         whole = end is None
         try:
-            buf, off, whole = await self._get_bytes(o, obj, start, end)
-            n = len(buf)
-            tok = self.next_token
-            self.next_token += 1
-            self.buffers[tok] = (buf, n, r)
-            self.held += n - est
-            self.max_held = max(self.max_held, self.held)
-            self.state[r] = _LIVE
-            with self.put_lock:
-                if not self.stopping:  # after stop() the table is reset: nothing may point into it
-                    self.spans.put(o, off, buf, whole, tok, claims)
+            self._lend(r, await self._get_bytes(o, obj, start, end), est)
         except asyncio.CancelledError:
             raise
         except RemoteError as e:
