@@ -55,7 +55,9 @@ class WebDataset(ImageSource):
     kept under ``index_dir`` (keyed by URL, size and ETag), unless ``index`` names
     a sidecar index per shard: ``index="sidecar"`` reads ``<shard URL>.idx`` (what
     ``fastq prepare --format tar`` uploads beside each shard, see
-    :func:`tar_index_text`), or give a list of index URLs or paths, one per shard.
+    :func:`tar_index_text`), or give a list of index URLs or paths, one per shard
+    (fastq's own, or DALI's ``wds2idx`` v1.2 indexes, which have no shard size: a
+    stale one is caught only when a member falls outside its shard).
     ``storage_options``, ``cache_dir``, ``cache_limit``, ``remote``: see
     :class:`Files` and docs/cloud.md.
     """
@@ -224,7 +226,7 @@ def tar_index_text(path):
     walk finds them, the framing error that ended the walk (if any) and the shard's
     size.  Stored as ``<shard>.idx`` beside a shard in object storage, it lets
     ``WebDataset(urls, index="sidecar")`` skip the download that indexing needs
-    otherwise.  (DALI's ``wds2idx`` indexes are a different format and are not read.)"""
+    otherwise.  (``index=`` also reads DALI's ``wds2idx`` indexes, version v1.2.)"""
     import json
     from fastq import _image
     names, offs, sizes, unsafe, tail = _image.tar_scan(path)
@@ -243,12 +245,12 @@ def parse_tar_index(text, src, shard, shard_bytes):
 
     def bad(why):
         return ValueError(f"WebDataset: tar index {src!r} for shard {shard!r}: {why}")
+    import re
+    if re.match(r"v\d+\.\d+\s", text.lstrip()):  # DALI's wds2idx: "v1.2 <samples>"
+        return _parse_dali_index(text, bad, shard_bytes)
     try:
         doc = json.loads(text)
     except ValueError as e:
-        if text.lstrip().startswith("v1."):
-            raise bad("this looks like a DALI wds2idx index; fastq reads its own format "
-                      "(fastq.sources.webdataset.tar_index_text, written by fastq prepare --format tar)") from None
         raise bad(f"not JSON ({e})") from None
     if not isinstance(doc, dict) or doc.get("format") != TAR_INDEX_FORMAT:
         raise bad(f"not a {TAR_INDEX_FORMAT} document")
@@ -285,6 +287,67 @@ def parse_tar_index(text, src, shard, shard_bytes):
             raise bad("tail must be null or [code, message]")
         tail = (tail[0], tail[1])
     return (names, np.asarray(offs, np.uint64), np.asarray(sizes, np.uint64), np.asarray(unsafe, np.bool_), tail)
+
+
+def _unsafe_name(name):
+    """The native header walk's rule (fq_tar.c): an empty or absolute name, or a '..' component."""
+    return not name or name.startswith("/") or ".." in name.split("/")
+
+
+def _parse_dali_index(text, bad, shard_bytes):
+    """The member list of a DALI ``wds2idx`` index, version v1.2: a first line
+    ``v1.2 <samples>``, then one line per sample of ``<ext> <offset> <size> <name>``
+    per member (offset: of the member's data).  Version v1.1 has no member names, which
+    fastq's samples are made of (keys, and the grouping rule), so it is refused.  The
+    index records no shard size: members are checked to lie inside the shard, in order
+    and on 512-byte blocks, and the ext to match the name, which catches a misparse (a
+    name with a space in it, which this format cannot hold).  Names over 100 bytes are
+    refused: for a member stored under a GNU long-name header, wds2idx (through ``tar
+    --block-num``) writes the offset of that header, 1024 bytes early, and nothing in
+    the index tells a GNU shard from a pax one, where the offset is right."""
+    lines = text.splitlines()
+    head = lines[0].split() if lines else []
+    if not head or head[0] != "v1.2":
+        if head and head[0] == "v1.1":
+            raise bad("a DALI wds2idx index of version v1.1, which has no member names; rewrite it with a newer "
+                      "wds2idx (v1.2) or fastq.sources.webdataset.tar_index_text")
+        raise bad(f"DALI wds2idx index version {head[0] if head else ''!r}: fastq reads v1.2")
+    if len(head) != 2 or not head[1].isdigit():
+        raise bad("line 1: expected 'v1.2 <number of samples>'")
+    n = int(head[1])
+    body = [ln for ln in lines[1:] if ln.strip()]
+    if len(body) != n:
+        raise bad(f"line 1 says {n} samples, the index has {len(body)} sample lines")
+    names, offs, sizes = [], [], []
+    prev_end = 0
+    for k, ln in enumerate(body):
+        where = f"line {k + 2}"
+        tok = ln.split()
+        if len(tok) % 4:
+            raise bad(f"{where}: expected '<ext> <offset> <size> <name>' per member, got {len(tok)} fields "
+                      f"(a member name with a space in it cannot be written in this format)")
+        for j in range(0, len(tok), 4):
+            ext, o, z, name = tok[j:j + 4]
+            if not (o.isdigit() and z.isdigit()):
+                raise bad(f"{where}: member {name!r}: offset {o!r} and size {z!r} must be integers")
+            o, z = int(o), int(z)
+            base = name.rpartition("/")[2]
+            if "." in base and base.partition(".")[2] != ext:
+                raise bad(f"{where}: member {name!r} listed with extension {ext!r}")
+            if o % 512 or o < prev_end + 512 or (shard_bytes is not None and o + z > shard_bytes):
+                raise bad(f"{where}: member {name!r}: offset {o}, size {z} is out of order, off the 512-byte "
+                          f"blocks or outside the shard's {shard_bytes} bytes")
+            if len(name.encode()) > 100:
+                raise bad(f"{where}: member {name!r} has a name longer than a tar header's 100 bytes; wds2idx "
+                          f"(through GNU tar) gives such members the offset of their long-name header when the "
+                          f"shard is in GNU format, which this index cannot show: use fastq's own index "
+                          f"(fastq.sources.webdataset.tar_index_text) or none")
+            prev_end = o + z
+            names.append(name)
+            offs.append(o)
+            sizes.append(z)
+    unsafe = [_unsafe_name(m) for m in names]
+    return (names, np.asarray(offs, np.uint64), np.asarray(sizes, np.uint64), np.asarray(unsafe, np.bool_), None)
 
 
 def _sidecar_indexes(objs, index, storage_options, opts, counters):

@@ -686,10 +686,8 @@ def test_tar_sidecar_index(data, server, tmp_path):
     from fastq.sources.storage import RemoteError
     with pytest.raises(RemoteError, match="nope.idx"):
         fastq.sources.WebDataset(f"s3://bk/side/{names[0]}", index=["s3://bk/side/nope.idx"])
-    # DALI's wds2idx format, garbage, members out of the shard
+    # garbage, members out of the shard
     size = (local / names[0]).stat().st_size
-    with pytest.raises(ValueError, match="DALI wds2idx"):
-        parse_tar_index("v1.2 10\njpg 0 100 a.jpg\n", "x.idx", "s3://b/s.tar", size)
     with pytest.raises(ValueError, match="not JSON"):
         parse_tar_index("{", "x.idx", "s3://b/s.tar", size)
     doc = json.loads(tar_index_text(str(local / names[0])))
@@ -698,3 +696,95 @@ def test_tar_sidecar_index(data, server, tmp_path):
         parse_tar_index(json.dumps(doc), "x.idx", "s3://b/s.tar", size)
     with pytest.raises(ValueError, match="applies to shards at URLs"):
         fastq.sources.WebDataset(str(local / names[0]), index="sidecar")
+
+
+def dali_wds_index(path):
+    """A DALI wds2idx v1.2 index of a tar shard, written here from Python's tarfile by
+    DALI's rules (regular members; a sample per run of one basename, the part of the
+    name before the first '.' of its last component; hidden names skipped)."""
+    import tarfile
+    samples, last = [], None
+    with tarfile.open(path) as tf:
+        for m in tf.getmembers():
+            if not m.isreg():
+                continue
+            d = m.name.rfind("/") + 1
+            dot = m.name.find(".", d)
+            base, ext = (m.name[:dot], m.name[dot + 1:]) if dot >= 0 else (m.name[:-1], m.name)
+            if not base or base.endswith("/"):
+                continue
+            if base != last:
+                samples.append([])
+                last = base
+            samples[-1].append(f"{ext} {m.offset_data} {m.size} {m.name}")
+    return f"v1.2 {len(samples)}\n" + "".join(" ".join(c) + "\n" for c in samples)
+
+
+def test_dali_wds2idx_index(data, server, tmp_path):
+    """WebDataset(urls, index=[...]) reads DALI's wds2idx v1.2 indexes: built from them
+    (only the indexes downloaded), it gives the local shards' batches, on shards with
+    members that are not samples (a folder, a hidden file, a name without an extension)
+    and a non-ASCII name.  Names over 100 bytes are refused (wds2idx gets their offsets
+    wrong in GNU-format shards, see parse_tar_index).  The index text here is written from
+    Python's tarfile; where DALI is installed, DALI's own wds2idx must write the same.
+    Broken indexes are errors naming the index, the shard and the line."""
+    import importlib.util
+    import io
+    import tarfile
+    from fastq.sources.webdataset import parse_tar_index
+    jpegs = data["jpegs"][:12]
+    shard = tmp_path / "odd.tar"
+    with tarfile.open(shard, "w", format=tarfile.GNU_FORMAT) as tf:
+        def add(name, payload):
+            ti = tarfile.TarInfo(name)
+            ti.size = len(payload)
+            tf.addfile(ti, io.BytesIO(payload))
+        d = tarfile.TarInfo("imgs")
+        d.type = tarfile.DIRTYPE
+        tf.addfile(d)
+        add(".hidden", b"x")
+        add("README", b"not a sample member")
+        for i, p in enumerate(jpegs):
+            key = f"imgs/{i:04d}" if i != 5 else f"imgs/caf\u00e9{i:04d}"
+            with open(p, "rb") as f:
+                add(key + ".jpg", f.read())
+            add(key + ".cls", str(i % 10).encode())
+            if i == 7:
+                add("imgs/.skip.txt", b"hidden inside the folder")
+    shards = [shard] + [data["shards"][0]]
+    for k, sh in enumerate(shards):
+        server.store.put("bk", f"dali/s{k}.tar", open(sh, "rb").read())
+        text = dali_wds_index(str(sh))
+        if importlib.util.find_spec("wds2idx") is not None:  # DALI's own tool, when DALI is installed
+            from wds2idx import IndexCreator
+            with IndexCreator(str(sh), str(tmp_path / "dali.idx"), verbose=False) as ic:
+                ic.create_index()
+            assert (tmp_path / "dali.idx").read_text() == text
+        server.store.put("bk", f"dali/s{k}.idx", text.encode())
+    want, _ = run(fastq.sources.WebDataset([str(p) for p in shards]))
+    server.reset_stats()
+    src = fastq.sources.WebDataset([f"s3://bk/dali/s{k}.tar" for k in range(2)],
+                                   index=[f"s3://bk/dali/s{k}.idx" for k in range(2)])
+    built = server.stats()
+    assert built.get("bytes_sent", 0) < sum(os.path.getsize(p) for p in shards) / 4, built
+    assert len(src) == 12 + 8
+    assert same(want, run(src)[0])
+    # broken indexes: each error names the index, the shard and what is wrong
+    size = os.path.getsize(shard)
+    good = dali_wds_index(str(shard))
+    lines = good.splitlines()
+
+    def err(text, match):
+        with pytest.raises(ValueError, match=r"x\.idx.*s3://b/s\.tar.*" + match):
+            parse_tar_index(text, "x.idx", "s3://b/s.tar", size)
+    err("v1.1 1\njpg 512 10\n", "v1.1, which has no member names")
+    err("v2.0 1\n", "version 'v2.0'")
+    err(good.replace(lines[0], "v1.2 99"), "99 samples")
+    err(good.replace(lines[1], lines[1] + " extra"), "line 2: expected")
+    off = lines[1].split()[1]
+    err(good.replace(f" {off} ", f" {int(off) + 7} ", 1), "line 2: .*off the 512-byte blocks")
+    err(good.replace(f" {off} ", f" {size} ", 1), "line 2: .*outside the shard")
+    err(good.replace("\njpg ", "\npng ", 1), "listed with extension 'png'")
+    err(good.replace(f" {off} ", " x ", 1), "must be integers")
+    long_name = "imgs/" + "x" * 100 + ".jpg"
+    err(good.replace(" imgs/0000.jpg", " " + long_name, 1), "longer than a tar header's 100 bytes")
