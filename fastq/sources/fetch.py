@@ -41,6 +41,42 @@ __all__ = ["RemoteSet", "Fetcher", "LocalCache"]
 WHOLE = np.uint64(0xFFFFFFFFFFFFFFFF)
 _PENDING, _INFLIGHT, _LIVE, _DONE = 0, 1, 2, 3
 
+_malloc_lock = threading.Lock()
+_malloc_tuned: Optional[Tuple[int, int]] = None  # (mmap threshold, trim threshold) once set
+
+
+def keep_chunks_in_heap(chunk_bytes):
+    """RemoteOptions.tune_malloc: glibc's malloc gives buffers over its mmap threshold
+    (128 KiB, raised only as such buffers are freed) their own mapping, and returns
+    freed memory above its trim threshold to the kernel; a shard's chunks (obstore's
+    buffers, up to chunk_bytes, allocated on its runtime's threads and freed here)
+    then come in fresh pages, each faulted in and zeroed.  Fixing the mmap threshold
+    above the chunk size, and the trim threshold at 4x that, lets freed chunks be
+    reused.  Once per process; a no-op off glibc or where the user set malloc's
+    thresholds or tunables.  -> (mmap, trim) thresholds set, or None."""
+    global _malloc_tuned
+    with _malloc_lock:
+        if _malloc_tuned is not None:
+            return _malloc_tuned
+        import ctypes
+        import platform
+        if platform.libc_ver()[0] != "glibc" or any(
+                k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_")) \
+                or "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+            return None
+        try:
+            mallopt = ctypes.CDLL(None).mallopt
+        except (OSError, AttributeError):
+            return None
+        mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        mmap_t = min(32 << 20, max(16 << 20, 2 * int(chunk_bytes)))  # glibc caps it at 32 MiB (64-bit)
+        trim_t = 4 * mmap_t  # 64 MiB: what glibc's own rule sets after freeing a 32 MiB buffer
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
+        if mallopt(M_MMAP_THRESHOLD, mmap_t) != 1 or mallopt(M_TRIM_THRESHOLD, trim_t) != 1:
+            return None
+        _malloc_tuned = (mmap_t, trim_t)
+        return _malloc_tuned
+
 
 class LocalCache:
     """Whole objects kept on local disk (``cache_dir=``), at most ``limit`` bytes
@@ -222,7 +258,7 @@ class Fetcher:
     The next epoch's prefetches (see _issue_next) outlive stop(): the loop thread
     stays until those in flight have finished, and the next epoch's fetcher, given
     this one as `carry`, takes what has arrived and adopts what is still on its way
-    (hand_over): a prefetch that an epoch's end overtook is neither lost nor sent
+    (_handed_over): a prefetch that an epoch's end overtook is neither lost nor sent
     twice.  abandon() cancels them (close, a seek, or nobody took them)."""
 
     POLL_MS = 50  # the poll thread's longest wait (a demand or a freed buffer wakes it at once)
@@ -275,6 +311,8 @@ class Fetcher:
 
     # -- threads -------------------------------------------------------------
     def start(self):
+        if not self.rs.whole and self.opts.tune_malloc:
+            keep_chunks_in_heap(self.opts.chunk_bytes)
         self._thread.start()
         self._ready.wait()
         self._poller.start()

@@ -390,6 +390,58 @@ print(json.dumps(st))
 """
 
 
+MALLOC_CHILD = r"""
+import ctypes, json, sys, threading
+import fastq
+from fastq.sources import fetch
+tune = sys.argv[1] == "on"
+src = fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", shuffle_buffer=6,
+                               remote=fastq.sources.RemoteOptions(tune_malloc=tune))
+with fastq.Pipeline(src, batch_size=4, workers=2, seed=1, ops=[fastq.ops.RandomResizedCrop(32)]) as p:
+    n = sum(len(b[0]) for b in p)
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+out = {}
+def probe():  # on another thread, as obstore's runtime allocates: a 12 MiB buffer (a chunk's size range)
+    q = libc.malloc(12 << 20)
+    out["mmapped"] = bool(ctypes.c_size_t.from_address(q - 8).value & 2)  # the chunk header's IS_MMAPPED bit
+    libc.free(q)
+t = threading.Thread(target=probe)
+t.start()
+t.join()
+print(json.dumps({"n": n, "tuned": fetch._malloc_tuned, **out}))
+"""
+
+
+def test_tune_malloc_keeps_chunk_buffers_in_the_heap(data, server):
+    """RemoteOptions.tune_malloc (default): once a shard's chunks are fetched, glibc
+    serves chunk-sized buffers (here 12 MiB) from its heap, where a freed one is
+    reused, rather than from a fresh mapping each (whose pages are faulted in and
+    zeroed again); tune_malloc=False, or malloc thresholds set in the environment,
+    leave glibc's own rule, which maps such a buffer.  In child processes: the
+    setting is process-wide."""
+    import json
+    import platform
+    import subprocess
+    import sys
+    assert platform.libc_ver()[0] == "glibc"  # what the check below reads (the chunk header) is glibc's
+
+    def child(arg, **env):
+        r = subprocess.run([sys.executable, "-c", MALLOC_CHILD, arg], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd()] + sys.path), **env))
+        assert r.returncode == 0, r.stderr[-2000:]
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    on = child("on")
+    assert on["n"] == N and on["tuned"] == [16 << 20, 64 << 20] and not on["mmapped"], on
+    off = child("off")
+    assert off["n"] == N and off["tuned"] is None and off["mmapped"], off
+    mine = child("on", MALLOC_TRIM_THRESHOLD_=str(1 << 20))
+    assert mine["tuned"] is None, mine
+    with pytest.raises(ValueError, match="tune_malloc must be True or False"):
+        fastq.sources.RemoteOptions(tune_malloc=1)
+
+
 def test_cache_shared_by_processes_on_one_node(data, server, tmp_path):
     """Two processes fill one cache_dir at once: both get the local batches, the cache
     holds each object once, complete, and the second epoch reads only from it."""
