@@ -8,6 +8,8 @@
     # or, natively decoded and augmented:
     pipe = fastq.Pipeline(fastq.sources.Files(paths, labels), batch_size=64, ops=[...])
     config = TrainConfig(model=M(), data=fastq.tensorpack.QueueInput(pipe), ...)
+    # or, your imgaug augmentor list as it is (translate; docs/migrate.md):
+    pipe = fastq.tensorpack.translate(fbresnet_augmentor(True)).pipeline(source, 64, shuffle=True)
 
 tensorpack's QueueInput has a Python thread run the DataFlow and
 ``sess.run`` an enqueue op per datapoint into a ``tf.FIFOQueue`` (a copy in,
@@ -25,7 +27,7 @@ import numpy as np
 from fastq.pipeline import Pipeline
 from fastq.sources import Iterable
 
-__all__ = ["QueueInput", "fbresnet_augmentor"]
+__all__ = ["QueueInput", "fbresnet_augmentor", "translate"]
 
 
 class _Batches:
@@ -277,3 +279,23 @@ def fbresnet_augmentor(size: int = 224, training: bool = True, max_attempts: int
         return [O.TensorpackCrop(size, interpolation="bicubic", max_attempts=max_attempts),
                 O.TensorpackColor(), O.HorizontalFlip(0.5)]
     return [O.TensorpackCrop(size, interpolation="bicubic", max_attempts=0, short_edge=int(size * 256 / 224))]
+
+
+def translate(augmentors, strict: bool = False):
+    """tensorpack ``imgaug`` augmentors (a list or ``AugmentorList``) as a
+    :class:`fastq.translate.Translation`: each augmentor becomes the native op with its exact
+    semantics, and ``.pipeline(source, batch_size, **kw)`` gives the images tensorpack's
+    augmentors give on ``cv2.imread``'s BGR images (uint8, or float32 0..255 when the list ends
+    in float32)::
+
+        tr = fastq.tensorpack.translate(fbresnet_augmentor(isTrain=True))
+        print(tr)                                    # each augmentor and what it became
+        pipe = tr.pipeline(fastq.sources.Files(paths, labels), 64, shuffle=True, label_dtype="int32")
+        config = TrainConfig(model=M(), data=fastq.tensorpack.QueueInput(pipe), ...)
+
+    An augmentor without an exact native equivalent (an unknown class, ``MapImage``, an argument
+    value the native op does not have) and every augmentor after it run in Python per sample on
+    the native steps' output, with one ``UserWarning`` naming it; ``strict=True`` raises
+    :class:`fastq.translate.TranslationError` instead (``fastq/translate/tensorpack.py``)."""
+    from fastq.translate.tensorpack import translate as _translate
+    return _translate(augmentors, strict=strict)
