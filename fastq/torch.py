@@ -60,7 +60,7 @@ import torch
 
 from fastq.device.convert import ConversionSpec
 
-__all__ = ["to_device", "DeviceCopier", "DeviceLoader", "Conversion", "convert"]
+__all__ = ["to_device", "DeviceCopier", "DeviceLoader", "Conversion", "convert", "translate", "DataLoader"]
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "uint8": torch.uint8}
 
@@ -475,3 +475,197 @@ class _LoaderEpoch:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+# ---- torchvision / timm pipelines: translate, DataLoader (docs/migrate.md) -------------------
+
+def translate(transform: Any, strict: bool = False):
+    """Translate a torchvision v1/v2 ``Compose`` (or one transform), including the timm
+    classes ``timm.data.create_transform`` uses, into a :class:`fastq.translate.Translation`:
+    the native ops, the steps left to Python (warned once, or ``TranslationError`` with
+    ``strict=True``) and ``.pipeline(source, batch_size, ...)`` giving torch's layout and
+    dtype (float32 NCHW after ToTensor, uint8 NCHW after PILToTensor/ToImage, uint8 HWC for
+    a PIL output).  Every step and argument is listed in docs/migrate.md."""
+    from fastq.translate.torchvision import translate as _tr
+    return _tr(transform, strict=strict)
+
+
+def _default_loaders() -> Tuple[Any, ...]:
+    from torchvision.datasets import folder
+    return (folder.default_loader, folder.pil_loader)
+
+
+_REFUSED = {
+    "collate_fn": "fastq writes each batch into one slot in the layout of torch's default collate; "
+                  "apply your collate to the batches it yields instead",
+    "batch_sampler": "give batch_size / drop_last (and shuffle or a DistributedSampler) instead",
+    "worker_init_fn": "fastq's workers are native threads with no Python state; seed Python-side steps "
+                      "through seed= (each sample's Python steps are seeded from (seed, epoch, index))",
+}
+
+
+class _SamplerFiles:
+    """Builds a fastq.sources.Files whose epoch order is a torch sampler's (DistributedSampler:
+    the rank's indices for the sampler's current epoch, padding included)."""
+
+    @staticmethod
+    def make(paths: Sequence[str], labels: Sequence[int], sampler: Any) -> Any:
+        from fastq.sources import Files
+
+        class SamplerFiles(Files):
+            def _epoch_order(self, seed: int, epoch: int, shuffle: bool) -> np.ndarray:
+                order = np.asarray(list(iter(sampler)), dtype=np.int64)
+                if len(order) != len(self.indices):
+                    raise RuntimeError(f"fastq.torch.DataLoader: the sampler gave {len(order)} indices, "
+                                       f"{len(self.indices)} expected (len(sampler) changed)")
+                return order
+
+        src = SamplerFiles(list(paths), labels=np.asarray(labels, dtype=np.int64))
+        src.indices = np.asarray(list(iter(sampler)), dtype=np.int64)
+        return src
+
+
+class DataLoader:
+    """``torch.utils.data.DataLoader`` for torchvision image datasets, run by fastq: the
+    dataset's ``transform`` is translated (:func:`translate`) and run by native worker
+    threads; what it yields is what torch's DataLoader with the default collate yields for
+    the same dataset: ``[images, labels]``, images in the transform's output form (float32
+    NCHW after ToTensor + Normalize...), labels int64, same ``len()``.
+
+    The dataset needs ``samples`` (a list of ``(path, target)``), ``transform``,
+    ``target_transform`` and ``loader`` (``ImageFolder`` / ``DatasetFolder`` have them).  A
+    dataset without ``samples`` or with a loader other than torchvision's default PIL RGB
+    loader runs entirely in torch's own DataLoader (a warning; ``strict=True`` raises).
+
+    ``num_workers``: native worker threads (0 -> 1); ``prefetch_factor``: batches queued per
+    worker (the ring holds ``prefetch_factor * workers`` slots, at least 2); ``pin_memory``:
+    pinned slots; ``shuffle``: fastq's per-epoch permutation of ``(seed, epoch)``;
+    ``sampler``: ``SequentialSampler``, ``RandomSampler`` (without replacement, all samples) or
+    ``DistributedSampler`` (its exact indices per rank and epoch: ``set_epoch`` is honoured,
+    padding and ``drop_last`` as torch); ``seed``: fixes every random draw (default: drawn
+    from ``generator`` or torch's global generator, as torch draws its base seed).
+    ``collate_fn``, ``batch_sampler``, ``worker_init_fn`` and other samplers are refused with
+    what to do instead; ``persistent_workers``, ``multiprocessing_context`` and ``in_order``
+    are accepted and have nothing to do (the workers are threads that live with the loader).
+    """
+
+    def __init__(self, dataset: Any, batch_size: Optional[int] = 1, shuffle: Optional[bool] = None,
+                 sampler: Any = None, batch_sampler: Any = None, num_workers: int = 0, collate_fn: Any = None,
+                 pin_memory: bool = False, drop_last: bool = False, timeout: float = 0, worker_init_fn: Any = None,
+                 multiprocessing_context: Any = None, generator: Any = None, *, prefetch_factor: Optional[int] = None,
+                 persistent_workers: bool = False, pin_memory_device: str = "", in_order: bool = True,
+                 seed: Optional[int] = None, strict: bool = False) -> None:
+        from torch.utils.data import DistributedSampler, RandomSampler, SequentialSampler
+        for name, value in (("collate_fn", collate_fn), ("batch_sampler", batch_sampler),
+                            ("worker_init_fn", worker_init_fn)):
+            if value is not None:
+                raise ValueError(f"fastq.torch.DataLoader: {name} is not supported: {_REFUSED[name]}")
+        if batch_size is None:
+            raise ValueError("fastq.torch.DataLoader: batch_size=None (unbatched samples) is not supported; "
+                             "give a batch size")
+        if not in_order:
+            raise ValueError("fastq.torch.DataLoader: in_order=False is not supported (fastq's batches are "
+                             "always in order)")
+        if num_workers < 0:
+            raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+        if prefetch_factor is not None and num_workers == 0:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+        self.dataset = dataset
+        self.batch_size = int(batch_size)
+        self.drop_last = bool(drop_last)
+        self.num_workers = num_workers
+        self.sampler = sampler
+        self.strict = strict
+        self._torch_loader = None
+        self.target_transform = getattr(dataset, "target_transform", None)
+        shuffle = bool(shuffle)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        self._order_sampler = None
+        if sampler is not None:
+            if isinstance(sampler, DistributedSampler):
+                self._order_sampler = sampler
+            elif type(sampler) is SequentialSampler:
+                shuffle = False
+            elif type(sampler) is RandomSampler and not sampler.replacement and sampler._num_samples is None:
+                shuffle = True
+            else:
+                raise ValueError(f"fastq.torch.DataLoader: sampler {type(sampler).__name__} is not supported "
+                                 f"(SequentialSampler, RandomSampler without replacement and DistributedSampler "
+                                 f"are); use shuffle=True, or torch.utils.data.DataLoader for this sampler")
+        reason = self._python_reason(dataset)
+        if reason is not None:
+            from fastq.translate._core import TranslationError
+            if strict:
+                raise TranslationError(f"fastq.torch.DataLoader: {reason}")
+            import warnings
+            warnings.warn(f"fastq.torch.DataLoader: {reason}; the whole dataset runs in torch's DataLoader "
+                          f"(strict=True raises instead)", UserWarning, stacklevel=2)
+            from torch.utils.data import DataLoader as _TorchLoader
+            self._torch_loader = _TorchLoader(
+                dataset, batch_size=batch_size, shuffle=shuffle, sampler=sampler, num_workers=num_workers,
+                pin_memory=pin_memory, drop_last=drop_last, timeout=timeout,
+                multiprocessing_context=multiprocessing_context, generator=generator,
+                prefetch_factor=prefetch_factor, persistent_workers=persistent_workers)
+            self.translation = None
+            self.pipeline = None
+            return
+        if seed is None:
+            seed = int(torch.empty((), dtype=torch.int64).random_(generator=generator).item()) & 0x7FFFFFFF
+        self.seed = int(seed)
+        self.translation = translate(getattr(dataset, "transform", None), strict=strict)
+        paths = [str(p) for p, _ in dataset.samples]
+        labels = [int(t) for _, t in dataset.samples]
+        import fastq.sources as fsrc
+        if self._order_sampler is not None:
+            source = _SamplerFiles.make(paths, labels, self._order_sampler)
+            shuffle = False
+        else:
+            source = fsrc.Files(paths, labels=np.asarray(labels, dtype=np.int64))
+        workers = max(1, int(num_workers))
+        queue_size = max(2, (prefetch_factor if prefetch_factor is not None else 2) * workers)
+        kw: Dict[str, Any] = dict(shuffle=shuffle, seed=self.seed, workers=workers, queue_size=queue_size,
+                                  drop_remainder=self.drop_last, pin_memory=bool(pin_memory))
+        if timeout and timeout > 0:
+            kw["stall_timeout"] = float(timeout)
+        self.pipeline = self.translation.pipeline(source, self.batch_size, **kw)
+
+    @staticmethod
+    def _python_reason(dataset: Any) -> Optional[str]:
+        samples = getattr(dataset, "samples", None)
+        if not isinstance(samples, (list, tuple)):
+            return f"{type(dataset).__name__} has no .samples list of (path, target)"
+        loader = getattr(dataset, "loader", None)
+        if loader is not None and loader not in _default_loaders():
+            return (f"{type(dataset).__name__}.loader is {getattr(loader, '__name__', loader)!r}, not torchvision's "
+                    f"default PIL RGB loader")
+        return None
+
+    def __len__(self) -> int:
+        if self._torch_loader is not None:
+            return len(self._torch_loader)
+        return len(self.pipeline)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._torch_loader is not None:
+            yield from self._torch_loader
+            return
+        tt = self.target_transform
+        for batch in self.pipeline:
+            images = _host_tensor(batch[0])
+            if tt is None:
+                labels = torch.from_numpy(batch[1])
+            else:
+                from torch.utils.data import default_collate
+                labels = default_collate([tt(int(v)) for v in batch[1]])
+            del batch
+            yield [images, labels]
+
+    def stats(self) -> Dict[str, Any]:
+        """The pipeline's stats() (with ``translation`` when steps run in Python)."""
+        return self.pipeline.stats() if self.pipeline is not None else {}
+
+    def close(self) -> None:
+        if self.pipeline is not None:
+            self.pipeline.close()

@@ -192,6 +192,8 @@ def _t_random_crop(t: Any, st: State) -> Tuple[List[Any], str]:
         pad = list(pad)
         if len(pad) == 1:
             pad = int(pad[0])
+        elif len(pad) == 4 and ".v2." in type(t).__module__:
+            pad = [pad[0], pad[2], pad[1], pad[3]]  # v2 keeps (left, right, top, bottom)
     mode = str(t.padding_mode)
     if mode not in ("constant", "edge", "reflect", "symmetric"):
         raise NotTranslatable(f"padding_mode={mode!r}")
@@ -431,6 +433,8 @@ def _t_erasing(t: Any, st: State) -> Tuple[List[Any], str]:
     if st.kind == "pil":
         raise NotTranslatable("RandomErasing on a PIL image (torchvision needs a tensor)")
     val = t.value
+    if val is None and ".v2." in type(t).__module__:
+        val = "random"  # v2 keeps value="random" as None
     if isinstance(val, (list, tuple)) and len(val) == 1:
         val = val[0]
     value = _erasing_value(val, st)
