@@ -84,6 +84,16 @@ class KerasWarp:
         self.interpolation = interpolation
         self._flags = (cv2.INTER_LINEAR if interpolation == "bilinear" else cv2.INTER_NEAREST) | cv2.WARP_INVERSE_MAP
 
+    @staticmethod
+    def generator(rng_key: int) -> np.random.Generator:
+        """The generator the PyFunc got for an explain record's ``rng_key``: numpy's
+        default_rng of the first u64 of the op's SplitMix64 stream (docs/custom_ops.md)."""
+        m = (1 << 64) - 1
+        z = (int(rng_key) + 0x9E3779B97F4A7C15) & m
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+        return np.random.default_rng(z ^ (z >> 31))
+
     def params(self, rng: np.random.Generator, h: int, w: int) -> Dict[str, float]:
         if self.kind == "zoom":
             zh = float(rng.uniform(1.0 + self.height[0], 1.0 + self.height[1]))
@@ -161,11 +171,15 @@ def _layer_ops(layer: Any, st: _State) -> Tuple[List[Any], str]:
     if name == "Normalization":
         if getattr(layer, "invert", False):
             raise NotTranslatable("invert=True")
-        if getattr(layer, "mean", None) is None:
-            raise NotTranslatable("the layer has no mean/variance yet (adapt() or build() it first)")
         import keras
-        mean = np.asarray(keras.ops.convert_to_numpy(layer.mean), dtype=np.float64)
-        var = np.asarray(keras.ops.convert_to_numpy(layer.variance), dtype=np.float64)
+        if getattr(layer, "mean", None) is not None:
+            mean = np.asarray(keras.ops.convert_to_numpy(layer.mean), dtype=np.float64)
+            var = np.asarray(keras.ops.convert_to_numpy(layer.variance), dtype=np.float64)
+        elif getattr(layer, "input_mean", None) is not None:  # given mean/variance, layer not built yet
+            mean = np.asarray(layer.input_mean, dtype=np.float64)
+            var = np.asarray(layer.input_variance, dtype=np.float64)
+        else:
+            raise NotTranslatable("the layer has no mean/variance yet (adapt() it first)")
         if mean.ndim and (mean.reshape(-1).size not in (1, st.channels) or
                           (mean.size > 1 and mean.shape[-1] != mean.size)):
             raise NotTranslatable(f"axis={layer.axis!r} (fastq normalizes per channel, the last axis)")
