@@ -150,8 +150,8 @@ class _Translator:
         """``aug`` runs in Python, and so does everything after it.  In an open float segment the
         split moves back to the colour unit, whose float32 result is not truncated natively."""
         if self.colour_step is not None:
-            self._close_colour(f"{self.colour_name} on float32 is followed by {type(aug).__name__}, which runs "
-                               f"in Python, before a ToUint8: its float32 result has no native equivalent")
+            self._close_colour(f"{self.colour_name} on float32 is followed, before a ToUint8, by {reason}; so its "
+                               f"float32 result is not truncated natively and has no native equivalent")
         else:
             self.prefix_state = (self.st.dtype, self.st.order)
         self.python = True
@@ -548,7 +548,8 @@ def translate(augmentors: Any, strict: bool = False) -> Translation:
         dtype, order = tr.prefix_state or (st.dtype, st.order)
         python_augs = [s.original for s in steps if s.python]
         tail = _Tail(python_augs, float_input=dtype == "float32")
-        prefix = {"dtype": "uint8", "layout": "NHWC", "channels": order}
+        # dct_scaling=False: tensorpack resizes cv2.imread's full decode (a DCT-scaled decode is not that)
+        prefix = {"dtype": "uint8", "layout": "NHWC", "channels": order, "dct_scaling": False}
         native_ops = [op for s in steps if not s.python for op in s.ops]
         if not _ends_fixed(native_ops):
             prefix["pad"] = "batch"
@@ -556,7 +557,7 @@ def translate(augmentors: Any, strict: bool = False) -> Translation:
                          "max_image_size=(H, W) to pipeline() when fastq cannot bound the size)")
         options = {"layout": "NHWC"}
     else:
-        options = {"dtype": st.dtype, "layout": "NHWC", "channels": st.order}
+        options = {"dtype": st.dtype, "layout": "NHWC", "channels": st.order, "dct_scaling": False}
         if st.dtype == "float32":
             # tensorpack's float32 images hold 0..255: an identity Normalize on the 0..255 scale
             norm = O.Normalize(mean=0.0, std=1.0, max_pixel_value=1.0)
