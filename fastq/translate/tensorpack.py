@@ -104,7 +104,7 @@ def _shape2d(name: str, arg: str, v: Any) -> Tuple[int, int]:
         h, w = v
     except (TypeError, ValueError):
         raise NotTranslatable(f"{arg}={v!r} is not an int or (h, w)") from None
-    if not all(isinstance(x, numbers.Integral) and not isinstance(x, bool) and x >= 1 for x in (h, w)):
+    if not all(isinstance(x, numbers.Integral) and not isinstance(x, bool) and int(x) >= 1 for x in (h, w)):
         raise NotTranslatable(f"{arg}={v!r}: fastq takes positive integer sizes")
     return int(h), int(w)
 
@@ -160,6 +160,7 @@ class _Translator:
     def _close_colour(self, reason: str) -> None:
         """Split at the open colour unit (the image before it was float32)."""
         i = self.colour_step
+        assert i is not None
         self.colour_step = None
         old = self.steps[i]
         self.prefix_state = ("float32", self.st.order)
@@ -222,7 +223,7 @@ class _Translator:
 
     def ResizeShortestEdge(self, aug: Any) -> None:
         size = aug.size
-        if not (isinstance(size, numbers.Integral) and size >= 1):
+        if not (isinstance(size, numbers.Integral) and int(size) >= 1):
             raise NotTranslatable(f"size={size!r} is not a positive int")
         op = O.ResizeShortestEdge(int(size), interpolation=_interp("ResizeShortestEdge", aug.interp))
         self.st.size = None
@@ -230,7 +231,7 @@ class _Translator:
 
     def GoogleNetRandomCropAndResize(self, aug: Any) -> None:
         t = aug.target_shape
-        if not (isinstance(t, numbers.Integral) and not isinstance(t, bool) and t >= 1):
+        if not (isinstance(t, numbers.Integral) and not isinstance(t, bool) and int(t) >= 1):
             raise NotTranslatable(f"target_shape={t!r}: tensorpack resizes to (target_shape, target_shape), an int")
         area = _pair("GoogleNetRandomCropAndResize", "crop_area_fraction", aug.crop_area_fraction, 1e-12, 1.0)
         aspect = _pair("GoogleNetRandomCropAndResize", "aspect_ratio_range", aug.aspect_ratio_range, 1e-12, 1e12)
@@ -257,7 +258,8 @@ class _Translator:
             self.add(aug, [O.CenterCrop((h, w))])
             return
         prev = self.steps[-1] if self.steps else None
-        if (prev is not None and not prev.python and len(prev.ops) == 1 and isinstance(prev.ops[0], O.ResizeShortestEdge)
+        if (prev is not None and not prev.python and len(prev.ops) == 1
+                and isinstance(prev.ops[0], O.ResizeShortestEdge)
                 and _kind(prev.original) == "ResizeShortestEdge"):
             rse = prev.ops[0]
             s = rse.short[0]
@@ -374,7 +376,7 @@ class _Translator:
     @staticmethod
     def _prob(aug: Any) -> float:
         p = aug.prob
-        if not (isinstance(p, numbers.Real) and 0 <= p <= 1):
+        if not (isinstance(p, numbers.Real) and 0 <= float(p) <= 1):
             raise NotTranslatable(f"prob={p!r} is not in [0, 1]")
         return float(p)
 
@@ -416,7 +418,8 @@ class _Translator:
                 ck = _kind(c)
                 if ck not in _COLOUR:
                     raise NotTranslatable(f"on float32 the native RandomOrderAug is fbresnet's colour set "
-                                          f"(BrightnessScale, Contrast, Saturation, Lighting); it holds {type(c).__name__}")
+                                          f"(BrightnessScale, Contrast, Saturation, Lighting); it holds "
+                                          f"{type(c).__name__}")
                 if _COLOUR_KEY[ck] in parts:
                     raise NotTranslatable(f"{ck} twice in one RandomOrderAug")
                 parts[_COLOUR_KEY[ck]] = c
@@ -450,12 +453,12 @@ class _Translator:
                 kw["contrast"] = _pair(name, "factor_range", a.factor_range, 0.0, 1e3)
             elif key == "saturation":
                 alpha = a.alpha
-                if not (isinstance(alpha, numbers.Real) and 0 <= alpha < 1):
+                if not (isinstance(alpha, numbers.Real) and 0 <= float(alpha) < 1):
                     raise NotTranslatable(f"alpha={alpha!r}: the native op takes 0 <= alpha < 1")
                 kw["saturation"] = float(alpha)
             else:
                 std = a.std
-                if not (isinstance(std, numbers.Real) and 0 <= std <= 1e3):
+                if not (isinstance(std, numbers.Real) and 0 <= float(std) <= 1e3):
                     raise NotTranslatable(f"std={std!r}: the native op takes 0 <= std <= 1000")
                 ev = np.asarray(a.eigval, dtype=np.float32)
                 evec = np.asarray(a.eigvec, dtype=np.float32)
@@ -555,7 +558,7 @@ def translate(augmentors: Any, strict: bool = False) -> Translation:
             prefix["pad"] = "batch"
             notes.append("the native steps end at a variable size: they run with pad='batch' (give "
                          "max_image_size=(H, W) to pipeline() when fastq cannot bound the size)")
-        options = {"layout": "NHWC"}
+        options: Dict[str, Any] = {"layout": "NHWC"}
     else:
         options = {"dtype": st.dtype, "layout": "NHWC", "channels": st.order, "dct_scaling": False}
         if st.dtype == "float32":
@@ -601,6 +604,7 @@ class _PaddedPrefixTranslation(Translation):
         seed = int(inner_opts.get("seed", 0) or 0)
         inner = Pipeline(source, batch_size=batch_size, ops=list(self.ops),
                          drop_remainder=outer.get("drop_remainder", True), **inner_opts)
+        assert self.tail is not None
         feed = _PaddedTailFeed(inner, self.tail, seed)
         pipe = _core._TranslatedPipeline(Iterable(feed), batch_size=batch_size, workers=1, **outer)
         pipe._translation = self
