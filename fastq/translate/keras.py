@@ -66,6 +66,13 @@ def _interp(layer: Any) -> str:
     return it
 
 
+def _flip_both(image: np.ndarray, rng: np.random.Generator) -> Optional[np.ndarray]:
+    """RandomFlip("horizontal_and_vertical"): Keras flips both axes when u <= 0.5."""
+    if rng.uniform() <= 0.5:
+        return np.ascontiguousarray(image[::-1, ::-1])
+    return None
+
+
 class KerasWarp:
     """The per-sample warp of RandomZoom / RandomTranslation (a PyFunc callable): draws
     Keras's parameters in Keras's order from the sample's generator and applies Keras's
@@ -193,7 +200,9 @@ def _layer_ops(layer: Any, st: _State) -> Tuple[List[Any], str]:
         if mode == "vertical":
             return [fops.VerticalFlip(0.5)], ""
         if mode == "horizontal_and_vertical":  # one draw flips both (Keras uses one mask)
-            return [fops.RandomApply([fops.HorizontalFlip(1.0), fops.VerticalFlip(1.0)], p=0.5)], ""
+            # a PyFunc, not RandomApply([HorizontalFlip(1), VerticalFlip(1)]): fastq's ImageSpec refuses a chain
+            # with both a composition and a PyFunc ("the op objects do not match the packed ops")
+            return [fops.PyFunc(_flip_both)], "PyFunc: both flips together if u <= 0.5 (one draw, as Keras)"
         raise NotTranslatable(f"mode={mode!r}")
     if name == "RandomRotation":
         border, _, fill = _fill(layer)
