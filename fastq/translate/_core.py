@@ -178,6 +178,7 @@ def _tail_pipeline(tr: Translation, source: Any, batch_size: int, kw: Dict[str, 
     seed = int(inner_opts.get("seed", 0) or 0)
     drop = outer.get("drop_remainder", True)
     inner = Pipeline(source, batch_size=batch_size, ops=list(tr.ops), drop_remainder=drop, **inner_opts)
+    assert tr.tail is not None  # Translation.__init__ refuses Python steps without a tail
     feed = _TailFeed(inner, tr.tail, seed)
     pipe = _TranslatedPipeline(Iterable(feed), batch_size=batch_size, workers=1, **outer)
     pipe._translation = tr
@@ -204,8 +205,10 @@ class _TailFeed:
     def __iter__(self):
         epoch = self.inner.epoch
         for batch in self.inner:
-            images, labels, index = batch[0], batch[1], batch[-1]
-            sizes = batch[-2] if self.inner._batch_pad is not None else None
+            # (images, labels, index) or, with pad="batch", (images, labels, index, image_sizes)
+            padded = self.inner._batch_pad is not None
+            images, labels = batch[0], batch[1]
+            index, sizes = (batch[-2], batch[-1]) if padded else (batch[-1], None)
             for r in range(len(index)):
                 img = images[r] if sizes is None else images[r, :sizes[r][0], :sizes[r][1]]
                 t0 = time.perf_counter()
@@ -214,7 +217,7 @@ class _TailFeed:
                 self.seconds += time.perf_counter() - t0
                 self.samples += 1
                 yield out
-            del images, labels, index, batch
+            del images, labels, index, sizes, batch
 
 
 class _seeded:

@@ -566,50 +566,7 @@ def translate(augmentors: Any, strict: bool = False) -> Translation:
             norm = O.Normalize(mean=0.0, std=1.0, max_pixel_value=1.0)
             steps.append(Step(None, [norm], name="(output)",
                               becomes="float32 0..255: Normalize(mean=0, std=1, max_pixel_value=1)"))
-    cls = _PaddedPrefixTranslation if prefix.get("pad") else Translation
-    return cls("tensorpack", steps, options, tail=tail, prefix_options=prefix, notes=notes)
-
-
-# ---- a prefix that ends at a variable size ---------------------------------------------------------
-# _core's _TailFeed reads a pad='batch' prefix's batch as (..., image_sizes, index), but the Pipeline
-# gives (images, labels, index, image_sizes) (image_sizes is the last output); _core.py is not ours to
-# change, so this module runs such a prefix with its own feed (the same seeding and accounting).
-
-class _PaddedTailFeed(_core._TailFeed):
-    def __iter__(self):
-        epoch = self.inner.epoch
-        for batch in self.inner:
-            images, labels, index, sizes = batch[0], batch[1], batch[-2], batch[-1]
-            for r in range(len(index)):
-                img = images[r, :sizes[r][0], :sizes[r][1]]
-                t0 = _core.time.perf_counter()
-                with _core._seeded(_core.sample_seed(self.seed, epoch, int(index[r]))):
-                    out = self.tail(np.array(img), labels[r])
-                self.seconds += _core.time.perf_counter() - t0
-                self.samples += 1
-                yield out
-            del images, labels, index, sizes, batch
-
-
-class _PaddedPrefixTranslation(Translation):
-    def pipeline(self, source: Any, batch_size: int, **kw: Any):
-        from fastq.pipeline import Pipeline
-        from fastq.sources.iterable import Iterable
-        outer = {k: kw.pop(k) for k in list(kw) if k in _core._PIPELINE_ONLY}
-        for k in ("dtype", "layout", "channels"):
-            kw.pop(k, None)
-        inner_opts = dict(self.prefix_options)
-        inner_opts.update(kw)
-        inner_opts["return_index"] = True
-        seed = int(inner_opts.get("seed", 0) or 0)
-        inner = Pipeline(source, batch_size=batch_size, ops=list(self.ops),
-                         drop_remainder=outer.get("drop_remainder", True), **inner_opts)
-        assert self.tail is not None
-        feed = _PaddedTailFeed(inner, self.tail, seed)
-        pipe = _core._TranslatedPipeline(Iterable(feed), batch_size=batch_size, workers=1, **outer)
-        pipe._translation = self
-        pipe._feed = feed
-        return pipe
+    return Translation("tensorpack", steps, options, tail=tail, prefix_options=prefix, notes=notes)
 
 
 _FIXED = (O.Resize, O.CenterCrop, O.RandomCrop, O.TensorpackCrop)
