@@ -35,7 +35,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from fastq import ops as O
-from fastq.translate import _core
 from fastq.translate._core import NotTranslatable, Step, Translation, TranslationError, split_at_first_python
 
 __all__ = ["translate"]
