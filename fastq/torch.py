@@ -654,8 +654,8 @@ class DataLoader:
         tt = self.target_transform
         for batch in self.pipeline:
             images = _host_tensor(batch[0])
-            if tt is None:
-                labels = torch.from_numpy(batch[1])
+            if tt is None:  # a copy (B values): kept labels must not hold the slot
+                labels = torch.from_numpy(np.array(batch[1]))
             else:
                 from torch.utils.data import default_collate
                 labels = default_collate([tt(int(v)) for v in batch[1]])
