@@ -1,0 +1,120 @@
+"""fastq.torch.DataLoader against torch.utils.data.DataLoader on the same ImageFolder and
+the same transform object, for two training recipes:
+
+* torchvision (v2) reference: RandomResizedCrop(224), RandomHorizontalFlip,
+  TrivialAugmentWide, ToImage + ToDtype(float32, scale=True), Normalize, RandomErasing;
+* timm: create_transform(224, is_training=True, auto_augment="rand-m9-mstd0.5-inc1",
+  interpolation="bicubic", re_prob=0.25, re_mode="pixel").
+
+Both loaders: batch_size 64, shuffle, num_workers (default 2: torch's worker processes,
+fastq's native threads).  One untimed warm-up epoch each, then `--epochs` timed epochs per
+loader, alternating torch and fastq epoch by epoch; the medians and their ratio are printed
+with what fastq ran natively and what stayed in Python.
+
+    python3 benchmarks/bench_migrate_torch.py            # 2000 photos of 300-800 px
+    python3 benchmarks/bench_migrate_torch.py --quick    # 96 photos, 1 timed epoch (< 60 s)
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import timm  # noqa: F401  (torch/timm before anything that may import tensorflow)
+import torch
+from timm.data import create_transform
+from torchvision import datasets
+from torchvision.transforms import v2
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import fastq.torch as ft  # noqa: E402
+from fastq.bench.testdata import make_jpeg_dataset  # noqa: E402
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def recipes(size):
+    tv = v2.Compose([v2.RandomResizedCrop(size), v2.RandomHorizontalFlip(), v2.TrivialAugmentWide(), v2.ToImage(),
+                     v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD), v2.RandomErasing()])
+    tm = create_transform(size, is_training=True, auto_augment="rand-m9-mstd0.5-inc1", interpolation="bicubic",
+                          re_prob=0.25, re_mode="pixel")
+    return {"torchvision": tv, "timm": tm}
+
+
+def image_folder(root, n, classes=10):
+    """`n` generated photos (300-800 px) as an ImageFolder tree of `classes` classes."""
+    tree = os.path.join(root, f"tree{n}")
+    if not os.path.isdir(tree):
+        paths = make_jpeg_dataset(os.path.join(root, f"raw{n}"), n)
+        for i, p in enumerate(paths):
+            d = os.path.join(tree, f"class{i % classes:02d}")
+            os.makedirs(d, exist_ok=True)
+            dst = os.path.join(d, os.path.basename(p))
+            if not os.path.exists(dst):
+                os.link(p, dst)
+    return tree
+
+
+def epoch_seconds(loader):
+    t0 = time.perf_counter()
+    n = 0
+    for images, labels in loader:
+        n += images.shape[0]
+    return time.perf_counter() - t0, n
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="96 photos, 1 timed epoch")
+    ap.add_argument("--n", type=int, default=2000, help="photos (default 2000)")
+    ap.add_argument("--epochs", type=int, default=3, help="timed epochs per loader (median)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--root", default="/tmp/fastq-bench-migrate-torch")
+    ap.add_argument("--recipe", choices=["torchvision", "timm", "both"], default="both")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.n, args.epochs, args.batch_size = 96, 1, 32
+    tree = image_folder(args.root, args.n)
+    print(f"{args.n} photos, batch {args.batch_size}, num_workers={args.workers}, {args.size}px, "
+          f"torch {torch.__version__}, {os.cpu_count()} CPUs")
+    results = {}
+    for name, tf in recipes(args.size).items():
+        if args.recipe not in ("both", name):
+            continue
+        ds = datasets.ImageFolder(tree, transform=tf)
+        theirs = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
+                                             persistent_workers=args.workers > 0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ours = ft.DataLoader(ds, batch_size=args.batch_size, shuffle=True, num_workers=args.workers, seed=0)
+        tr = ours.translation
+        python = tr.python_steps
+        times = {"torch": [], "fastq": []}
+        for loader in (theirs, ours):  # warm-up: worker start, page cache, first-epoch allocations
+            epoch_seconds(loader)
+        for _ in range(args.epochs):
+            for key, loader in (("torch", theirs), ("fastq", ours)):
+                s, n = epoch_seconds(loader)
+                times[key].append(n / s)
+        ours.close()
+        del theirs
+        med = {k: statistics.median(v) for k, v in times.items()}
+        results[name] = med
+        print(f"\n{name}: fastq native ops: {', '.join(type(o).__name__ for o in tr.ops)}")
+        if python:
+            print(f"  in Python per sample: {', '.join(s.split('(')[0] for s in python)}"
+                  f" ({'; '.join(str(w.message).split(';')[0] for w in caught)[:200]})")
+        else:
+            print("  fully native")
+        for k in ("torch", "fastq"):
+            print(f"  {k:6s} images/s: median {med[k]:8.1f}  (epochs: {', '.join(f'{v:.1f}' for v in times[k])})")
+        print(f"  ratio fastq / torch: {med['fastq'] / med['torch']:.2f}x")
+    return results
+
+
+if __name__ == "__main__":
+    main()
