@@ -14,6 +14,7 @@ from fastq.includes.fastq_custom_op cimport fq_custom_rng, FASTQ_CUSTOM_OP_ABI_V
 
 CUSTOM_OP_ABI_VERSION = FASTQ_CUSTOM_OP_ABI_VERSION
 _K_CUSTOM = (OP_KINDS["CustomOp"], OP_KINDS["PyFunc"])
+_K_COMPOSE = (OP_KINDS["RandomApply"], OP_KINDS["RandomChoice"], OP_KINDS["RandomOrder"])
 
 
 def probe_custom(library, symbol):

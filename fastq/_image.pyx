@@ -447,6 +447,15 @@ def downscale_jpeg(data, int max_side=0, long long max_pixels=0, int quality=90,
     return _prepared(rc, &err, out, &info)
 
 
+def _flat_ops(ops):
+    """The fastq.ops objects of a chain in packed-row order: a composition (RandomApply,
+    RandomChoice, RandomOrder) then its children, depth first (fastq.ops._compose._rows)."""
+    for op in ops:
+        yield op
+        if op.kind in _K_COMPOSE:
+            yield from _flat_ops(op.transforms)
+
+
 cdef class ImageSpec:
     """An immutable, thread-shareable op chain + output format.
 
@@ -476,7 +485,7 @@ cdef class ImageSpec:
         op_objs = ()  # the fastq.ops objects, when known: CustomOp / PyFunc bind through them
         if hasattr(packed_ops, "packed_ops"):  # fastq.ops.CompiledOps
             c = packed_ops
-            op_objs = tuple(c.ops)
+            op_objs = tuple(_flat_ops(c.ops))  # one per packed row: compositions flattened
             packed_ops, channels, dtype, layout = c.packed_ops, c.channels, c.dtype, c.layout
             max_pixels, dct_scaling = c.max_pixels, c.dct_scaling
             channels = getattr(c, "channel_order", "RGB") if c.channels == 3 else 1

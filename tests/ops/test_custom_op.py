@@ -364,6 +364,25 @@ def test_pyfunc_in_place_and_returned_forms_match_numpy():
         np.testing.assert_array_equal(out, fn(imgs[0], None))
 
 
+def test_pyfunc_beside_and_inside_a_composition():
+    """A composition packs into several rows (its record, then its children's): a PyFunc next
+    to one, or inside one, binds to its own row (once refused: "the op objects do not match
+    the packed ops")."""
+    imgs = _imgs(8)
+
+    def inv(im, rng):
+        im[:] = 255 - im
+
+    flip = O.RandomApply([O.HorizontalFlip(1.0), O.VerticalFlip(1.0)], p=0.5)
+    got, _, _ = _run(imgs, [flip, O.PyFunc(inv)], 1)
+    ref, _, _ = _run(imgs, [flip, O.Invert()], 1)
+    np.testing.assert_array_equal(got, ref)
+    got, _, _ = _run(imgs, [O.RandomChoice([O.PyFunc(inv), O.HorizontalFlip(1.0)])], 2)
+    ref, _, _ = _run(imgs, [O.RandomChoice([O.Invert(), O.HorizontalFlip(1.0)])], 1)
+    np.testing.assert_array_equal(got, ref)
+    assert not (got == np.stack(imgs)).all() and not (got == 255 - np.stack(imgs)).all()  # both ran
+
+
 def test_pyfunc_rng_is_the_samples_and_deterministic():
     imgs = _imgs(10)
 
