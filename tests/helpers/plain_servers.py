@@ -153,10 +153,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class StdlibServer:
     """Python's ThreadingHTTPServer (its defaults) serving the folder root; see the module
-    docstring.  ``with StdlibServer(root, latency_s=0.05) as srv: srv.url("a/b.jpg")``."""
+    docstring.  idle_timeout_s: close a keep-alive connection idle this long (the handler's
+    ``timeout``; Python's default None keeps it open).  ``with StdlibServer(root, latency_s=0.05) as srv: srv.url("a/b.jpg")``."""
 
-    def __init__(self, root, latency_s=0.0, bucket=None):
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    def __init__(self, root, latency_s=0.0, bucket=None, idle_timeout_s=None):
+        handler = type("Handler", (_Handler,), {"timeout": idle_timeout_s})  # None: never closes idle ones
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
         self.httpd.root = os.path.realpath(root)
         self.httpd.latency_s = latency_s
