@@ -117,6 +117,9 @@ if [ $FULL = 1 ]; then
     # the decoder's libFuzzer harness (csrc/tests/run_fuzz.sh); llvm-strip for the
     # cross-built aarch64 wheel (the host's binutils know only x86)
     APT_PKGS="$APT_PKGS clang llvm"
+    # the remote sources' tests against a server fastq did not write
+    # (tests/sources/test_sources_remote_servers.py starts nginx on 127.0.0.1 itself)
+    APT_PKGS="$APT_PKGS nginx"
 fi
 missing=""
 for p in $APT_PKGS; do

@@ -285,7 +285,9 @@ class Fetcher:
         self.next_pending: Dict[Any, int] = {}  # (obj, start, end) of a prefetch in flight -> est
         self.handoff: Optional[Callable[[Any, Any], None]] = None
         self.abandoned = False
-        self.adopting: Dict[Any, Tuple[int, int]] = {}  # key -> (request, est): arriving from prev
+        # key -> (request, est) of each of prev's prefetches still in flight ((None, 0): one this
+        # epoch does not want); they count against max_in_flight (see _busy)
+        self.adopting: Dict[Any, Tuple[Optional[int], int]] = {}
         self.state = [_PENDING] * len(self.reqs)
         self.req_of: Dict[int, int] = {}
         for r, req in enumerate(self.reqs):
@@ -426,9 +428,18 @@ class Fetcher:
         size = self.rs.objects[o].size
         return size if size is not None else self.rs.avg_bytes
 
+    def _busy(self):
+        """Requests in flight for this pipeline: this fetcher's own and the previous epoch's
+        prefetches still on their way.  Both hold a connection: counting only its own, an
+        epoch began with up to twice max_in_flight requests, the client opened as many new
+        connections at once, and a server with a short listen backlog (Python's http.server:
+        5) dropped the excess SYNs / handshakes, which TCP retries after 1, 3, 7... s (the
+        epoch-boundary stall, up to the request timeout; see docs/cloud.md)."""
+        return len(self.inflight) + len(self.adopting)
+
     def _issue(self):
         n = len(self.reqs)
-        while self.next_req < n and len(self.inflight) < self.opts.max_in_flight:
+        while self.next_req < n and self._busy() < self.opts.max_in_flight:
             r = self.next_req
             if self.state[r] != _PENDING:
                 self.next_req += 1
@@ -445,14 +456,18 @@ class Fetcher:
         """Take the previous epoch's prefetches for this epoch's requests: those that
         arrived go into the table at once; those still in flight are adopted (the
         previous loop hands each over as it arrives, see _adopt), not requested again.
-        Prefetches no request of this epoch wants are dropped."""
+        Prefetches no request of this epoch wants are dropped (those still in flight when
+        they arrive: until then they count as in flight here)."""
         prev = self.prev
         if prev is None:
             return
         with prev.carry_lock:
             if prev.abandoned:
                 return
-            arrived, pending = prev.carry_out, prev.next_pending
+            # copies, taken under the lock: prev's loop pops next_pending as prefetches end
+            # (from now on handing each to _handed_over); reading the live dict, a prefetch
+            # that ended meanwhile was neither adopted nor taken, and was requested again
+            arrived, pending = prev.carry_out, dict(prev.next_pending)
             prev.carry_out, prev.carry_bytes = {}, 0
             prev.handoff = self._handed_over
         for r, (o, start, end, claims, _) in enumerate(self.reqs):
@@ -460,11 +475,13 @@ class Fetcher:
             got = arrived.pop(key, None)
             if got is not None:
                 self._arrived(r, got, 0)
-            elif key in pending:
+            elif key in pending and key not in self.adopting:
                 est = self._est(r)
                 self.state[r] = _INFLIGHT
                 self.held += est
                 self.adopting[key] = (r, est)
+        for key in pending:
+            self.adopting.setdefault(key, (None, 0))  # unwanted, but holds a connection until it ends
         self.max_held = max(self.max_held, self.held)
 
     def _handed_over(self, key, got):
@@ -480,7 +497,9 @@ class Fetcher:
         if r_est is None or self.stopping:
             return
         r, est = r_est
-        if got is None:  # failed as a prefetch: this epoch requests it (and reports it)
+        if r is None:  # a prefetch this epoch does not want: dropped; its slot is free
+            pass
+        elif got is None:  # failed as a prefetch: this epoch requests it (and reports it)
             self.held -= est
             self.state[r] = _PENDING
             self.next_req = min(self.next_req, r)
@@ -520,7 +539,7 @@ class Fetcher:
             self.next_reqs = self.rs.plan(self.next_order)
         nb = self.opts.next_epoch_bytes
         cap = min(self.opts.max_bytes // 2 if nb is None else nb, self.opts.max_bytes)
-        while self.next_k < len(self.next_reqs) and len(self.inflight) < self.opts.max_in_flight:
+        while self.next_k < len(self.next_reqs) and self._busy() < self.opts.max_in_flight:
             o, start, end = self.next_reqs[self.next_k][:3]
             size = self.rs.objects[o].size
             est = (end - start) if end is not None else (size if size is not None else self.rs.avg_bytes)

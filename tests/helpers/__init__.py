@@ -9,6 +9,8 @@
 ``tensorpack_scenarios``    tensorpack training scenarios (``python -m helpers.tensorpack_scenarios``)
 ``keras_strategy_scenario`` Keras + tf.distribute scenario (``python -m helpers.keras_strategy_scenario``)
 ``distribute_worker``       one MultiWorkerMirroredStrategy worker (``python -m helpers.distribute_worker``)
+``plain_servers``           object servers fastq did not write, on 127.0.0.1: Python's http.server
+                            (its defaults), nginx (for test_sources_remote_servers.py)
 ==========================  ==============================================================
 
 Tests import them as ``from helpers import image_ref`` (pytest puts tests/ on

@@ -632,6 +632,75 @@ def test_prefetch_still_in_flight_at_the_epoch_end_is_handed_over(data, server):
     assert r["requests"] == 2 * N + r["requests_prefetched_for_next_epoch"]
 
 
+def test_adopted_prefetches_count_as_in_flight_and_none_is_lost_to_the_hand_over_race():
+    """The next epoch's fetcher takes the previous one's prefetches: one arrived, two still
+    in flight (of which one ends just after the hand-over's lock is released, as the old
+    loop's thread can), and one in flight that this epoch does not want.  Every wanted one
+    is adopted, not requested again (reading the old fetcher's live dict of pending
+    prefetches missed the one that ended meanwhile), and all three still on their way
+    count against max_in_flight: with max_in_flight=3 the new fetcher issues nothing of
+    its own until one arrives (counting only its own, it issued max_in_flight more, and an
+    epoch began with up to twice max_in_flight requests: tests/sources/
+    test_sources_remote_servers.py shows what that did to a server with a short backlog)."""
+    import asyncio
+    import threading
+    from fastq.sources.fetch import _INFLIGHT, _LIVE, _PENDING, WHOLE, Fetcher, RemoteSet
+    from fastq.sources.storage import Counters, ObjectInfo, RemoteOptions
+    objs = [ObjectInfo(f"s3://bk/o{i}", None, f"o{i}", 100, "e") for i in range(6)]
+    rs = RemoteSet(objs, RemoteOptions(max_in_flight=3), Counters(), None, obj=np.arange(6), off=np.zeros(6),
+                   end=np.full(6, WHOLE))
+    bufs = {i: (np.full(100, i, np.uint8), 0, True) for i in range(6)}
+
+    class Loop:  # records what the fetcher schedules (no request is made)
+        def __init__(self):
+            self.soon, self.tasks = [], []
+
+        def call_soon_threadsafe(self, fn, *a):
+            self.soon.append((fn, a))
+
+        def create_task(self, coro):
+            coro.close()
+            self.tasks.append(coro)
+            return object()
+
+    prev = Fetcher(rs, rs.spans(), None)
+    prev.carry_out = {(0, 0, None): bufs[0]}
+    prev.next_pending = {(1, 0, None): 100, (2, 0, None): 100, (5, 0, None): 100}  # 5: not wanted
+
+    class RacingLock:  # the old loop's thread takes the lock as soon as the hand-over releases it
+        def __init__(self):
+            self.lock, self.raced = threading.Lock(), False
+
+        def __enter__(self):
+            self.lock.acquire()
+
+        def __exit__(self, *exc):
+            self.lock.release()
+            if not self.raced and prev.handoff is not None:
+                self.raced = True
+                with self.lock:  # what _prefetch's finally does when prefetch 2 ends
+                    if prev.next_pending.pop((2, 0, None), None) is not None:
+                        prev.handoff((2, 0, None), bufs[2])
+    prev.carry_lock = RacingLock()
+    f = Fetcher(rs, rs.spans(), np.arange(5), carry=prev)
+    f.loop, f.wake = Loop(), asyncio.Event()
+    f._use_carry()
+    assert prev.carry_lock.raced
+    assert f.state[:3] == [_LIVE, _INFLIGHT, _INFLIGHT], "a prefetch that ended during the hand-over is requested again"
+    assert f._busy() == 3 and set(f.adopting) == {(1, 0, None), (2, 0, None), (5, 0, None)}
+    f._issue()
+    assert f.loop.tasks == [] and f.state[3:] == [_PENDING, _PENDING]  # 3 in flight already: nothing issued
+    for fn, a in f.loop.soon:  # prefetch 2's hand-over reaches the new loop
+        fn(*a)
+    assert f.state[2] == _LIVE and f.carried == 2 and f._busy() == 2
+    f._issue()
+    assert len(f.loop.tasks) == 1 and f.state[3:] == [_INFLIGHT, _PENDING]
+    f._adopt((5, 0, None), bufs[5])  # the unwanted one ends: dropped, its slot freed
+    f._issue()
+    assert len(f.loop.tasks) == 2 and f.state[4] == _INFLIGHT and f._busy() == 3
+    f.spans.reset()
+
+
 def test_next_epoch_prefetch_can_be_turned_off(data, server):
     src = fastq.sources.Files(urls(data), data["labels"], remote=fastq.sources.RemoteOptions(next_epoch_bytes=0))
     local, _ = run(fastq.sources.Files(data["jpegs"], data["labels"]))
