@@ -160,28 +160,42 @@ inline uint8_t clip8(int32_t v)
     return (uint8_t)(s < 0 ? 0 : (s > 255 ? 255 : s));
 }
 
-/* rows [0, rows) of src (already offset to the first needed row) -> dst, width by ax */
+/* rows [0, rows) of src (already offset to the first needed row) -> dst, width by ax.  R rows
+ * at a time share each window's bounds and weight loads (R independent sums per weight). */
+template <int C, int R>
+void horizontal_rows(const uint8_t *src, size_t sstep, const Axis &ax, int out_w, uint8_t *dst, size_t dstep)
+{
+    const int ksize = ax.ksize;
+    for (int xx = 0; xx < out_w; xx++) {
+        const int32_t *k = &ax.k[(size_t)xx * ksize];
+        const size_t off = (size_t)ax.start[(size_t)xx] * C;
+        const int n = ax.len[(size_t)xx];
+        int32_t acc[R][C];
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < C; c++)
+                acc[r][c] = 1 << (kPrecisionBits - 1);
+        for (int x = 0; x < n; x++) {
+            const int32_t kx = k[x];
+            for (int r = 0; r < R; r++) {
+                const uint8_t *p = src + (size_t)r * sstep + off + (size_t)x * C;
+                for (int c = 0; c < C; c++)
+                    acc[r][c] += (int32_t)p[c] * kx;
+            }
+        }
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < C; c++)
+                dst[(size_t)r * dstep + (size_t)xx * C + c] = clip8(acc[r][c]);
+    }
+}
+
 template <int C>
 void horizontal(const uint8_t *src, size_t sstep, int rows, const Axis &ax, int out_w, uint8_t *dst, size_t dstep)
 {
-    const int ksize = ax.ksize;
-    for (int y = 0; y < rows; y++) {
-        const uint8_t *s = src + (size_t)y * sstep;
-        uint8_t *d = dst + (size_t)y * dstep;
-        for (int xx = 0; xx < out_w; xx++) {
-            const int32_t *k = &ax.k[(size_t)xx * ksize];
-            const uint8_t *p = s + (size_t)ax.start[(size_t)xx] * C;
-            const int n = ax.len[(size_t)xx];
-            int32_t acc[C];
-            for (int c = 0; c < C; c++)
-                acc[c] = 1 << (kPrecisionBits - 1);
-            for (int x = 0; x < n; x++)
-                for (int c = 0; c < C; c++)
-                    acc[c] += (int32_t)p[x * C + c] * k[x];
-            for (int c = 0; c < C; c++)
-                d[xx * C + c] = clip8(acc[c]);
-        }
-    }
+    int y = 0;
+    for (; y + 4 <= rows; y += 4)
+        horizontal_rows<C, 4>(src + (size_t)y * sstep, sstep, ax, out_w, dst + (size_t)y * dstep, dstep);
+    for (; y < rows; y++)
+        horizontal_rows<C, 1>(src + (size_t)y * sstep, sstep, ax, out_w, dst + (size_t)y * dstep, dstep);
 }
 
 void horizontal_any(int C, const uint8_t *src, size_t sstep, int rows, const Axis &ax, int out_w, uint8_t *dst,
