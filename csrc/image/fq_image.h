@@ -155,13 +155,23 @@ const fq_op_desc *fq_img_op_desc(int kind);
 /* The kind named `name` (fq_img_op_name's spelling), or FQ_OP_NONE. */
 int fq_img_op_kind(const char *name);
 
-/* Same numbers as OpenCV's INTER_* flags. */
+/* 0 .. 4: the same numbers as OpenCV's INTER_* flags (cv::resize, cv::warpAffine).
+ * FQ_INTERP_PIL_*: Pillow's 8-bit Image.resize, bit for bit (Resampling.NEAREST, BILINEAR,
+ * BICUBIC, LANCZOS, BOX, HAMMING; fq_image_resize_pil.cpp): resizes only (Resize,
+ * RandomResizedCrop, ResizeShortestEdge, ScaleJitter, TensorpackCrop), never a warp, and a
+ * JPEG op 0 with one of them is never DCT-scaled. */
 enum fq_interp {
     FQ_INTERP_NEAREST = 0,
     FQ_INTERP_BILINEAR = 1,
     FQ_INTERP_BICUBIC = 2,
     FQ_INTERP_AREA = 3,
     FQ_INTERP_LANCZOS = 4,
+    FQ_INTERP_PIL_NEAREST = 5,
+    FQ_INTERP_PIL_BILINEAR = 6,
+    FQ_INTERP_PIL_BICUBIC = 7,
+    FQ_INTERP_PIL_LANCZOS = 8,
+    FQ_INTERP_PIL_BOX = 9,
+    FQ_INTERP_PIL_HAMMING = 10,
     FQ_INTERP_END
 };
 
@@ -384,7 +394,8 @@ enum fq_img_explain_fields {
 unsigned fq_img_op_explain_fields(int kind);
 
 /* Names (static strings; "?" when out of range): interpolations as fastq.ops spells
- * them ("nearest", "bilinear", "bicubic", "area", "lanczos"), borders ("constant",
+ * them ("nearest", "bilinear", "bicubic", "area", "lanczos", "pil_nearest", "pil_bilinear",
+ * "pil_bicubic", "pil_lanczos", "pil_box", "pil_hamming"), borders ("constant",
  * "replicate", "reflect", "symmetric"), source formats ("JPEG", "PNG", ...; FQ_FMT_*)
  * and output dtypes ("uint8", "float32", "float16", "bfloat16"). */
 const char *fq_img_interp_name(int interp);

@@ -17,7 +17,11 @@ Conventions (torchvision's, unless stated; exact definitions in ``docs/ops.md``)
   ``(seed, epoch, index)``, drawn in chain order; an op draws only what it needs;
 * interpolation names: ``nearest``, ``bilinear``, ``bicubic``, ``area``, ``lanczos``
   (OpenCV's INTER_NEAREST, INTER_LINEAR, INTER_CUBIC, INTER_AREA, INTER_LANCZOS4;
-  note that OpenCV's bilinear does not antialias when shrinking, use ``area`` for that).
+  note that OpenCV's bilinear does not antialias when shrinking, use ``area`` for that);
+  for the resize ops also ``pil_nearest``, ``pil_bilinear``, ``pil_bicubic``,
+  ``pil_lanczos``, ``pil_box``, ``pil_hamming``: Pillow's ``Image.resize`` with that
+  ``resample``, bit for bit (antialiased; what torchvision does to PIL images), and a
+  JPEG op 0 with one of them is never DCT-scaled.
 
 One namespace, one module per family (as torchvision's ``transforms/v2/``): ``_base``
 (the ``Op`` base class, the C core's constants, argument checks), ``_geometry``,

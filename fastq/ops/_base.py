@@ -29,7 +29,10 @@ K_RANDOM_RESIZED_CROP, K_RESIZE, K_CENTER_CROP, K_RANDOM_CROP = (
 K_HFLIP, K_VFLIP, K_COLOR_JITTER, K_RANDOM_AFFINE, K_GRAYSCALE, K_NORMALIZE = (
     _K["HorizontalFlip"], _K["VerticalFlip"], _K["ColorJitter"], _K["RandomAffine"], _K["Grayscale"], _K["Normalize"])
 
-INTERPOLATIONS = dict(_image.INTERPOLATIONS)  # nearest, bilinear, bicubic, area, lanczos
+# nearest, bilinear, bicubic, area, lanczos (OpenCV); pil_nearest, pil_bilinear, pil_bicubic, pil_lanczos,
+# pil_box, pil_hamming (Pillow's Image.resize, bit for bit; resizes only, never a warp)
+INTERPOLATIONS = dict(_image.INTERPOLATIONS)
+PIL_INTERPOLATIONS = tuple(n for n in INTERPOLATIONS if n.startswith("pil_"))
 BORDERS = dict(_image.BORDERS, edge=_image.BORDERS["replicate"])  # torchvision calls replicate "edge"
 
 
@@ -71,9 +74,15 @@ def _prob(op, p):
     return float(p)
 
 
-def _interp(op, name, allow_area=True):
+def _interp(op, name, allow_area=True, resize=True):
+    """The FQ_INTERP_* number of an interpolation name.  ``resize=False``: a warp
+    (cv::warpAffine), which takes no pil_* name (they are Pillow's resize, not a sampler)."""
+    if not resize and name in PIL_INTERPOLATIONS:
+        _fail(op, f"{name} is Pillow's resize and only available to resize ops (Resize, RandomResizedCrop, "
+                  "ResizeShortestEdge, ScaleJitter, TensorpackCrop), not to a warp; use nearest, bilinear, "
+                  "bicubic or lanczos", name)
     if name not in INTERPOLATIONS or (not allow_area and name == "area"):
-        names = [n for n in INTERPOLATIONS if allow_area or n != "area"]
+        names = [n for n in INTERPOLATIONS if (allow_area or n != "area") and (resize or n not in PIL_INTERPOLATIONS)]
         _fail(op, f"interpolation must be one of {names}", name)
     return INTERPOLATIONS[name]
 

@@ -158,7 +158,7 @@ class RandomAffine(Op):
     the forward map is ``dst = R Sh s (src - c) + c + t``.  ``degrees``: number d ->
     (-d, d) or (min, max); ``shear``: number s -> x in (-s, s); (a, b) -> x; (a, b, c, d)
     -> x in (a, b), y in (c, d).  ``border``: constant (``fill``), reflect, replicate,
-    symmetric.  ``interpolation``: not "area".
+    symmetric.  ``interpolation``: not "area", not a ``pil_*`` name (those are resizes).
     """
 
     kind = K_RANDOM_AFFINE
@@ -213,7 +213,7 @@ class RandomAffine(Op):
         self.border = border
         self.fill = _fill(n, fill)
         self.interpolation = interpolation
-        self._interp = _interp(n, interpolation, allow_area=False)
+        self._interp = _interp(n, interpolation, allow_area=False, resize=False)
 
     def fields(self):
         sh = self.shear or (0.0, 0.0, 0.0, 0.0)

@@ -121,10 +121,12 @@ def test_constants_come_from_the_c_core():
     for cls in (O.RandomResizedCrop, O.Resize, O.CenterCrop, O.RandomCrop, O.HorizontalFlip, O.VerticalFlip,
                 O.ColorJitter, O.RandomAffine, O.Grayscale, O.Normalize):
         assert _image.OP_KINDS[cls.__name__] == cls.kind
-    # OpenCV's INTER_* and the torchvision border names (ops.md)
+    # OpenCV's INTER_* (then Pillow's resizes, fastq's own numbers) and the torchvision border
+    # names (ops.md)
     assert O.INTERPOLATIONS == {"nearest": cv2.INTER_NEAREST, "bilinear": cv2.INTER_LINEAR,
                                 "bicubic": cv2.INTER_CUBIC, "area": cv2.INTER_AREA,
-                                "lanczos": cv2.INTER_LANCZOS4}
+                                "lanczos": cv2.INTER_LANCZOS4, "pil_nearest": 5, "pil_bilinear": 6,
+                                "pil_bicubic": 7, "pil_lanczos": 8, "pil_box": 9, "pil_hamming": 10}
     assert O.BORDERS == {"constant": 0, "replicate": 1, "edge": 1, "reflect": 2, "symmetric": 3}
     assert O.DTYPES == ("uint8", "float32", "float16", "bfloat16")
     assert _image.FORMATS[2] == "jpeg" and _image.FORMATS[6] == "webp" and _image.FORMATS[0] == "unknown"

@@ -4,6 +4,7 @@
 #include "image/internal/fq_image_stages.h"
 
 #include "image/internal/fq_image_resize.h"
+#include "image/internal/fq_image_resize_pil.h"
 
 #include <algorithm>
 
@@ -45,6 +46,15 @@ void Exec::resize_to(const cv::Mat &src, int h, int w, int interp)
         return;
     }
     cv::Mat d = next(h, w, src.type());
+    if (is_pil_interp(interp)) { /* Pillow's resize, bit for bit (fq_image_resize_pil.cpp) */
+        if (!resize_pil_u8(src, d, interp)) {
+            rc = fq_set_err(err, FQ_E_UNSUPPORTED, "%s resize of a %dx%d image of type %d: only 8-bit 1 to 4 channels",
+                            fq_img_interp_name(interp), src.cols, src.rows, src.type());
+            return;
+        }
+        set(d);
+        return;
+    }
     /* bicubic 8-bit RGB/BGR: the AVX2 copy of cv::resize (same bytes) where it applies */
     if (interp != cv::INTER_CUBIC || !resize_cubic_u8c3(src, d))
         cv::resize(src, d, cv::Size(w, h), 0, 0, interp);

@@ -4,6 +4,7 @@
  * fq_image.h.  Everything here is a pure function of its arguments (thread-safe). */
 #include "image/internal/fq_image_stages.h"
 #include "image/internal/fq_image_aug.h" /* apply_lut */
+#include "image/internal/fq_image_resize_pil.h"
 
 #include <array>
 #include <cmath>
@@ -26,9 +27,13 @@ bool valid_side(double v) { return is_int(v) && v >= 1 && v <= FQ_IMG_MAX_SIDE; 
 bool valid_pad(double v) { return is_int(v) && v >= 0 && v <= FQ_IMG_MAX_SIDE; }
 bool valid_prob(double p) { return std::isfinite(p) && p >= 0 && p <= 1; }
 bool valid_range(double lo, double hi) { return std::isfinite(lo) && std::isfinite(hi) && lo <= hi; }
+/* allow_area: a resize (area and the pil_* resizes are for cv::resize-like ops only); else
+ * a warp (cv::warpAffine): nearest, bilinear, bicubic, lanczos */
 bool valid_interp(double v, bool allow_area)
 {
-    return is_int(v) && v >= 0 && v < FQ_INTERP_END && (allow_area || v != FQ_INTERP_AREA);
+    if (!(is_int(v) && v >= 0 && v < FQ_INTERP_END))
+        return false;
+    return allow_area || (v != FQ_INTERP_AREA && !fqi::is_pil_interp((int)v));
 }
 bool valid_border(double v) { return is_int(v) && v >= 0 && v < FQ_BORDER_END; }
 
@@ -408,7 +413,7 @@ const char *random_affine_check(const fq_op &op)
     if (!valid_border(p.border))
         return "bad border mode";
     if (!valid_interp(p.interp, false))
-        return "bad interpolation (area is not available for affine)";
+        return "bad interpolation (area and the pil_* resizes are not available for affine)";
     return nullptr;
 }
 

@@ -3,6 +3,7 @@
  * functions of (spec, source size, seed, epoch, index): thread-safe. */
 #include "image/internal/fq_image_aug.h" /* tensorpack: tp_crop_box */
 #include "image/internal/fq_image_iou_crop.h"
+#include "image/internal/fq_image_resize_pil.h"
 #include "image/internal/fq_image_stages.h"
 
 #include <algorithm>
@@ -121,6 +122,9 @@ void first_op_box(const fq_img_spec *sp, const Plan &pl, int src_h, int src_w, f
 int dct_scale(const fq_img_spec *sp, const fq_img_decode_plan *dp)
 {
     if (!dp->resize_after || !sp->fmt.dct_scaling)
+        return 8;
+    /* the pil_* resizes reproduce Pillow's resize of the fully decoded image: never scaled */
+    if (fqi::is_pil_interp(dp->interp))
         return 8;
     /* only 1/8, 1/4, 1/2: libjpeg-turbo has SIMD IDCTs for these; the other M/8
      * (generic scalar IDCTs) measured slower than a full-size decode */

@@ -269,7 +269,9 @@ unsigned fq_img_op_explain_fields(int kind)
 
 const char *fq_img_interp_name(int interp)
 {
-    static const char *const kNames[FQ_INTERP_END] = {"nearest", "bilinear", "bicubic", "area", "lanczos"};
+    static const char *const kNames[FQ_INTERP_END] = {"nearest",     "bilinear",    "bicubic",     "area",
+                                                      "lanczos",     "pil_nearest", "pil_bilinear", "pil_bicubic",
+                                                      "pil_lanczos", "pil_box",     "pil_hamming"};
     return interp >= 0 && interp < FQ_INTERP_END ? kNames[interp] : "?";
 }
 
