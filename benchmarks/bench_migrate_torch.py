@@ -13,6 +13,7 @@ with what fastq ran natively and what stayed in Python.
 
     python3 benchmarks/bench_migrate_torch.py            # 2000 photos of 300-800 px
     python3 benchmarks/bench_migrate_torch.py --quick    # 96 photos, 1 timed epoch (< 60 s)
+    python3 benchmarks/bench_migrate_torch.py --psnr     # PSNR of each deterministic step vs torchvision
 """
 import argparse
 import os
@@ -43,6 +44,25 @@ def recipes(size):
     return {"torchvision": tv, "timm": tm}
 
 
+def allow_posterize_0_bits():
+    """timm 1.0's rand-m9-mstd0.5 RandAugment can draw PosterizeIncreasing at the top level,
+    which asks PIL for 0 bits; Pillow >= 10 raises there (older Pillow gave a black image).
+    Both loaders run timm's policy in Python here, so both get the old behaviour back (torch's
+    forked workers inherit it)."""
+    from PIL import ImageOps
+    orig = ImageOps.posterize
+    if getattr(orig, "_zero_bits", False):
+        return
+
+    def posterize(image, bits):
+        if bits == 0:
+            return orig(image, 1).point(lambda v: 0)
+        return orig(image, bits)
+
+    posterize._zero_bits = True
+    ImageOps.posterize = posterize
+
+
 def image_folder(root, n, classes=10):
     """`n` generated photos (300-800 px) as an ImageFolder tree of `classes` classes."""
     tree = os.path.join(root, f"tree{n}")
@@ -55,6 +75,74 @@ def image_folder(root, n, classes=10):
             if not os.path.exists(dst):
                 os.link(p, dst)
     return tree
+
+
+def psnr(a, b):
+    import numpy as np
+    mse = np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2)
+    return float("inf") if mse == 0 else 10 * np.log10(1.0 / mse)
+
+
+def psnr_table(paths):
+    """PSNR (0..1 pixel scale) of fastq's translation of each deterministic step against
+    torchvision on PIL images; random crops are replayed from fastq's explain records."""
+    import numpy as np
+    from PIL import Image
+    from torchvision import transforms as T
+    import torchvision.transforms.functional as F
+    import fastq
+    BIL, BIC = T.InterpolationMode.BILINEAR, T.InterpolationMode.BICUBIC
+    cases = [
+        ("decode + CenterCrop(224) + PILToTensor", T.Compose([T.CenterCrop(224), T.PILToTensor()]), {}),
+        ("HorizontalFlip(p=1) + VerticalFlip(p=1)", T.Compose([T.CenterCrop(224), T.RandomHorizontalFlip(1.0),
+                                                               T.RandomVerticalFlip(1.0), T.PILToTensor()]), {}),
+        ("ToTensor (x / 255)", T.Compose([T.CenterCrop(224), T.ToTensor()]), {}),
+        ("ToTensor + Normalize", T.Compose([T.CenterCrop(224), T.ToTensor(), T.Normalize(MEAN, STD)]), {}),
+        ("Resize(256) bilinear + CenterCrop(224)", T.Compose([T.Resize(256), T.CenterCrop(224), T.PILToTensor()]), {}),
+        ("Resize(256) bicubic + CenterCrop(224)", T.Compose([T.Resize(256, BIC), T.CenterCrop(224),
+                                                             T.PILToTensor()]), {}),
+        ("Resize(256) bilinear + CenterCrop, dct_scaling=True", T.Compose([T.Resize(256), T.CenterCrop(224),
+                                                                           T.PILToTensor()]), {"dct_scaling": True}),
+        ("Resize((224, 224)) bilinear", T.Compose([T.Resize((224, 224)), T.PILToTensor()]), {}),
+        ("Resize((224, 224)) bicubic", T.Compose([T.Resize((224, 224), BIC), T.PILToTensor()]), {}),
+        ("Resize(96) bilinear + CenterCrop(96)", T.Compose([T.Resize(96), T.CenterCrop(96), T.PILToTensor()]), {}),
+        ("Grayscale(3)", T.Compose([T.CenterCrop(224), T.Grayscale(3), T.PILToTensor()]), {}),
+        ("RandomEqualize(p=1)", T.Compose([T.CenterCrop(224), T.RandomEqualize(1.0), T.PILToTensor()]), {}),
+        ("RandomAutocontrast(p=1)", T.Compose([T.CenterCrop(224), T.RandomAutocontrast(1.0), T.PILToTensor()]), {}),
+        ("RandomPosterize(4, p=1)", T.Compose([T.CenterCrop(224), T.RandomPosterize(4, 1.0), T.PILToTensor()]), {}),
+        ("RandomSolarize(128, p=1)", T.Compose([T.CenterCrop(224), T.RandomSolarize(128, 1.0), T.PILToTensor()]), {}),
+        ("RandomAdjustSharpness(2, p=1)", T.Compose([T.CenterCrop(224), T.RandomAdjustSharpness(2.0, 1.0),
+                                                     T.PILToTensor()]), {}),
+        ("GaussianBlur(5, sigma=1.0)", T.Compose([T.CenterCrop(224), T.GaussianBlur(5, 1.0), T.PILToTensor()]), {}),
+    ]
+    src = fastq.sources.Files(paths, labels=[0] * len(paths))
+    print(f"PSNR against torchvision {__import__('torchvision').__version__} on {len(paths)} photos "
+          f"(0..1 scale; inf = identical)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, tf, kw in cases:
+            tr = ft.translate(tf)
+            with tr.pipeline(src, len(paths), **kw) as pipe:
+                out = np.array(next(iter(pipe))[0], dtype=np.float64)
+            ref = np.stack([np.asarray(tf(Image.open(p).convert("RGB")), dtype=np.float64) for p in paths])
+            if "Normalize" in name:
+                std, mean = np.asarray(STD)[:, None, None], np.asarray(MEAN)[:, None, None]
+                out, ref = out * std + mean, ref * std + mean
+            elif "ToTensor" not in name:
+                out, ref = out / 255, ref / 255
+            print(f"  {name:52s} {psnr(out, ref):7.2f} dB")
+        for interp in (BIL, BIC):
+            tf = T.Compose([T.RandomResizedCrop(224, interpolation=interp), T.PILToTensor()])
+            tr = ft.translate(tf)
+            with tr.pipeline(src, len(paths), seed=1) as pipe:
+                out = np.array(next(iter(pipe))[0], dtype=np.float64) / 255
+                ref = []
+                for i, p in enumerate(paths):
+                    x, y, w, h = pipe.explain(0, i)["ops"][0]["box"]
+                    img = F.resized_crop(Image.open(p).convert("RGB"), y, x, h, w, [224, 224], interpolation=interp)
+                    ref.append(np.asarray(F.pil_to_tensor(img), dtype=np.float64) / 255)
+            print(f"  {'RandomResizedCrop(224) ' + interp.value + ' (boxes replayed)':52s} "
+                  f"{psnr(out, np.stack(ref)):7.2f} dB")
 
 
 def epoch_seconds(loader):
@@ -75,10 +163,17 @@ def main(argv=None):
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--root", default="/tmp/fastq-bench-migrate-torch")
     ap.add_argument("--recipe", choices=["torchvision", "timm", "both"], default="both")
+    ap.add_argument("--psnr", action="store_true", help="print the PSNR of each deterministic step and exit")
     args = ap.parse_args(argv)
+    if args.psnr:
+        tree = image_folder(args.root, 200)
+        paths = sorted(os.path.join(r, f) for r, _, fs in os.walk(tree) for f in fs)[:64]
+        psnr_table(paths)
+        return None
     if args.quick:
         args.n, args.epochs, args.batch_size = 96, 1, 32
     tree = image_folder(args.root, args.n)
+    allow_posterize_0_bits()
     print(f"{args.n} photos, batch {args.batch_size}, num_workers={args.workers}, {args.size}px, "
           f"torch {torch.__version__}, {os.cpu_count()} CPUs")
     results = {}

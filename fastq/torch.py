@@ -645,6 +645,7 @@ class DataLoader:
     def __len__(self) -> int:
         if self._torch_loader is not None:
             return len(self._torch_loader)
+        assert self.pipeline is not None
         return len(self.pipeline)
 
     def __iter__(self) -> Iterator[Any]:
@@ -652,6 +653,7 @@ class DataLoader:
             yield from self._torch_loader
             return
         tt = self.target_transform
+        assert self.pipeline is not None
         for batch in self.pipeline:
             images = _host_tensor(batch[0])
             if tt is None:  # a copy (B values): kept labels must not hold the slot

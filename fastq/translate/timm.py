@@ -23,7 +23,9 @@ __all__ = ["translate", "translate_step"]
 def _rrc(t: Any, st: State) -> Tuple[List[Any], str]:
     _need_pixels(st, "RandomResizedCropAndInterpolation")
     size = _size_pair(t.size)
-    scale, ratio = tuple(float(v) for v in t.scale), tuple(float(v) for v in t.ratio)
+    s_lo, s_hi = (float(v) for v in t.scale)
+    r_lo, r_hi = (float(v) for v in t.ratio)
+    scale, ratio = (s_lo, s_hi), (r_lo, r_hi)
     if isinstance(t.interpolation, (list, tuple)):
         # interpolation='random': timm draws the box, then random.choice of the modes; the two
         # draws are independent, so a RandomChoice of one crop per mode has the same distribution

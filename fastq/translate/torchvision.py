@@ -128,7 +128,7 @@ def _fill(fill: Any, kind: str = "u8") -> Any:
     vals = [fill] if isinstance(fill, numbers.Real) else list(fill)
     if len(vals) == 1:
         vals = vals * 3
-    if len(vals) != 3 or not all(isinstance(v, numbers.Real) and 0 <= v <= 255 for v in vals):
+    if len(vals) != 3 or not all(isinstance(v, numbers.Real) and 0 <= float(v) <= 255 for v in vals):
         raise NotTranslatable(f"fill={fill!r} (fastq fills with 1 or 3 values in 0..255)")
     if kind == "pil" and not all(float(v).is_integer() for v in vals):
         raise NotTranslatable(f"fill={fill!r} (PIL truncates a fractional fill)")
@@ -222,9 +222,9 @@ def _t_jitter(t: Any, st: State) -> Tuple[List[Any], str]:
 
 def _t_blur(t: Any, st: State) -> Tuple[List[Any], str]:
     _need_pixels(st, "GaussianBlur")
-    ks = tuple(int(k) for k in t.kernel_size)
-    sig = tuple(float(x) for x in t.sigma)
-    return [ops.GaussianBlur(ks, sigma=sig if sig[0] != sig[1] else sig[0])], ""
+    kx, ky = (int(k) for k in t.kernel_size)
+    lo, hi = (float(x) for x in t.sigma)
+    return [ops.GaussianBlur((kx, ky), sigma=(lo, hi) if lo != hi else lo)], ""
 
 
 def _check_center_nearest(t: Any, st: State, name: str) -> None:
@@ -252,7 +252,8 @@ def _t_affine(t: Any, st: State) -> Tuple[List[Any], str]:
     m = _mode(t.interpolation)
     if m not in ("nearest", "bilinear"):
         raise NotTranslatable(f"interpolation={m!r}")
-    return [ops.RandomAffine(tuple(float(d) for d in t.degrees),
+    d_lo, d_hi = (float(d) for d in t.degrees)
+    return [ops.RandomAffine((d_lo, d_hi),
                              translate=None if t.translate is None else tuple(t.translate),
                              scale=None if t.scale is None else tuple(t.scale),
                              fill=_fill(t.fill, st.kind), interpolation=m)], ""
@@ -410,7 +411,8 @@ def _t_normalize(t: Any, st: State) -> Tuple[List[Any], str]:
     if not all(s > 0 for s in std):
         raise NotTranslatable(f"std={std} (fastq needs positive std)")
     a, b = st.affine
-    st.affine = (tuple(a[c] / std[c] for c in range(3)), tuple((b[c] - mean[c]) / std[c] for c in range(3)))
+    st.affine = ((a[0] / std[0], a[1] / std[1], a[2] / std[2]),
+                 ((b[0] - mean[0]) / std[0], (b[1] - mean[1]) / std[1], (b[2] - mean[2]) / std[2]))
     return [], f"(x - {mean}) / {std}, folded into the output write"
 
 
@@ -422,7 +424,7 @@ def _erasing_value(value: Any, st: State) -> Any:
             raise NotTranslatable("value='random' on a uint8 image")
         return "random"
     vals = [value] if isinstance(value, numbers.Real) else list(value)
-    if st.kind != "float" and not all(float(v).is_integer() and 0 <= v <= 255 for v in vals):
+    if st.kind != "float" and not all(float(v).is_integer() and 0 <= float(v) <= 255 for v in vals):
         raise NotTranslatable(f"value={value!r} on a uint8 image (torchvision casts it to uint8)")
     return tuple(float(v) for v in vals) if len(vals) > 1 else float(vals[0])
 
