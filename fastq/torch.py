@@ -525,6 +525,39 @@ class _SamplerFiles:
         return src
 
 
+def _new_cuda_event() -> Any:
+    return torch.cuda.Event(blocking=True)
+
+
+class _CopyGuard:
+    """Keeps each batch a DataLoader yielded (its slot lease) until the work the caller had
+    queued on its current CUDA stream when it asked for the next batch has completed: the
+    ``x.to("cuda", non_blocking=True)`` of a pinned slot is then finished before producers may
+    write the slot again (torch's pinned allocator gives the same guarantee for its own
+    buffers).  At most ``limit`` batches are kept; beyond that the oldest event is waited for
+    (the ring needs free slots).  Copies queued on another stream are not covered."""
+
+    def __init__(self, limit: int, new_event: Any) -> None:
+        self.limit = limit
+        self.new_event = new_event
+        self.held: Deque[Tuple[Any, Any]] = collections.deque()
+
+    def retire(self, batch: Any) -> None:
+        ev = self.new_event()
+        ev.record()  # on the current stream, after the caller's copies of this batch
+        self.held.append((batch, ev))
+        while self.held and self.held[0][1].query():
+            self.held.popleft()
+        while len(self.held) > self.limit:
+            self.held[0][1].synchronize()
+            self.held.popleft()
+
+    def drain(self) -> None:
+        while self.held:
+            self.held[0][1].synchronize()
+            self.held.popleft()
+
+
 class DataLoader:
     """``torch.utils.data.DataLoader`` for torchvision image datasets, run by fastq: the
     dataset's ``transform`` is translated (:func:`translate`) and run by native worker
@@ -539,7 +572,9 @@ class DataLoader:
 
     ``num_workers``: native worker threads (0 -> 1); ``prefetch_factor``: batches queued per
     worker (the ring holds ``prefetch_factor * workers`` slots, at least 2); ``pin_memory``:
-    pinned slots; ``shuffle``: fastq's per-epoch permutation of ``(seed, epoch)``;
+    pinned slots where CUDA is there, each yielded batch's slot kept until the copies queued on
+    the current stream before the next ``next()`` have completed (so ``x.cuda(non_blocking=True)``
+    is safe); ``shuffle``: fastq's per-epoch permutation of ``(seed, epoch)``;
     ``sampler``: ``SequentialSampler``, ``RandomSampler`` (without replacement, all samples) or
     ``DistributedSampler`` (its exact indices per rank and epoch: ``set_epoch`` is honoured,
     padding and ``drop_last`` as torch); ``seed``: fixes every random draw (default: drawn
@@ -625,8 +660,10 @@ class DataLoader:
             source = fsrc.Files(paths, labels=np.asarray(labels, dtype=np.int64))
         workers = max(1, int(num_workers))
         queue_size = max(2, (prefetch_factor if prefetch_factor is not None else 2) * workers)
+        # pin_memory=True: pinned where a CUDA runtime is there ("auto"; torch warns and goes on without one)
+        self.pin_memory = bool(pin_memory)
         kw: Dict[str, Any] = dict(shuffle=shuffle, seed=self.seed, workers=workers, queue_size=queue_size,
-                                  drop_remainder=self.drop_last, pin_memory=bool(pin_memory))
+                                  drop_remainder=self.drop_last, pin_memory="auto" if pin_memory else False)
         if timeout and timeout > 0:
             kw["stall_timeout"] = float(timeout)
         self.pipeline = self.translation.pipeline(source, self.batch_size, **kw)
@@ -654,15 +691,34 @@ class DataLoader:
             return
         tt = self.target_transform
         assert self.pipeline is not None
-        for batch in self.pipeline:
-            images = _host_tensor(batch[0])
-            if tt is None:  # a copy (B values): kept labels must not hold the slot
-                labels = torch.from_numpy(np.array(batch[1]))
-            else:
-                from torch.utils.data import default_collate
-                labels = default_collate([tt(int(v)) for v in batch[1]])
-            del batch
-            yield [images, labels]
+        keeper = None
+        if self.pin_memory and torch.cuda.is_available():
+            keeper = _CopyGuard(max(0, self.pipeline.queue_size - 2), _new_cuda_event)
+        prev = None
+        it = iter(self.pipeline)
+        try:
+            while True:
+                if keeper is not None and prev is not None:  # the caller asked for the next batch: its
+                    keeper.retire(prev)                          # copies of this one are queued by now
+                    prev = None
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    break
+                images = _host_tensor(batch[0])
+                if tt is None:  # a copy (B values): kept labels must not hold the slot
+                    labels = torch.from_numpy(np.array(batch[1]))
+                else:
+                    from torch.utils.data import default_collate
+                    labels = default_collate([tt(int(v)) for v in batch[1]])
+                if keeper is not None:
+                    prev = batch
+                del batch
+                yield [images, labels]
+                del images, labels
+        finally:
+            if keeper is not None:
+                keeper.drain()
 
     def stats(self) -> Dict[str, Any]:
         """The pipeline's stats() (with ``translation`` when steps run in Python)."""

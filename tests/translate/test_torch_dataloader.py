@@ -174,3 +174,56 @@ def test_workers_bit_identical_and_batches_stay_valid(root):
     second = [a.clone() for a, _ in loader]  # epoch 1: other draws
     assert any(not torch.equal(a, b) for a, b in zip(one, second))
     loader.close()
+
+
+class FakeEvent:
+    """Stands in for a CUDA event: completes only when the test (or synchronize) says."""
+    log = []
+
+    def __init__(self):
+        self.done = False
+        self.recorded = False
+        self.synced = False
+        FakeEvent.log.append(self)
+
+    def record(self):
+        self.recorded = True
+
+    def query(self):
+        return self.done
+
+    def synchronize(self):
+        self.synced = True
+        self.done = True
+
+
+def test_pin_memory_keeps_slots_until_the_copies_are_done(root, monkeypatch):
+    """pin_memory=True with CUDA: each batch's slot is kept (not reused by the producers)
+    until an event recorded on the current stream when the next batch is asked for has
+    completed; at most queue_size - 2 are kept, the oldest waited for beyond that."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(ft, "_new_cuda_event", FakeEvent)
+    FakeEvent.log = []
+    ds = datasets.ImageFolder(root, transform=T.Compose([T.CenterCrop(32), T.PILToTensor()]))
+    loader = ft.DataLoader(ds, batch_size=2, num_workers=2, pin_memory=True, prefetch_factor=2)
+    limit = loader.pipeline.queue_size - 2
+    assert limit == 2
+    want = [a.clone() for a, _ in torch.utils.data.DataLoader(ds, batch_size=2)]
+    got = []
+    for step, (images, _) in enumerate(loader):
+        got.append(images.clone())
+        events = FakeEvent.log
+        assert len(events) == step  # one per batch handed back, recorded when the next was asked for
+        assert all(e.recorded for e in events)
+        pending = [e for e in events if not e.done]
+        assert len(pending) == min(step, limit)  # never complete on their own: the oldest were waited for
+        assert all(e.synced for e in events[:max(0, step - limit)])
+    assert all(e.done for e in FakeEvent.log)  # the end of the epoch waits for the rest
+    assert len(FakeEvent.log) == len(want)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    FakeEvent.log = []
+    # events that complete at once release at once: nothing is waited for
+    monkeypatch.setattr(ft, "_new_cuda_event", lambda: type("Done", (FakeEvent,), {"query": lambda self: True})())
+    assert sum(1 for _ in loader) == len(want) and not any(e.synced for e in FakeEvent.log)
+    loader.close()
