@@ -360,3 +360,44 @@ def test_one_and_two_workers_bit_identical(photos):
     b, _ = run(tr, photos, batch_size=4, seed=11, workers=2)
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x[0], y[0])
+
+
+def test_crop_jitter_blur_affine_composition_draws(photos):
+    """The draws of RandomCrop, ColorJitter, GaussianBlur, RandomAffine, RandomGrayscale,
+    RandomApply and RandomChoice against torchvision's own get_params / probabilities."""
+    tf = T.Compose([T.RandomCrop(200, padding=4), T.ColorJitter(0.4, 0.3, 0.2, 0.1), T.GaussianBlur(5, (0.1, 2.0)),
+                    T.RandomAffine(20, translate=(0.1, 0.2), scale=(0.8, 1.2)), T.RandomGrayscale(0.3),
+                    T.RandomApply([T.RandomInvert(1.0)], p=0.4),
+                    T.RandomChoice([T.RandomEqualize(1.0), T.RandomPosterize(3, 1.0)], p=[0.2, 0.8]),
+                    T.PILToTensor()])
+    tr = native(tf)
+    n = 1000
+    with tr.pipeline(fastq.sources.Files(photos[:1], labels=[0]), 1, seed=6) as pipe:
+        recs = [pipe.explain(e, 0)["ops"] for e in range(n)]
+    img = Image.open(photos[0]).convert("RGB")
+    W, H = img.size
+    torch.manual_seed(0)
+    padded = F.pad(img, 4)
+    crops = np.asarray([T.RandomCrop.get_params(padded, (200, 200)) for _ in range(n)], float)  # (i, j, h, w)
+    ours_crop = np.asarray([r[0]["box"][:2] for r in recs], float)  # (x, y)
+    assert stats.ks_2samp(ours_crop[:, 0], crops[:, 1]).pvalue > 1e-3
+    assert stats.ks_2samp(ours_crop[:, 1], crops[:, 0]).pvalue > 1e-3
+    cj = T.ColorJitter(0.4, 0.3, 0.2, 0.1)
+    theirs = [T.ColorJitter.get_params(cj.brightness, cj.contrast, cj.saturation, cj.hue) for _ in range(n)]
+    for k, name in enumerate(("brightness", "contrast", "saturation", "hue")):
+        assert stats.ks_2samp([r[1][name] for r in recs], [float(t[k + 1]) for t in theirs]).pvalue > 1e-3, name
+    first = [r[1]["order"][0] for r in recs]
+    names = ("brightness", "contrast", "saturation", "hue")
+    for k, name in enumerate(names):  # each component first a quarter of the time, as torch.randperm(4)
+        assert abs(first.count(name) / n - 0.25) < 0.06
+        assert abs(sum(int(t[0][0]) == k for t in theirs) / n - 0.25) < 0.06
+    sig = [T.GaussianBlur.get_params(0.1, 2.0) for _ in range(n)]
+    assert stats.ks_2samp([r[2]["magnitude"] for r in recs], sig).pvalue > 1e-3
+    aff = [T.RandomAffine.get_params([-20.0, 20.0], [0.1, 0.2], [0.8, 1.2], None, [200, 200]) for _ in range(n)]
+    assert stats.ks_2samp([r[3]["angle"] for r in recs], [a[0] for a in aff]).pvalue > 1e-3
+    assert stats.ks_2samp([r[3]["translate"][0] for r in recs], [a[1][0] for a in aff]).pvalue > 1e-3
+    assert stats.ks_2samp([r[3]["translate"][1] for r in recs], [a[1][1] for a in aff]).pvalue > 1e-3
+    assert stats.ks_2samp([r[3]["scale"] for r in recs], [a[2] for a in aff]).pvalue > 1e-3
+    assert abs(np.mean([r[4]["applied"] for r in recs]) - 0.3) < 0.05
+    assert abs(np.mean([r[5]["applied"] for r in recs]) - 0.4) < 0.05
+    assert abs(np.mean([r[7]["chosen"] for r in recs]) - 0.8) < 0.05
