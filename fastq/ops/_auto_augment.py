@@ -3,6 +3,7 @@
 (csrc/image/color/fq_image_aug_tf_policy.cpp)."""
 from typing import Optional, Sequence
 
+from fastq import _image
 from fastq.ops._base import Fill, Op, _K, _fail, _fill, _int_in, _num, _prob
 
 
@@ -185,3 +186,173 @@ class TFAutoAugment(Op):
     def fields(self):
         return {"policy": float(TF_AUTOAUGMENT_POLICIES[self.policy]), "cutout_const": self.cutout_const,
                 "translate_const": self.translate_const, "fill": self.fill}
+
+
+# ---- timm's policies (csrc/image/color/fq_image_aug_timm_policy.cpp) -------------------------
+
+TIMM_OPS = _image.TIMM_OPS  # timm's op names fastq implements (timm.data.auto_augment.NAME_TO_OP)
+# timm's _RAND_TRANSFORMS / _RAND_INCREASING_TRANSFORMS
+TIMM_RAND_TRANSFORMS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize", "SolarizeAdd",
+                        "Color", "Contrast", "Brightness", "Sharpness", "ShearX", "ShearY", "TranslateXRel",
+                        "TranslateYRel")
+TIMM_RAND_INCREASING_TRANSFORMS = ("AutoContrast", "Equalize", "Invert", "Rotate", "PosterizeIncreasing",
+                                   "SolarizeIncreasing", "SolarizeAdd", "ColorIncreasing", "ContrastIncreasing",
+                                   "BrightnessIncreasing", "SharpnessIncreasing", "ShearX", "ShearY",
+                                   "TranslateXRel", "TranslateYRel")
+_TIMM_INTERP = {"bilinear": 0.0, "bicubic": 1.0, "random": 2.0}
+
+
+def _timm_ops(op, ops):
+    if isinstance(ops, str):
+        _fail(op, "ops must be a list of timm op names, not a string", ops)
+    try:
+        names = list(ops)
+    except TypeError:
+        _fail(op, "ops must be a list of timm op names", ops)
+    if not names:
+        _fail(op, "ops must not be empty", ops)
+    for n in names:
+        if n not in TIMM_OPS:
+            raise ValueError(f"{op}: ops: timm op {n!r} is not implemented (fastq has: {', '.join(TIMM_OPS)})")
+    if len(set(names)) != len(names):
+        _fail(op, "ops must not repeat a name (a repeated op weighs the uniform choice; not done)", ops)
+    return tuple(names)
+
+
+class TimmRandAugment(Op):
+    """timm's ``RandAugment`` (``timm.data.auto_augment.rand_augment_transform``, timm 1.0)
+    with timm's own ops, level functions and PIL semantics; the defaults are
+    ``rand_augment_transform("rand-m9-mstd0.5-inc1", None)``.  Per layer (``num_layers``, at
+    most 4): an op drawn uniformly from ``ops`` (with replacement, as
+    ``np.random.choice(replace=True)``); the op is skipped if ``prob < 1`` and ``u > prob``;
+    else its magnitude is ``magnitude``, ``gauss(magnitude, magnitude_std)`` when
+    ``magnitude_std > 0`` (``inf``: ``uniform(0, magnitude)``), clipped to ``[0,
+    magnitude_max]`` (``None``: 10); timm's level function gives the argument (signed ops
+    negated if ``u > 0.5``); geometric ops resample ``"bilinear"``, ``"bicubic"`` or, with
+    ``"random"``, one of the two per op, and fill with ``fill`` (timm's ``img_mean``).
+    ``ops``: names of :data:`TIMM_OPS` (default: timm's ``_RAND_INCREASING_TRANSFORMS`` if
+    ``increasing`` else ``_RAND_TRANSFORMS``).  ``PosterizeIncreasing`` at magnitude 10
+    keeps 0 bits: an all-black image, as Pillow < 13 returned (Pillow 13's
+    ``ImageOps.posterize`` raises there).  Explain ``policy``: per layer ``op`` (timm's
+    name), ``applied`` and, when applied, ``magnitude`` (timm's argument), ``level`` (the
+    magnitude drawn) and ``resample`` (geometric ops).  :meth:`from_timm` converts timm's
+    object."""
+
+    kind = _K["TimmRandAugment"]
+
+    def __init__(self, num_layers: int = 2, magnitude: float = 9, prob: float = 0.5, magnitude_std: float = 0.5,
+                 magnitude_max: Optional[float] = None, increasing: bool = True,
+                 ops: Optional[Sequence[str]] = None, interpolation: str = "random",
+                 fill: Fill = (128, 128, 128), translate_pct: float = 0.45, translate_const: float = 250) -> None:
+        n = "TimmRandAugment"
+        self.num_layers = _int_in(n, "num_layers", num_layers, 0, 4)
+        if not (_num(magnitude) and 0 <= magnitude <= 1000):
+            _fail(n, "magnitude must be a number in [0, 1000]", magnitude)
+        self.magnitude = float(magnitude)
+        if not (_num(prob) and 0 <= prob <= 1):
+            _fail(n, "prob must be a probability in [0, 1]", prob)
+        self.prob = float(prob)
+        if not (magnitude_std == float("inf") or (_num(magnitude_std) and 0 <= magnitude_std <= 1000)):
+            _fail(n, "magnitude_std must be a number in [0, 1000] or inf", magnitude_std)
+        self.magnitude_std = float(magnitude_std)
+        if magnitude_max is not None and not (_num(magnitude_max) and 0 < magnitude_max <= 1000):
+            _fail(n, "magnitude_max must be None or a number in (0, 1000]", magnitude_max)
+        self.magnitude_max = None if magnitude_max is None else float(magnitude_max)
+        self.increasing = bool(increasing)
+        if ops is None:
+            ops = TIMM_RAND_INCREASING_TRANSFORMS if self.increasing else TIMM_RAND_TRANSFORMS
+        self.ops = _timm_ops(n, ops)
+        if interpolation not in _TIMM_INTERP:
+            _fail(n, "interpolation must be 'bilinear', 'bicubic' or 'random'", interpolation)
+        self.interpolation = interpolation
+        self.fill = _tf_fill(n, fill)
+        if not (_num(translate_pct) and abs(translate_pct) <= 100):
+            _fail(n, "translate_pct must be a number in [-100, 100]", translate_pct)
+        self.translate_pct = float(translate_pct)
+        if not (_num(translate_const) and abs(translate_const) <= 1e5):
+            _fail(n, "translate_const must be a number in [-1e5, 1e5]", translate_const)
+        self.translate_const = float(translate_const)
+
+    def fields(self):
+        return {"num_layers": self.num_layers, "magnitude": self.magnitude, "prob": self.prob,
+                "magnitude_std": -1.0 if self.magnitude_std == float("inf") else self.magnitude_std,
+                "magnitude_max": 10.0 if not self.magnitude_max else self.magnitude_max,
+                "translate_pct": self.translate_pct, "translate_const": self.translate_const,
+                "interp": _TIMM_INTERP[self.interpolation], "fill": self.fill,
+                "ops": float(sum(1 << TIMM_OPS.index(o) for o in self.ops))}
+
+    def __repr__(self):
+        return (f"TimmRandAugment(num_layers={self.num_layers}, magnitude={self.magnitude}, prob={self.prob}, "
+                f"magnitude_std={self.magnitude_std}, magnitude_max={self.magnitude_max}, ops={list(self.ops)}, "
+                f"interpolation={self.interpolation!r}, fill={self.fill}, translate_pct={self.translate_pct}, "
+                f"translate_const={self.translate_const})")
+
+    @classmethod
+    def from_timm(cls, ra) -> "TimmRandAugment":
+        """The op equivalent to timm's ``RandAugment`` object ``ra`` (as built by
+        ``rand_augment_transform`` / ``create_transform(auto_augment="rand-...")``), read
+        from its attributes; ``ValueError`` naming what fastq cannot do exactly: weighted
+        choice (``choice_weights``: timm then draws without replacement), an op outside
+        :data:`TIMM_OPS` (``Desaturate``, ``GaussianBlur``, ...), a repeated op, ops whose
+        ``prob`` / ``magnitude`` / ``magnitude_std`` / ``magnitude_max`` / hparams differ,
+        a resample other than bilinear / bicubic / a random choice of both, more than 4
+        layers."""
+        n = "TimmRandAugment.from_timm"
+        for a in ("ops", "num_layers", "choice_weights"):
+            if not hasattr(ra, a):
+                raise ValueError(f"{n}: expected timm's RandAugment (with .{a}), got {type(ra).__name__}")
+        if ra.choice_weights is not None:
+            raise ValueError(f"{n}: choice_weights (timm's weighted choice, drawn without replacement) is not "
+                             "supported")
+        if not isinstance(ra.num_layers, int) or not 0 <= ra.num_layers <= 4:
+            raise ValueError(f"{n}: num_layers must be an int in [0, 4], got {ra.num_layers!r}")
+        ops = list(ra.ops)
+        if not ops:
+            raise ValueError(f"{n}: no ops")
+        names = [getattr(o, "name", None) for o in ops]
+        for nm in names:
+            if nm not in TIMM_OPS:
+                raise ValueError(f"{n}: timm op {nm!r} is not implemented (fastq has: {', '.join(TIMM_OPS)})")
+        if len(set(names)) != len(names):
+            raise ValueError(f"{n}: a repeated op ({names}) weighs timm's uniform choice; not supported")
+        seen = {}
+        for o in ops:
+            hp = o.hparams
+            rs = o.kwargs.get("resample")
+            fc = o.kwargs.get("fillcolor")
+            key = {"prob": o.prob, "magnitude": o.magnitude, "magnitude_std": o.magnitude_std,
+                   "magnitude_max": o.magnitude_max, "resample": tuple(rs) if isinstance(rs, (list, tuple)) else rs,
+                   "fillcolor": tuple(fc) if isinstance(fc, (list, tuple)) else fc,
+                   "translate_pct": hp.get("translate_pct", 0.45), "translate_const": hp.get("translate_const", 250)}
+            for k, v in key.items():
+                if k in seen and seen[k] != v:
+                    raise ValueError(f"{n}: the ops' {k} differ ({seen[k]!r} vs {v!r} for {o.name}); fastq's "
+                                     "TimmRandAugment shares one value")
+                seen[k] = v
+        interp = _timm_resample(n, seen["resample"])
+        fc = seen["fillcolor"]
+        fill = (fc,) * 3 if _num(fc) else fc
+        if not (isinstance(fill, tuple) and len(fill) == 3 and all(_num(v) and float(v).is_integer() for v in fill)):
+            raise ValueError(f"{n}: fillcolor must be 3 integers (or one), got {fc!r}")
+        mstd = seen["magnitude_std"]
+        mstd = 0.0 if not mstd or mstd < 0 else float(mstd)  # timm: only > 0 draws
+        return cls(num_layers=ra.num_layers, magnitude=seen["magnitude"], prob=seen["prob"], magnitude_std=mstd,
+                   magnitude_max=seen["magnitude_max"] or None, ops=names, interpolation=interp, fill=fill,
+                   translate_pct=seen["translate_pct"], translate_const=seen["translate_const"])
+
+
+def _timm_resample(n, rs):
+    """PIL resample value(s) of timm's AugmentOp kwargs -> 'bilinear' / 'bicubic' / 'random'"""
+    names = {2: "bilinear", 3: "bicubic"}  # PIL.Image.Resampling BILINEAR, BICUBIC
+    vals = rs if isinstance(rs, tuple) else (rs,)
+    try:
+        got = [names[int(v)] for v in vals]
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{n}: resample {rs!r}: only PIL's BILINEAR and BICUBIC (or a random choice of both) are "
+                         "implemented") from None
+    if isinstance(rs, tuple):
+        if sorted(got) != ["bicubic", "bilinear"]:
+            raise ValueError(f"{n}: resample choice {rs!r}: only a random choice of (BILINEAR, BICUBIC) is "
+                             "implemented")
+        return "random"
+    return got[0]

@@ -1,0 +1,378 @@
+/* fq_image_aug_timm_policy.cpp - timm's RandAugment (timm.data.auto_augment, timm 1.0)
+ * with timm's own ops: PIL semantics (ImageOps.autocontrast / equalize / invert /
+ * posterize / solarize, timm's solarize_add, ImageEnhance Color / Contrast / Brightness /
+ * Sharpness = Image.blend(degenerate, image, factor) in float32, Image.transform(AFFINE)
+ * and Image.rotate with bilinear / bicubic and fillcolor = img_mean: pil_affine) and
+ * timm's level functions.  The plan draws every choice from the sample's stream; the
+ * explain record holds them: order[k] = t + 1 (t: the op's index in kTimmNames; negative:
+ * drawn but skipped by its prob), factor[k] = the op's argument (signed), matrix[k] = the
+ * magnitude it came from (after the noise and the clip), params[k] = 1 when the geometric
+ * op resampled bicubic.  Semantics: docs/ops.md.  Pure functions of their arguments. */
+#include "image/internal/fq_image_aug.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <opencv2/core.hpp>
+
+namespace {
+
+using fqi::AugTimmRandAugment;
+using fqi::Exec;
+using fqi::params;
+
+/* timm's NAME_TO_OP names that fastq implements; the Python list TIMM_OPS has this order */
+enum TimmOp { M_AUTOCONTRAST, M_EQUALIZE, M_INVERT, M_ROTATE, M_POSTERIZE, M_POSTERIZE_INC, M_POSTERIZE_ORIG,
+              M_SOLARIZE, M_SOLARIZE_INC, M_SOLARIZE_ADD, M_COLOR, M_COLOR_INC, M_CONTRAST, M_CONTRAST_INC,
+              M_BRIGHTNESS, M_BRIGHTNESS_INC, M_SHARPNESS, M_SHARPNESS_INC, M_SHEAR_X, M_SHEAR_Y, M_TRANSLATE_X,
+              M_TRANSLATE_Y, M_TRANSLATE_X_REL, M_TRANSLATE_Y_REL, M_COUNT };
+
+bool geometric(int t) { return t == M_ROTATE || (t >= M_SHEAR_X && t <= M_TRANSLATE_Y_REL); }
+
+/* timm's _randomly_negate: -v if random() > 0.5 */
+double negate(fq_rng *rng, double v) { return fq_rng_uniform(rng) > 0.5 ? -v : v; }
+
+/* LEVEL_TO_ARG[name](level, hparams) (python doubles; int() truncates) */
+double level_to_arg(fq_rng *rng, int t, double level, const AugTimmRandAugment &q)
+{
+    const double l = level / 10.0;
+    switch (t) {
+    case M_ROTATE: return negate(rng, l * 30.0);
+    case M_POSTERIZE: return std::trunc(l * 4);
+    case M_POSTERIZE_INC: return 4 - std::trunc(l * 4);
+    case M_POSTERIZE_ORIG: return std::trunc(l * 4) + 4;
+    case M_SOLARIZE: return std::fmin(256.0, std::trunc(l * 256));
+    case M_SOLARIZE_INC: return 256 - std::fmin(256.0, std::trunc(l * 256));
+    case M_SOLARIZE_ADD: return std::fmin(128.0, std::trunc(l * 110));
+    case M_COLOR:
+    case M_CONTRAST:
+    case M_BRIGHTNESS:
+    case M_SHARPNESS: return l * 1.8 + 0.1;
+    case M_COLOR_INC:
+    case M_CONTRAST_INC:
+    case M_BRIGHTNESS_INC:
+    case M_SHARPNESS_INC: return std::fmax(0.1, 1.0 + negate(rng, l * .9));
+    case M_SHEAR_X:
+    case M_SHEAR_Y: return negate(rng, l * 0.3);
+    case M_TRANSLATE_X:
+    case M_TRANSLATE_Y: return negate(rng, l * q.translate_const);
+    case M_TRANSLATE_X_REL:
+    case M_TRANSLATE_Y_REL: return negate(rng, l * q.translate_pct);
+    default: return 0.0; /* AutoContrast, Equalize, Invert: no argument */
+    }
+}
+
+/* ---- the ops (PIL semantics) ------------------------------------------------------- */
+
+void lut_op(Exec &e, int t, double v)
+{
+    uint8_t lut[256];
+    if (t == M_POSTERIZE || t == M_POSTERIZE_INC || t == M_POSTERIZE_ORIG) {
+        if (v >= 8)
+            return; /* timm's posterize returns the image */
+        /* bits 0: mask 0, all black (Pillow < 13; Pillow 13's ImageOps.posterize raises) */
+        const int bits = v <= 0 ? 0 : (int)v, mask = ~((1 << (8 - bits)) - 1) & 0xff;
+        for (int i = 0; i < 256; i++)
+            lut[i] = (uint8_t)(i & mask);
+    } else if (t == M_SOLARIZE || t == M_SOLARIZE_INC) {
+        for (int i = 0; i < 256; i++)
+            lut[i] = (double)i < v ? (uint8_t)i : (uint8_t)(255 - i);
+    } else { /* SolarizeAdd, threshold 128 */
+        for (int i = 0; i < 256; i++)
+            lut[i] = i < 128 ? (uint8_t)std::fmin(255.0, i + v) : (uint8_t)i;
+    }
+    fqi::apply_lut(e, lut);
+}
+
+/* ImageOps.autocontrast(cutoff=0): per channel lo / hi present; lut = int(i * scale + offset) */
+void pil_autocontrast(Exec &e)
+{
+    const int c = e.cur.channels();
+    int hist[3][256] = {};
+    for (int y = 0; y < e.cur.rows; y++) {
+        const uint8_t *s = e.cur.ptr<uint8_t>(y);
+        for (int x = 0; x < e.cur.cols * c; x += c)
+            for (int k = 0; k < c; k++)
+                hist[k][s[x + k]]++;
+    }
+    uint8_t lut[3][256];
+    for (int k = 0; k < c; k++) {
+        int lo = 0, hi = 255;
+        while (lo < 255 && !hist[k][lo])
+            lo++;
+        while (hi > 0 && !hist[k][hi])
+            hi--;
+        if (hi <= lo) {
+            for (int i = 0; i < 256; i++)
+                lut[k][i] = (uint8_t)i;
+            continue;
+        }
+        const double scale = 255.0 / (hi - lo), offset = -lo * scale;
+        for (int i = 0; i < 256; i++) {
+            const int v = (int)(i * scale + offset); /* python int(): truncation */
+            lut[k][i] = (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v));
+        }
+    }
+    fqi::apply_luts(e, lut);
+}
+
+/* Image.blend(degenerate, image, alpha) (Pillow's Blend.c: float32 alpha; a + alpha (b - a)) */
+inline uint8_t blend(int d, int i, float a)
+{
+    const float t = (float)d + a * (float)(i - d);
+    if (a >= 0.f && a <= 1.f)
+        return (uint8_t)t;
+    return t <= 0.f ? 0 : (t >= 255.f ? 255 : (uint8_t)t);
+}
+
+/* Pillow's RGB -> L (ITU-R 601-2, 16-bit fixed point, rounded) */
+inline int pil_gray(const uint8_t *s) { return (s[0] * 19595 + s[1] * 38470 + s[2] * 7471 + 0x8000) >> 16; }
+
+/* Pillow's SMOOTH (3x3, 1 1 1 / 1 5 1 / 1 1 1, / 13) of element i of interior row m:
+ * float32, rows below, middle, above (Filter.c's order), + 0.5, truncated */
+inline uint8_t pil_smooth(const uint8_t *u, const uint8_t *m, const uint8_t *b, int i, int c)
+{
+    const float k1 = (float)(1.0 / 13.0), k5 = (float)(5.0 / 13.0);
+    float ss = 0.5f;
+    ss += (float)b[i - c] * k1 + (float)b[i] * k1 + (float)b[i + c] * k1;
+    ss += (float)m[i - c] * k1 + (float)m[i] * k5 + (float)m[i + c] * k1;
+    ss += (float)u[i - c] * k1 + (float)u[i] * k1 + (float)u[i + c] * k1;
+    return ss <= 0.f ? 0 : (ss >= 255.f ? 255 : (uint8_t)ss);
+}
+
+void pil_enhance(Exec &e, int t, double factor)
+{
+    const float a = (float)factor;
+    const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
+    if (a == 1.f)
+        return; /* Image.blend with alpha 1: a copy of the image */
+    if (t == M_BRIGHTNESS || t == M_BRIGHTNESS_INC) {
+        uint8_t lut[256];
+        for (int i = 0; i < 256; i++)
+            lut[i] = blend(0, i, a);
+        fqi::apply_lut(e, lut);
+        return;
+    }
+    if (t == M_CONTRAST || t == M_CONTRAST_INC) { /* degenerate: int(mean of L + 0.5) */
+        int64_t sum = 0;
+        for (int y = 0; y < H; y++) {
+            const uint8_t *s = e.cur.ptr<uint8_t>(y);
+            for (int x = 0; x < W; x++)
+                sum += c == 3 ? pil_gray(s + 3 * x) : s[x * c];
+        }
+        const int mean = (int)((double)sum / ((double)H * W) + 0.5);
+        uint8_t lut[256];
+        for (int i = 0; i < 256; i++)
+            lut[i] = blend(mean, i, a);
+        fqi::apply_lut(e, lut);
+        return;
+    }
+    if (t == M_COLOR || t == M_COLOR_INC) { /* degenerate: L, back to RGB */
+        if (c != 3)
+            return; /* L: the degenerate is the image */
+        cv::Mat d = e.next(H, W, e.cur.type());
+        for (int y = 0; y < H; y++) {
+            const uint8_t *s = e.cur.ptr<uint8_t>(y);
+            uint8_t *o = d.ptr<uint8_t>(y);
+            for (int x = 0; x < W; x++) {
+                const int g = pil_gray(s + 3 * x);
+                for (int k = 0; k < 3; k++)
+                    o[3 * x + k] = blend(g, s[3 * x + k], a);
+            }
+        }
+        e.set(d);
+        return;
+    }
+    /* Sharpness: degenerate = SMOOTH (borders: the image's) */
+    cv::Mat d = e.next(H, W, e.cur.type());
+    for (int y = 0; y < H; y++) {
+        const uint8_t *m = e.cur.ptr<uint8_t>(y);
+        uint8_t *o = d.ptr<uint8_t>(y);
+        const bool border_row = y == 0 || y == H - 1 || W < 3;
+        for (int i = 0; i < W * c; i++) {
+            const bool border = border_row || i < c || i >= (W - 1) * c;
+            const int g = border ? m[i] : pil_smooth(e.cur.ptr<uint8_t>(y - 1), m, e.cur.ptr<uint8_t>(y + 1), i, c);
+            o[i] = blend(g, m[i], a);
+        }
+    }
+    e.set(d);
+}
+
+/* python's round(v, 15) (correctly rounded decimal, as CPython's dtoa) */
+double round15(double v)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.15f", v);
+    return std::strtod(buf, nullptr);
+}
+
+/* Image.rotate(deg, resample, fillcolor) (expand False, centre (w/2, h/2)) */
+void pil_rotate(Exec &e, double deg, bool bicubic, const uint8_t fill[3])
+{
+    double ang = std::fmod(deg, 360.0); /* python's %: the sign of the divisor */
+    if (ang < 0)
+        ang += 360.0;
+    if (ang == 0)
+        return;
+    const int H = e.cur.rows, W = e.cur.cols;
+    cv::Mat d = e.next(H, W, e.cur.type());
+    if (ang == 180 || ((ang == 90 || ang == 270) && W == H)) { /* Pillow transposes */
+        const int c = e.cur.channels();
+        for (int y = 0; y < H; y++) {
+            uint8_t *o = d.ptr<uint8_t>(y);
+            for (int x = 0; x < W; x++) {
+                int sx, sy;
+                if (ang == 180)
+                    sx = W - 1 - x, sy = H - 1 - y;
+                else if (ang == 90) /* counter-clockwise */
+                    sx = W - 1 - y, sy = x;
+                else
+                    sx = y, sy = H - 1 - x;
+                std::memcpy(o + (size_t)x * c, e.cur.ptr<uint8_t>(sy) + (size_t)sx * c, c);
+            }
+        }
+        e.set(d);
+        return;
+    }
+    const double cx = W / 2.0, cy = H / 2.0;
+    const double r = -(ang * (3.141592653589793 / 180.0));
+    double m[6] = {round15(std::cos(r)), round15(std::sin(r)), 0.0, round15(-std::sin(r)), round15(std::cos(r)), 0.0};
+    m[2] = m[0] * -cx + m[1] * -cy + m[2];
+    m[5] = m[3] * -cx + m[4] * -cy + m[5];
+    m[2] += cx;
+    m[5] += cy;
+    fqi::pil_affine(e.cur, d, m, bicubic, fill);
+    e.set(d);
+}
+
+void geometric_op(Exec &e, int t, double v, bool bicubic, const uint8_t fill[3])
+{
+    if (t == M_ROTATE) {
+        pil_rotate(e, v, bicubic, fill);
+        return;
+    }
+    double m[6] = {1, 0, 0, 0, 1, 0};
+    switch (t) {
+    case M_SHEAR_X: m[1] = v; break;
+    case M_SHEAR_Y: m[3] = v; break;
+    case M_TRANSLATE_X: m[2] = v; break;
+    case M_TRANSLATE_Y: m[5] = v; break;
+    case M_TRANSLATE_X_REL: m[2] = v * e.cur.cols; break;
+    case M_TRANSLATE_Y_REL: m[5] = v * e.cur.rows; break;
+    default: break;
+    }
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    fqi::pil_affine(e.cur, d, m, bicubic, fill);
+    e.set(d);
+}
+
+void timm_apply(Exec &e, int t, double v, bool bicubic, const uint8_t fill[3])
+{
+    static const double nofill[3] = {0, 0, 0};
+    switch (t) {
+    case M_AUTOCONTRAST: pil_autocontrast(e); return;
+    case M_EQUALIZE: fqi::aug_apply(e, fq_img_op_kind("Equalize"), 0, nofill); return; /* PIL's equalize */
+    case M_INVERT: fqi::aug_apply(e, fq_img_op_kind("Invert"), 0, nofill); return;
+    case M_POSTERIZE:
+    case M_POSTERIZE_INC:
+    case M_POSTERIZE_ORIG:
+    case M_SOLARIZE:
+    case M_SOLARIZE_INC:
+    case M_SOLARIZE_ADD: lut_op(e, t, v); return;
+    case M_COLOR:
+    case M_COLOR_INC:
+    case M_CONTRAST:
+    case M_CONTRAST_INC:
+    case M_BRIGHTNESS:
+    case M_BRIGHTNESS_INC:
+    case M_SHARPNESS:
+    case M_SHARPNESS_INC: pil_enhance(e, t, v); return;
+    default: geometric_op(e, t, v, bicubic, fill); return;
+    }
+}
+
+}  // namespace
+
+namespace fqi {
+
+const char *timm_rand_augment_check(const fq_op &op)
+{
+    const AugTimmRandAugment &q = params<AugTimmRandAugment>(op);
+    if (!(aug_is_int(q.num_layers) && q.num_layers >= 0 && q.num_layers <= 4))
+        return "num_layers must be an integer in [0, 4]";
+    if (!(std::isfinite(q.magnitude) && q.magnitude >= 0 && q.magnitude <= 1000))
+        return "magnitude must be in [0, 1000]";
+    if (!aug_valid_prob(q.prob))
+        return "prob must be in [0, 1]";
+    if (!(q.magnitude_std == -1 || (std::isfinite(q.magnitude_std) && q.magnitude_std >= 0 && q.magnitude_std <= 1000)))
+        return "magnitude_std must be in [0, 1000] (or -1: inf, uniform)";
+    if (!(std::isfinite(q.magnitude_max) && q.magnitude_max > 0 && q.magnitude_max <= 1000))
+        return "magnitude_max must be in (0, 1000]";
+    if (!(std::isfinite(q.translate_pct) && std::fabs(q.translate_pct) <= 100))
+        return "translate_pct must be in [-100, 100]";
+    if (!(std::isfinite(q.translate_const) && std::fabs(q.translate_const) <= 1e5))
+        return "translate_const must be in [-1e5, 1e5]";
+    if (!(q.interp == 0 || q.interp == 1 || q.interp == 2))
+        return "interp must be 0 (bilinear), 1 (bicubic) or 2 (random)";
+    for (int k = 0; k < 3; k++)
+        if (!(aug_is_int(q.fill[k]) && q.fill[k] >= 0 && q.fill[k] <= 255))
+            return "fill must be 3 integers in [0, 255]";
+    if (!(aug_is_int(q.ops) && q.ops >= 1 && q.ops < (double)(1 << M_COUNT)))
+        return "ops must be a non-empty bit mask over the 24 timm ops";
+    return nullptr;
+}
+
+/* per layer: op = U{0..n-1} over the ops of the mask (np.random.choice, replace=True);
+ * skipped if prob < 1 and u > prob; magnitude: gauss(M, std) (Box-Muller, cosine branch)
+ * or uniform(0, M) (std inf), clipped to [0, magnitude_max]; the level function (its sign
+ * draw); bilinear / bicubic drawn for a geometric op when interp is random */
+int timm_rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugTimmRandAugment &q = params<AugTimmRandAugment>(op);
+    const uint32_t mask = (uint32_t)q.ops;
+    int avail[M_COUNT], n = 0;
+    for (int t = 0; t < M_COUNT; t++)
+        if (mask >> t & 1u)
+            avail[n++] = t;
+    r.applied = (int)q.num_layers;
+    for (int k = 0; k < r.applied; k++) {
+        const int t = avail[fq_rng_next_below(rng, (uint64_t)n)];
+        r.order[k] = -(t + 1), r.factor[k] = 0, r.params[k] = 0, r.matrix[k] = 0;
+        if (q.prob < 1.0 && fq_rng_uniform(rng) > q.prob)
+            continue;
+        double m = q.magnitude;
+        if (q.magnitude_std == -1) {
+            m = m * fq_rng_uniform(rng);
+        } else if (q.magnitude_std > 0) {
+            const double u1 = fq_rng_uniform(rng), u2 = fq_rng_uniform(rng);
+            m += q.magnitude_std * std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(6.283185307179586 * u2);
+        }
+        m = std::fmax(0.0, std::fmin(m, q.magnitude_max));
+        r.order[k] = t + 1;
+        r.matrix[k] = m;
+        r.factor[k] = level_to_arg(rng, t, m, q);
+        if (geometric(t))
+            r.params[k] = q.interp == 2 ? (double)fq_rng_next_below(rng, 2) : q.interp;
+    }
+    return FQ_OK;
+}
+
+void timm_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    const AugTimmRandAugment &q = params<AugTimmRandAugment>(op);
+    const uint8_t fill[3] = {(uint8_t)q.fill[0], (uint8_t)q.fill[1], (uint8_t)q.fill[2]};
+    bool flips_done = false;
+    for (int k = 0; k < r.applied && k < 4; k++) {
+        if (r.order[k] <= 0)
+            continue; /* skipped (prob) */
+        if (!flips_done) { /* the geometric ops and Sharpness read positions */
+            e.materialize_flips();
+            flips_done = true;
+        }
+        timm_apply(e, r.order[k] - 1, r.factor[k], r.params[k] != 0, fill);
+    }
+}
+
+}  // namespace fqi
