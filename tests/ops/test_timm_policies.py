@@ -1,0 +1,278 @@
+"""TimmRandAugment (csrc/image/color/fq_image_aug_timm_policy.cpp, sampler in
+csrc/image/geometry/fq_image_pil_affine.cpp) against timm 1.0's own auto_augment.py
+(AugmentOp, RandAugment, rand_augment_transform, create_transform) on Pillow.
+
+* each timm op at fixed magnitudes, both signs, both resamples: fastq's image vs timm's
+  AugmentOp applied to the same PIL image (its ``random.random`` pinned to pick the sign
+  fastq drew): bit-exact (max abs diff 0) on noise, photos and odd sizes;
+* whole policies (timm's objects through ``from_timm``): each sample's explain record
+  replayed through timm's op functions: bit-exact;
+* the draws: op choice uniform (chi-square), the prob skip rate, the magnitude
+  distribution (clip(N(9, 0.5), 0, 10) and uniform for mstd inf), signs, resamples;
+* from_timm on create_transform and on the configurations it refuses;
+* 1 vs 2 workers bit-identical."""
+import math
+import os
+import random
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.torch  # timm imports torch
+
+from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
+from helpers.determinism import assert_same_for_1_and_2_workers  # noqa: I100
+from fastq import _image
+from fastq import ops as O
+
+A = pytest.importorskip("timm.data.auto_augment", reason="timm is the reference (pip install timm)")
+from PIL import Image  # noqa: E402
+import PIL  # noqa: E402
+
+PIL_13 = tuple(int(x) for x in PIL.__version__.split(".")[:2]) >= (13, 0)
+RESAMPLE = {"bilinear": Image.Resampling.BILINEAR, "bicubic": Image.Resampling.BICUBIC}
+FILL = (124, 116, 104)  # create_transform's img_mean for the ImageNet mean
+SIGNED = ("Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY", "TranslateXRel", "TranslateYRel",
+          "ColorIncreasing", "ContrastIncreasing", "BrightnessIncreasing", "SharpnessIncreasing")
+# chi-square critical values at p = 0.001 by degrees of freedom
+CHI2_001 = {14: 36.12, 1: 10.83}
+
+
+def _images():
+    import cv2
+    from fastq.bench.testdata import source_photos
+    rng = np.random.default_rng(0)
+    out = [("noise", rng.integers(0, 256, (37, 53, 3), dtype=np.uint8)),
+           ("noise_tall", rng.integers(0, 256, (41, 16, 3), dtype=np.uint8))]
+    for p in source_photos():
+        if os.path.basename(p) in ("astronaut.png", "coffee.png"):
+            img = cv2.imread(p, cv2.IMREAD_COLOR)
+            out.append((os.path.basename(p), np.ascontiguousarray(cv2.cvtColor(img, cv2.COLOR_BGR2RGB)[::5, ::5])))
+    return out
+
+
+IMAGES = _images()
+
+
+def run(op, img, index, seed=5):
+    h, w = img.shape[:2]
+    spec = _image.ImageSpec(O.compile_ops([O.CenterCrop((h, w)), op], dtype="uint8"))
+    out, ex = spec.process_array(img, seed, 0, index)
+    return out, ex["ops"][-1]
+
+
+def timm_op(name, magnitude, resample, negate, img, hparams=None):
+    """timm's own AugmentOp(name, prob=1, magnitude) on img, its random.random pinned so that
+    _randomly_negate negates iff `negate`; PosterizeIncreasing at 0 bits: Pillow < 13 gives
+    black, Pillow 13 raises (checked), fastq keeps timm's intent (black)"""
+    hp = dict(translate_const=20, img_mean=FILL, interpolation=RESAMPLE[resample])
+    hp.update(hparams or {})
+    op = A.AugmentOp(name, prob=1.0, magnitude=magnitude, hparams=hp)
+    saved = A.random.random
+    A.random.random = lambda: 0.9 if negate else 0.1
+    try:
+        return np.asarray(op(Image.fromarray(img)))
+    except ValueError:
+        assert PIL_13 and name.startswith("Posterize"), name
+        return np.zeros_like(img)
+    finally:
+        A.random.random = saved
+
+
+def _negated(name, arg):
+    if name.endswith("Increasing") and not name.startswith(("Posterize", "Solarize")):
+        return arg < 1.0
+    return math.copysign(1.0, arg) < 0
+
+
+@pytest.mark.parametrize("resample", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("name", O.TIMM_OPS)
+def test_each_op_matches_timm_augment_op(name, resample):
+    signs = set()
+    for mag in (0, 2.5, 5, 7.3, 9, 10):
+        op = O.TimmRandAugment(num_layers=1, magnitude=mag, prob=1.0, magnitude_std=0, ops=[name],
+                               interpolation=resample, fill=FILL, translate_const=20)
+        for label, img in IMAGES:
+            for index in range(3):
+                out, rec = run(op, img, index)
+                (layer,) = rec["policy"]
+                assert layer["op"] == name and layer["applied"] and layer["level"] == mag
+                neg = _negated(name, layer["magnitude"])
+                if mag > 0:
+                    signs.add(neg)
+                want = timm_op(name, mag, resample, neg, img)
+                d = np.abs(out.astype(int) - want.astype(int))
+                assert d.max() == 0, f"{name} {resample} m={mag} {label}#{index}: {int((d > 0).sum())} differ"
+    if name in SIGNED:
+        assert signs == {True, False}, signs
+
+
+def test_posterize_increasing_at_zero_bits_is_black():
+    op = O.TimmRandAugment(num_layers=1, magnitude=10, prob=1.0, magnitude_std=0, ops=["PosterizeIncreasing"])
+    img = IMAGES[0][1]
+    out, rec = run(op, img, 0)
+    assert rec["policy"][0]["magnitude"] == 0 and not out.any()
+    if PIL_13:  # what timm's op does on Pillow 13 (documented in docs/ops.md)
+        with pytest.raises(ValueError):
+            A.AugmentOp("PosterizeIncreasing", prob=1.0, magnitude=10)(Image.fromarray(img))
+
+
+def test_level_functions_match_timm():
+    """each argument fastq draws is timm's LEVEL_TO_ARG at the recorded level (sign aside)"""
+    hp = dict(translate_const=20, translate_pct=0.45)
+    op = O.TimmRandAugment(num_layers=4, magnitude=8, prob=1.0, magnitude_std=2.0, ops=O.TIMM_OPS,
+                           translate_const=20)
+    for index in range(300):
+        _, rec = run(op, IMAGES[0][1][:8, :8], index)
+        for layer in rec["policy"]:
+            fn = A.LEVEL_TO_ARG[layer["op"]]
+            if fn is None:
+                continue
+            saved = A.random.random
+            A.random.random = lambda: 0.9 if _negated(layer["op"], layer["magnitude"]) else 0.1
+            try:
+                want = fn(layer["level"], hp)[0]
+            finally:
+                A.random.random = saved
+            assert layer["magnitude"] == pytest.approx(want, abs=1e-12), layer
+
+
+def _replay(op, img, rec, hparams):
+    cur = Image.fromarray(img)
+    for layer in rec["policy"]:
+        if not layer["applied"]:
+            continue
+        name, arg = layer["op"], layer["magnitude"]
+        kw = dict(fillcolor=tuple(int(v) for v in op.fill), resample=RESAMPLE[layer.get("resample", "bilinear")])
+        if A.LEVEL_TO_ARG[name] is None:
+            cur = A.NAME_TO_OP[name](cur, **kw)
+        elif name.startswith("Posterize") and arg == 0:
+            cur = Image.fromarray(np.zeros_like(np.asarray(cur)))
+        else:
+            cur = A.NAME_TO_OP[name](cur, int(arg) if name.startswith(("Posterize", "Solarize")) else arg, **kw)
+    return np.asarray(cur)
+
+
+def _timm_ra(config="rand-m9-mstd0.5-inc1", interpolation="bicubic"):
+    from timm.data import create_transform
+    t = create_transform(224, is_training=True, auto_augment=config, interpolation=interpolation)
+    (ra,) = [x for x in t.transforms if isinstance(x, A.RandAugment)]
+    return ra
+
+
+@pytest.mark.parametrize("config,interp", [("rand-m9-mstd0.5-inc1", "bicubic"), ("rand-m7-n3-mstd1", "random"),
+                                           ("rand-m10-n4-p0.8-mstd101-inc1", "bilinear")])
+def test_timm_policy_replay(config, interp):
+    op = O.TimmRandAugment.from_timm(_timm_ra(config, interp))
+    for label, img in IMAGES:
+        for index in range(15):
+            out, rec = run(op, img, index)
+            want = _replay(op, img, rec, None)
+            d = np.abs(out.astype(int) - want.astype(int))
+            assert d.max() == 0, f"{config} {label}#{index} {rec['policy']}: {int((d > 0).sum())} differ"
+
+
+def _records(op, n, seed=9):
+    img = np.zeros((4, 4, 3), np.uint8)
+    spec = _image.ImageSpec(O.compile_ops([O.CenterCrop((4, 4)), op], dtype="uint8"))
+    return [spec.process_array(img, seed, 0, i)[1]["ops"][-1]["policy"] for i in range(n)]
+
+
+def test_draw_statistics_match_timm_parameters():
+    ra = _timm_ra()
+    op = O.TimmRandAugment.from_timm(ra)
+    n = 6000
+    layers = [layer for rec in _records(op, n) for layer in rec]
+    assert len(layers) == 2 * n
+    # op choice: uniform over timm's 15 ops (np.random.choice, replace=True)
+    names = [o.name for o in ra.ops]
+    counts = np.array([sum(layer["op"] == nm for layer in layers) for nm in names])
+    assert counts.sum() == len(layers)
+    e = len(layers) / len(names)
+    assert ((counts - e) ** 2 / e).sum() < CHI2_001[14], counts
+    # prob 0.5: applied iff random() <= 0.5
+    applied = [layer for layer in layers if layer["applied"]]
+    k = len(applied)
+    assert abs(k - 0.5 * len(layers)) < 4 * math.sqrt(len(layers) * 0.25), k
+    # magnitude: clip(gauss(9, 0.5), 0, 10), timm's AugmentOp parameters
+    assert {o.magnitude for o in ra.ops} == {9} and {o.magnitude_std for o in ra.ops} == {0.5}
+    lv = np.array([layer["level"] for layer in applied])
+    ref = np.clip(np.random.default_rng(1).normal(9, 0.5, 10 ** 6), 0, 10)
+    assert abs(lv.mean() - ref.mean()) < 4 * ref.std() / math.sqrt(k), (lv.mean(), ref.mean())
+    assert abs(lv.std() - ref.std()) < 0.03, (lv.std(), ref.std())
+    p10 = (ref == 10).mean()  # P(N(9, .5) > 10) = 2.3%: clipped to magnitude_max 10
+    assert abs((lv == 10).mean() - p10) < 4 * math.sqrt(p10 * (1 - p10) / k)
+    assert lv.min() >= 0 and lv.max() <= 10
+    # signs: negated iff random() > 0.5
+    signed = [_negated(layer["op"], layer["magnitude"]) for layer in applied if layer["op"] in SIGNED]
+    assert abs(np.mean(signed) - 0.5) < 4 * math.sqrt(0.25 / len(signed))
+    # bicubic (create_transform's interpolation): every geometric op resamples bicubic
+    assert {layer["resample"] for layer in applied if "resample" in layer} == {"bicubic"}
+
+
+def test_uniform_magnitude_and_random_resample():
+    op = O.TimmRandAugment(num_layers=2, magnitude=8, prob=1.0, magnitude_std=float("inf"))
+    layers = [layer for rec in _records(op, 3000) for layer in rec]
+    lv = np.array([layer["level"] for layer in layers])
+    assert lv.min() >= 0 and lv.max() < 8
+    assert abs(lv.mean() - 4) < 4 * (8 / math.sqrt(12)) / math.sqrt(len(lv))  # uniform(0, 8)
+    assert abs(lv.std() - 8 / math.sqrt(12)) < 0.1
+    rs = [layer["resample"] == "bicubic" for layer in layers if "resample" in layer]
+    assert abs(np.mean(rs) - 0.5) < 4 * math.sqrt(0.25 / len(rs))  # random.choice((BILINEAR, BICUBIC))
+
+
+def test_from_timm_create_transform():
+    op = O.TimmRandAugment.from_timm(_timm_ra())
+    assert op.num_layers == 2 and op.magnitude == 9 and op.prob == 0.5 and op.magnitude_std == 0.5
+    assert op.magnitude_max is None and op.ops == O.TimmRandAugment().ops
+    assert op.interpolation == "bicubic" and op.fill == FILL and op.translate_pct == 0.45
+    rnd = O.TimmRandAugment.from_timm(_timm_ra("rand-m7-n3-mstd101", "random"))
+    assert rnd.interpolation == "random" and rnd.magnitude_std == float("inf") and rnd.num_layers == 3
+    assert rnd.ops == tuple(A._RAND_TRANSFORMS)
+    plain = O.TimmRandAugment.from_timm(A.rand_augment_transform("rand-m9-mstd0.5-inc1", None))
+    assert plain.fields() == O.TimmRandAugment().fields()  # the defaults are timm's defaults
+    import fastq.ops
+    assert getattr(fastq.ops, "TimmRandAugment").from_timm(_timm_ra()).fields() == op.fields()
+
+
+def _with(ra, **attrs):
+    for k, v in attrs.items():
+        setattr(ra.ops[1], k, v)
+    return ra
+
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda: A.rand_augment_transform("rand-m9-tweights", None), "choice_weights"),
+    (lambda: A.rand_augment_transform("rand-m9-t3a", None), "'Desaturate' is not implemented"),
+    (lambda: A.rand_augment_transform("rand-m9-n5", None), "num_layers"),
+    (lambda: _with(_timm_ra(), prob=0.7), "prob differ"),
+    (lambda: _with(_timm_ra(), magnitude=3), "magnitude differ"),
+    (lambda: _with(_timm_ra(), magnitude_std=1.0), "magnitude_std differ"),
+    (lambda: A.rand_augment_transform("rand-m9", dict(img_mean=FILL, interpolation=Image.Resampling.NEAREST)),
+     "resample"),
+    (lambda: A.RandAugment(A.rand_augment_ops(9, transforms=["Rotate", "Rotate"]), 2), "repeated"),
+    (lambda: object(), "expected timm's RandAugment"),
+])
+def test_from_timm_refuses(make, msg):
+    with pytest.raises(ValueError, match=msg):
+        O.TimmRandAugment.from_timm(make())
+
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda: O.TimmRandAugment(num_layers=5), "num_layers"),
+    (lambda: O.TimmRandAugment(ops=["Cutout"]), "'Cutout' is not implemented"),
+    (lambda: O.TimmRandAugment(ops="Rotate"), "not a string"),
+    (lambda: O.TimmRandAugment(interpolation="nearest"), "interpolation"),
+    (lambda: O.TimmRandAugment(fill=1.5), "fill"),
+    (lambda: O.TimmRandAugment(prob=2), "prob"),
+])
+def test_constructor_refuses(make, msg):
+    with pytest.raises(ValueError, match=msg):
+        make()
+
+
+def test_one_and_two_workers_identical():
+    imgs = [img for _, img in IMAGES] * 3
+    chain = [O.CenterCrop((16, 16)), O.TimmRandAugment(), O.TimmRandAugment(num_layers=4, magnitude=10, prob=0.9,
+                                                                          magnitude_std=float("inf"))]
+    assert_same_for_1_and_2_workers(imgs, chain)
