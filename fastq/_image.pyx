@@ -222,8 +222,10 @@ cdef dict _op_explain(const fq_img_op_explain *r):
         d["increment"] = (r.params[0], r.params[1], r.params[2])
     if fields & FQ_EXPLAIN_CUSTOM and r.applied:  # CustomOp / PyFunc: the key of the op's stream
         d["rng_key"] = (<uint64_t> r.params[0] << 32) | <uint64_t> r.params[1]
-    if fields & FQ_EXPLAIN_POLICY and name == "TimmRandAugment":  # timm's names, args, levels, resamples
+    if fields & FQ_EXPLAIN_POLICY and name in ("TimmRandAugment", "TimmAutoAugment"):  # timm's names, args, ...
         d["policy"] = [_timm_explain(r, k) for k in range(min(r.applied, 4))]
+        if name == "TimmAutoAugment":
+            d["subpolicy"] = int(r.params[4])
     elif fields & FQ_EXPLAIN_POLICY:  # the ops a policy drew: torchvision's names and magnitudes
         d["policy"] = [{"op": "Identity" if r.order[k] == 0 else fq_img_op_name(r.order[k]).decode(),
                         "magnitude": r.factor[k], "bin": int(r.params[k])} for k in range(min(r.applied, 4))]

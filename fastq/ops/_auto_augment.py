@@ -315,30 +315,8 @@ class TimmRandAugment(Op):
                 raise ValueError(f"{n}: timm op {nm!r} is not implemented (fastq has: {', '.join(TIMM_OPS)})")
         if len(set(names)) != len(names):
             raise ValueError(f"{n}: a repeated op ({names}) weighs timm's uniform choice; not supported")
-        seen = {}
-        for o in ops:
-            hp = o.hparams
-            rs = o.kwargs.get("resample")
-            fc = o.kwargs.get("fillcolor")
-            key = {"prob": o.prob, "magnitude": o.magnitude, "magnitude_std": o.magnitude_std,
-                   "magnitude_max": o.magnitude_max, "resample": tuple(rs) if isinstance(rs, (list, tuple)) else rs,
-                   "fillcolor": tuple(fc) if isinstance(fc, (list, tuple)) else fc,
-                   "translate_pct": hp.get("translate_pct", 0.45), "translate_const": hp.get("translate_const", 250)}
-            for k, v in key.items():
-                if k in seen and seen[k] != v:
-                    raise ValueError(f"{n}: the ops' {k} differ ({seen[k]!r} vs {v!r} for {o.name}); fastq's "
-                                     "TimmRandAugment shares one value")
-                seen[k] = v
-        interp = _timm_resample(n, seen["resample"])
-        fc = seen["fillcolor"]
-        fill = (fc,) * 3 if _num(fc) else fc
-        if not (isinstance(fill, tuple) and len(fill) == 3 and all(_num(v) and float(v).is_integer() for v in fill)):
-            raise ValueError(f"{n}: fillcolor must be 3 integers (or one), got {fc!r}")
-        mstd = seen["magnitude_std"]
-        mstd = 0.0 if not mstd or mstd < 0 else float(mstd)  # timm: only > 0 draws
-        return cls(num_layers=ra.num_layers, magnitude=seen["magnitude"], prob=seen["prob"], magnitude_std=mstd,
-                   magnitude_max=seen["magnitude_max"] or None, ops=names, interpolation=interp, fill=fill,
-                   translate_pct=seen["translate_pct"], translate_const=seen["translate_const"])
+        hp = _timm_shared(n, ops)
+        return cls(num_layers=ra.num_layers, ops=names, **hp)
 
 
 def _timm_resample(n, rs):
@@ -356,3 +334,115 @@ def _timm_resample(n, rs):
                              "implemented")
         return "random"
     return got[0]
+
+
+# TimmAutoAugment's policies: timm's name -> the C table's index
+TIMM_AUTOAUGMENT_POLICIES = {"original": 0, "originalr": 1, "v0": 2, "v0r": 3}
+
+
+class TimmAutoAugment(Op):
+    """timm's ``AutoAugment`` (``auto_augment_transform("<policy>[-mstd<std>]", hparams)``,
+    timm 1.0): ``policy`` one of :data:`TIMM_AUTOAUGMENT_POLICIES` ("original",
+    "originalr", "v0", "v0r": timm's 25 two-op sub-policies); one drawn uniformly
+    (``random.choice``), then its two ``AugmentOp``s in order, each as in
+    :class:`TimmRandAugment` (skipped if ``u > prob``; magnitude noise ``magnitude_std``,
+    clip ``magnitude_max``; sign; resample ``interpolation``; ``fill``).  Not done: "3a"
+    (Desaturate, GaussianBlurRand).  Explain: ``subpolicy`` and ``policy`` (both ops, as
+    TimmRandAugment's)."""
+
+    kind = _K["TimmAutoAugment"]
+
+    def __init__(self, policy: str = "v0", magnitude_std: float = 0.0, magnitude_max: Optional[float] = None,
+                 interpolation: str = "random", fill: Fill = (128, 128, 128), translate_pct: float = 0.45,
+                 translate_const: float = 250) -> None:
+        n = "TimmAutoAugment"
+        if policy not in TIMM_AUTOAUGMENT_POLICIES:
+            _fail(n, f"policy must be one of {', '.join(map(repr, TIMM_AUTOAUGMENT_POLICIES))}", policy)
+        self.policy = policy
+        _timm_hparams(self, n, magnitude_std, magnitude_max, interpolation, fill, translate_pct, translate_const)
+
+    def fields(self):
+        return {"policy": float(TIMM_AUTOAUGMENT_POLICIES[self.policy]), **_timm_hp_fields(self)}
+
+    @classmethod
+    def from_timm(cls, aa) -> "TimmAutoAugment":
+        """The op equivalent to timm's ``AutoAugment`` object ``aa`` (``auto_augment_transform``
+        / ``create_transform(auto_augment="original-mstd0.5")``): its ``policy`` must be one of
+        timm's four tables (names, probs, magnitudes compared to
+        ``timm.data.auto_augment.auto_augment_policy``) with one set of hparams; else
+        ``ValueError`` naming what differs."""
+        n = "TimmAutoAugment.from_timm"
+        if not hasattr(aa, "policy") or isinstance(aa.policy, str):
+            raise ValueError(f"{n}: expected timm's AutoAugment (with .policy), got {type(aa).__name__}")
+        from timm.data import auto_augment as A
+        got = [[(o.name, o.prob, o.magnitude) for o in sp] for sp in aa.policy]
+        name = None
+        for nm in TIMM_AUTOAUGMENT_POLICIES:
+            want = [[(o.name, o.prob, o.magnitude) for o in sp] for sp in A.auto_augment_policy(nm, {})]
+            if got == want:
+                name = nm
+                break
+        if name is None:
+            raise ValueError(f"{n}: the policy is not one of timm's {', '.join(TIMM_AUTOAUGMENT_POLICIES)} tables "
+                             "(a custom or '3a' policy is not supported)")
+        hp = _timm_shared(n, [o for sp in aa.policy for o in sp], same_strength=False)
+        return cls(policy=name, **hp)
+
+
+def _timm_hparams(self, n, magnitude_std, magnitude_max, interpolation, fill, translate_pct, translate_const):
+    if not (magnitude_std == float("inf") or (_num(magnitude_std) and 0 <= magnitude_std <= 1000)):
+        _fail(n, "magnitude_std must be a number in [0, 1000] or inf", magnitude_std)
+    self.magnitude_std = float(magnitude_std)
+    if magnitude_max is not None and not (_num(magnitude_max) and 0 < magnitude_max <= 1000):
+        _fail(n, "magnitude_max must be None or a number in (0, 1000]", magnitude_max)
+    self.magnitude_max = None if magnitude_max is None else float(magnitude_max)
+    if interpolation not in _TIMM_INTERP:
+        _fail(n, "interpolation must be 'bilinear', 'bicubic' or 'random'", interpolation)
+    self.interpolation = interpolation
+    self.fill = _tf_fill(n, fill)
+    if not (_num(translate_pct) and abs(translate_pct) <= 100):
+        _fail(n, "translate_pct must be a number in [-100, 100]", translate_pct)
+    self.translate_pct = float(translate_pct)
+    if not (_num(translate_const) and abs(translate_const) <= 1e5):
+        _fail(n, "translate_const must be a number in [-1e5, 1e5]", translate_const)
+    self.translate_const = float(translate_const)
+
+
+def _timm_hp_fields(self):
+    return {"magnitude_std": -1.0 if self.magnitude_std == float("inf") else self.magnitude_std,
+            "magnitude_max": 10.0 if not self.magnitude_max else self.magnitude_max,
+            "translate_pct": self.translate_pct, "translate_const": self.translate_const,
+            "interp": _TIMM_INTERP[self.interpolation], "fill": self.fill}
+
+
+def _timm_shared(n, ops, same_strength=True):
+    """the values timm's AugmentOps `ops` must share for fastq (prob and magnitude too when
+    same_strength) -> TimmRandAugment / TimmAutoAugment keyword arguments; ValueError naming
+    the first that differs"""
+    seen = {}
+    for o in ops:
+        hp = o.hparams
+        rs = o.kwargs.get("resample")
+        fc = o.kwargs.get("fillcolor")
+        key = {"magnitude_std": o.magnitude_std, "magnitude_max": o.magnitude_max,
+               "resample": tuple(rs) if isinstance(rs, (list, tuple)) else rs,
+               "fillcolor": tuple(fc) if isinstance(fc, (list, tuple)) else fc,
+               "translate_pct": hp.get("translate_pct", 0.45), "translate_const": hp.get("translate_const", 250)}
+        if same_strength:
+            key = {"prob": o.prob, "magnitude": o.magnitude, **key}
+        for k, v in key.items():
+            if k in seen and seen[k] != v:
+                raise ValueError(f"{n}: the ops' {k} differ ({seen[k]!r} vs {v!r} for {o.name}); fastq shares one "
+                                 "value")
+            seen[k] = v
+    out = {"interpolation": _timm_resample(n, seen.pop("resample"))}
+    fc = seen.pop("fillcolor")
+    fill = (fc,) * 3 if _num(fc) else fc
+    if not (isinstance(fill, tuple) and len(fill) == 3 and all(_num(v) and float(v).is_integer() for v in fill)):
+        raise ValueError(f"{n}: fillcolor must be 3 integers (or one), got {fc!r}")
+    out["fill"] = fill
+    mstd = seen.pop("magnitude_std")
+    out["magnitude_std"] = 0.0 if not mstd or mstd < 0 else float(mstd)  # timm: only > 0 draws
+    out["magnitude_max"] = seen.pop("magnitude_max") or None
+    out.update(seen)
+    return out

@@ -82,6 +82,8 @@ SAMPLES.update({
     "TimmRandAugment": O.TimmRandAugment(3, 7.5, prob=0.7, magnitude_std=float("inf"), magnitude_max=12,
                                          ops=["Rotate", "PosterizeOriginal", "TranslateX"], interpolation="bicubic",
                                          fill=(1, 2, 3), translate_pct=0.3, translate_const=100),
+    "TimmAutoAugment": O.TimmAutoAugment("originalr", magnitude_std=0.5, magnitude_max=11, interpolation="bilinear",
+                                         fill=(4, 5, 6), translate_pct=0.2, translate_const=90),
 })
 # RandomIoUCrop (tests/targets/test_iou_crop.py)
 SAMPLES.update({

@@ -276,3 +276,98 @@ def test_one_and_two_workers_identical():
     chain = [O.CenterCrop((16, 16)), O.TimmRandAugment(), O.TimmRandAugment(num_layers=4, magnitude=10, prob=0.9,
                                                                           magnitude_std=float("inf"))]
     assert_same_for_1_and_2_workers(imgs, chain)
+
+
+# ---- TimmAutoAugment ------------------------------------------------------------------------
+
+def _timm_aa(config, interpolation="bicubic"):
+    from timm.data import create_transform
+    t = create_transform(224, is_training=True, auto_augment=config, interpolation=interpolation)
+    (aa,) = [x for x in t.transforms if isinstance(x, A.AutoAugment)]
+    return aa
+
+
+@pytest.mark.parametrize("policy", list(O.TIMM_AUTOAUGMENT_POLICIES))
+def test_auto_augment_replay_and_tables(policy):
+    """the sub-policy drawn, its ops (names, levels = timm's magnitudes without mstd) are
+    timm's table; each sample replayed through timm's op functions: bit-exact"""
+    aa = _timm_aa(policy)
+    op = O.TimmAutoAugment.from_timm(aa)
+    assert op.policy == policy and op.interpolation == "bicubic" and op.fill == FILL and op.magnitude_std == 0
+    for label, img in IMAGES:
+        for index in range(25):
+            out, rec = run(op, img, index)
+            sub = aa.policy[rec["subpolicy"]]
+            assert [layer["op"] for layer in rec["policy"]] == [o.name for o in sub]
+            for layer, o in zip(rec["policy"], sub):
+                if layer["applied"]:
+                    assert layer["level"] == o.magnitude
+            want = _replay(op, img, rec, None)
+            d = np.abs(out.astype(int) - want.astype(int))
+            assert d.max() == 0, f"{policy} {label}#{index} {rec}: {int((d > 0).sum())} differ"
+
+
+def test_auto_augment_draw_statistics():
+    aa = _timm_aa("v0r-mstd0.5")
+    op = O.TimmAutoAugment.from_timm(aa)
+    assert op.policy == "v0r" and op.magnitude_std == 0.5
+    n = 5000
+    img = np.zeros((4, 4, 3), np.uint8)
+    spec = _image.ImageSpec(O.compile_ops([O.CenterCrop((4, 4)), op], dtype="uint8"))
+    recs = [spec.process_array(img, 9, 0, i)[1]["ops"][-1] for i in range(n)]
+    counts = np.bincount([r["subpolicy"] for r in recs], minlength=25)
+    e = n / 25
+    assert ((counts - e) ** 2 / e).sum() < 51.18, counts  # chi-square, 24 dof, p = 0.001
+    # each op applied with its prob (AugmentOp: skipped iff random() > prob)
+    chi2, dof = 0.0, 0
+    for sp, sub in enumerate(aa.policy):
+        mine = [r for r in recs if r["subpolicy"] == sp]
+        for k, o in enumerate(sub):
+            got = sum(r["policy"][k]["applied"] for r in mine)
+            if o.prob in (0.0, 1.0):
+                assert got == (len(mine) if o.prob == 1.0 else 0), (sp, k)
+                continue
+            chi2 += (got - o.prob * len(mine)) ** 2 / (o.prob * (1 - o.prob) * len(mine))
+            dof += 1
+    assert chi2 < dof + 4 * math.sqrt(2 * dof), (chi2, dof)
+    # magnitudes: clip(N(m, 0.5), 0, 10) around each op's table magnitude
+    dev = np.array([layer["level"] - o.magnitude for r in recs for layer, o in zip(r["policy"],
+                    aa.policy[r["subpolicy"]]) if layer["applied"] and 1 <= o.magnitude <= 9])
+    assert abs(dev.mean()) < 4 * 0.5 / math.sqrt(len(dev)) and abs(dev.std() - 0.5) < 0.03
+
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda: A.auto_augment_transform("3a", None), "not one of timm's"),
+    (lambda: _aa_with(_timm_aa("v0"), magnitude=3), "not one of timm's"),
+    (lambda: _aa_hp(_timm_aa("v0")), "magnitude_std differ"),
+    (lambda: A.auto_augment_transform("v0", dict(img_mean=FILL, interpolation=Image.Resampling.NEAREST)),
+     "resample"),
+    (lambda: _timm_ra(), "expected timm's AutoAugment"),
+])
+def test_auto_augment_from_timm_refuses(make, msg):
+    with pytest.raises(ValueError, match=msg):
+        O.TimmAutoAugment.from_timm(make())
+
+
+def _aa_with(aa, **attrs):
+    for k, v in attrs.items():
+        setattr(aa.policy[3][1], k, v)
+    return aa
+
+
+def _aa_hp(aa):
+    aa.policy[5][0].magnitude_std = 2.0
+    return aa
+
+
+def test_auto_augment_defaults_and_refusals():
+    plain = O.TimmAutoAugment.from_timm(A.auto_augment_transform("original-mstd0.5", None))
+    assert plain.fields() == O.TimmAutoAugment("original", magnitude_std=0.5).fields()
+    with pytest.raises(ValueError, match="policy must be"):
+        O.TimmAutoAugment("3a")
+
+
+def test_auto_augment_one_and_two_workers_identical():
+    imgs = [img for _, img in IMAGES] * 3
+    chain = [O.CenterCrop((16, 16))] + [O.TimmAutoAugment(p, magnitude_std=0.5) for p in O.TIMM_AUTOAUGMENT_POLICIES]
+    assert_same_for_1_and_2_workers(imgs, chain)

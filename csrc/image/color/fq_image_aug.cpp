@@ -395,6 +395,11 @@ constexpr fq_op_field kTimmRandFields[] = {
     FQ_FIELD(fqi::AugTimmRandAugment, magnitude_max), FQ_FIELD(fqi::AugTimmRandAugment, translate_pct),
     FQ_FIELD(fqi::AugTimmRandAugment, translate_const), FQ_FIELD(fqi::AugTimmRandAugment, interp),
     FQ_FIELD(fqi::AugTimmRandAugment, fill), FQ_FIELD(fqi::AugTimmRandAugment, ops)};
+constexpr fq_op_field kTimmAutoFields[] = {
+    FQ_FIELD(fqi::AugTimmAutoAugment, policy), FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_std),
+    FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_max), FQ_FIELD(fqi::AugTimmAutoAugment, translate_pct),
+    FQ_FIELD(fqi::AugTimmAutoAugment, translate_const), FQ_FIELD(fqi::AugTimmAutoAugment, interp),
+    FQ_FIELD(fqi::AugTimmAutoAugment, fill)};
 
 #define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
 constexpr unsigned kAM = FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE;
@@ -483,6 +488,8 @@ constexpr fqi::OpImpl kAugOps[] = {
     /* timm's policies (fq_image_aug_timm_policy.cpp) */
     {"TimmRandAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmRandAugment, kTimmRandFields),
      fqi::timm_rand_augment_check, keeps_size, fqi::timm_rand_augment_plan, fqi::timm_policy_exec},
+    {"TimmAutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAutoAugment, kTimmAutoFields),
+     fqi::timm_auto_augment_check, keeps_size, fqi::timm_auto_augment_plan, fqi::timm_policy_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

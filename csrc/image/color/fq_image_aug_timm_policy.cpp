@@ -1,4 +1,5 @@
-/* fq_image_aug_timm_policy.cpp - timm's RandAugment (timm.data.auto_augment, timm 1.0)
+/* fq_image_aug_timm_policy.cpp - timm's RandAugment and AutoAugment (original, originalr,
+ * v0, v0r) (timm.data.auto_augment, timm 1.0)
  * with timm's own ops: PIL semantics (ImageOps.autocontrast / equalize / invert /
  * posterize / solarize, timm's solarize_add, ImageEnhance Color / Contrast / Brightness /
  * Sharpness = Image.blend(degenerate, image, factor) in float32, Image.transform(AFFINE)
@@ -7,7 +8,7 @@
  * explain record holds them: order[k] = t + 1 (t: the op's index in kTimmNames; negative:
  * drawn but skipped by its prob), factor[k] = the op's argument (signed), matrix[k] = the
  * magnitude it came from (after the noise and the clip), params[k] = 1 when the geometric
- * op resampled bicubic.  Semantics: docs/ops.md.  Pure functions of their arguments. */
+ * op resampled bicubic; AutoAugment: params[4] = the sub-policy.  Semantics: docs/ops.md.  Pure functions of their arguments. */
 #include "image/internal/fq_image_aug.h"
 
 #include <cmath>
@@ -19,6 +20,7 @@
 
 namespace {
 
+using fqi::AugTimmAutoAugment;
 using fqi::AugTimmRandAugment;
 using fqi::Exec;
 using fqi::params;
@@ -35,7 +37,12 @@ bool geometric(int t) { return t == M_ROTATE || (t >= M_SHEAR_X && t <= M_TRANSL
 double negate(fq_rng *rng, double v) { return fq_rng_uniform(rng) > 0.5 ? -v : v; }
 
 /* LEVEL_TO_ARG[name](level, hparams) (python doubles; int() truncates) */
-double level_to_arg(fq_rng *rng, int t, double level, const AugTimmRandAugment &q)
+/* the hparams an AugmentOp reads */
+struct Hp {
+    double magnitude_std, magnitude_max, translate_pct, translate_const, interp;
+};
+
+double level_to_arg(fq_rng *rng, int t, double level, const Hp &q)
 {
     const double l = level / 10.0;
     switch (t) {
@@ -293,6 +300,95 @@ void timm_apply(Exec &e, int t, double v, bool bicubic, const uint8_t fill[3])
     }
 }
 
+/* AugmentOp.__call__ into slot k of the record: skipped if prob < 1 and u > prob; the
+ * magnitude: gauss(M, std) (Box-Muller, cosine branch) or uniform(0, M) (std inf: -1),
+ * clipped to [0, magnitude_max]; the level function (its sign draw); bilinear / bicubic
+ * drawn for a geometric op when interp is random */
+void draw_op(fq_rng *rng, int k, int t, double prob, double magnitude, const Hp &q, fq_img_op_explain &r)
+{
+    r.order[k] = -(t + 1), r.factor[k] = 0, r.params[k] = 0, r.matrix[k] = 0;
+    if (prob < 1.0 && fq_rng_uniform(rng) > prob)
+        return;
+    double m = magnitude;
+    if (q.magnitude_std == -1) {
+        m = m * fq_rng_uniform(rng);
+    } else if (q.magnitude_std > 0) {
+        const double u1 = fq_rng_uniform(rng), u2 = fq_rng_uniform(rng);
+        m += q.magnitude_std * std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(6.283185307179586 * u2);
+    }
+    m = std::fmax(0.0, std::fmin(m, q.magnitude_max));
+    r.order[k] = t + 1;
+    r.matrix[k] = m;
+    r.factor[k] = level_to_arg(rng, t, m, q);
+    if (geometric(t))
+        r.params[k] = q.interp == 2 ? (double)fq_rng_next_below(rng, 2) : q.interp;
+}
+
+struct SubOp {
+    int op;
+    double p, m;
+};
+/* timm's auto_augment_policy_v0 / v0r / original / originalr (25 two-op sub-policies) */
+#define V0_TABLE(POST)                                                                                             \
+    {{{M_EQUALIZE, 0.8, 1}, {M_SHEAR_Y, 0.8, 4}},          {{M_COLOR, 0.4, 9}, {M_EQUALIZE, 0.6, 3}},             \
+     {{M_COLOR, 0.4, 1}, {M_ROTATE, 0.6, 8}},              {{M_SOLARIZE, 0.8, 3}, {M_EQUALIZE, 0.4, 7}},          \
+     {{M_SOLARIZE, 0.4, 2}, {M_SOLARIZE, 0.6, 2}},         {{M_COLOR, 0.2, 0}, {M_EQUALIZE, 0.8, 8}},             \
+     {{M_EQUALIZE, 0.4, 8}, {M_SOLARIZE_ADD, 0.8, 3}},     {{M_SHEAR_X, 0.2, 9}, {M_ROTATE, 0.6, 8}},             \
+     {{M_COLOR, 0.6, 1}, {M_EQUALIZE, 1.0, 2}},            {{M_INVERT, 0.4, 9}, {M_ROTATE, 0.6, 0}},              \
+     {{M_EQUALIZE, 1.0, 9}, {M_SHEAR_Y, 0.6, 3}},          {{M_COLOR, 0.4, 7}, {M_EQUALIZE, 0.6, 0}},             \
+     {{POST, 0.4, 6}, {M_AUTOCONTRAST, 0.4, 7}},           {{M_SOLARIZE, 0.6, 8}, {M_COLOR, 0.6, 9}},             \
+     {{M_SOLARIZE, 0.2, 4}, {M_ROTATE, 0.8, 9}},           {{M_ROTATE, 1.0, 7}, {M_TRANSLATE_Y_REL, 0.8, 9}},     \
+     {{M_SHEAR_X, 0.0, 0}, {M_SOLARIZE, 0.8, 4}},          {{M_SHEAR_Y, 0.8, 0}, {M_COLOR, 0.6, 4}},              \
+     {{M_COLOR, 1.0, 0}, {M_ROTATE, 0.6, 2}},              {{M_EQUALIZE, 0.8, 4}, {M_EQUALIZE, 0.0, 8}},          \
+     {{M_EQUALIZE, 1.0, 4}, {M_AUTOCONTRAST, 0.6, 2}},     {{M_SHEAR_Y, 0.4, 7}, {M_SOLARIZE_ADD, 0.6, 7}},       \
+     {{POST, 0.8, 2}, {M_SOLARIZE, 0.6, 10}},              {{M_SOLARIZE, 0.6, 8}, {M_EQUALIZE, 0.6, 1}},          \
+     {{M_COLOR, 0.8, 6}, {M_ROTATE, 0.4, 5}}}
+#define ORIGINAL_TABLE(POST)                                                                                       \
+    {{{POST, 0.4, 8}, {M_ROTATE, 0.6, 9}},                 {{M_SOLARIZE, 0.6, 5}, {M_AUTOCONTRAST, 0.6, 5}},      \
+     {{M_EQUALIZE, 0.8, 8}, {M_EQUALIZE, 0.6, 3}},         {{POST, 0.6, 7}, {POST, 0.6, 6}},                      \
+     {{M_EQUALIZE, 0.4, 7}, {M_SOLARIZE, 0.2, 4}},         {{M_EQUALIZE, 0.4, 4}, {M_ROTATE, 0.8, 8}},            \
+     {{M_SOLARIZE, 0.6, 3}, {M_EQUALIZE, 0.6, 7}},         {{POST, 0.8, 5}, {M_EQUALIZE, 1.0, 2}},                \
+     {{M_ROTATE, 0.2, 3}, {M_SOLARIZE, 0.6, 8}},           {{M_EQUALIZE, 0.6, 8}, {POST, 0.4, 6}},                \
+     {{M_ROTATE, 0.8, 8}, {M_COLOR, 0.4, 0}},              {{M_ROTATE, 0.4, 9}, {M_EQUALIZE, 0.6, 2}},            \
+     {{M_EQUALIZE, 0.0, 7}, {M_EQUALIZE, 0.8, 8}},         {{M_INVERT, 0.6, 4}, {M_EQUALIZE, 1.0, 8}},            \
+     {{M_COLOR, 0.6, 4}, {M_CONTRAST, 1.0, 8}},            {{M_ROTATE, 0.8, 8}, {M_COLOR, 1.0, 2}},               \
+     {{M_COLOR, 0.8, 8}, {M_SOLARIZE, 0.8, 7}},            {{M_SHARPNESS, 0.4, 7}, {M_INVERT, 0.6, 8}},           \
+     {{M_SHEAR_X, 0.6, 5}, {M_EQUALIZE, 1.0, 9}},          {{M_COLOR, 0.4, 0}, {M_EQUALIZE, 0.6, 3}},             \
+     {{M_EQUALIZE, 0.4, 7}, {M_SOLARIZE, 0.2, 4}},         {{M_SOLARIZE, 0.6, 5}, {M_AUTOCONTRAST, 0.6, 5}},      \
+     {{M_INVERT, 0.6, 4}, {M_EQUALIZE, 1.0, 8}},           {{M_COLOR, 0.6, 4}, {M_CONTRAST, 1.0, 8}},             \
+     {{M_EQUALIZE, 0.8, 8}, {M_EQUALIZE, 0.6, 3}}}
+/* TimmAutoAugment's policy field indexes this: 0 original, 1 originalr, 2 v0, 3 v0r */
+const SubOp kTimmAA[4][25][2] = {ORIGINAL_TABLE(M_POSTERIZE_ORIG), ORIGINAL_TABLE(M_POSTERIZE_INC),
+                                 V0_TABLE(M_POSTERIZE), V0_TABLE(M_POSTERIZE_INC)};
+
+Hp rand_hp(const AugTimmRandAugment &q)
+{
+    return {q.magnitude_std, q.magnitude_max, q.translate_pct, q.translate_const, q.interp};
+}
+
+bool valid_hp(const Hp &q, const char **why)
+{
+    if (!(q.magnitude_std == -1 || (std::isfinite(q.magnitude_std) && q.magnitude_std >= 0 && q.magnitude_std <= 1000)))
+        return *why = "magnitude_std must be in [0, 1000] (or -1: inf, uniform)", false;
+    if (!(std::isfinite(q.magnitude_max) && q.magnitude_max > 0 && q.magnitude_max <= 1000))
+        return *why = "magnitude_max must be in (0, 1000]", false;
+    if (!(std::isfinite(q.translate_pct) && std::fabs(q.translate_pct) <= 100))
+        return *why = "translate_pct must be in [-100, 100]", false;
+    if (!(std::isfinite(q.translate_const) && std::fabs(q.translate_const) <= 1e5))
+        return *why = "translate_const must be in [-1e5, 1e5]", false;
+    if (!(q.interp == 0 || q.interp == 1 || q.interp == 2))
+        return *why = "interp must be 0 (bilinear), 1 (bicubic) or 2 (random)", false;
+    return true;
+}
+
+const char *fill_check(const double *fill)
+{
+    for (int k = 0; k < 3; k++)
+        if (!(fqi::aug_is_int(fill[k]) && fill[k] >= 0 && fill[k] <= 255))
+            return "fill must be 3 integers in [0, 255]";
+    return nullptr;
+}
+
 }  // namespace
 
 namespace fqi {
@@ -306,28 +402,29 @@ const char *timm_rand_augment_check(const fq_op &op)
         return "magnitude must be in [0, 1000]";
     if (!aug_valid_prob(q.prob))
         return "prob must be in [0, 1]";
-    if (!(q.magnitude_std == -1 || (std::isfinite(q.magnitude_std) && q.magnitude_std >= 0 && q.magnitude_std <= 1000)))
-        return "magnitude_std must be in [0, 1000] (or -1: inf, uniform)";
-    if (!(std::isfinite(q.magnitude_max) && q.magnitude_max > 0 && q.magnitude_max <= 1000))
-        return "magnitude_max must be in (0, 1000]";
-    if (!(std::isfinite(q.translate_pct) && std::fabs(q.translate_pct) <= 100))
-        return "translate_pct must be in [-100, 100]";
-    if (!(std::isfinite(q.translate_const) && std::fabs(q.translate_const) <= 1e5))
-        return "translate_const must be in [-1e5, 1e5]";
-    if (!(q.interp == 0 || q.interp == 1 || q.interp == 2))
-        return "interp must be 0 (bilinear), 1 (bicubic) or 2 (random)";
-    for (int k = 0; k < 3; k++)
-        if (!(aug_is_int(q.fill[k]) && q.fill[k] >= 0 && q.fill[k] <= 255))
-            return "fill must be 3 integers in [0, 255]";
+    const char *why = nullptr;
+    if (!valid_hp(rand_hp(q), &why))
+        return why;
+    if (const char *f = fill_check(q.fill))
+        return f;
     if (!(aug_is_int(q.ops) && q.ops >= 1 && q.ops < (double)(1 << M_COUNT)))
         return "ops must be a non-empty bit mask over the 24 timm ops";
     return nullptr;
 }
 
-/* per layer: op = U{0..n-1} over the ops of the mask (np.random.choice, replace=True);
- * skipped if prob < 1 and u > prob; magnitude: gauss(M, std) (Box-Muller, cosine branch)
- * or uniform(0, M) (std inf), clipped to [0, magnitude_max]; the level function (its sign
- * draw); bilinear / bicubic drawn for a geometric op when interp is random */
+const char *timm_auto_augment_check(const fq_op &op)
+{
+    const AugTimmAutoAugment &q = params<AugTimmAutoAugment>(op);
+    if (!(aug_is_int(q.policy) && q.policy >= 0 && q.policy <= 3))
+        return "policy must be an integer in [0, 3] (original, originalr, v0, v0r)";
+    const char *why = nullptr;
+    if (!valid_hp({q.magnitude_std, q.magnitude_max, q.translate_pct, q.translate_const, q.interp}, &why))
+        return why;
+    return fill_check(q.fill);
+}
+
+/* per layer: op = U{0..n-1} over the ops of the mask (np.random.choice, replace=True), then
+ * AugmentOp's draws (draw_op) */
 int timm_rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
 {
     const AugTimmRandAugment &q = params<AugTimmRandAugment>(op);
@@ -336,33 +433,33 @@ int timm_rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, 
     for (int t = 0; t < M_COUNT; t++)
         if (mask >> t & 1u)
             avail[n++] = t;
+    const Hp hp = rand_hp(q);
     r.applied = (int)q.num_layers;
-    for (int k = 0; k < r.applied; k++) {
-        const int t = avail[fq_rng_next_below(rng, (uint64_t)n)];
-        r.order[k] = -(t + 1), r.factor[k] = 0, r.params[k] = 0, r.matrix[k] = 0;
-        if (q.prob < 1.0 && fq_rng_uniform(rng) > q.prob)
-            continue;
-        double m = q.magnitude;
-        if (q.magnitude_std == -1) {
-            m = m * fq_rng_uniform(rng);
-        } else if (q.magnitude_std > 0) {
-            const double u1 = fq_rng_uniform(rng), u2 = fq_rng_uniform(rng);
-            m += q.magnitude_std * std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(6.283185307179586 * u2);
-        }
-        m = std::fmax(0.0, std::fmin(m, q.magnitude_max));
-        r.order[k] = t + 1;
-        r.matrix[k] = m;
-        r.factor[k] = level_to_arg(rng, t, m, q);
-        if (geometric(t))
-            r.params[k] = q.interp == 2 ? (double)fq_rng_next_below(rng, 2) : q.interp;
-    }
+    for (int k = 0; k < r.applied; k++)
+        draw_op(rng, k, avail[fq_rng_next_below(rng, (uint64_t)n)], q.prob, q.magnitude, hp, r);
+    return FQ_OK;
+}
+
+/* sub-policy U{0..24} (random.choice), then its two AugmentOps in order; params[4] = the
+ * sub-policy */
+int timm_auto_augment_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugTimmAutoAugment &q = params<AugTimmAutoAugment>(op);
+    const Hp hp{q.magnitude_std, q.magnitude_max, q.translate_pct, q.translate_const, q.interp};
+    const int sp = (int)fq_rng_next_below(rng, 25);
+    const SubOp *s = kTimmAA[(int)q.policy][sp];
+    r.applied = 2;
+    r.params[4] = sp;
+    for (int k = 0; k < 2; k++)
+        draw_op(rng, k, s[k].op, s[k].p, s[k].m, hp, r);
     return FQ_OK;
 }
 
 void timm_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 {
-    const AugTimmRandAugment &q = params<AugTimmRandAugment>(op);
-    const uint8_t fill[3] = {(uint8_t)q.fill[0], (uint8_t)q.fill[1], (uint8_t)q.fill[2]};
+    const double *f = !std::strcmp(fq_img_op_name(op.kind), "TimmRandAugment") ? params<AugTimmRandAugment>(op).fill
+                                                                                : params<AugTimmAutoAugment>(op).fill;
+    const uint8_t fill[3] = {(uint8_t)f[0], (uint8_t)f[1], (uint8_t)f[2]};
     bool flips_done = false;
     for (int k = 0; k < r.applied && k < 4; k++) {
         if (r.order[k] <= 0)

@@ -321,7 +321,15 @@ struct AugTimmRandAugment { /* timm.data.auto_augment.RandAugment of AugmentOps 
     double fill[3];         /* hparams img_mean */
     double ops;             /* bit t: timm op t of kTimmNames is in the list */
 };
+struct AugTimmAutoAugment { /* timm.data.auto_augment.AutoAugment of a timm policy table */
+    double policy;             /* 0 original, 1 originalr, 2 v0, 3 v0r */
+    double magnitude_std, magnitude_max, translate_pct, translate_const, interp; /* as AugTimmRandAugment */
+    double fill[3];
+};
 const char *timm_rand_augment_check(const fq_op &op);
+const char *timm_auto_augment_check(const fq_op &op);
+int timm_auto_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                           fq_err *err);
 int timm_rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
                            fq_err *err);
 void timm_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
