@@ -222,7 +222,13 @@ cdef dict _op_explain(const fq_img_op_explain *r):
         d["increment"] = (r.params[0], r.params[1], r.params[2])
     if fields & FQ_EXPLAIN_CUSTOM and r.applied:  # CustomOp / PyFunc: the key of the op's stream
         d["rng_key"] = (<uint64_t> r.params[0] << 32) | <uint64_t> r.params[1]
-    if fields & FQ_EXPLAIN_POLICY and name in ("TimmRandAugment", "TimmAutoAugment"):  # timm's names, args, ...
+    if fields & FQ_EXPLAIN_POLICY and name == "TimmAugMix":  # weights, blend, chains, the key of their draws
+        w = min(r.applied, 4)
+        d["weights"] = [r.factor[j] for j in range(w)]
+        d["m"] = r.contrast_mean
+        d["chains"] = [[TIMM_OPS[(r.order[j] >> (2 + 5 * k)) & 31] for k in range(r.order[j] & 3)] for j in range(w)]
+        d["rng_key"] = (<uint64_t> r.params[0] << 32) | <uint64_t> r.params[1]
+    elif fields & FQ_EXPLAIN_POLICY and name in ("TimmRandAugment", "TimmAutoAugment"):  # timm's names, args, ...
         d["policy"] = [_timm_explain(r, k) for k in range(min(r.applied, 4))]
         if name == "TimmAutoAugment":
             d["subpolicy"] = int(r.params[4])

@@ -446,3 +446,78 @@ def _timm_shared(n, ops, same_strength=True):
     out["magnitude_max"] = seen.pop("magnitude_max") or None
     out.update(seen)
     return out
+
+
+# timm's _AUGMIX_TRANSFORMS
+TIMM_AUGMIX_TRANSFORMS = ("AutoContrast", "ColorIncreasing", "ContrastIncreasing", "BrightnessIncreasing",
+                          "SharpnessIncreasing", "Equalize", "Rotate", "PosterizeIncreasing", "SolarizeIncreasing",
+                          "ShearX", "ShearY", "TranslateXRel", "TranslateYRel")
+
+
+class TimmAugMix(Op):
+    """timm's ``AugMixAugment`` (``augment_and_mix_transform("augmix-m<M>-w<W>-d<D>-a<A>[-mstd<S>]",
+    hparams)``, timm 1.0, ``blended=False``); the defaults are ``augment_and_mix_transform("augmix",
+    None)`` (magnitude 3, width 3, depth -1, alpha 1, magnitude_std inf).  weights =
+    float32(Dirichlet([alpha] * width)) (gammas normalised; alpha 1: exponentials), m =
+    float32(Beta(alpha, alpha)); ``width`` (<= 4) chains of depth ``depth`` (-1: U{1..3}
+    per chain) of ops drawn uniformly from ``ops`` (default timm's ``_AUGMIX_TRANSFORMS``)
+    with replacement, each a timm AugmentOp with prob 1 at ``magnitude`` (noise
+    ``magnitude_std``, inf: uniform(0, magnitude); clip ``magnitude_max``), applied to the
+    original; ``mixed = sum_j w_j * float32(chain_j)`` in float32, clipped, truncated to
+    uint8; the output is PIL's ``Image.blend(image, mixed, m)``.  Explain: ``weights``,
+    ``m``, ``chains`` (the op names of each chain) and ``rng_key`` (the stream the ops'
+    magnitudes, signs and resamples are drawn from; the record has no room for them)."""
+
+    kind = _K["TimmAugMix"]
+
+    def __init__(self, magnitude: float = 3, width: int = 3, depth: int = -1, alpha: float = 1.0,
+                 magnitude_std: float = float("inf"), magnitude_max: Optional[float] = None,
+                 ops: Optional[Sequence[str]] = None, interpolation: str = "random", fill: Fill = (128, 128, 128),
+                 translate_pct: float = 0.45, translate_const: float = 250) -> None:
+        n = "TimmAugMix"
+        if not (_num(magnitude) and 0 <= magnitude <= 1000):
+            _fail(n, "magnitude must be a number in [0, 1000]", magnitude)
+        self.magnitude = float(magnitude)
+        self.width = _int_in(n, "width", width, 1, 4)
+        if depth != -1:
+            depth = _int_in(n, "depth (-1: random 1..3)", depth, 1, 3)
+        self.depth = int(depth)
+        if not (_num(alpha) and 0.05 <= alpha <= 100):
+            _fail(n, "alpha must be a number in [0.05, 100]", alpha)
+        self.alpha = float(alpha)
+        self.ops = _timm_ops(n, TIMM_AUGMIX_TRANSFORMS if ops is None else ops)
+        _timm_hparams(self, n, magnitude_std, magnitude_max, interpolation, fill, translate_pct, translate_const)
+
+    def fields(self):
+        return {"magnitude": self.magnitude, "width": float(self.width), "depth": float(self.depth),
+                "alpha": self.alpha, **_timm_hp_fields(self),
+                "ops": float(sum(1 << TIMM_OPS.index(o) for o in self.ops))}
+
+    @classmethod
+    def from_timm(cls, am) -> "TimmAugMix":
+        """The op equivalent to timm's ``AugMixAugment`` object ``am`` (``augment_and_mix_transform``
+        / ``create_transform(auto_augment="augmix-m5-w4-d2")``); ``ValueError`` naming what fastq
+        cannot do exactly: ``blended=True``, width > 4, depth > 3, an op outside
+        :data:`TIMM_OPS` or repeated, ops with prob < 1 or differing magnitude / hparams."""
+        n = "TimmAugMix.from_timm"
+        for a in ("ops", "alpha", "width", "depth", "blended"):
+            if not hasattr(am, a):
+                raise ValueError(f"{n}: expected timm's AugMixAugment (with .{a}), got {type(am).__name__}")
+        if am.blended:
+            raise ValueError(f"{n}: blended=True (timm's per-chain blend mode) is not supported")
+        if not (isinstance(am.width, int) and 1 <= am.width <= 4):
+            raise ValueError(f"{n}: width must be an int in [1, 4], got {am.width!r}")
+        depth = am.depth if am.depth > 0 else -1
+        if not (depth == -1 or depth <= 3):
+            raise ValueError(f"{n}: depth must be <= 3 (or <= 0: random 1..3), got {am.depth!r}")
+        ops = list(am.ops)
+        names = [getattr(o, "name", None) for o in ops]
+        for nm in names:
+            if nm not in TIMM_OPS:
+                raise ValueError(f"{n}: timm op {nm!r} is not implemented (fastq has: {', '.join(TIMM_OPS)})")
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"{n}: the ops must be distinct and not empty, got {names}")
+        hp = _timm_shared(n, ops)
+        if hp.pop("prob") < 1.0:
+            raise ValueError(f"{n}: ops with prob < 1 are not supported (timm's augmix_ops use 1)")
+        return cls(width=am.width, depth=depth, alpha=am.alpha, ops=names, **hp)

@@ -84,6 +84,9 @@ SAMPLES.update({
                                          fill=(1, 2, 3), translate_pct=0.3, translate_const=100),
     "TimmAutoAugment": O.TimmAutoAugment("originalr", magnitude_std=0.5, magnitude_max=11, interpolation="bilinear",
                                          fill=(4, 5, 6), translate_pct=0.2, translate_const=90),
+    "TimmAugMix": O.TimmAugMix(5, width=4, depth=2, alpha=0.5, magnitude_std=0.5, magnitude_max=12,
+                               ops=["Rotate", "Equalize"], interpolation="bicubic", fill=7, translate_pct=0.3,
+                               translate_const=11),
 })
 # RandomIoUCrop (tests/targets/test_iou_crop.py)
 SAMPLES.update({

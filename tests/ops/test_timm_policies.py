@@ -371,3 +371,145 @@ def test_auto_augment_one_and_two_workers_identical():
     imgs = [img for _, img in IMAGES] * 3
     chain = [O.CenterCrop((16, 16))] + [O.TimmAutoAugment(p, magnitude_std=0.5) for p in O.TIMM_AUTOAUGMENT_POLICIES]
     assert_same_for_1_and_2_workers(imgs, chain)
+
+
+# ---- TimmAugMix -----------------------------------------------------------------------------
+
+class _ScriptedNp:
+    """numpy for timm's AugMixAugment._apply_basic, its np.random replaced by fastq's draws"""
+
+    def __init__(self, depths, chains):
+        import types
+        self._depths, self._chains = iter(depths), iter(chains)
+        self.random = types.SimpleNamespace(randint=lambda lo, hi: next(self._depths),
+                                            choice=lambda ops, k, replace: next(self._chains)(ops, k))
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+def _timm_mix(am, img, rec):
+    by_name = lambda names: (lambda ops, k: [o for nm in names for o in ops if o.name == nm])  # noqa: E731
+    script = _ScriptedNp([len(c) for c in rec["chains"]], [by_name(c) for c in rec["chains"]])
+    saved = A.np
+    A.np = script
+    try:
+        out = am._apply_basic(Image.fromarray(img), np.array(rec["weights"], np.float32), np.float32(rec["m"]))
+    finally:
+        A.np = saved
+    return np.asarray(out)
+
+
+@pytest.mark.parametrize("magnitude,names", [
+    (5, ["AutoContrast", "Equalize", "Invert", "PosterizeIncreasing", "SolarizeIncreasing", "SolarizeAdd",
+         "Posterize", "Solarize"]),  # ops without a sign: the chains are fully recorded
+    (0, list(A._AUGMIX_TRANSFORMS)),  # magnitude 0: every op's result is sign- and resample-free
+])
+def test_augmix_mixing_matches_timm_apply_basic(magnitude, names):
+    """timm's own _apply_basic (float32 accumulation, clip, uint8, Image.blend) on fastq's recorded
+    weights, m, depths and chains: bit-exact"""
+    hp = dict(translate_const=20, img_mean=FILL, interpolation=RESAMPLE["bicubic"], magnitude_std=0)
+    am = A.AugMixAugment(A.augmix_ops(magnitude, hparams=hp, transforms=names), alpha=1.0, width=4, depth=-1)
+    op = O.TimmAugMix.from_timm(am)
+    assert op.magnitude == magnitude and op.width == 4 and op.depth == -1 and op.magnitude_std == 0
+    for label, img in IMAGES:
+        for index in range(20):
+            out, rec = run(op, img, index)
+            want = _timm_mix(am, img, rec)
+            d = np.abs(out.astype(int) - want.astype(int))
+            assert d.max() == 0, f"{label}#{index} {rec}: {int((d > 0).sum())} differ"
+
+
+@pytest.mark.parametrize("name", ["Rotate", "ShearX", "ColorIncreasing", "TranslateYRel"])
+def test_augmix_hidden_draws(name):
+    """one chain of one op at a fixed magnitude: the output is timm's for one of the sign x resample
+    choices fastq draws at exec (not in the record), each about equally often"""
+    img = IMAGES[0][1]
+    hp = dict(translate_const=20, img_mean=FILL, magnitude_std=0)
+    am = A.AugMixAugment(A.augmix_ops(7, hparams=hp, transforms=[name]), alpha=1.0, width=1, depth=1)
+    op = O.TimmAugMix.from_timm(am)
+    assert op.interpolation == "random"
+    combos = {}
+    for neg in (False, True):
+        for rs in ("bilinear", "bicubic"):
+            single = timm_op(name, 7, rs, neg, img)
+            combos[(neg, rs)] = single
+    seen = {}
+    for index in range(200):
+        out, rec = run(op, img, index)
+        assert rec["weights"] == [1.0] and rec["chains"] == [[name]]
+        m = np.float32(rec["m"])
+        hits = [k for k, single in combos.items()
+                if np.array_equal(out, np.asarray(Image.blend(Image.fromarray(img), Image.fromarray(single), m)))]
+        assert hits, f"#{index}: no sign / resample of timm's {name} gives fastq's image"
+        seen[hits[0]] = seen.get(hits[0], 0) + 1
+    k = 2 if name == "ColorIncreasing" else 4  # enhance ops have no resample
+    assert len(seen) == k and min(seen.values()) > 200 / k / 2, seen
+
+
+def test_augmix_draw_statistics():
+    op = O.TimmAugMix(magnitude=3, width=4, depth=-1, alpha=1.0)
+    n = 4000
+    img = np.zeros((4, 4, 3), np.uint8)
+    spec = _image.ImageSpec(O.compile_ops([O.CenterCrop((4, 4)), op], dtype="uint8"))
+    recs = [spec.process_array(img, 9, 0, i)[1]["ops"][-1] for i in range(n)]
+    w = np.array([r["weights"] for r in recs])
+    assert np.allclose(w.sum(1), 1, atol=1e-6) and (w >= 0).all()
+    # Dirichlet([1] * 4): mean 1/4, var (1/4)(3/4)/5
+    assert np.abs(w.mean(0) - 0.25).max() < 4 * math.sqrt(0.0375 / n)
+    assert np.abs(w.var(0) - 0.0375).max() < 0.004
+    m = np.array([r["m"] for r in recs])  # Beta(1, 1): uniform
+    assert abs(m.mean() - 0.5) < 4 * math.sqrt(1 / 12 / n) and abs(m.var() - 1 / 12) < 0.006
+    depths = np.bincount([len(c) for r in recs for c in r["chains"]], minlength=4)[1:]
+    e = depths.sum() / 3
+    assert ((depths - e) ** 2 / e).sum() < 13.82, depths  # chi-square, 2 dof, p = 0.001
+    ops = [o for r in recs for c in r["chains"] for o in c]
+    counts = np.array([ops.count(nm) for nm in A._AUGMIX_TRANSFORMS])
+    e = len(ops) / len(counts)
+    assert counts.sum() == len(ops) and ((counts - e) ** 2 / e).sum() < 32.91, counts  # 12 dof
+    # alpha 0.5: Beta(0.5, 0.5) has variance 1/8
+    op = O.TimmAugMix(alpha=0.5, width=2)
+    spec = _image.ImageSpec(O.compile_ops([O.CenterCrop((4, 4)), op], dtype="uint8"))
+    m = np.array([spec.process_array(img, 9, 0, i)[1]["ops"][-1]["m"] for i in range(n)])
+    assert abs(m.mean() - 0.5) < 4 * math.sqrt(1 / 8 / n) and abs(m.var() - 1 / 8) < 0.008
+
+
+def _timm_am(config="augmix-m5-w4-d2", interpolation="bicubic"):
+    from timm.data import create_transform
+    t = create_transform(224, is_training=True, auto_augment=config, interpolation=interpolation)
+    (am,) = [x for x in t.transforms if isinstance(x, A.AugMixAugment)]
+    return am
+
+
+def test_augmix_from_timm():
+    op = O.TimmAugMix.from_timm(_timm_am())
+    assert (op.magnitude, op.width, op.depth, op.alpha) == (5, 4, 2, 1.0)
+    assert op.magnitude_std == float("inf") and op.translate_pct == 0.3 and op.fill == FILL
+    assert op.interpolation == "bicubic" and op.ops == tuple(A._AUGMIX_TRANSFORMS)
+    plain = O.TimmAugMix.from_timm(A.augment_and_mix_transform("augmix", None))
+    assert plain.fields() == O.TimmAugMix().fields()
+
+
+def _am_prob(am):
+    for o in am.ops:
+        o.prob = 0.5
+    return am
+
+
+@pytest.mark.parametrize("make,msg", [
+    (lambda: A.augment_and_mix_transform("augmix-b1", None), "blended"),
+    (lambda: A.augment_and_mix_transform("augmix-w5", None), "width"),
+    (lambda: A.augment_and_mix_transform("augmix-d4", None), "depth"),
+    (lambda: _am_prob(A.augment_and_mix_transform("augmix", None)), "prob < 1"),
+    (lambda: _timm_ra(), "expected timm's AugMixAugment"),
+])
+def test_augmix_from_timm_refuses(make, msg):
+    with pytest.raises(ValueError, match=msg):
+        O.TimmAugMix.from_timm(make())
+
+
+def test_augmix_one_and_two_workers_identical():
+    imgs = [img for _, img in IMAGES] * 3
+    chain = [O.CenterCrop((16, 16)), O.TimmAugMix(), O.TimmAugMix(magnitude=9, width=4, depth=3, alpha=0.5,
+                                                                  magnitude_std=0.5)]
+    assert_same_for_1_and_2_workers(imgs, chain)

@@ -393,7 +393,8 @@ def test_every_op_kind_has_an_explicit_rule_or_is_refused():
                                                                "RandomApply", "RandomChoice", "RandomOrder",
                                                                "CustomOp", "PyFunc", "TensorpackCrop",
                                                                "TFRandAugment", "TFAutoAugment",
-                                                               "TimmRandAugment", "TimmAutoAugment"}
+                                                               "TimmRandAugment", "TimmAutoAugment",
+                                                               "TimmAugMix"}
     assert rules["RandomErasing"] == "pixel"
     assert T.rule("SomeFutureOp") == "refused"
 

@@ -400,6 +400,12 @@ constexpr fq_op_field kTimmAutoFields[] = {
     FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_max), FQ_FIELD(fqi::AugTimmAutoAugment, translate_pct),
     FQ_FIELD(fqi::AugTimmAutoAugment, translate_const), FQ_FIELD(fqi::AugTimmAutoAugment, interp),
     FQ_FIELD(fqi::AugTimmAutoAugment, fill)};
+constexpr fq_op_field kTimmAugMixFields[] = {
+    FQ_FIELD(fqi::AugTimmAugMix, magnitude), FQ_FIELD(fqi::AugTimmAugMix, width), FQ_FIELD(fqi::AugTimmAugMix, depth),
+    FQ_FIELD(fqi::AugTimmAugMix, alpha), FQ_FIELD(fqi::AugTimmAugMix, magnitude_std),
+    FQ_FIELD(fqi::AugTimmAugMix, magnitude_max), FQ_FIELD(fqi::AugTimmAugMix, translate_pct),
+    FQ_FIELD(fqi::AugTimmAugMix, translate_const), FQ_FIELD(fqi::AugTimmAugMix, interp),
+    FQ_FIELD(fqi::AugTimmAugMix, fill), FQ_FIELD(fqi::AugTimmAugMix, ops)};
 
 #define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
 constexpr unsigned kAM = FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE;
@@ -490,6 +496,8 @@ constexpr fqi::OpImpl kAugOps[] = {
      fqi::timm_rand_augment_check, keeps_size, fqi::timm_rand_augment_plan, fqi::timm_policy_exec},
     {"TimmAutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAutoAugment, kTimmAutoFields),
      fqi::timm_auto_augment_check, keeps_size, fqi::timm_auto_augment_plan, fqi::timm_policy_exec},
+    {"TimmAugMix", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAugMix, kTimmAugMixFields), fqi::timm_augmix_check,
+     keeps_size, fqi::timm_augmix_plan, fqi::timm_augmix_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

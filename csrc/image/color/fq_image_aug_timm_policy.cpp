@@ -1,5 +1,5 @@
-/* fq_image_aug_timm_policy.cpp - timm's RandAugment and AutoAugment (original, originalr,
- * v0, v0r) (timm.data.auto_augment, timm 1.0)
+/* fq_image_aug_timm_policy.cpp - timm's RandAugment, AutoAugment (original, originalr,
+ * v0, v0r) and AugMix (basic mode) (timm.data.auto_augment, timm 1.0)
  * with timm's own ops: PIL semantics (ImageOps.autocontrast / equalize / invert /
  * posterize / solarize, timm's solarize_add, ImageEnhance Color / Contrast / Brightness /
  * Sharpness = Image.blend(degenerate, image, factor) in float32, Image.transform(AFFINE)
@@ -20,6 +20,7 @@
 
 namespace {
 
+using fqi::AugTimmAugMix;
 using fqi::AugTimmAutoAugment;
 using fqi::AugTimmRandAugment;
 using fqi::Exec;
@@ -389,6 +390,39 @@ const char *fill_check(const double *fill)
     return nullptr;
 }
 
+/* ---- AugMix ------------------------------------------------------------------------ */
+
+double std_normal(fq_rng *rng)
+{
+    const double u1 = fq_rng_uniform(rng), u2 = fq_rng_uniform(rng);
+    return std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(6.283185307179586 * u2);
+}
+
+/* Gamma(a, 1): a == 1 exponential (-log(1 - u)); else Marsaglia-Tsang (a < 1: boosted by
+ * u^(1/a)) */
+double gamma_draw(fq_rng *rng, double a)
+{
+    if (a == 1.0)
+        return -std::log(1.0 - fq_rng_uniform(rng));
+    if (a < 1.0) {
+        const double g = gamma_draw(rng, a + 1.0);
+        return g * std::pow(1.0 - fq_rng_uniform(rng), 1.0 / a);
+    }
+    const double d = a - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+    for (;;) {
+        const double x = std_normal(rng), t = 1.0 + c * x;
+        if (t <= 0)
+            continue;
+        const double v = t * t * t, u = fq_rng_uniform(rng);
+        if (u < 1.0 - 0.0331 * x * x * x * x || std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v)))
+            return d * v;
+    }
+}
+
+/* chain j's code in order[j]: depth (2 bits) | op k (5 bits each, from bit 2 + 5 k) */
+int chain_depth(int code) { return code & 3; }
+int chain_op(int code, int k) { return code >> (2 + 5 * k) & 31; }
+
 }  // namespace
 
 namespace fqi {
@@ -453,6 +487,110 @@ int timm_auto_augment_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, 
     for (int k = 0; k < 2; k++)
         draw_op(rng, k, s[k].op, s[k].p, s[k].m, hp, r);
     return FQ_OK;
+}
+
+const char *timm_augmix_check(const fq_op &op)
+{
+    const AugTimmAugMix &q = params<AugTimmAugMix>(op);
+    if (!(std::isfinite(q.magnitude) && q.magnitude >= 0 && q.magnitude <= 1000))
+        return "magnitude must be in [0, 1000]";
+    if (!(aug_is_int(q.width) && q.width >= 1 && q.width <= 4))
+        return "width must be an integer in [1, 4]";
+    if (!(q.depth == -1 || (aug_is_int(q.depth) && q.depth >= 1 && q.depth <= 3)))
+        return "depth must be -1 (random 1..3) or an integer in [1, 3]";
+    if (!(std::isfinite(q.alpha) && q.alpha >= 0.05 && q.alpha <= 100))
+        return "alpha must be in [0.05, 100]";
+    const char *why = nullptr;
+    if (!valid_hp({q.magnitude_std, q.magnitude_max, q.translate_pct, q.translate_const, q.interp}, &why))
+        return why;
+    if (const char *f = fill_check(q.fill))
+        return f;
+    if (!(aug_is_int(q.ops) && q.ops >= 1 && q.ops < (double)(1 << M_COUNT)))
+        return "ops must be a non-empty bit mask over the 24 timm ops";
+    return nullptr;
+}
+
+/* AugMixAugment.__call__ (basic mode): weights = float32(Dirichlet([alpha] * width)) (gammas
+ * normalised) into factor[0..width-1], m = float32(Beta(alpha, alpha)) (X / (X + Y)) into
+ * contrast_mean; per chain its depth (U{1..3} when depth is -1) and ops (U over the mask,
+ * with replacement) into order[j]; the key of the stream the ops' magnitudes, signs and
+ * resamples are drawn from (at exec) in params[0], params[1] */
+int timm_augmix_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugTimmAugMix &q = params<AugTimmAugMix>(op);
+    const int width = (int)q.width;
+    double g[4], sum = 0;
+    for (int j = 0; j < width; j++)
+        sum += g[j] = gamma_draw(rng, q.alpha);
+    for (int j = 0; j < 4; j++)
+        r.factor[j] = j < width ? (double)(float)(g[j] / sum) : 0.0;
+    const double x = gamma_draw(rng, q.alpha), y = gamma_draw(rng, q.alpha);
+    r.contrast_mean = (double)(float)(x / (x + y));
+    const uint32_t mask = (uint32_t)q.ops;
+    int avail[M_COUNT], n = 0;
+    for (int t = 0; t < M_COUNT; t++)
+        if (mask >> t & 1u)
+            avail[n++] = t;
+    r.applied = width;
+    for (int j = 0; j < 4; j++) {
+        r.order[j] = 0;
+        if (j >= width)
+            continue;
+        const int depth = q.depth > 0 ? (int)q.depth : 1 + (int)fq_rng_next_below(rng, 3);
+        int code = depth;
+        for (int k = 0; k < depth; k++)
+            code |= avail[fq_rng_next_below(rng, (uint64_t)n)] << (2 + 5 * k);
+        r.order[j] = code;
+    }
+    const uint64_t key = fq_rng_next_u64(rng);
+    r.params[0] = (double)(key >> 32), r.params[1] = (double)(key & 0xFFFFFFFFu);
+    return FQ_OK;
+}
+
+/* mixed = sum_j w_j * float32(chain_j(image)) (float32: product, then sum, as numpy),
+ * clipped to [0, 255] and truncated to uint8; out = Image.blend(image, mixed, m) */
+void timm_augmix_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    const AugTimmAugMix &q = params<AugTimmAugMix>(op);
+    const Hp hp{q.magnitude_std, q.magnitude_max, q.translate_pct, q.translate_const, q.interp};
+    const uint8_t fill[3] = {(uint8_t)q.fill[0], (uint8_t)q.fill[1], (uint8_t)q.fill[2]};
+    e.materialize_flips();
+    const cv::Mat orig = e.cur.clone();
+    const int H = orig.rows, W = orig.cols, c = orig.channels(), n = W * c;
+    cv::Mat mixed(H, W, CV_32FC(c), cv::Scalar::all(0));
+    fq_rng g{((uint64_t)r.params[0] << 32) | (uint64_t)r.params[1]};
+    for (int j = 0; j < r.applied && j < 4; j++) {
+        e.set(orig);
+        const int code = r.order[j];
+        for (int k = 0; k < chain_depth(code); k++) {
+            fq_img_op_explain one;
+            std::memset(&one, 0, sizeof one);
+            draw_op(&g, 0, chain_op(code, k), 1.0, q.magnitude, hp, one);
+            timm_apply(e, one.order[0] - 1, one.factor[0], one.params[0] != 0, fill);
+        }
+        const float w = (float)r.factor[j];
+        for (int y = 0; y < H; y++) {
+            const uint8_t *s = e.cur.ptr<uint8_t>(y);
+            float *m = mixed.ptr<float>(y);
+            for (int i = 0; i < n; i++) {
+                const float p = w * (float)s[i];
+                m[i] = m[i] + p;
+            }
+        }
+    }
+    const float m = (float)r.contrast_mean;
+    cv::Mat d = e.next(H, W, orig.type());
+    for (int y = 0; y < H; y++) {
+        const uint8_t *s = orig.ptr<uint8_t>(y);
+        const float *mx = mixed.ptr<float>(y);
+        uint8_t *o = d.ptr<uint8_t>(y);
+        for (int i = 0; i < n; i++) {
+            const float v = mx[i] < 0.f ? 0.f : (mx[i] > 255.f ? 255.f : mx[i]);
+            const int b = (int)(uint8_t)v;
+            o[i] = m == 0.f ? s[i] : (m == 1.f ? (uint8_t)b : blend(s[i], b, m));
+        }
+    }
+    e.set(d);
 }
 
 void timm_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)

@@ -326,6 +326,19 @@ struct AugTimmAutoAugment { /* timm.data.auto_augment.AutoAugment of a timm poli
     double magnitude_std, magnitude_max, translate_pct, translate_const, interp; /* as AugTimmRandAugment */
     double fill[3];
 };
+struct AugTimmAugMix {      /* timm.data.auto_augment.AugMixAugment (blended=False) */
+    double magnitude;
+    double width;              /* 1..4 chains */
+    double depth;              /* 1..3, -1: U{1..3} per chain */
+    double alpha;              /* Dirichlet / Beta concentration */
+    double magnitude_std, magnitude_max, translate_pct, translate_const, interp; /* as AugTimmRandAugment */
+    double fill[3];
+    double ops;                /* bit mask over the timm ops (default timm's _AUGMIX_TRANSFORMS) */
+};
+const char *timm_augmix_check(const fq_op &op);
+int timm_augmix_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                     fq_err *err);
+void timm_augmix_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 const char *timm_rand_augment_check(const fq_op &op);
 const char *timm_auto_augment_check(const fq_op &op);
 int timm_auto_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
