@@ -252,34 +252,15 @@ class TimmRandAugment(Op):
         if not (_num(prob) and 0 <= prob <= 1):
             _fail(n, "prob must be a probability in [0, 1]", prob)
         self.prob = float(prob)
-        if not (magnitude_std == float("inf") or (_num(magnitude_std) and 0 <= magnitude_std <= 1000)):
-            _fail(n, "magnitude_std must be a number in [0, 1000] or inf", magnitude_std)
-        self.magnitude_std = float(magnitude_std)
-        if magnitude_max is not None and not (_num(magnitude_max) and 0 < magnitude_max <= 1000):
-            _fail(n, "magnitude_max must be None or a number in (0, 1000]", magnitude_max)
-        self.magnitude_max = None if magnitude_max is None else float(magnitude_max)
         self.increasing = bool(increasing)
         if ops is None:
             ops = TIMM_RAND_INCREASING_TRANSFORMS if self.increasing else TIMM_RAND_TRANSFORMS
         self.ops = _timm_ops(n, ops)
-        if interpolation not in _TIMM_INTERP:
-            _fail(n, "interpolation must be 'bilinear', 'bicubic' or 'random'", interpolation)
-        self.interpolation = interpolation
-        self.fill = _tf_fill(n, fill)
-        if not (_num(translate_pct) and abs(translate_pct) <= 100):
-            _fail(n, "translate_pct must be a number in [-100, 100]", translate_pct)
-        self.translate_pct = float(translate_pct)
-        if not (_num(translate_const) and abs(translate_const) <= 1e5):
-            _fail(n, "translate_const must be a number in [-1e5, 1e5]", translate_const)
-        self.translate_const = float(translate_const)
+        _timm_hparams(self, n, magnitude_std, magnitude_max, interpolation, fill, translate_pct, translate_const)
 
     def fields(self):
         return {"num_layers": self.num_layers, "magnitude": self.magnitude, "prob": self.prob,
-                "magnitude_std": -1.0 if self.magnitude_std == float("inf") else self.magnitude_std,
-                "magnitude_max": 10.0 if not self.magnitude_max else self.magnitude_max,
-                "translate_pct": self.translate_pct, "translate_const": self.translate_const,
-                "interp": _TIMM_INTERP[self.interpolation], "fill": self.fill,
-                "ops": float(sum(1 << TIMM_OPS.index(o) for o in self.ops))}
+                **_timm_hp_fields(self), "ops": float(sum(1 << TIMM_OPS.index(o) for o in self.ops))}
 
     def __repr__(self):
         return (f"TimmRandAugment(num_layers={self.num_layers}, magnitude={self.magnitude}, prob={self.prob}, "

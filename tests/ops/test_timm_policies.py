@@ -13,7 +13,6 @@ csrc/image/geometry/fq_image_pil_affine.cpp) against timm 1.0's own auto_augment
 * 1 vs 2 workers bit-identical."""
 import math
 import os
-import random
 
 import numpy as np
 import pytest

@@ -8,7 +8,8 @@
  * explain record holds them: order[k] = t + 1 (t: the op's index in kTimmNames; negative:
  * drawn but skipped by its prob), factor[k] = the op's argument (signed), matrix[k] = the
  * magnitude it came from (after the noise and the clip), params[k] = 1 when the geometric
- * op resampled bicubic; AutoAugment: params[4] = the sub-policy.  Semantics: docs/ops.md.  Pure functions of their arguments. */
+ * op resampled bicubic; AutoAugment: params[4] = the sub-policy; AugMix: see
+ * timm_augmix_plan.  Semantics: docs/ops.md.  Pure functions of their arguments. */
 #include "image/internal/fq_image_aug.h"
 
 #include <cmath>
@@ -193,17 +194,21 @@ void pil_enhance(Exec &e, int t, double factor)
         e.set(d);
         return;
     }
-    /* Sharpness: degenerate = SMOOTH (borders: the image's) */
+    /* Sharpness: degenerate = SMOOTH (borders: the image's, which blend to themselves) */
     cv::Mat d = e.next(H, W, e.cur.type());
     for (int y = 0; y < H; y++) {
         const uint8_t *m = e.cur.ptr<uint8_t>(y);
         uint8_t *o = d.ptr<uint8_t>(y);
-        const bool border_row = y == 0 || y == H - 1 || W < 3;
-        for (int i = 0; i < W * c; i++) {
-            const bool border = border_row || i < c || i >= (W - 1) * c;
-            const int g = border ? m[i] : pil_smooth(e.cur.ptr<uint8_t>(y - 1), m, e.cur.ptr<uint8_t>(y + 1), i, c);
-            o[i] = blend(g, m[i], a);
+        if (y == 0 || y == H - 1 || W < 3) {
+            for (int i = 0; i < W * c; i++)
+                o[i] = blend(m[i], m[i], a);
+            continue;
         }
+        const uint8_t *u = e.cur.ptr<uint8_t>(y - 1), *b = e.cur.ptr<uint8_t>(y + 1);
+        for (int i = 0; i < c; i++)
+            o[i] = blend(m[i], m[i], a), o[(W - 1) * c + i] = blend(m[(W - 1) * c + i], m[(W - 1) * c + i], a);
+        for (int i = c; i < (W - 1) * c; i++)
+            o[i] = blend(pil_smooth(u, m, b, i, c), m[i], a);
     }
     e.set(d);
 }

@@ -20,6 +20,13 @@ inline int clampi(int v, int n) { return v < 0 ? 0 : (v < n ? v : n - 1); }
 
 inline double lerp(double a, double b, double d) { return a + (b - a) * d; }
 
+/* the cubic of four uint8 samples: its coefficients are exact integers */
+inline double cubic8(int v1, int v2, int v3, int v4, double d)
+{
+    const int p2 = -v1 + v3, p3 = 2 * (v1 - v2) + v3 - v4, p4 = -v1 + v2 - v3 + v4;
+    return (double)v2 + d * ((double)p2 + d * ((double)p3 + d * (double)p4));
+}
+
 inline double cubic(double v1, double v2, double v3, double v4, double d)
 {
     const double p1 = v2;
@@ -29,39 +36,42 @@ inline double cubic(double v1, double v2, double v3, double v4, double d)
     return p1 + d * (p2 + d * (p3 + d * p4));
 }
 
-/* one channel k of the c-channel source at (x, y) .. bilinear; x, y the floors */
-inline double bilinear_at(const cv::Mat &s, int c, int k, int x, int y, double dx, double dy)
+/* the c channels of the source at floor (x, y) + (dx, dy): bilinear into o (truncated) */
+inline void bilinear_px(const cv::Mat &s, int c, int x, int y, double dx, double dy, uint8_t *o)
 {
     const int W = s.cols, H = s.rows;
-    const int x0 = clampi(x, W) * c + k, x1 = clampi(x + 1, W) * c + k;
-    const uint8_t *r = s.ptr<uint8_t>(clampi(y, H));
-    const double v1 = lerp(r[x0], r[x1], dx);
-    double v2 = v1;
-    if (y + 1 >= 0 && y + 1 < H) {
-        r = s.ptr<uint8_t>(y + 1);
-        v2 = lerp(r[x0], r[x1], dx);
+    const int x0 = clampi(x, W) * c, x1 = clampi(x + 1, W) * c;
+    const uint8_t *r0 = s.ptr<uint8_t>(clampi(y, H));
+    const uint8_t *r1 = y + 1 >= 0 && y + 1 < H ? s.ptr<uint8_t>(y + 1) : nullptr;
+    for (int k = 0; k < c; k++) {
+        const double v1 = lerp(r0[x0 + k], r0[x1 + k], dx);
+        const double v2 = r1 ? lerp(r1[x0 + k], r1[x1 + k], dx) : v1;
+        o[k] = (uint8_t)lerp(v1, v2, dy);
     }
-    return lerp(v1, v2, dy);
 }
 
-inline double bicubic_at(const cv::Mat &s, int c, int k, int x, int y, double dx, double dy)
+/* bicubic from the 4 x 4 block whose top-left is (x, y) (clamped as Pillow), clamped to
+ * [0, 255] and truncated into o */
+inline void bicubic_px(const cv::Mat &s, int c, int x, int y, double dx, double dy, uint8_t *o)
 {
     const int W = s.cols, H = s.rows;
     int xs[4];
     for (int j = 0; j < 4; j++)
-        xs[j] = clampi(x + j, W) * c + k;
-    const uint8_t *r = s.ptr<uint8_t>(clampi(y, H));
-    double v[4];
-    v[0] = cubic(r[xs[0]], r[xs[1]], r[xs[2]], r[xs[3]], dx);
-    for (int j = 1; j < 4; j++) {
-        if (y + j >= 0 && y + j < H) {
-            r = s.ptr<uint8_t>(y + j);
-            v[j] = cubic(r[xs[0]], r[xs[1]], r[xs[2]], r[xs[3]], dx);
-        } else {
-            v[j] = v[j - 1];
+        xs[j] = clampi(x + j, W) * c;
+    const uint8_t *rows[4];
+    rows[0] = s.ptr<uint8_t>(clampi(y, H));
+    for (int j = 1; j < 4; j++) /* nullptr: repeat the value of the row before */
+        rows[j] = y + j >= 0 && y + j < H ? s.ptr<uint8_t>(y + j) : nullptr;
+    for (int k = 0; k < c; k++) {
+        double v[4];
+        v[0] = cubic8(rows[0][xs[0] + k], rows[0][xs[1] + k], rows[0][xs[2] + k], rows[0][xs[3] + k], dx);
+        for (int j = 1; j < 4; j++) {
+            const uint8_t *r = rows[j];
+            v[j] = r ? cubic8(r[xs[0] + k], r[xs[1] + k], r[xs[2] + k], r[xs[3] + k], dx) : v[j - 1];
         }
+        const double t = cubic(v[0], v[1], v[2], v[3], dy);
+        o[k] = t <= 0.0 ? 0 : (t >= 255.0 ? 255 : (uint8_t)t);
     }
-    return cubic(v[0], v[1], v[2], v[3], dy);
 }
 
 }  // namespace
@@ -86,15 +96,10 @@ void pil_affine(const cv::Mat &src, cv::Mat &dst, const double a[6], bool bicubi
             xin -= 0.5, yin -= 0.5;
             int xi = pil_floor(xin), yi = pil_floor(yin);
             const double dx = xin - xi, dy = yin - yi;
-            if (!bicubic) {
-                for (int k = 0; k < c; k++)
-                    o[k] = (uint8_t)bilinear_at(src, c, k, xi, yi, dx, dy);
-            } else {
-                for (int k = 0; k < c; k++) {
-                    const double v = bicubic_at(src, c, k, xi - 1, yi - 1, dx, dy);
-                    o[k] = v <= 0.0 ? 0 : (v >= 255.0 ? 255 : (uint8_t)v);
-                }
-            }
+            if (!bicubic)
+                bilinear_px(src, c, xi, yi, dx, dy, o);
+            else
+                bicubic_px(src, c, xi - 1, yi - 1, dx, dy, o);
         }
     }
 }
