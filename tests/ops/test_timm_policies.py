@@ -171,6 +171,19 @@ def test_timm_policy_replay(config, interp):
             assert d.max() == 0, f"{config} {label}#{index} {rec['policy']}: {int((d > 0).sum())} differ"
 
 
+def test_after_a_flip():
+    """a pending (lazy) flip is applied before the policy's position-dependent ops"""
+    op = O.TimmRandAugment(num_layers=4, magnitude=8, prob=1.0, interpolation="bicubic", fill=FILL)
+    for label, img in IMAGES[:2]:
+        h, w = img.shape[:2]
+        for flip, ref in ((O.HorizontalFlip(1.0), img[:, ::-1]), (O.VerticalFlip(1.0), img[::-1])):
+            spec = _image.ImageSpec(O.compile_ops([O.CenterCrop((h, w)), flip, op], dtype="uint8"))
+            for index in range(10):
+                out, ex = spec.process_array(img, 5, 0, index)
+                want = _replay(op, np.ascontiguousarray(ref), ex["ops"][-1], None)
+                assert np.array_equal(out, want), (label, index, ex["ops"][-1])
+
+
 def _records(op, n, seed=9):
     img = np.zeros((4, 4, 3), np.uint8)
     spec = _image.ImageSpec(O.compile_ops([O.CenterCrop((4, 4)), op], dtype="uint8"))
