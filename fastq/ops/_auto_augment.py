@@ -200,6 +200,11 @@ TIMM_RAND_INCREASING_TRANSFORMS = ("AutoContrast", "Equalize", "Invert", "Rotate
                                    "BrightnessIncreasing", "SharpnessIncreasing", "ShearX", "ShearY",
                                    "TranslateXRel", "TranslateYRel")
 _TIMM_INTERP = {"bilinear": 0.0, "bicubic": 1.0, "random": 2.0}
+# timm's _RAND_WEIGHTED_0 ("rand-...-tweights"): op -> weight
+TIMM_RAND_WEIGHTS = {"Rotate": 3, "ShearX": 2, "ShearY": 2, "TranslateXRel": 1, "TranslateYRel": 1,
+                     "ColorIncreasing": .25, "SharpnessIncreasing": 0.25, "AutoContrast": 0.25,
+                     "SolarizeIncreasing": .05, "SolarizeAdd": .05, "ContrastIncreasing": .05,
+                     "BrightnessIncreasing": .05, "Equalize": .05, "PosterizeIncreasing": 0.05, "Invert": 0.05}
 
 
 def _timm_ops(op, ops):
@@ -235,15 +240,19 @@ class TimmRandAugment(Op):
     keeps 0 bits: an all-black image, as Pillow < 13 returned (Pillow 13's
     ``ImageOps.posterize`` raises there).  Explain ``policy``: per layer ``op`` (timm's
     name), ``applied`` and, when applied, ``magnitude`` (timm's argument), ``level`` (the
-    magnitude drawn) and ``resample`` (geometric ops).  :meth:`from_timm` converts timm's
-    object."""
+    magnitude drawn) and ``resample`` (geometric ops).  ``choice_weights="weights"``: timm's
+    ``_RAND_WEIGHTED_0`` table (``"rand-...-tweights"``; ``ops`` default its 15 ops), drawn
+    without replacement as ``np.random.choice(p=..., replace=False)`` (each layer
+    proportional to the weights of the ops not drawn yet).  :meth:`from_timm` converts
+    timm's object."""
 
     kind = _K["TimmRandAugment"]
 
     def __init__(self, num_layers: int = 2, magnitude: float = 9, prob: float = 0.5, magnitude_std: float = 0.5,
                  magnitude_max: Optional[float] = None, increasing: bool = True,
                  ops: Optional[Sequence[str]] = None, interpolation: str = "random",
-                 fill: Fill = (128, 128, 128), translate_pct: float = 0.45, translate_const: float = 250) -> None:
+                 fill: Fill = (128, 128, 128), translate_pct: float = 0.45, translate_const: float = 250,
+                 choice_weights: Optional[str] = None) -> None:
         n = "TimmRandAugment"
         self.num_layers = _int_in(n, "num_layers", num_layers, 0, 4)
         if not (_num(magnitude) and 0 <= magnitude <= 1000):
@@ -253,14 +262,26 @@ class TimmRandAugment(Op):
             _fail(n, "prob must be a probability in [0, 1]", prob)
         self.prob = float(prob)
         self.increasing = bool(increasing)
+        if choice_weights not in (None, "weights"):
+            _fail(n, "choice_weights must be None or 'weights' (timm's _RAND_WEIGHTED_0 table)", choice_weights)
+        self.choice_weights = choice_weights
         if ops is None:
-            ops = TIMM_RAND_INCREASING_TRANSFORMS if self.increasing else TIMM_RAND_TRANSFORMS
+            ops = tuple(TIMM_RAND_WEIGHTS) if choice_weights else (
+                TIMM_RAND_INCREASING_TRANSFORMS if self.increasing else TIMM_RAND_TRANSFORMS)
         self.ops = _timm_ops(n, ops)
+        if choice_weights:
+            outside = [o for o in self.ops if o not in TIMM_RAND_WEIGHTS]
+            if outside:
+                _fail(n, f"choice_weights='weights': ops {outside} have no weight in timm's table", ops)
+            if self.num_layers > len(self.ops):
+                _fail(n, "choice_weights='weights' draws without replacement: num_layers must be <= len(ops)",
+                      num_layers)
         _timm_hparams(self, n, magnitude_std, magnitude_max, interpolation, fill, translate_pct, translate_const)
 
     def fields(self):
         return {"num_layers": self.num_layers, "magnitude": self.magnitude, "prob": self.prob,
-                **_timm_hp_fields(self), "ops": float(sum(1 << TIMM_OPS.index(o) for o in self.ops))}
+                **_timm_hp_fields(self), "ops": float(sum(1 << TIMM_OPS.index(o) for o in self.ops)),
+                "weighted": 1.0 if self.choice_weights else 0.0}
 
     def __repr__(self):
         return (f"TimmRandAugment(num_layers={self.num_layers}, magnitude={self.magnitude}, prob={self.prob}, "
@@ -272,19 +293,17 @@ class TimmRandAugment(Op):
     def from_timm(cls, ra) -> "TimmRandAugment":
         """The op equivalent to timm's ``RandAugment`` object ``ra`` (as built by
         ``rand_augment_transform`` / ``create_transform(auto_augment="rand-...")``), read
-        from its attributes; ``ValueError`` naming what fastq cannot do exactly: weighted
-        choice (``choice_weights``: timm then draws without replacement), an op outside
+        from its attributes; ``ValueError`` naming what fastq cannot do exactly: an op outside
         :data:`TIMM_OPS` (``Desaturate``, ``GaussianBlur``, ...), a repeated op, ops whose
         ``prob`` / ``magnitude`` / ``magnitude_std`` / ``magnitude_max`` / hparams differ,
+        choice weights other than timm's ``"weights"`` table (``_RAND_WEIGHTED_0``),
         a resample other than bilinear / bicubic / a random choice of both, more than 4
         layers."""
         n = "TimmRandAugment.from_timm"
         for a in ("ops", "num_layers", "choice_weights"):
             if not hasattr(ra, a):
                 raise ValueError(f"{n}: expected timm's RandAugment (with .{a}), got {type(ra).__name__}")
-        if ra.choice_weights is not None:
-            raise ValueError(f"{n}: choice_weights (timm's weighted choice, drawn without replacement) is not "
-                             "supported")
+        weighted = None
         if not isinstance(ra.num_layers, int) or not 0 <= ra.num_layers <= 4:
             raise ValueError(f"{n}: num_layers must be an int in [0, 4], got {ra.num_layers!r}")
         ops = list(ra.ops)
@@ -296,8 +315,18 @@ class TimmRandAugment(Op):
                 raise ValueError(f"{n}: timm op {nm!r} is not implemented (fastq has: {', '.join(TIMM_OPS)})")
         if len(set(names)) != len(names):
             raise ValueError(f"{n}: a repeated op ({names}) weighs timm's uniform choice; not supported")
+        if ra.choice_weights is not None:
+            import numpy as np
+            cw = np.asarray(ra.choice_weights, dtype=np.float64)
+            if any(nm not in TIMM_RAND_WEIGHTS for nm in names) or cw.shape != (len(names),):
+                raise ValueError(f"{n}: choice_weights: only timm's 'weights' table (_RAND_WEIGHTED_0) is supported")
+            want = np.array([TIMM_RAND_WEIGHTS[nm] for nm in names], np.float64)
+            if not np.allclose(cw, want / want.sum(), rtol=1e-12, atol=0):
+                raise ValueError(f"{n}: choice_weights {cw.tolist()} are not timm's 'weights' table "
+                                 "(_RAND_WEIGHTED_0, normalised); other weights are not supported")
+            weighted = "weights"
         hp = _timm_shared(n, ops)
-        return cls(num_layers=ra.num_layers, ops=names, **hp)
+        return cls(num_layers=ra.num_layers, ops=names, choice_weights=weighted, **hp)
 
 
 def _timm_resample(n, rs):

@@ -80,8 +80,9 @@ SAMPLES.update({
 # timm's policies (tests/ops/test_timm_policies.py)
 SAMPLES.update({
     "TimmRandAugment": O.TimmRandAugment(3, 7.5, prob=0.7, magnitude_std=float("inf"), magnitude_max=12,
-                                         ops=["Rotate", "PosterizeOriginal", "TranslateX"], interpolation="bicubic",
-                                         fill=(1, 2, 3), translate_pct=0.3, translate_const=100),
+                                         ops=["Rotate", "SolarizeAdd", "TranslateXRel"], interpolation="bicubic",
+                                         fill=(1, 2, 3), translate_pct=0.3, translate_const=100,
+                                         choice_weights="weights"),
     "TimmAutoAugment": O.TimmAutoAugment("originalr", magnitude_std=0.5, magnitude_max=11, interpolation="bilinear",
                                          fill=(4, 5, 6), translate_pct=0.2, translate_const=90),
     "TimmAugMix": O.TimmAugMix(5, width=4, depth=2, alpha=0.5, magnitude_std=0.5, magnitude_max=12,

@@ -222,6 +222,40 @@ def test_draw_statistics_match_timm_parameters():
     assert {layer["resample"] for layer in applied if "resample" in layer} == {"bicubic"}
 
 
+def _weighted_marginals(p):
+    """P(first = j) and P(second = j) of successive draws without replacement from p"""
+    second = np.array([sum(p[i] * p[j] / (1 - p[i]) for i in range(len(p)) if i != j) for j in range(len(p))])
+    return p, second
+
+
+def test_weighted_choice_without_replacement():
+    """'tweights': timm's _RAND_WEIGHTED_0, np.random.choice(p, replace=False): no op twice in a
+    sample; first and second layers' frequencies those of successive weighted draws (numpy's
+    own sampler checked against the same marginals)"""
+    ra = A.rand_augment_transform("rand-m9-mstd0.5-tweights", None)
+    op = O.TimmRandAugment.from_timm(ra)
+    assert op.choice_weights == "weights" and op.ops == tuple(o.name for o in ra.ops)
+    names = [o.name for o in ra.ops]
+    first, second = _weighted_marginals(np.asarray(ra.choice_weights))
+    n = 6000
+    recs = _records(op, n)
+    assert all(r[0]["op"] != r[1]["op"] for r in recs)
+    crit = 36.12  # 14 dof, p = 0.001
+    for k, want in ((0, first), (1, second)):
+        got = np.array([sum(r[k]["op"] == nm for r in recs) for nm in names])
+        e = want * n
+        assert ((got - e) ** 2 / e).sum() < crit, (k, got, e.round())
+    rs = np.random.RandomState(0)
+    draws = np.array([rs.choice(len(names), 2, replace=False, p=ra.choice_weights) for _ in range(n)])
+    for k, want in ((0, first), (1, second)):
+        got = np.bincount(draws[:, k], minlength=len(names))
+        assert ((got - want * n) ** 2 / (want * n)).sum() < crit, ("numpy", k)
+    with pytest.raises(ValueError, match="num_layers must be <= len"):
+        O.TimmRandAugment(num_layers=3, ops=["Rotate", "ShearX"], choice_weights="weights")
+    with pytest.raises(ValueError, match="have no weight"):
+        O.TimmRandAugment(ops=["Rotate", "Posterize"], choice_weights="weights")
+
+
 def test_uniform_magnitude_and_random_resample():
     op = O.TimmRandAugment(num_layers=2, magnitude=8, prob=1.0, magnitude_std=float("inf"))
     layers = [layer for rec in _records(op, 3000) for layer in rec]
@@ -247,6 +281,11 @@ def test_from_timm_create_transform():
     assert getattr(fastq.ops, "TimmRandAugment").from_timm(_timm_ra()).fields() == op.fields()
 
 
+def _reweight(ra):
+    ra.choice_weights = np.full(len(ra.ops), 1 / len(ra.ops))
+    return ra
+
+
 def _with(ra, **attrs):
     for k, v in attrs.items():
         setattr(ra.ops[1], k, v)
@@ -254,7 +293,8 @@ def _with(ra, **attrs):
 
 
 @pytest.mark.parametrize("make,msg", [
-    (lambda: A.rand_augment_transform("rand-m9-tweights", None), "choice_weights"),
+    (lambda: _reweight(A.rand_augment_transform("rand-m9-tweights", None)), "not timm's 'weights' table"),
+    (lambda: A.rand_augment_transform("rand-m9-t3aw", None), "is not implemented"),
     (lambda: A.rand_augment_transform("rand-m9-t3a", None), "'Desaturate' is not implemented"),
     (lambda: A.rand_augment_transform("rand-m9-n5", None), "num_layers"),
     (lambda: _with(_timm_ra(), prob=0.7), "prob differ"),
@@ -286,7 +326,8 @@ def test_constructor_refuses(make, msg):
 def test_one_and_two_workers_identical():
     imgs = [img for _, img in IMAGES] * 3
     chain = [O.CenterCrop((16, 16)), O.TimmRandAugment(), O.TimmRandAugment(num_layers=4, magnitude=10, prob=0.9,
-                                                                          magnitude_std=float("inf"))]
+                                                                          magnitude_std=float("inf")),
+             O.TimmRandAugment(num_layers=3, choice_weights="weights")]
     assert_same_for_1_and_2_workers(imgs, chain)
 
 

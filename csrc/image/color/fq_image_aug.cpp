@@ -394,7 +394,8 @@ constexpr fq_op_field kTimmRandFields[] = {
     FQ_FIELD(fqi::AugTimmRandAugment, prob), FQ_FIELD(fqi::AugTimmRandAugment, magnitude_std),
     FQ_FIELD(fqi::AugTimmRandAugment, magnitude_max), FQ_FIELD(fqi::AugTimmRandAugment, translate_pct),
     FQ_FIELD(fqi::AugTimmRandAugment, translate_const), FQ_FIELD(fqi::AugTimmRandAugment, interp),
-    FQ_FIELD(fqi::AugTimmRandAugment, fill), FQ_FIELD(fqi::AugTimmRandAugment, ops)};
+    FQ_FIELD(fqi::AugTimmRandAugment, fill), FQ_FIELD(fqi::AugTimmRandAugment, ops),
+    FQ_FIELD(fqi::AugTimmRandAugment, weighted)};
 constexpr fq_op_field kTimmAutoFields[] = {
     FQ_FIELD(fqi::AugTimmAutoAugment, policy), FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_std),
     FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_max), FQ_FIELD(fqi::AugTimmAutoAugment, translate_pct),

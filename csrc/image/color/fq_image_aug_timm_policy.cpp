@@ -428,6 +428,29 @@ double gamma_draw(fq_rng *rng, double a)
 int chain_depth(int code) { return code & 3; }
 int chain_op(int code, int k) { return code >> (2 + 5 * k) & 31; }
 
+/* timm's _RAND_WEIGHTED_0 by op (0: not in the table) */
+double weight0(int t)
+{
+    switch (t) {
+    case M_ROTATE: return 3;
+    case M_SHEAR_X:
+    case M_SHEAR_Y: return 2;
+    case M_TRANSLATE_X_REL:
+    case M_TRANSLATE_Y_REL: return 1;
+    case M_COLOR_INC:
+    case M_SHARPNESS_INC:
+    case M_AUTOCONTRAST: return .25;
+    case M_SOLARIZE_INC:
+    case M_SOLARIZE_ADD:
+    case M_CONTRAST_INC:
+    case M_BRIGHTNESS_INC:
+    case M_EQUALIZE:
+    case M_POSTERIZE_INC:
+    case M_INVERT: return .05;
+    default: return 0;
+    }
+}
+
 }  // namespace
 
 namespace fqi {
@@ -448,6 +471,15 @@ const char *timm_rand_augment_check(const fq_op &op)
         return f;
     if (!(aug_is_int(q.ops) && q.ops >= 1 && q.ops < (double)(1 << M_COUNT)))
         return "ops must be a non-empty bit mask over the 24 timm ops";
+    if (!(q.weighted == 0 || q.weighted == 1))
+        return "weighted must be 0 or 1";
+    if (q.weighted) {
+        int nw = 0;
+        for (int t = 0; t < M_COUNT; t++)
+            nw += ((uint32_t)q.ops >> t & 1u) && weight0(t) > 0;
+        if (nw < q.num_layers)
+            return "weighted: fewer ops of timm's 'weights' table than num_layers (drawn without replacement)";
+    }
     return nullptr;
 }
 
@@ -462,8 +494,10 @@ const char *timm_auto_augment_check(const fq_op &op)
     return fill_check(q.fill);
 }
 
-/* per layer: op = U{0..n-1} over the ops of the mask (np.random.choice, replace=True), then
- * AugmentOp's draws (draw_op) */
+/* per layer: op = U{0..n-1} over the ops of the mask (np.random.choice, replace=True); with
+ * `weighted`, np.random.choice(p=w, replace=False): successive draws, each proportional to
+ * the weights of the ops not drawn yet (numpy's batched redraw of repeats has this
+ * distribution); then AugmentOp's draws (draw_op) */
 int timm_rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
 {
     const AugTimmRandAugment &q = params<AugTimmRandAugment>(op);
@@ -474,8 +508,36 @@ int timm_rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, 
             avail[n++] = t;
     const Hp hp = rand_hp(q);
     r.applied = (int)q.num_layers;
-    for (int k = 0; k < r.applied; k++)
-        draw_op(rng, k, avail[fq_rng_next_below(rng, (uint64_t)n)], q.prob, q.magnitude, hp, r);
+    double w[M_COUNT];
+    for (int i = 0; i < n; i++)
+        w[i] = q.weighted ? weight0(avail[i]) : 1.0;
+    for (int k = 0; k < r.applied; k++) {
+        int i = 0;
+        if (!q.weighted) {
+            i = (int)fq_rng_next_below(rng, (uint64_t)n);
+        } else {
+            double total = 0;
+            for (int j = 0; j < n; j++)
+                total += w[j];
+            const double u = fq_rng_uniform(rng) * total;
+            double cum = 0;
+            i = -1;
+            for (int j = 0; j < n; j++) {
+                if (w[j] <= 0)
+                    continue;
+                cum += w[j];
+                i = j; /* the last one left when rounding leaves u at the top */
+                if (u < cum)
+                    break;
+            }
+            if (i < 0) { /* fewer weighted ops than layers (the check refuses it) */
+                r.applied = k;
+                break;
+            }
+            w[i] = 0;
+        }
+        draw_op(rng, k, avail[i], q.prob, q.magnitude, hp, r);
+    }
     return FQ_OK;
 }
 

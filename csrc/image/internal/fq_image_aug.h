@@ -320,6 +320,7 @@ struct AugTimmRandAugment { /* timm.data.auto_augment.RandAugment of AugmentOps 
     double interp;          /* 0 bilinear, 1 bicubic, 2 random (one of the two per op) */
     double fill[3];         /* hparams img_mean */
     double ops;             /* bit t: timm op t of kTimmNames is in the list */
+    double weighted;        /* 1: timm's 'weights' table (_RAND_WEIGHTED_0), drawn without replacement */
 };
 struct AugTimmAutoAugment { /* timm.data.auto_augment.AutoAugment of a timm policy table */
     double policy;             /* 0 original, 1 originalr, 2 v0, 3 v0r */
