@@ -106,6 +106,23 @@ def test_each_op_matches_timm_augment_op(name, resample):
         assert signs == {True, False}, signs
 
 
+@pytest.mark.parametrize("resample", ["bilinear", "bicubic"])
+def test_pil_affine_sampler_random_geometry(resample):
+    """the Pillow sampler over random arguments: magnitudes uniform in [0, 60] (rotations to 180
+    deg, shears to 1.8, translations past the image, fractional translations of odd sizes),
+    random sizes down to 1 x 1: bit-exact with timm's functions on Pillow"""
+    rng = np.random.default_rng(7)
+    op = O.TimmRandAugment(num_layers=1, magnitude=60, prob=1.0, magnitude_std=float("inf"), magnitude_max=60,
+                           ops=["Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY", "TranslateXRel",
+                                "TranslateYRel"], interpolation=resample, fill=FILL, translate_const=20)
+    for case in range(60):
+        h, w = (int(v) for v in rng.integers(1, 40, 2))
+        img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        out, rec = run(op, img, case)
+        want = _replay(op, img, rec, None)
+        assert np.array_equal(out, want), (case, (h, w), rec["policy"])
+
+
 def test_posterize_increasing_at_zero_bits_is_black():
     op = O.TimmRandAugment(num_layers=1, magnitude=10, prob=1.0, magnitude_std=0, ops=["PosterizeIncreasing"])
     img = IMAGES[0][1]
