@@ -251,7 +251,8 @@ cdef dict _op_explain(const fq_img_op_explain *r):
 TIMM_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "PosterizeIncreasing", "PosterizeOriginal",
             "Solarize", "SolarizeIncreasing", "SolarizeAdd", "Color", "ColorIncreasing", "Contrast",
             "ContrastIncreasing", "Brightness", "BrightnessIncreasing", "Sharpness", "SharpnessIncreasing", "ShearX",
-            "ShearY", "TranslateX", "TranslateY", "TranslateXRel", "TranslateYRel")
+            "ShearY", "TranslateX", "TranslateY", "TranslateXRel", "TranslateYRel", "Desaturate", "GaussianBlur",
+            "GaussianBlurRand")
 _TIMM_GEOM = frozenset(("Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY", "TranslateXRel", "TranslateYRel"))
 
 
@@ -265,6 +266,8 @@ cdef dict _timm_explain(const fq_img_op_explain *r, int k):
         d["level"] = r.matrix[k]
         if TIMM_OPS[t] in _TIMM_GEOM:
             d["resample"] = "bicubic" if r.params[k] != 0 else "bilinear"
+        elif TIMM_OPS[t] == "GaussianBlurRand":  # the radius the op drew
+            d["radius"] = r.params[k]
     return d
 
 

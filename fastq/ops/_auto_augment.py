@@ -347,17 +347,17 @@ def _timm_resample(n, rs):
 
 
 # TimmAutoAugment's policies: timm's name -> the C table's index
-TIMM_AUTOAUGMENT_POLICIES = {"original": 0, "originalr": 1, "v0": 2, "v0r": 3}
+TIMM_AUTOAUGMENT_POLICIES = {"original": 0, "originalr": 1, "v0": 2, "v0r": 3, "3a": 4}
 
 
 class TimmAutoAugment(Op):
     """timm's ``AutoAugment`` (``auto_augment_transform("<policy>[-mstd<std>]", hparams)``,
     timm 1.0): ``policy`` one of :data:`TIMM_AUTOAUGMENT_POLICIES` ("original",
-    "originalr", "v0", "v0r": timm's 25 two-op sub-policies); one drawn uniformly
-    (``random.choice``), then its two ``AugmentOp``s in order, each as in
+    "originalr", "v0", "v0r": timm's 25 two-op sub-policies; "3a": DeiT III's three one-op
+    sub-policies Solarize, Desaturate, GaussianBlurRand); one drawn uniformly
+    (``random.choice``), then its ``AugmentOp``s in order, each as in
     :class:`TimmRandAugment` (skipped if ``u > prob``; magnitude noise ``magnitude_std``,
-    clip ``magnitude_max``; sign; resample ``interpolation``; ``fill``).  Not done: "3a"
-    (Desaturate, GaussianBlurRand).  Explain: ``subpolicy`` and ``policy`` (both ops, as
+    clip ``magnitude_max``; sign; resample ``interpolation``; ``fill``).  Explain: ``subpolicy`` and ``policy`` (both ops, as
     TimmRandAugment's)."""
 
     kind = _K["TimmAutoAugment"]
@@ -394,7 +394,7 @@ class TimmAutoAugment(Op):
                 break
         if name is None:
             raise ValueError(f"{n}: the policy is not one of timm's {', '.join(TIMM_AUTOAUGMENT_POLICIES)} tables "
-                             "(a custom or '3a' policy is not supported)")
+                             "(a custom policy is not supported)")
         hp = _timm_shared(n, [o for sp in aa.policy for o in sp], same_strength=False)
         return cls(policy=name, **hp)
 

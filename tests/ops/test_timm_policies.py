@@ -99,7 +99,12 @@ def test_each_op_matches_timm_augment_op(name, resample):
                 neg = _negated(name, layer["magnitude"])
                 if mag > 0:
                     signs.add(neg)
-                want = timm_op(name, mag, resample, neg, img)
+                if name == "GaussianBlurRand":  # the radius timm's op draws: fastq's, recorded
+                    f = layer["magnitude"]
+                    assert min(0.1, 2 * f) <= layer["radius"] <= max(0.1, 2 * f)
+                    want = np.asarray(A.gaussian_blur(Image.fromarray(img), layer["radius"]))
+                else:
+                    want = timm_op(name, mag, resample, neg, img)
                 d = np.abs(out.astype(int) - want.astype(int))
                 assert d.max() == 0, f"{name} {resample} m={mag} {label}#{index}: {int((d > 0).sum())} differ"
     if name in SIGNED:
@@ -162,6 +167,8 @@ def _replay(op, img, rec, hparams):
         kw = dict(fillcolor=tuple(int(v) for v in op.fill), resample=RESAMPLE[layer.get("resample", "bilinear")])
         if A.LEVEL_TO_ARG[name] is None:
             cur = A.NAME_TO_OP[name](cur, **kw)
+        elif name == "GaussianBlurRand":
+            cur = A.gaussian_blur(cur, layer["radius"])
         elif name.startswith("Posterize") and arg == 0:
             cur = Image.fromarray(np.zeros_like(np.asarray(cur)))
         else:
@@ -177,7 +184,8 @@ def _timm_ra(config="rand-m9-mstd0.5-inc1", interpolation="bicubic"):
 
 
 @pytest.mark.parametrize("config,interp", [("rand-m9-mstd0.5-inc1", "bicubic"), ("rand-m7-n3-mstd1", "random"),
-                                           ("rand-m10-n4-p0.8-mstd101-inc1", "bilinear")])
+                                           ("rand-m10-n4-p0.8-mstd101-inc1", "bilinear"),
+                                           ("rand-m9-n3-mstd0.5-t3a", "bicubic")])
 def test_timm_policy_replay(config, interp):
     op = O.TimmRandAugment.from_timm(_timm_ra(config, interp))
     for label, img in IMAGES:
@@ -298,6 +306,11 @@ def test_from_timm_create_transform():
     assert getattr(fastq.ops, "TimmRandAugment").from_timm(_timm_ra()).fields() == op.fields()
 
 
+def _rename(ra):
+    ra.ops[2].name = "Cutout"
+    return ra
+
+
 def _reweight(ra):
     ra.choice_weights = np.full(len(ra.ops), 1 / len(ra.ops))
     return ra
@@ -311,8 +324,8 @@ def _with(ra, **attrs):
 
 @pytest.mark.parametrize("make,msg", [
     (lambda: _reweight(A.rand_augment_transform("rand-m9-tweights", None)), "not timm's 'weights' table"),
-    (lambda: A.rand_augment_transform("rand-m9-t3aw", None), "is not implemented"),
-    (lambda: A.rand_augment_transform("rand-m9-t3a", None), "'Desaturate' is not implemented"),
+    (lambda: A.rand_augment_transform("rand-m9-t3aw", None), "only timm's 'weights' table"),
+    (lambda: _rename(A.rand_augment_transform("rand-m9", None)), "'Cutout' is not implemented"),
     (lambda: A.rand_augment_transform("rand-m9-n5", None), "num_layers"),
     (lambda: _with(_timm_ra(), prob=0.7), "prob differ"),
     (lambda: _with(_timm_ra(), magnitude=3), "magnitude differ"),
@@ -369,6 +382,7 @@ def test_auto_augment_replay_and_tables(policy):
             out, rec = run(op, img, index)
             sub = aa.policy[rec["subpolicy"]]
             assert [layer["op"] for layer in rec["policy"]] == [o.name for o in sub]
+            assert len(aa.policy) == (3 if policy == "3a" else 25)
             for layer, o in zip(rec["policy"], sub):
                 if layer["applied"]:
                     assert layer["level"] == o.magnitude
@@ -407,7 +421,7 @@ def test_auto_augment_draw_statistics():
 
 
 @pytest.mark.parametrize("make,msg", [
-    (lambda: A.auto_augment_transform("3a", None), "not one of timm's"),
+    (lambda: _aa_drop(A.auto_augment_transform("3a", None)), "not one of timm's"),
     (lambda: _aa_with(_timm_aa("v0"), magnitude=3), "not one of timm's"),
     (lambda: _aa_hp(_timm_aa("v0")), "magnitude_std differ"),
     (lambda: A.auto_augment_transform("v0", dict(img_mean=FILL, interpolation=Image.Resampling.NEAREST)),
@@ -417,6 +431,11 @@ def test_auto_augment_draw_statistics():
 def test_auto_augment_from_timm_refuses(make, msg):
     with pytest.raises(ValueError, match=msg):
         O.TimmAutoAugment.from_timm(make())
+
+
+def _aa_drop(aa):
+    aa.policy = aa.policy[:2]
+    return aa
 
 
 def _aa_with(aa, **attrs):
@@ -434,7 +453,7 @@ def test_auto_augment_defaults_and_refusals():
     plain = O.TimmAutoAugment.from_timm(A.auto_augment_transform("original-mstd0.5", None))
     assert plain.fields() == O.TimmAutoAugment("original", magnitude_std=0.5).fields()
     with pytest.raises(ValueError, match="policy must be"):
-        O.TimmAutoAugment("3a")
+        O.TimmAutoAugment("3b")
 
 
 def test_auto_augment_one_and_two_workers_identical():

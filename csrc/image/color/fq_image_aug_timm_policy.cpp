@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include <opencv2/core.hpp>
 
@@ -31,7 +32,8 @@ using fqi::params;
 enum TimmOp { M_AUTOCONTRAST, M_EQUALIZE, M_INVERT, M_ROTATE, M_POSTERIZE, M_POSTERIZE_INC, M_POSTERIZE_ORIG,
               M_SOLARIZE, M_SOLARIZE_INC, M_SOLARIZE_ADD, M_COLOR, M_COLOR_INC, M_CONTRAST, M_CONTRAST_INC,
               M_BRIGHTNESS, M_BRIGHTNESS_INC, M_SHARPNESS, M_SHARPNESS_INC, M_SHEAR_X, M_SHEAR_Y, M_TRANSLATE_X,
-              M_TRANSLATE_Y, M_TRANSLATE_X_REL, M_TRANSLATE_Y_REL, M_COUNT };
+              M_TRANSLATE_Y, M_TRANSLATE_X_REL, M_TRANSLATE_Y_REL, M_DESATURATE, M_GAUSSIAN_BLUR,
+              M_GAUSSIAN_BLUR_RAND, M_COUNT };
 
 bool geometric(int t) { return t == M_ROTATE || (t >= M_SHEAR_X && t <= M_TRANSLATE_Y_REL); }
 
@@ -69,6 +71,10 @@ double level_to_arg(fq_rng *rng, int t, double level, const Hp &q)
     case M_TRANSLATE_Y: return negate(rng, l * q.translate_const);
     case M_TRANSLATE_X_REL:
     case M_TRANSLATE_Y_REL: return negate(rng, l * q.translate_pct);
+    /* _minmax_level_to_arg(level, min_val, max_val): min + (max - min) * l, clamped */
+    case M_DESATURATE: return std::fmax(0.5, std::fmin(1.0, 0.5 + (1.0 - 0.5) * l));
+    case M_GAUSSIAN_BLUR: return std::fmax(0.1, std::fmin(2.0, 0.1 + (2.0 - 0.1) * l));
+    case M_GAUSSIAN_BLUR_RAND: return std::fmax(0.0, std::fmin(1.0, 0.0 + (1.0 - 0.0) * l));
     default: return 0.0; /* AutoContrast, Equalize, Invert: no argument */
     }
 }
@@ -213,6 +219,79 @@ void pil_enhance(Exec &e, int t, double factor)
     e.set(d);
 }
 
+/* Pillow's ImageFilter.GaussianBlur(radius) (ImagingGaussianBlur: 3 box blurs per axis of
+ * the fractional radius that matches the variance, float32 as Pillow; each box blur line in
+ * 8.24 fixed point, the edges extended; rows first, then columns) */
+float pil_box_radius(float radius, int passes)
+{
+    const float sigma2 = radius * radius / passes;
+    const float L = (float)std::sqrt(12.0 * (double)sigma2 + 1.0);
+    const float l = (float)std::floor(((double)L - 1.0) / 2.0);
+    float a = (2 * l + 1) * (l * (l + 1) - 3 * sigma2);
+    a /= 6 * (sigma2 - (l + 1) * (l + 1));
+    return l + a;
+}
+
+/* one line of n values (in, out contiguous) */
+void pil_box_line(const uint8_t *in, uint8_t *out, int n, int radius, uint32_t ww, uint32_t fw)
+{
+    const int last = n - 1;
+    const int edgeA = radius + 1 < n ? radius + 1 : n, edgeB = n - radius - 1 > 0 ? n - radius - 1 : 0;
+    uint32_t acc = (uint32_t)in[0] * (uint32_t)(radius + 1);
+    for (int x = 0; x < edgeA - 1; x++)
+        acc += in[x];
+    acc += (uint32_t)in[last] * (uint32_t)(radius - edgeA + 1);
+    auto step = [&](int x, int sub, int add, int left, int right) {
+        acc += (uint32_t)((int)in[add] - (int)in[sub]);
+        const uint32_t bulk = acc * ww + (uint32_t)(in[left] + in[right]) * fw;
+        out[x] = (uint8_t)((bulk + (1u << 23)) >> 24);
+    };
+    if (edgeA <= edgeB) {
+        for (int x = 0; x < edgeA; x++)
+            step(x, 0, x + radius, 0, x + radius + 1);
+        for (int x = edgeA; x < edgeB; x++)
+            step(x, x - radius - 1, x + radius, x - radius - 1, x + radius + 1);
+        for (int x = edgeB; x <= last; x++)
+            step(x, x - radius - 1, last, x - radius - 1, last);
+    } else {
+        for (int x = 0; x < edgeB; x++)
+            step(x, 0, x + radius, 0, x + radius + 1);
+        for (int x = edgeB; x < edgeA; x++)
+            step(x, 0, last, 0, last);
+        for (int x = edgeA; x <= last; x++)
+            step(x, x - radius - 1, last, x - radius - 1, last);
+    }
+}
+
+void pil_gaussian_blur(Exec &e, double radius_d)
+{
+    if (radius_d == 0)
+        return; /* GaussianBlur.filter: a copy */
+    const float fr = pil_box_radius((float)radius_d, 3);
+    if (fr == 0)
+        return;
+    const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
+    const int radius = (int)fr;
+    const uint32_t ww = (uint32_t)((float)(1u << 24) / (fr * 2 + 1));
+    const uint32_t fw = ((1u << 24) - (uint32_t)(radius * 2 + 1) * ww) / 2;
+    cv::Mat d = e.next(H, W, e.cur.type());
+    e.cur.copyTo(d);
+    std::vector<uint8_t> a((size_t)(H > W ? H : W)), b(a.size());
+    for (int pass = 0; pass < 6; pass++) { /* 3 along rows, 3 along columns */
+        const bool rows = pass < 3;
+        const int lines = rows ? H : W, n = rows ? W : H;
+        for (int i = 0; i < lines; i++)
+            for (int k = 0; k < c; k++) {
+                for (int x = 0; x < n; x++)
+                    a[x] = rows ? d.ptr<uint8_t>(i)[x * c + k] : d.ptr<uint8_t>(x)[i * c + k];
+                pil_box_line(a.data(), b.data(), n, radius, ww, fw);
+                for (int x = 0; x < n; x++)
+                    (rows ? d.ptr<uint8_t>(i)[x * c + k] : d.ptr<uint8_t>(x)[i * c + k]) = b[x];
+            }
+    }
+    e.set(d);
+}
+
 /* python's round(v, 15) (correctly rounded decimal, as CPython's dtoa) */
 double round15(double v)
 {
@@ -281,8 +360,15 @@ void geometric_op(Exec &e, int t, double v, bool bicubic, const uint8_t fill[3])
     e.set(d);
 }
 
-void timm_apply(Exec &e, int t, double v, bool bicubic, const uint8_t fill[3])
+/* op t at timm's argument v; extra: the resample (1 bicubic) of a geometric op, the radius
+ * drawn by GaussianBlurRand */
+void timm_apply(Exec &e, int t, double v, double extra, const uint8_t fill[3])
 {
+    const bool bicubic = extra != 0;
+    if (t == M_GAUSSIAN_BLUR_RAND) {
+        pil_gaussian_blur(e, extra);
+        return;
+    }
     static const double nofill[3] = {0, 0, 0};
     switch (t) {
     case M_AUTOCONTRAST: pil_autocontrast(e); return;
@@ -302,6 +388,8 @@ void timm_apply(Exec &e, int t, double v, bool bicubic, const uint8_t fill[3])
     case M_BRIGHTNESS_INC:
     case M_SHARPNESS:
     case M_SHARPNESS_INC: pil_enhance(e, t, v); return;
+    case M_DESATURATE: pil_enhance(e, M_COLOR, std::fmin(1.0, std::fmax(0.0, 1.0 - v))); return;
+    case M_GAUSSIAN_BLUR: pil_gaussian_blur(e, v); return;
     default: geometric_op(e, t, v, bicubic, fill); return;
     }
 }
@@ -328,6 +416,8 @@ void draw_op(fq_rng *rng, int k, int t, double prob, double magnitude, const Hp 
     r.factor[k] = level_to_arg(rng, t, m, q);
     if (geometric(t))
         r.params[k] = q.interp == 2 ? (double)fq_rng_next_below(rng, 2) : q.interp;
+    if (t == M_GAUSSIAN_BLUR_RAND) /* the op's random.uniform(0.1, 2.0 * factor) */
+        r.params[k] = 0.1 + (2.0 * r.factor[k] - 0.1) * fq_rng_uniform(rng);
 }
 
 struct SubOp {
@@ -366,6 +456,8 @@ struct SubOp {
 /* TimmAutoAugment's policy field indexes this: 0 original, 1 originalr, 2 v0, 3 v0r */
 const SubOp kTimmAA[4][25][2] = {ORIGINAL_TABLE(M_POSTERIZE_ORIG), ORIGINAL_TABLE(M_POSTERIZE_INC),
                                  V0_TABLE(M_POSTERIZE), V0_TABLE(M_POSTERIZE_INC)};
+/* policy 4: timm's auto_augment_policy_3a (DeiT III's 3-Augment: three one-op sub-policies) */
+const SubOp kTimmAA3a[3] = {{M_SOLARIZE, 1.0, 5}, {M_DESATURATE, 1.0, 10}, {M_GAUSSIAN_BLUR_RAND, 1.0, 10}};
 
 Hp rand_hp(const AugTimmRandAugment &q)
 {
@@ -470,7 +562,7 @@ const char *timm_rand_augment_check(const fq_op &op)
     if (const char *f = fill_check(q.fill))
         return f;
     if (!(aug_is_int(q.ops) && q.ops >= 1 && q.ops < (double)(1 << M_COUNT)))
-        return "ops must be a non-empty bit mask over the 24 timm ops";
+        return "ops must be a non-empty bit mask over the 27 timm ops";
     if (!(q.weighted == 0 || q.weighted == 1))
         return "weighted must be 0 or 1";
     if (q.weighted) {
@@ -486,8 +578,8 @@ const char *timm_rand_augment_check(const fq_op &op)
 const char *timm_auto_augment_check(const fq_op &op)
 {
     const AugTimmAutoAugment &q = params<AugTimmAutoAugment>(op);
-    if (!(aug_is_int(q.policy) && q.policy >= 0 && q.policy <= 3))
-        return "policy must be an integer in [0, 3] (original, originalr, v0, v0r)";
+    if (!(aug_is_int(q.policy) && q.policy >= 0 && q.policy <= 4))
+        return "policy must be an integer in [0, 4] (original, originalr, v0, v0r, 3a)";
     const char *why = nullptr;
     if (!valid_hp({q.magnitude_std, q.magnitude_max, q.translate_pct, q.translate_const, q.interp}, &why))
         return why;
@@ -541,17 +633,18 @@ int timm_rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, 
     return FQ_OK;
 }
 
-/* sub-policy U{0..24} (random.choice), then its two AugmentOps in order; params[4] = the
- * sub-policy */
+/* sub-policy U{0..24} (random.choice; 3a: U{0..2}), then its AugmentOps in order (two; 3a:
+ * one); params[4] = the sub-policy */
 int timm_auto_augment_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
 {
     const AugTimmAutoAugment &q = params<AugTimmAutoAugment>(op);
     const Hp hp{q.magnitude_std, q.magnitude_max, q.translate_pct, q.translate_const, q.interp};
-    const int sp = (int)fq_rng_next_below(rng, 25);
-    const SubOp *s = kTimmAA[(int)q.policy][sp];
-    r.applied = 2;
+    const bool three_a = q.policy == 4;
+    const int sp = (int)fq_rng_next_below(rng, three_a ? 3 : 25);
+    const SubOp *s = three_a ? &kTimmAA3a[sp] : kTimmAA[(int)q.policy][sp];
+    r.applied = three_a ? 1 : 2;
     r.params[4] = sp;
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < r.applied; k++)
         draw_op(rng, k, s[k].op, s[k].p, s[k].m, hp, r);
     return FQ_OK;
 }
@@ -573,7 +666,7 @@ const char *timm_augmix_check(const fq_op &op)
     if (const char *f = fill_check(q.fill))
         return f;
     if (!(aug_is_int(q.ops) && q.ops >= 1 && q.ops < (double)(1 << M_COUNT)))
-        return "ops must be a non-empty bit mask over the 24 timm ops";
+        return "ops must be a non-empty bit mask over the 27 timm ops";
     return nullptr;
 }
 
@@ -633,7 +726,7 @@ void timm_augmix_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
             fq_img_op_explain one;
             std::memset(&one, 0, sizeof one);
             draw_op(&g, 0, chain_op(code, k), 1.0, q.magnitude, hp, one);
-            timm_apply(e, one.order[0] - 1, one.factor[0], one.params[0] != 0, fill);
+            timm_apply(e, one.order[0] - 1, one.factor[0], one.params[0], fill);
         }
         const float w = (float)r.factor[j];
         for (int y = 0; y < H; y++) {
@@ -673,7 +766,7 @@ void timm_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
             e.materialize_flips();
             flips_done = true;
         }
-        timm_apply(e, r.order[k] - 1, r.factor[k], r.params[k] != 0, fill);
+        timm_apply(e, r.order[k] - 1, r.factor[k], r.params[k], fill);
     }
 }
 

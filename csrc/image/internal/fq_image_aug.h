@@ -323,7 +323,7 @@ struct AugTimmRandAugment { /* timm.data.auto_augment.RandAugment of AugmentOps 
     double weighted;        /* 1: timm's 'weights' table (_RAND_WEIGHTED_0), drawn without replacement */
 };
 struct AugTimmAutoAugment { /* timm.data.auto_augment.AutoAugment of a timm policy table */
-    double policy;             /* 0 original, 1 originalr, 2 v0, 3 v0r */
+    double policy;             /* 0 original, 1 originalr, 2 v0, 3 v0r, 4 3a */
     double magnitude_std, magnitude_max, translate_pct, translate_const, interp; /* as AugTimmRandAugment */
     double fill[3];
 };
