@@ -222,7 +222,17 @@ cdef dict _op_explain(const fq_img_op_explain *r):
         d["increment"] = (r.params[0], r.params[1], r.params[2])
     if fields & FQ_EXPLAIN_CUSTOM and r.applied:  # CustomOp / PyFunc: the key of the op's stream
         d["rng_key"] = (<uint64_t> r.params[0] << 32) | <uint64_t> r.params[1]
-    if fields & FQ_EXPLAIN_POLICY:  # the ops a policy drew: torchvision's names and magnitudes
+    if fields & FQ_EXPLAIN_POLICY and name == "TimmAugMix":  # weights, blend, chains, the key of their draws
+        w = min(r.applied, 4)
+        d["weights"] = [r.factor[j] for j in range(w)]
+        d["m"] = r.contrast_mean
+        d["chains"] = [[TIMM_OPS[(r.order[j] >> (2 + 5 * k)) & 31] for k in range(r.order[j] & 3)] for j in range(w)]
+        d["rng_key"] = (<uint64_t> r.params[0] << 32) | <uint64_t> r.params[1]
+    elif fields & FQ_EXPLAIN_POLICY and name in ("TimmRandAugment", "TimmAutoAugment"):  # timm's names, args, ...
+        d["policy"] = [_timm_explain(r, k) for k in range(min(r.applied, 4))]
+        if name == "TimmAutoAugment":
+            d["subpolicy"] = int(r.params[4])
+    elif fields & FQ_EXPLAIN_POLICY:  # the ops a policy drew: torchvision's names and magnitudes
         d["policy"] = [{"op": "Identity" if r.order[k] == 0 else fq_img_op_name(r.order[k]).decode(),
                         "magnitude": r.factor[k], "bin": int(r.params[k])} for k in range(min(r.applied, 4))]
         if d["op"] in ("TFRandAugment", "TFAutoAugment"):  # TF's level (0..10) each argument came from
@@ -234,6 +244,30 @@ cdef dict _op_explain(const fq_img_op_explain *r):
         _tensorpack_explain(r, d)
     if fields & FQ_EXPLAIN_IOU_CROP:  # RandomIoUCrop: magnitude = the min IoU option that ended the draw
         d["rounds"], d["trials"], d["iou"] = int(r.params[0]), int(r.params[1]), r.params[2]
+    return d
+
+
+# timm's op names of TimmRandAugment (csrc/image/color/fq_image_aug_timm_policy.cpp TimmOp order)
+TIMM_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "PosterizeIncreasing", "PosterizeOriginal",
+            "Solarize", "SolarizeIncreasing", "SolarizeAdd", "Color", "ColorIncreasing", "Contrast",
+            "ContrastIncreasing", "Brightness", "BrightnessIncreasing", "Sharpness", "SharpnessIncreasing", "ShearX",
+            "ShearY", "TranslateX", "TranslateY", "TranslateXRel", "TranslateYRel", "Desaturate", "GaussianBlur",
+            "GaussianBlurRand")
+_TIMM_GEOM = frozenset(("Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY", "TranslateXRel", "TranslateYRel"))
+
+
+cdef dict _timm_explain(const fq_img_op_explain *r, int k):
+    """one layer of TimmRandAugment: the op drawn, whether its prob let it run, timm's argument
+    (signed), the magnitude it came from (noise and clip applied), the resample of a geometric op"""
+    t = abs(r.order[k]) - 1
+    d = {"op": TIMM_OPS[t], "applied": r.order[k] > 0}
+    if r.order[k] > 0:
+        d["magnitude"] = r.factor[k]
+        d["level"] = r.matrix[k]
+        if TIMM_OPS[t] in _TIMM_GEOM:
+            d["resample"] = "bicubic" if r.params[k] != 0 else "bilinear"
+        elif TIMM_OPS[t] == "GaussianBlurRand":  # the radius the op drew
+            d["radius"] = r.params[k]
     return d
 
 

@@ -44,7 +44,9 @@ from fastq.ops._color import (LIGHTING_EIGVAL, LIGHTING_EIGVEC, TP_EIGVAL_BGR, T
 from fastq.ops._color import normalize_table  # noqa: F401
 from fastq.ops._augment import Cutout, GaussianBlur, GaussianNoise, RandomErasing
 from fastq.ops._auto_augment import (POLICY_OPS, TF_AUTOAUGMENT_POLICIES, TF_POLICY_OPS, AutoAugment, RandAugment,
-                                     TFAutoAugment, TFRandAugment, TrivialAugmentWide)
+                                     TFAutoAugment, TFRandAugment, TIMM_AUTOAUGMENT_POLICIES, TIMM_OPS,
+                                     TimmAugMix, TimmAutoAugment, TimmRandAugment,
+                                     TrivialAugmentWide)
 from fastq.ops._compose import RandomApply, RandomChoice, RandomOrder, _rows  # noqa: F401 (fastq.batchpad)
 from fastq.ops._custom import CustomOp, PyFunc
 from fastq.ops._compile import DTYPES, CompiledOps, channels_order, compile_ops, dtype_name, layout_name  # noqa: F401
@@ -66,6 +68,7 @@ __all__ += ["RandomIoUCrop"]
 __all__ += ["TensorpackCrop", "TensorpackColor", "TP_EIGVAL_BGR", "TP_EIGVEC_BGR"]
 __all__ += ["GaussianNoise"]
 __all__ += ["TFRandAugment", "TFAutoAugment", "TF_POLICY_OPS", "TF_AUTOAUGMENT_POLICIES"]
+__all__ += ["TimmRandAugment", "TimmAutoAugment", "TimmAugMix", "TIMM_OPS", "TIMM_AUTOAUGMENT_POLICIES"]
 
 # The public classes and functions are fastq.ops.X, as when this was one module (pickles
 # store __module__; reprs and help() show it).

@@ -14,6 +14,8 @@ CHAINS = {
     "randaugment": [O.RandomResizedCrop(24), O.HorizontalFlip(), O.RandAugment(num_ops=2, magnitude=9)],
     "trivialaugment": [O.Resize(28), O.CenterCrop(24), O.TrivialAugmentWide()],
     "autoaugment": [O.RandomResizedCrop(24), O.AutoAugment()],
+    "timm": [O.RandomResizedCrop(24), O.HorizontalFlip(), O.TimmRandAugment(),
+             O.TimmAutoAugment("v0r", magnitude_std=0.5), O.TimmAugMix()],
 }
 
 

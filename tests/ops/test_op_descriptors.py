@@ -77,6 +77,18 @@ SAMPLES.update({
     "TFRandAugment": O.TFRandAugment(3, 7.5, cutout_const=20, translate_const=50, prob_to_apply=0.5, fill=(1, 2, 3)),
     "TFAutoAugment": O.TFAutoAugment("reduced_imagenet", fill=100),
 })
+# timm's policies (tests/ops/test_timm_policies.py)
+SAMPLES.update({
+    "TimmRandAugment": O.TimmRandAugment(3, 7.5, prob=0.7, magnitude_std=float("inf"), magnitude_max=12,
+                                         ops=["Rotate", "SolarizeAdd", "TranslateXRel"], interpolation="bicubic",
+                                         fill=(1, 2, 3), translate_pct=0.3, translate_const=100,
+                                         choice_weights="weights"),
+    "TimmAutoAugment": O.TimmAutoAugment("originalr", magnitude_std=0.5, magnitude_max=11, interpolation="bilinear",
+                                         fill=(4, 5, 6), translate_pct=0.2, translate_const=90),
+    "TimmAugMix": O.TimmAugMix(5, width=4, depth=2, alpha=0.5, magnitude_std=0.5, magnitude_max=12,
+                               ops=["Rotate", "Equalize"], interpolation="bicubic", fill=7, translate_pct=0.3,
+                               translate_const=11),
+})
 # RandomIoUCrop (tests/targets/test_iou_crop.py)
 SAMPLES.update({
     "RandomIoUCrop": O.RandomIoUCrop(0.4, 0.9, 0.6, 1.8, sampler_options=(0.0, 0.5, 1.0), trials=7),

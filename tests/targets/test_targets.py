@@ -392,7 +392,9 @@ def test_every_op_kind_has_an_explicit_rule_or_is_refused():
     assert {n for n, r in rules.items() if r == "refused"} == {"RandAugment", "TrivialAugmentWide", "AutoAugment",
                                                                "RandomApply", "RandomChoice", "RandomOrder",
                                                                "CustomOp", "PyFunc", "TensorpackCrop",
-                                                               "TFRandAugment", "TFAutoAugment"}
+                                                               "TFRandAugment", "TFAutoAugment",
+                                                               "TimmRandAugment", "TimmAutoAugment",
+                                                               "TimmAugMix"}
     assert rules["RandomErasing"] == "pixel"
     assert T.rule("SomeFutureOp") == "refused"
 

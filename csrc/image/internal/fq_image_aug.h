@@ -308,6 +308,49 @@ void tf_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
  * TF's argument, Cutout's centre; draws nothing */
 void tf_apply(Exec &e, int kind, double v, double extra, const double fill[3]);
 
+/* ---- timm's policies (fq_image_aug_timm_policy.cpp; the sampler in geometry/fq_image_pil_affine.cpp) ---- */
+struct AugTimmRandAugment { /* timm.data.auto_augment.RandAugment of AugmentOps sharing prob / magnitude / hparams */
+    double num_layers;      /* 0..4 ops drawn with replacement */
+    double magnitude;       /* AugmentOp.magnitude */
+    double prob;            /* AugmentOp.prob: skipped if u > prob (prob < 1) */
+    double magnitude_std;   /* 0: fixed; > 0: gauss(magnitude, std); -1: inf, uniform(0, magnitude) */
+    double magnitude_max;   /* the clip's upper bound (timm: magnitude_max or 10) */
+    double translate_pct;   /* TranslateXRel / YRel */
+    double translate_const; /* TranslateX / Y (absolute pixels) */
+    double interp;          /* 0 bilinear, 1 bicubic, 2 random (one of the two per op) */
+    double fill[3];         /* hparams img_mean */
+    double ops;             /* bit t: timm op t of kTimmNames is in the list */
+    double weighted;        /* 1: timm's 'weights' table (_RAND_WEIGHTED_0), drawn without replacement */
+};
+struct AugTimmAutoAugment { /* timm.data.auto_augment.AutoAugment of a timm policy table */
+    double policy;             /* 0 original, 1 originalr, 2 v0, 3 v0r, 4 3a */
+    double magnitude_std, magnitude_max, translate_pct, translate_const, interp; /* as AugTimmRandAugment */
+    double fill[3];
+};
+struct AugTimmAugMix {      /* timm.data.auto_augment.AugMixAugment (blended=False) */
+    double magnitude;
+    double width;              /* 1..4 chains */
+    double depth;              /* 1..3, -1: U{1..3} per chain */
+    double alpha;              /* Dirichlet / Beta concentration */
+    double magnitude_std, magnitude_max, translate_pct, translate_const, interp; /* as AugTimmRandAugment */
+    double fill[3];
+    double ops;                /* bit mask over the timm ops (default timm's _AUGMIX_TRANSFORMS) */
+};
+const char *timm_augmix_check(const fq_op &op);
+int timm_augmix_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                     fq_err *err);
+void timm_augmix_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+const char *timm_rand_augment_check(const fq_op &op);
+const char *timm_auto_augment_check(const fq_op &op);
+int timm_auto_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                           fq_err *err);
+int timm_rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r,
+                           fq_err *err);
+void timm_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
+/* Pillow's Image.transform(AFFINE, a, BILINEAR / BICUBIC, fillcolor=fill) of src into dst
+ * (dst: its own buffer, any size; 1 or 3 channels) */
+void pil_affine(const cv::Mat &src, cv::Mat &dst, const double a[6], bool bicubic, const uint8_t fill[3]);
+
 }  // namespace fqi
 
 #endif

@@ -1,0 +1,773 @@
+/* fq_image_aug_timm_policy.cpp - timm's RandAugment, AutoAugment (original, originalr,
+ * v0, v0r) and AugMix (basic mode) (timm.data.auto_augment, timm 1.0)
+ * with timm's own ops: PIL semantics (ImageOps.autocontrast / equalize / invert /
+ * posterize / solarize, timm's solarize_add, ImageEnhance Color / Contrast / Brightness /
+ * Sharpness = Image.blend(degenerate, image, factor) in float32, Image.transform(AFFINE)
+ * and Image.rotate with bilinear / bicubic and fillcolor = img_mean: pil_affine) and
+ * timm's level functions.  The plan draws every choice from the sample's stream; the
+ * explain record holds them: order[k] = t + 1 (t: the op's index in kTimmNames; negative:
+ * drawn but skipped by its prob), factor[k] = the op's argument (signed), matrix[k] = the
+ * magnitude it came from (after the noise and the clip), params[k] = 1 when the geometric
+ * op resampled bicubic; AutoAugment: params[4] = the sub-policy; AugMix: see
+ * timm_augmix_plan.  Semantics: docs/ops.md.  Pure functions of their arguments. */
+#include "image/internal/fq_image_aug.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+namespace {
+
+using fqi::AugTimmAugMix;
+using fqi::AugTimmAutoAugment;
+using fqi::AugTimmRandAugment;
+using fqi::Exec;
+using fqi::params;
+
+/* timm's NAME_TO_OP names that fastq implements; the Python list TIMM_OPS has this order */
+enum TimmOp { M_AUTOCONTRAST, M_EQUALIZE, M_INVERT, M_ROTATE, M_POSTERIZE, M_POSTERIZE_INC, M_POSTERIZE_ORIG,
+              M_SOLARIZE, M_SOLARIZE_INC, M_SOLARIZE_ADD, M_COLOR, M_COLOR_INC, M_CONTRAST, M_CONTRAST_INC,
+              M_BRIGHTNESS, M_BRIGHTNESS_INC, M_SHARPNESS, M_SHARPNESS_INC, M_SHEAR_X, M_SHEAR_Y, M_TRANSLATE_X,
+              M_TRANSLATE_Y, M_TRANSLATE_X_REL, M_TRANSLATE_Y_REL, M_DESATURATE, M_GAUSSIAN_BLUR,
+              M_GAUSSIAN_BLUR_RAND, M_COUNT };
+
+bool geometric(int t) { return t == M_ROTATE || (t >= M_SHEAR_X && t <= M_TRANSLATE_Y_REL); }
+
+/* timm's _randomly_negate: -v if random() > 0.5 */
+double negate(fq_rng *rng, double v) { return fq_rng_uniform(rng) > 0.5 ? -v : v; }
+
+/* LEVEL_TO_ARG[name](level, hparams) (python doubles; int() truncates) */
+/* the hparams an AugmentOp reads */
+struct Hp {
+    double magnitude_std, magnitude_max, translate_pct, translate_const, interp;
+};
+
+double level_to_arg(fq_rng *rng, int t, double level, const Hp &q)
+{
+    const double l = level / 10.0;
+    switch (t) {
+    case M_ROTATE: return negate(rng, l * 30.0);
+    case M_POSTERIZE: return std::trunc(l * 4);
+    case M_POSTERIZE_INC: return 4 - std::trunc(l * 4);
+    case M_POSTERIZE_ORIG: return std::trunc(l * 4) + 4;
+    case M_SOLARIZE: return std::fmin(256.0, std::trunc(l * 256));
+    case M_SOLARIZE_INC: return 256 - std::fmin(256.0, std::trunc(l * 256));
+    case M_SOLARIZE_ADD: return std::fmin(128.0, std::trunc(l * 110));
+    case M_COLOR:
+    case M_CONTRAST:
+    case M_BRIGHTNESS:
+    case M_SHARPNESS: return l * 1.8 + 0.1;
+    case M_COLOR_INC:
+    case M_CONTRAST_INC:
+    case M_BRIGHTNESS_INC:
+    case M_SHARPNESS_INC: return std::fmax(0.1, 1.0 + negate(rng, l * .9));
+    case M_SHEAR_X:
+    case M_SHEAR_Y: return negate(rng, l * 0.3);
+    case M_TRANSLATE_X:
+    case M_TRANSLATE_Y: return negate(rng, l * q.translate_const);
+    case M_TRANSLATE_X_REL:
+    case M_TRANSLATE_Y_REL: return negate(rng, l * q.translate_pct);
+    /* _minmax_level_to_arg(level, min_val, max_val): min + (max - min) * l, clamped */
+    case M_DESATURATE: return std::fmax(0.5, std::fmin(1.0, 0.5 + (1.0 - 0.5) * l));
+    case M_GAUSSIAN_BLUR: return std::fmax(0.1, std::fmin(2.0, 0.1 + (2.0 - 0.1) * l));
+    case M_GAUSSIAN_BLUR_RAND: return std::fmax(0.0, std::fmin(1.0, 0.0 + (1.0 - 0.0) * l));
+    default: return 0.0; /* AutoContrast, Equalize, Invert: no argument */
+    }
+}
+
+/* ---- the ops (PIL semantics) ------------------------------------------------------- */
+
+void lut_op(Exec &e, int t, double v)
+{
+    uint8_t lut[256];
+    if (t == M_POSTERIZE || t == M_POSTERIZE_INC || t == M_POSTERIZE_ORIG) {
+        if (v >= 8)
+            return; /* timm's posterize returns the image */
+        /* bits 0: mask 0, all black (Pillow < 13; Pillow 13's ImageOps.posterize raises) */
+        const int bits = v <= 0 ? 0 : (int)v, mask = ~((1 << (8 - bits)) - 1) & 0xff;
+        for (int i = 0; i < 256; i++)
+            lut[i] = (uint8_t)(i & mask);
+    } else if (t == M_SOLARIZE || t == M_SOLARIZE_INC) {
+        for (int i = 0; i < 256; i++)
+            lut[i] = (double)i < v ? (uint8_t)i : (uint8_t)(255 - i);
+    } else { /* SolarizeAdd, threshold 128 */
+        for (int i = 0; i < 256; i++)
+            lut[i] = i < 128 ? (uint8_t)std::fmin(255.0, i + v) : (uint8_t)i;
+    }
+    fqi::apply_lut(e, lut);
+}
+
+/* ImageOps.autocontrast(cutoff=0): per channel lo / hi present; lut = int(i * scale + offset) */
+void pil_autocontrast(Exec &e)
+{
+    const int c = e.cur.channels();
+    int hist[3][256] = {};
+    for (int y = 0; y < e.cur.rows; y++) {
+        const uint8_t *s = e.cur.ptr<uint8_t>(y);
+        for (int x = 0; x < e.cur.cols * c; x += c)
+            for (int k = 0; k < c; k++)
+                hist[k][s[x + k]]++;
+    }
+    uint8_t lut[3][256];
+    for (int k = 0; k < c; k++) {
+        int lo = 0, hi = 255;
+        while (lo < 255 && !hist[k][lo])
+            lo++;
+        while (hi > 0 && !hist[k][hi])
+            hi--;
+        if (hi <= lo) {
+            for (int i = 0; i < 256; i++)
+                lut[k][i] = (uint8_t)i;
+            continue;
+        }
+        const double scale = 255.0 / (hi - lo), offset = -lo * scale;
+        for (int i = 0; i < 256; i++) {
+            const int v = (int)(i * scale + offset); /* python int(): truncation */
+            lut[k][i] = (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v));
+        }
+    }
+    fqi::apply_luts(e, lut);
+}
+
+/* Image.blend(degenerate, image, alpha) (Pillow's Blend.c: float32 alpha; a + alpha (b - a)) */
+inline uint8_t blend(int d, int i, float a)
+{
+    const float t = (float)d + a * (float)(i - d);
+    if (a >= 0.f && a <= 1.f)
+        return (uint8_t)t;
+    return t <= 0.f ? 0 : (t >= 255.f ? 255 : (uint8_t)t);
+}
+
+/* Pillow's RGB -> L (ITU-R 601-2, 16-bit fixed point, rounded) */
+inline int pil_gray(const uint8_t *s) { return (s[0] * 19595 + s[1] * 38470 + s[2] * 7471 + 0x8000) >> 16; }
+
+/* Pillow's SMOOTH (3x3, 1 1 1 / 1 5 1 / 1 1 1, / 13) of element i of interior row m:
+ * float32, rows below, middle, above (Filter.c's order), + 0.5, truncated */
+inline uint8_t pil_smooth(const uint8_t *u, const uint8_t *m, const uint8_t *b, int i, int c)
+{
+    const float k1 = (float)(1.0 / 13.0), k5 = (float)(5.0 / 13.0);
+    float ss = 0.5f;
+    ss += (float)b[i - c] * k1 + (float)b[i] * k1 + (float)b[i + c] * k1;
+    ss += (float)m[i - c] * k1 + (float)m[i] * k5 + (float)m[i + c] * k1;
+    ss += (float)u[i - c] * k1 + (float)u[i] * k1 + (float)u[i + c] * k1;
+    return ss <= 0.f ? 0 : (ss >= 255.f ? 255 : (uint8_t)ss);
+}
+
+void pil_enhance(Exec &e, int t, double factor)
+{
+    const float a = (float)factor;
+    const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
+    if (a == 1.f)
+        return; /* Image.blend with alpha 1: a copy of the image */
+    if (t == M_BRIGHTNESS || t == M_BRIGHTNESS_INC) {
+        uint8_t lut[256];
+        for (int i = 0; i < 256; i++)
+            lut[i] = blend(0, i, a);
+        fqi::apply_lut(e, lut);
+        return;
+    }
+    if (t == M_CONTRAST || t == M_CONTRAST_INC) { /* degenerate: int(mean of L + 0.5) */
+        int64_t sum = 0;
+        for (int y = 0; y < H; y++) {
+            const uint8_t *s = e.cur.ptr<uint8_t>(y);
+            for (int x = 0; x < W; x++)
+                sum += c == 3 ? pil_gray(s + 3 * x) : s[x * c];
+        }
+        const int mean = (int)((double)sum / ((double)H * W) + 0.5);
+        uint8_t lut[256];
+        for (int i = 0; i < 256; i++)
+            lut[i] = blend(mean, i, a);
+        fqi::apply_lut(e, lut);
+        return;
+    }
+    if (t == M_COLOR || t == M_COLOR_INC) { /* degenerate: L, back to RGB */
+        if (c != 3)
+            return; /* L: the degenerate is the image */
+        cv::Mat d = e.next(H, W, e.cur.type());
+        for (int y = 0; y < H; y++) {
+            const uint8_t *s = e.cur.ptr<uint8_t>(y);
+            uint8_t *o = d.ptr<uint8_t>(y);
+            for (int x = 0; x < W; x++) {
+                const int g = pil_gray(s + 3 * x);
+                for (int k = 0; k < 3; k++)
+                    o[3 * x + k] = blend(g, s[3 * x + k], a);
+            }
+        }
+        e.set(d);
+        return;
+    }
+    /* Sharpness: degenerate = SMOOTH (borders: the image's, which blend to themselves) */
+    cv::Mat d = e.next(H, W, e.cur.type());
+    for (int y = 0; y < H; y++) {
+        const uint8_t *m = e.cur.ptr<uint8_t>(y);
+        uint8_t *o = d.ptr<uint8_t>(y);
+        if (y == 0 || y == H - 1 || W < 3) {
+            for (int i = 0; i < W * c; i++)
+                o[i] = blend(m[i], m[i], a);
+            continue;
+        }
+        const uint8_t *u = e.cur.ptr<uint8_t>(y - 1), *b = e.cur.ptr<uint8_t>(y + 1);
+        for (int i = 0; i < c; i++)
+            o[i] = blend(m[i], m[i], a), o[(W - 1) * c + i] = blend(m[(W - 1) * c + i], m[(W - 1) * c + i], a);
+        for (int i = c; i < (W - 1) * c; i++)
+            o[i] = blend(pil_smooth(u, m, b, i, c), m[i], a);
+    }
+    e.set(d);
+}
+
+/* Pillow's ImageFilter.GaussianBlur(radius) (ImagingGaussianBlur: 3 box blurs per axis of
+ * the fractional radius that matches the variance, float32 as Pillow; each box blur line in
+ * 8.24 fixed point, the edges extended; rows first, then columns) */
+float pil_box_radius(float radius, int passes)
+{
+    const float sigma2 = radius * radius / passes;
+    const float L = (float)std::sqrt(12.0 * (double)sigma2 + 1.0);
+    const float l = (float)std::floor(((double)L - 1.0) / 2.0);
+    float a = (2 * l + 1) * (l * (l + 1) - 3 * sigma2);
+    a /= 6 * (sigma2 - (l + 1) * (l + 1));
+    return l + a;
+}
+
+/* one line of n values (in, out contiguous) */
+void pil_box_line(const uint8_t *in, uint8_t *out, int n, int radius, uint32_t ww, uint32_t fw)
+{
+    const int last = n - 1;
+    const int edgeA = radius + 1 < n ? radius + 1 : n, edgeB = n - radius - 1 > 0 ? n - radius - 1 : 0;
+    uint32_t acc = (uint32_t)in[0] * (uint32_t)(radius + 1);
+    for (int x = 0; x < edgeA - 1; x++)
+        acc += in[x];
+    acc += (uint32_t)in[last] * (uint32_t)(radius - edgeA + 1);
+    auto step = [&](int x, int sub, int add, int left, int right) {
+        acc += (uint32_t)((int)in[add] - (int)in[sub]);
+        const uint32_t bulk = acc * ww + (uint32_t)(in[left] + in[right]) * fw;
+        out[x] = (uint8_t)((bulk + (1u << 23)) >> 24);
+    };
+    if (edgeA <= edgeB) {
+        for (int x = 0; x < edgeA; x++)
+            step(x, 0, x + radius, 0, x + radius + 1);
+        for (int x = edgeA; x < edgeB; x++)
+            step(x, x - radius - 1, x + radius, x - radius - 1, x + radius + 1);
+        for (int x = edgeB; x <= last; x++)
+            step(x, x - radius - 1, last, x - radius - 1, last);
+    } else {
+        for (int x = 0; x < edgeB; x++)
+            step(x, 0, x + radius, 0, x + radius + 1);
+        for (int x = edgeB; x < edgeA; x++)
+            step(x, 0, last, 0, last);
+        for (int x = edgeA; x <= last; x++)
+            step(x, x - radius - 1, last, x - radius - 1, last);
+    }
+}
+
+void pil_gaussian_blur(Exec &e, double radius_d)
+{
+    if (radius_d == 0)
+        return; /* GaussianBlur.filter: a copy */
+    const float fr = pil_box_radius((float)radius_d, 3);
+    if (fr == 0)
+        return;
+    const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
+    const int radius = (int)fr;
+    const uint32_t ww = (uint32_t)((float)(1u << 24) / (fr * 2 + 1));
+    const uint32_t fw = ((1u << 24) - (uint32_t)(radius * 2 + 1) * ww) / 2;
+    cv::Mat d = e.next(H, W, e.cur.type());
+    e.cur.copyTo(d);
+    std::vector<uint8_t> a((size_t)(H > W ? H : W)), b(a.size());
+    for (int pass = 0; pass < 6; pass++) { /* 3 along rows, 3 along columns */
+        const bool rows = pass < 3;
+        const int lines = rows ? H : W, n = rows ? W : H;
+        for (int i = 0; i < lines; i++)
+            for (int k = 0; k < c; k++) {
+                for (int x = 0; x < n; x++)
+                    a[x] = rows ? d.ptr<uint8_t>(i)[x * c + k] : d.ptr<uint8_t>(x)[i * c + k];
+                pil_box_line(a.data(), b.data(), n, radius, ww, fw);
+                for (int x = 0; x < n; x++)
+                    (rows ? d.ptr<uint8_t>(i)[x * c + k] : d.ptr<uint8_t>(x)[i * c + k]) = b[x];
+            }
+    }
+    e.set(d);
+}
+
+/* python's round(v, 15) (correctly rounded decimal, as CPython's dtoa) */
+double round15(double v)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.15f", v);
+    return std::strtod(buf, nullptr);
+}
+
+/* Image.rotate(deg, resample, fillcolor) (expand False, centre (w/2, h/2)) */
+void pil_rotate(Exec &e, double deg, bool bicubic, const uint8_t fill[3])
+{
+    double ang = std::fmod(deg, 360.0); /* python's %: the sign of the divisor */
+    if (ang < 0)
+        ang += 360.0;
+    if (ang == 0)
+        return;
+    const int H = e.cur.rows, W = e.cur.cols;
+    cv::Mat d = e.next(H, W, e.cur.type());
+    if (ang == 180 || ((ang == 90 || ang == 270) && W == H)) { /* Pillow transposes */
+        const int c = e.cur.channels();
+        for (int y = 0; y < H; y++) {
+            uint8_t *o = d.ptr<uint8_t>(y);
+            for (int x = 0; x < W; x++) {
+                int sx, sy;
+                if (ang == 180)
+                    sx = W - 1 - x, sy = H - 1 - y;
+                else if (ang == 90) /* counter-clockwise */
+                    sx = W - 1 - y, sy = x;
+                else
+                    sx = y, sy = H - 1 - x;
+                std::memcpy(o + (size_t)x * c, e.cur.ptr<uint8_t>(sy) + (size_t)sx * c, c);
+            }
+        }
+        e.set(d);
+        return;
+    }
+    const double cx = W / 2.0, cy = H / 2.0;
+    const double r = -(ang * (3.141592653589793 / 180.0));
+    double m[6] = {round15(std::cos(r)), round15(std::sin(r)), 0.0, round15(-std::sin(r)), round15(std::cos(r)), 0.0};
+    m[2] = m[0] * -cx + m[1] * -cy + m[2];
+    m[5] = m[3] * -cx + m[4] * -cy + m[5];
+    m[2] += cx;
+    m[5] += cy;
+    fqi::pil_affine(e.cur, d, m, bicubic, fill);
+    e.set(d);
+}
+
+void geometric_op(Exec &e, int t, double v, bool bicubic, const uint8_t fill[3])
+{
+    if (t == M_ROTATE) {
+        pil_rotate(e, v, bicubic, fill);
+        return;
+    }
+    double m[6] = {1, 0, 0, 0, 1, 0};
+    switch (t) {
+    case M_SHEAR_X: m[1] = v; break;
+    case M_SHEAR_Y: m[3] = v; break;
+    case M_TRANSLATE_X: m[2] = v; break;
+    case M_TRANSLATE_Y: m[5] = v; break;
+    case M_TRANSLATE_X_REL: m[2] = v * e.cur.cols; break;
+    case M_TRANSLATE_Y_REL: m[5] = v * e.cur.rows; break;
+    default: break;
+    }
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    fqi::pil_affine(e.cur, d, m, bicubic, fill);
+    e.set(d);
+}
+
+/* op t at timm's argument v; extra: the resample (1 bicubic) of a geometric op, the radius
+ * drawn by GaussianBlurRand */
+void timm_apply(Exec &e, int t, double v, double extra, const uint8_t fill[3])
+{
+    const bool bicubic = extra != 0;
+    if (t == M_GAUSSIAN_BLUR_RAND) {
+        pil_gaussian_blur(e, extra);
+        return;
+    }
+    static const double nofill[3] = {0, 0, 0};
+    switch (t) {
+    case M_AUTOCONTRAST: pil_autocontrast(e); return;
+    case M_EQUALIZE: fqi::aug_apply(e, fq_img_op_kind("Equalize"), 0, nofill); return; /* PIL's equalize */
+    case M_INVERT: fqi::aug_apply(e, fq_img_op_kind("Invert"), 0, nofill); return;
+    case M_POSTERIZE:
+    case M_POSTERIZE_INC:
+    case M_POSTERIZE_ORIG:
+    case M_SOLARIZE:
+    case M_SOLARIZE_INC:
+    case M_SOLARIZE_ADD: lut_op(e, t, v); return;
+    case M_COLOR:
+    case M_COLOR_INC:
+    case M_CONTRAST:
+    case M_CONTRAST_INC:
+    case M_BRIGHTNESS:
+    case M_BRIGHTNESS_INC:
+    case M_SHARPNESS:
+    case M_SHARPNESS_INC: pil_enhance(e, t, v); return;
+    case M_DESATURATE: pil_enhance(e, M_COLOR, std::fmin(1.0, std::fmax(0.0, 1.0 - v))); return;
+    case M_GAUSSIAN_BLUR: pil_gaussian_blur(e, v); return;
+    default: geometric_op(e, t, v, bicubic, fill); return;
+    }
+}
+
+/* AugmentOp.__call__ into slot k of the record: skipped if prob < 1 and u > prob; the
+ * magnitude: gauss(M, std) (Box-Muller, cosine branch) or uniform(0, M) (std inf: -1),
+ * clipped to [0, magnitude_max]; the level function (its sign draw); bilinear / bicubic
+ * drawn for a geometric op when interp is random */
+void draw_op(fq_rng *rng, int k, int t, double prob, double magnitude, const Hp &q, fq_img_op_explain &r)
+{
+    r.order[k] = -(t + 1), r.factor[k] = 0, r.params[k] = 0, r.matrix[k] = 0;
+    if (prob < 1.0 && fq_rng_uniform(rng) > prob)
+        return;
+    double m = magnitude;
+    if (q.magnitude_std == -1) {
+        m = m * fq_rng_uniform(rng);
+    } else if (q.magnitude_std > 0) {
+        const double u1 = fq_rng_uniform(rng), u2 = fq_rng_uniform(rng);
+        m += q.magnitude_std * std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(6.283185307179586 * u2);
+    }
+    m = std::fmax(0.0, std::fmin(m, q.magnitude_max));
+    r.order[k] = t + 1;
+    r.matrix[k] = m;
+    r.factor[k] = level_to_arg(rng, t, m, q);
+    if (geometric(t))
+        r.params[k] = q.interp == 2 ? (double)fq_rng_next_below(rng, 2) : q.interp;
+    if (t == M_GAUSSIAN_BLUR_RAND) /* the op's random.uniform(0.1, 2.0 * factor) */
+        r.params[k] = 0.1 + (2.0 * r.factor[k] - 0.1) * fq_rng_uniform(rng);
+}
+
+struct SubOp {
+    int op;
+    double p, m;
+};
+/* timm's auto_augment_policy_v0 / v0r / original / originalr (25 two-op sub-policies) */
+#define V0_TABLE(POST)                                                                                             \
+    {{{M_EQUALIZE, 0.8, 1}, {M_SHEAR_Y, 0.8, 4}},          {{M_COLOR, 0.4, 9}, {M_EQUALIZE, 0.6, 3}},             \
+     {{M_COLOR, 0.4, 1}, {M_ROTATE, 0.6, 8}},              {{M_SOLARIZE, 0.8, 3}, {M_EQUALIZE, 0.4, 7}},          \
+     {{M_SOLARIZE, 0.4, 2}, {M_SOLARIZE, 0.6, 2}},         {{M_COLOR, 0.2, 0}, {M_EQUALIZE, 0.8, 8}},             \
+     {{M_EQUALIZE, 0.4, 8}, {M_SOLARIZE_ADD, 0.8, 3}},     {{M_SHEAR_X, 0.2, 9}, {M_ROTATE, 0.6, 8}},             \
+     {{M_COLOR, 0.6, 1}, {M_EQUALIZE, 1.0, 2}},            {{M_INVERT, 0.4, 9}, {M_ROTATE, 0.6, 0}},              \
+     {{M_EQUALIZE, 1.0, 9}, {M_SHEAR_Y, 0.6, 3}},          {{M_COLOR, 0.4, 7}, {M_EQUALIZE, 0.6, 0}},             \
+     {{POST, 0.4, 6}, {M_AUTOCONTRAST, 0.4, 7}},           {{M_SOLARIZE, 0.6, 8}, {M_COLOR, 0.6, 9}},             \
+     {{M_SOLARIZE, 0.2, 4}, {M_ROTATE, 0.8, 9}},           {{M_ROTATE, 1.0, 7}, {M_TRANSLATE_Y_REL, 0.8, 9}},     \
+     {{M_SHEAR_X, 0.0, 0}, {M_SOLARIZE, 0.8, 4}},          {{M_SHEAR_Y, 0.8, 0}, {M_COLOR, 0.6, 4}},              \
+     {{M_COLOR, 1.0, 0}, {M_ROTATE, 0.6, 2}},              {{M_EQUALIZE, 0.8, 4}, {M_EQUALIZE, 0.0, 8}},          \
+     {{M_EQUALIZE, 1.0, 4}, {M_AUTOCONTRAST, 0.6, 2}},     {{M_SHEAR_Y, 0.4, 7}, {M_SOLARIZE_ADD, 0.6, 7}},       \
+     {{POST, 0.8, 2}, {M_SOLARIZE, 0.6, 10}},              {{M_SOLARIZE, 0.6, 8}, {M_EQUALIZE, 0.6, 1}},          \
+     {{M_COLOR, 0.8, 6}, {M_ROTATE, 0.4, 5}}}
+#define ORIGINAL_TABLE(POST)                                                                                       \
+    {{{POST, 0.4, 8}, {M_ROTATE, 0.6, 9}},                 {{M_SOLARIZE, 0.6, 5}, {M_AUTOCONTRAST, 0.6, 5}},      \
+     {{M_EQUALIZE, 0.8, 8}, {M_EQUALIZE, 0.6, 3}},         {{POST, 0.6, 7}, {POST, 0.6, 6}},                      \
+     {{M_EQUALIZE, 0.4, 7}, {M_SOLARIZE, 0.2, 4}},         {{M_EQUALIZE, 0.4, 4}, {M_ROTATE, 0.8, 8}},            \
+     {{M_SOLARIZE, 0.6, 3}, {M_EQUALIZE, 0.6, 7}},         {{POST, 0.8, 5}, {M_EQUALIZE, 1.0, 2}},                \
+     {{M_ROTATE, 0.2, 3}, {M_SOLARIZE, 0.6, 8}},           {{M_EQUALIZE, 0.6, 8}, {POST, 0.4, 6}},                \
+     {{M_ROTATE, 0.8, 8}, {M_COLOR, 0.4, 0}},              {{M_ROTATE, 0.4, 9}, {M_EQUALIZE, 0.6, 2}},            \
+     {{M_EQUALIZE, 0.0, 7}, {M_EQUALIZE, 0.8, 8}},         {{M_INVERT, 0.6, 4}, {M_EQUALIZE, 1.0, 8}},            \
+     {{M_COLOR, 0.6, 4}, {M_CONTRAST, 1.0, 8}},            {{M_ROTATE, 0.8, 8}, {M_COLOR, 1.0, 2}},               \
+     {{M_COLOR, 0.8, 8}, {M_SOLARIZE, 0.8, 7}},            {{M_SHARPNESS, 0.4, 7}, {M_INVERT, 0.6, 8}},           \
+     {{M_SHEAR_X, 0.6, 5}, {M_EQUALIZE, 1.0, 9}},          {{M_COLOR, 0.4, 0}, {M_EQUALIZE, 0.6, 3}},             \
+     {{M_EQUALIZE, 0.4, 7}, {M_SOLARIZE, 0.2, 4}},         {{M_SOLARIZE, 0.6, 5}, {M_AUTOCONTRAST, 0.6, 5}},      \
+     {{M_INVERT, 0.6, 4}, {M_EQUALIZE, 1.0, 8}},           {{M_COLOR, 0.6, 4}, {M_CONTRAST, 1.0, 8}},             \
+     {{M_EQUALIZE, 0.8, 8}, {M_EQUALIZE, 0.6, 3}}}
+/* TimmAutoAugment's policy field indexes this: 0 original, 1 originalr, 2 v0, 3 v0r */
+const SubOp kTimmAA[4][25][2] = {ORIGINAL_TABLE(M_POSTERIZE_ORIG), ORIGINAL_TABLE(M_POSTERIZE_INC),
+                                 V0_TABLE(M_POSTERIZE), V0_TABLE(M_POSTERIZE_INC)};
+/* policy 4: timm's auto_augment_policy_3a (DeiT III's 3-Augment: three one-op sub-policies) */
+const SubOp kTimmAA3a[3] = {{M_SOLARIZE, 1.0, 5}, {M_DESATURATE, 1.0, 10}, {M_GAUSSIAN_BLUR_RAND, 1.0, 10}};
+
+Hp rand_hp(const AugTimmRandAugment &q)
+{
+    return {q.magnitude_std, q.magnitude_max, q.translate_pct, q.translate_const, q.interp};
+}
+
+bool valid_hp(const Hp &q, const char **why)
+{
+    if (!(q.magnitude_std == -1 || (std::isfinite(q.magnitude_std) && q.magnitude_std >= 0 && q.magnitude_std <= 1000)))
+        return *why = "magnitude_std must be in [0, 1000] (or -1: inf, uniform)", false;
+    if (!(std::isfinite(q.magnitude_max) && q.magnitude_max > 0 && q.magnitude_max <= 1000))
+        return *why = "magnitude_max must be in (0, 1000]", false;
+    if (!(std::isfinite(q.translate_pct) && std::fabs(q.translate_pct) <= 100))
+        return *why = "translate_pct must be in [-100, 100]", false;
+    if (!(std::isfinite(q.translate_const) && std::fabs(q.translate_const) <= 1e5))
+        return *why = "translate_const must be in [-1e5, 1e5]", false;
+    if (!(q.interp == 0 || q.interp == 1 || q.interp == 2))
+        return *why = "interp must be 0 (bilinear), 1 (bicubic) or 2 (random)", false;
+    return true;
+}
+
+const char *fill_check(const double *fill)
+{
+    for (int k = 0; k < 3; k++)
+        if (!(fqi::aug_is_int(fill[k]) && fill[k] >= 0 && fill[k] <= 255))
+            return "fill must be 3 integers in [0, 255]";
+    return nullptr;
+}
+
+/* ---- AugMix ------------------------------------------------------------------------ */
+
+double std_normal(fq_rng *rng)
+{
+    const double u1 = fq_rng_uniform(rng), u2 = fq_rng_uniform(rng);
+    return std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(6.283185307179586 * u2);
+}
+
+/* Gamma(a, 1): a == 1 exponential (-log(1 - u)); else Marsaglia-Tsang (a < 1: boosted by
+ * u^(1/a)) */
+double gamma_draw(fq_rng *rng, double a)
+{
+    if (a == 1.0)
+        return -std::log(1.0 - fq_rng_uniform(rng));
+    if (a < 1.0) {
+        const double g = gamma_draw(rng, a + 1.0);
+        return g * std::pow(1.0 - fq_rng_uniform(rng), 1.0 / a);
+    }
+    const double d = a - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+    for (;;) {
+        const double x = std_normal(rng), t = 1.0 + c * x;
+        if (t <= 0)
+            continue;
+        const double v = t * t * t, u = fq_rng_uniform(rng);
+        if (u < 1.0 - 0.0331 * x * x * x * x || std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v)))
+            return d * v;
+    }
+}
+
+/* chain j's code in order[j]: depth (2 bits) | op k (5 bits each, from bit 2 + 5 k) */
+int chain_depth(int code) { return code & 3; }
+int chain_op(int code, int k) { return code >> (2 + 5 * k) & 31; }
+
+/* timm's _RAND_WEIGHTED_0 by op (0: not in the table) */
+double weight0(int t)
+{
+    switch (t) {
+    case M_ROTATE: return 3;
+    case M_SHEAR_X:
+    case M_SHEAR_Y: return 2;
+    case M_TRANSLATE_X_REL:
+    case M_TRANSLATE_Y_REL: return 1;
+    case M_COLOR_INC:
+    case M_SHARPNESS_INC:
+    case M_AUTOCONTRAST: return .25;
+    case M_SOLARIZE_INC:
+    case M_SOLARIZE_ADD:
+    case M_CONTRAST_INC:
+    case M_BRIGHTNESS_INC:
+    case M_EQUALIZE:
+    case M_POSTERIZE_INC:
+    case M_INVERT: return .05;
+    default: return 0;
+    }
+}
+
+}  // namespace
+
+namespace fqi {
+
+const char *timm_rand_augment_check(const fq_op &op)
+{
+    const AugTimmRandAugment &q = params<AugTimmRandAugment>(op);
+    if (!(aug_is_int(q.num_layers) && q.num_layers >= 0 && q.num_layers <= 4))
+        return "num_layers must be an integer in [0, 4]";
+    if (!(std::isfinite(q.magnitude) && q.magnitude >= 0 && q.magnitude <= 1000))
+        return "magnitude must be in [0, 1000]";
+    if (!aug_valid_prob(q.prob))
+        return "prob must be in [0, 1]";
+    const char *why = nullptr;
+    if (!valid_hp(rand_hp(q), &why))
+        return why;
+    if (const char *f = fill_check(q.fill))
+        return f;
+    if (!(aug_is_int(q.ops) && q.ops >= 1 && q.ops < (double)(1 << M_COUNT)))
+        return "ops must be a non-empty bit mask over the 27 timm ops";
+    if (!(q.weighted == 0 || q.weighted == 1))
+        return "weighted must be 0 or 1";
+    if (q.weighted) {
+        int nw = 0;
+        for (int t = 0; t < M_COUNT; t++)
+            nw += ((uint32_t)q.ops >> t & 1u) && weight0(t) > 0;
+        if (nw < q.num_layers)
+            return "weighted: fewer ops of timm's 'weights' table than num_layers (drawn without replacement)";
+    }
+    return nullptr;
+}
+
+const char *timm_auto_augment_check(const fq_op &op)
+{
+    const AugTimmAutoAugment &q = params<AugTimmAutoAugment>(op);
+    if (!(aug_is_int(q.policy) && q.policy >= 0 && q.policy <= 4))
+        return "policy must be an integer in [0, 4] (original, originalr, v0, v0r, 3a)";
+    const char *why = nullptr;
+    if (!valid_hp({q.magnitude_std, q.magnitude_max, q.translate_pct, q.translate_const, q.interp}, &why))
+        return why;
+    return fill_check(q.fill);
+}
+
+/* per layer: op = U{0..n-1} over the ops of the mask (np.random.choice, replace=True); with
+ * `weighted`, np.random.choice(p=w, replace=False): successive draws, each proportional to
+ * the weights of the ops not drawn yet (numpy's batched redraw of repeats has this
+ * distribution); then AugmentOp's draws (draw_op) */
+int timm_rand_augment_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugTimmRandAugment &q = params<AugTimmRandAugment>(op);
+    const uint32_t mask = (uint32_t)q.ops;
+    int avail[M_COUNT], n = 0;
+    for (int t = 0; t < M_COUNT; t++)
+        if (mask >> t & 1u)
+            avail[n++] = t;
+    const Hp hp = rand_hp(q);
+    r.applied = (int)q.num_layers;
+    double w[M_COUNT];
+    for (int i = 0; i < n; i++)
+        w[i] = q.weighted ? weight0(avail[i]) : 1.0;
+    for (int k = 0; k < r.applied; k++) {
+        int i = 0;
+        if (!q.weighted) {
+            i = (int)fq_rng_next_below(rng, (uint64_t)n);
+        } else {
+            double total = 0;
+            for (int j = 0; j < n; j++)
+                total += w[j];
+            const double u = fq_rng_uniform(rng) * total;
+            double cum = 0;
+            i = -1;
+            for (int j = 0; j < n; j++) {
+                if (w[j] <= 0)
+                    continue;
+                cum += w[j];
+                i = j; /* the last one left when rounding leaves u at the top */
+                if (u < cum)
+                    break;
+            }
+            if (i < 0) { /* fewer weighted ops than layers (the check refuses it) */
+                r.applied = k;
+                break;
+            }
+            w[i] = 0;
+        }
+        draw_op(rng, k, avail[i], q.prob, q.magnitude, hp, r);
+    }
+    return FQ_OK;
+}
+
+/* sub-policy U{0..24} (random.choice; 3a: U{0..2}), then its AugmentOps in order (two; 3a:
+ * one); params[4] = the sub-policy */
+int timm_auto_augment_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugTimmAutoAugment &q = params<AugTimmAutoAugment>(op);
+    const Hp hp{q.magnitude_std, q.magnitude_max, q.translate_pct, q.translate_const, q.interp};
+    const bool three_a = q.policy == 4;
+    const int sp = (int)fq_rng_next_below(rng, three_a ? 3 : 25);
+    const SubOp *s = three_a ? &kTimmAA3a[sp] : kTimmAA[(int)q.policy][sp];
+    r.applied = three_a ? 1 : 2;
+    r.params[4] = sp;
+    for (int k = 0; k < r.applied; k++)
+        draw_op(rng, k, s[k].op, s[k].p, s[k].m, hp, r);
+    return FQ_OK;
+}
+
+const char *timm_augmix_check(const fq_op &op)
+{
+    const AugTimmAugMix &q = params<AugTimmAugMix>(op);
+    if (!(std::isfinite(q.magnitude) && q.magnitude >= 0 && q.magnitude <= 1000))
+        return "magnitude must be in [0, 1000]";
+    if (!(aug_is_int(q.width) && q.width >= 1 && q.width <= 4))
+        return "width must be an integer in [1, 4]";
+    if (!(q.depth == -1 || (aug_is_int(q.depth) && q.depth >= 1 && q.depth <= 3)))
+        return "depth must be -1 (random 1..3) or an integer in [1, 3]";
+    if (!(std::isfinite(q.alpha) && q.alpha >= 0.05 && q.alpha <= 100))
+        return "alpha must be in [0.05, 100]";
+    const char *why = nullptr;
+    if (!valid_hp({q.magnitude_std, q.magnitude_max, q.translate_pct, q.translate_const, q.interp}, &why))
+        return why;
+    if (const char *f = fill_check(q.fill))
+        return f;
+    if (!(aug_is_int(q.ops) && q.ops >= 1 && q.ops < (double)(1 << M_COUNT)))
+        return "ops must be a non-empty bit mask over the 27 timm ops";
+    return nullptr;
+}
+
+/* AugMixAugment.__call__ (basic mode): weights = float32(Dirichlet([alpha] * width)) (gammas
+ * normalised) into factor[0..width-1], m = float32(Beta(alpha, alpha)) (X / (X + Y)) into
+ * contrast_mean; per chain its depth (U{1..3} when depth is -1) and ops (U over the mask,
+ * with replacement) into order[j]; the key of the stream the ops' magnitudes, signs and
+ * resamples are drawn from (at exec) in params[0], params[1] */
+int timm_augmix_plan(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    const AugTimmAugMix &q = params<AugTimmAugMix>(op);
+    const int width = (int)q.width;
+    double g[4], sum = 0;
+    for (int j = 0; j < width; j++)
+        sum += g[j] = gamma_draw(rng, q.alpha);
+    for (int j = 0; j < 4; j++)
+        r.factor[j] = j < width ? (double)(float)(g[j] / sum) : 0.0;
+    const double x = gamma_draw(rng, q.alpha), y = gamma_draw(rng, q.alpha);
+    r.contrast_mean = (double)(float)(x / (x + y));
+    const uint32_t mask = (uint32_t)q.ops;
+    int avail[M_COUNT], n = 0;
+    for (int t = 0; t < M_COUNT; t++)
+        if (mask >> t & 1u)
+            avail[n++] = t;
+    r.applied = width;
+    for (int j = 0; j < 4; j++) {
+        r.order[j] = 0;
+        if (j >= width)
+            continue;
+        const int depth = q.depth > 0 ? (int)q.depth : 1 + (int)fq_rng_next_below(rng, 3);
+        int code = depth;
+        for (int k = 0; k < depth; k++)
+            code |= avail[fq_rng_next_below(rng, (uint64_t)n)] << (2 + 5 * k);
+        r.order[j] = code;
+    }
+    const uint64_t key = fq_rng_next_u64(rng);
+    r.params[0] = (double)(key >> 32), r.params[1] = (double)(key & 0xFFFFFFFFu);
+    return FQ_OK;
+}
+
+/* mixed = sum_j w_j * float32(chain_j(image)) (float32: product, then sum, as numpy),
+ * clipped to [0, 255] and truncated to uint8; out = Image.blend(image, mixed, m) */
+void timm_augmix_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    const AugTimmAugMix &q = params<AugTimmAugMix>(op);
+    const Hp hp{q.magnitude_std, q.magnitude_max, q.translate_pct, q.translate_const, q.interp};
+    const uint8_t fill[3] = {(uint8_t)q.fill[0], (uint8_t)q.fill[1], (uint8_t)q.fill[2]};
+    e.materialize_flips();
+    const cv::Mat orig = e.cur.clone();
+    const int H = orig.rows, W = orig.cols, c = orig.channels(), n = W * c;
+    cv::Mat mixed(H, W, CV_32FC(c), cv::Scalar::all(0));
+    fq_rng g{((uint64_t)r.params[0] << 32) | (uint64_t)r.params[1]};
+    for (int j = 0; j < r.applied && j < 4; j++) {
+        e.set(orig);
+        const int code = r.order[j];
+        for (int k = 0; k < chain_depth(code); k++) {
+            fq_img_op_explain one;
+            std::memset(&one, 0, sizeof one);
+            draw_op(&g, 0, chain_op(code, k), 1.0, q.magnitude, hp, one);
+            timm_apply(e, one.order[0] - 1, one.factor[0], one.params[0], fill);
+        }
+        const float w = (float)r.factor[j];
+        for (int y = 0; y < H; y++) {
+            const uint8_t *s = e.cur.ptr<uint8_t>(y);
+            float *m = mixed.ptr<float>(y);
+            for (int i = 0; i < n; i++) {
+                const float p = w * (float)s[i];
+                m[i] = m[i] + p;
+            }
+        }
+    }
+    const float m = (float)r.contrast_mean;
+    cv::Mat d = e.next(H, W, orig.type());
+    for (int y = 0; y < H; y++) {
+        const uint8_t *s = orig.ptr<uint8_t>(y);
+        const float *mx = mixed.ptr<float>(y);
+        uint8_t *o = d.ptr<uint8_t>(y);
+        for (int i = 0; i < n; i++) {
+            const float v = mx[i] < 0.f ? 0.f : (mx[i] > 255.f ? 255.f : mx[i]);
+            const int b = (int)(uint8_t)v;
+            o[i] = m == 0.f ? s[i] : (m == 1.f ? (uint8_t)b : blend(s[i], b, m));
+        }
+    }
+    e.set(d);
+}
+
+void timm_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
+{
+    const double *f = !std::strcmp(fq_img_op_name(op.kind), "TimmRandAugment") ? params<AugTimmRandAugment>(op).fill
+                                                                                : params<AugTimmAutoAugment>(op).fill;
+    const uint8_t fill[3] = {(uint8_t)f[0], (uint8_t)f[1], (uint8_t)f[2]};
+    bool flips_done = false;
+    for (int k = 0; k < r.applied && k < 4; k++) {
+        if (r.order[k] <= 0)
+            continue; /* skipped (prob) */
+        if (!flips_done) { /* the geometric ops and Sharpness read positions */
+            e.materialize_flips();
+            flips_done = true;
+        }
+        timm_apply(e, r.order[k] - 1, r.factor[k], r.params[k], fill);
+    }
+}
+
+}  // namespace fqi
