@@ -117,6 +117,9 @@ if [ $FULL = 1 ]; then
     # the decoder's libFuzzer harness (csrc/tests/run_fuzz.sh); llvm-strip for the
     # cross-built aarch64 wheel (the host's binutils know only x86)
     APT_PKGS="$APT_PKGS clang llvm"
+    # qemu-user: the aarch64 leg (qemu-aarch64) and the x86-64 CPU-models leg (qemu-x86_64
+    # -cpu Haswell / SandyBridge / Nehalem: scripts/test_cpu_models.sh)
+    APT_PKGS="$APT_PKGS qemu-user"
 fi
 missing=""
 for p in $APT_PKGS; do
