@@ -4,6 +4,7 @@
   family (scripts/cpu_dispatch_batches.py: colour tables, warp, blends, policies,
   erasing, TensorpackColor / TensorpackCrop, bicubic resize, the float32 write, float16
   MixUp, CRC-32C of TFRecord reading), each in a fresh process, and reports the mask;
+* under each mask, in a fresh process, the golden and op reference tests pass (slow);
 * the runtime switch (fastq._image.set_cpu_level) does the same in one process;
 * what is in effect is the CPU's features capped by the mask, an unknown FASTQ_CPU
   warns (naming the variable and the accepted values) and selects the baseline;
@@ -87,6 +88,18 @@ def test_each_mask_gives_the_default_bytes_and_reports_itself(images, default_ru
     differ = {k for k, v in doc["digests"].items() if v != default_run["digests"][k]}
     assert not differ, {k: (doc["digests"][k], default_run["digests"][k]) for k in differ}
     assert not any(v.startswith("error") for v in doc["digests"].values()), doc["digests"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", HONOURED)
+def test_golden_and_op_tests_pass_under_each_mask(level):
+    """The frozen golden vectors and the ops' reference tests (torchvision / PIL / tensorpack
+    replays) in a process with FASTQ_CPU set (30-90 s each on 2 cores)."""
+    files = ["tests/image/test_golden.py", "tests/ops/test_aug_ops.py", "tests/ops/test_policies.py"]
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *files], cwd=ROOT,
+                       capture_output=True, text=True, env=_env(FASTQ_CPU=level), timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout.splitlines()[-1], r.stdout[-500:]
 
 
 def test_a_mask_above_the_cpu_is_capped_to_the_cpu():
