@@ -47,7 +47,8 @@ enum {
 /* levels of the mask (FASTQ_CPU and fq_cpu_set_level) */
 enum { FQ_CPU_LEVEL_BASELINE = 0, FQ_CPU_LEVEL_AVX2 = 1, FQ_CPU_LEVEL_AVX512 = 2, FQ_CPU_LEVEL_NATIVE = 3 };
 
-/* 1 when every bit of `features` is on this CPU and not masked, else 0.  Thread-safe. */
+/* 1 when every bit of `features` (non-zero) is on this CPU and not masked, else 0 (also
+ * for 0).  Thread-safe; a relaxed load after the first call. */
 int fq_cpu_has(unsigned features);
 /* the bits the CPU (and the OS) support, before the mask */
 unsigned fq_cpu_detected(void);
