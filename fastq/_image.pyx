@@ -23,6 +23,7 @@ from fastq.includes.fq_sample_reader cimport *
 from fastq.includes.fq_imgtask cimport *
 from fastq.includes.fq_capi cimport fastq_capi_v1
 from fastq.includes.fq_crc32c cimport *
+from fastq.includes.fq_cpu cimport *
 from fastq.includes.fq_example cimport *
 from fastq.includes.fq_tfrecord cimport *
 from fastq.includes.fq_tar cimport *
@@ -424,6 +425,68 @@ def simd_resize_status():
     if why:
         return "unavailable: " + why
     return "on" if fq_img_simd_resize_enabled() else "off"
+
+
+def _cpu_names(unsigned features):
+    cdef char buf[128]
+    return fq_cpu_feature_names(features, buf, sizeof(buf)).decode().split()
+
+
+_CPU_LEVELS = ("baseline", "avx2", "avx512")
+
+
+def set_cpu_level(str level):
+    """Process-wide mask of the instruction-set extensions fastq's kernels may use
+    (csrc/core/fq_cpu.h), as FASTQ_CPU sets it at load: ``"baseline"``, ``"avx2"``,
+    ``"avx512"``, or ``"native"`` (everything the CPU has, the default).  A level above the
+    CPU's gives what the CPU has.  Every kernel gives the same bytes as the baseline code:
+    the mask exists for tests, benchmarks and CPUs that misreport.  Returns the previous
+    level's name."""
+    cdef int lv = fq_cpu_level_parse(level.encode())
+    if lv < 0 or not level:
+        raise ValueError(f"set_cpu_level: {level!r} is not one of {', '.join(_CPU_LEVELS)}, native")
+    return fq_cpu_level_name(fq_cpu_set_level(lv)).decode()
+
+
+def cpu_dispatch():
+    """Which of fastq's CPU-specific kernels run in this process: the mask (``mask``: the
+    FASTQ_CPU level or the last set_cpu_level; ``env``: FASTQ_CPU as read at load, None when
+    unset; ``env_error``: why it was not understood, else ""), the extensions the CPU has
+    (``detected``) and those in effect (``effective``), the highest level in effect
+    (``level``: baseline / avx2 / avx512) and, per kernel family, the code it runs
+    (``kernels``; a family's own switch, set_simd_*, can also turn it to the baseline)."""
+    cdef unsigned eff = fq_cpu_effective()
+    simd = bool(fq_img_simd_write_enabled())
+    resize = simd_resize_status()
+
+    def pick(bint on, str fast, str slow="baseline"):
+        return fast if on else slow
+    kernels = {
+        "color_lut": pick(simd and (eff & FQ_CPU_AVX512VBMI), "AVX-512 VBMI"),
+        "augment": pick(simd and (eff & FQ_CPU_AVX2), "AVX2"),
+        "write_float32": pick(simd and (eff & FQ_CPU_AVX2), "AVX2+FMA"),
+        "tensorpack_color": pick(fq_img_simd_tp_enabled() and (eff & FQ_CPU_AVX2), "AVX2"),
+        "resize_cubic": "AVX2" if resize == "on" else "baseline (cv::resize: " + resize + ")",
+        "mix_float16": pick(eff & FQ_CPU_F16C, "F16C"),
+        "crc32c": pick(eff & FQ_CPU_SSE42, "SSE4.2"),
+    }
+    level = "avx512" if eff & FQ_CPU_AVX512VBMI else "avx2" if eff & FQ_CPU_AVX2 else "baseline"
+    return {"mask": fq_cpu_level_name(fq_cpu_level()).decode(), "env": _CPU_ENV,
+            "env_error": fq_cpu_env_error().decode(), "detected": _cpu_names(fq_cpu_detected()),
+            "effective": _cpu_names(eff), "level": level, "kernels": kernels}
+
+
+def _cpu_env_check():
+    """FASTQ_CPU as read at load; a warning when it was not understood."""
+    import os
+    err = fq_cpu_env_error().decode()
+    if err:
+        import warnings
+        warnings.warn("fastq: " + err, RuntimeWarning, stacklevel=2)
+    return os.environ.get("FASTQ_CPU")
+
+
+_CPU_ENV = _cpu_env_check()
 
 
 cdef _prepared(int rc, fq_err *err, uint8_t *out, fq_prepare_info *info):

@@ -325,8 +325,10 @@ class Pipeline:
 
     def stats(self) -> Dict[str, Any]:
         """Counters: ring slot states, waits, batches/samples delivered,
-        plus the source's own (e.g. skipped samples), and ``stages``: time per
-        stage, who waits on whom, and a verdict (see fastq.stages)."""
+        plus the source's own (e.g. skipped samples), ``stages``: time per
+        stage, who waits on whom, and a verdict (see fastq.stages), and ``cpu``:
+        which CPU-specific kernels run and the FASTQ_CPU mask in effect
+        (fastq._image.cpu_dispatch())."""
         self._check_pid()
         out = {"epoch": self._epoch, "workers": self._effective_workers(), "closed": self._state.closed}
         out.update(self._pin_status)
@@ -352,6 +354,12 @@ class Pipeline:
         active_s = self._active_s + (time.monotonic() - t0 if t0 is not None else 0.0)  # stop the clock meanwhile
         from fastq.stages import stage_report
         out["stages"] = stage_report(out, active_s)
+        try:
+            from fastq import _image
+        except ImportError:  # a build without the image module: no image kernels either
+            pass
+        else:
+            out["cpu"] = _image.cpu_dispatch()
         return out
 
     # -- epochs, resuming, replaying ----------------------------------------

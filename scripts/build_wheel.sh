@@ -139,10 +139,12 @@ TAG=$($PY -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
         [ "$ARCH" != x86_64 ] || CFLAGS="$CFLAGS -mcrc32"
         export CXXFLAGS="$CFLAGS"
         if [ "$ARCH" = x86_64 ]; then
-            # __builtin_cpu_supports (fq_crc32c.c, fq_image_write_simd.cpp) reads
-            # __cpu_model, which zig 0.13's compiler_rt lacks: take it from GCC's static
-            # libgcc.a (its cpuinfo.o: cpuid only, no glibc symbol; the GCC Runtime
-            # Library Exception allows this), hidden like everything else.
+            # __builtin_cpu_supports reads __cpu_model, which zig 0.13's compiler_rt lacks:
+            # take it from GCC's static libgcc.a (its cpuinfo.o: cpuid only, no glibc
+            # symbol; the GCC Runtime Library Exception allows this), hidden like
+            # everything else.  fastq's own sources no longer call it (issue 44:
+            # csrc/core/fq_cpu.c reads CPUID itself); the link stays until a zig wheel
+            # built without it has been checked for an undefined __cpu_model.
             LIBGCC=$(gcc -print-libgcc-file-name 2>/dev/null) && [ -f "$LIBGCC" ] ||
                 { echo "build_wheel.sh: the x86-64 zig build needs gcc's libgcc.a (apt-get install gcc)" >&2; exit 1; }
             export LDFLAGS="${LDFLAGS:+$LDFLAGS }$LIBGCC"

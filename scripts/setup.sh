@@ -120,6 +120,9 @@ if [ $FULL = 1 ]; then
     # the remote sources' tests against a server fastq did not write
     # (tests/sources/test_sources_remote_servers.py starts nginx on 127.0.0.1 itself)
     APT_PKGS="$APT_PKGS nginx"
+    # qemu-user: the aarch64 leg (qemu-aarch64) and the x86-64 CPU-models leg (qemu-x86_64
+    # -cpu Haswell / SandyBridge / Nehalem: scripts/test_cpu_models.sh)
+    APT_PKGS="$APT_PKGS qemu-user"
 fi
 missing=""
 for p in $APT_PKGS; do

@@ -2,6 +2,8 @@
 # The test command: set-up (scripts/setup.sh: packages + the in-place development
 # build), the self-contained wheel (scripts/build_wheel.sh: its static libraries are
 # built once per machine and cached under ${FASTQ_DEPS_CACHE:-~/.cache/fastq-deps}),
+# the aarch64 wheel under qemu, the CPU-specific kernels under older x86-64 CPU models
+# (qemu-x86_64 -cpu Haswell / SandyBridge / Nehalem: no SIGILL, the native bytes),
 # the C core's stress tests under AddressSanitizer+UBSan and ThreadSanitizer, the
 # readers' and the decoder's bounded fuzzers, an ASan+UBSan build of the extensions
 # running the ring/pipeline/decode tests, then the pytest suite.  The suite runs against the in-place build, and
@@ -47,6 +49,8 @@ export FASTQ_WHEEL
 echo "   $FASTQ_WHEEL"
 echo "== aarch64: cross-built wheel, reduced suite and cross-arch batches under qemu (scripts/test_aarch64.sh)"
 bash scripts/test_aarch64.sh
+echo "== x86-64 CPU models under qemu (Haswell: no AVX-512, SandyBridge: no AVX2, Nehalem: no AVX): C driver and every kernel family, bytes vs native (scripts/test_cpu_models.sh)"
+bash scripts/test_cpu_models.sh
 echo "== C core under sanitizers"
 bash csrc/tests/run_sanitizers.sh
 echo "== dataset readers: mutation fuzzing under ASan+UBSan, read-ahead under ASan and TSan"

@@ -1,6 +1,8 @@
 /* fq_crc32c.c - see fq_crc32c.h. */
 #include "records/fq_crc32c.h"
 
+#include "core/fq_cpu.h"
+
 #include <pthread.h>
 #include <string.h>
 
@@ -8,7 +10,6 @@
 
 static uint32_t table[8][256];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
-static int have_sse42;
 
 static void init_tables(void)
 {
@@ -21,10 +22,6 @@ static void init_tables(void)
     for (uint32_t i = 0; i < 256; i++)
         for (int s = 1; s < 8; s++)
             table[s][i] = (table[s - 1][i] >> 8) ^ table[0][table[s - 1][i] & 0xff];
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    have_sse42 = __builtin_cpu_supports("sse4.2");
-#endif
 }
 
 static uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t len)
@@ -49,6 +46,7 @@ static uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t len)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+/* checks nothing: fq_crc32c calls it after fq_cpu_has(FQ_CPU_SSE42) */
 __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uint8_t *p, size_t len)
 {
     uint64_t c = crc;
@@ -68,11 +66,19 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uin
 
 uint32_t fq_crc32c(const void *data, size_t len)
 {
-    (void)pthread_once(&table_once, init_tables);
     uint32_t crc = UINT32_C(0xffffffff);
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (have_sse42)
+    if (fq_cpu_has(FQ_CPU_SSE42))
         return ~crc_hw(crc, (const uint8_t *)data, len);
 #endif
+    if (pthread_once(&table_once, init_tables) != 0) { /* only on invalid arguments: bit by bit then */
+        const uint8_t *p = (const uint8_t *)data;
+        for (size_t i = 0; i < len; i++) {
+            crc ^= p[i];
+            for (int k = 0; k < 8; k++)
+                crc = (crc >> 1) ^ (POLY & (0u - (crc & 1u)));
+        }
+        return ~crc;
+    }
     return ~crc_sw(crc, (const uint8_t *)data, len);
 }

@@ -8,22 +8,24 @@ mkdir -p "$out"
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-# core/ as image/ uses it (errors; fq_read_file, which the C API table in fq_capi.cpp exports)
+# core/ as image/ uses it (errors; fq_read_file, which the C API table in fq_capi.cpp exports;
+# fq_cpu, the kernels' dispatch)
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -c csrc/core/fq_common.c -o "$out/fq_common_imgsan.o"
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -c csrc/core/fq_io.c -o "$out/fq_io_imgsan.o"
+$CC -std=c11 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -c csrc/core/fq_cpu.c -o "$out/fq_cpu_imgsan.o"
 $CXX -std=c++17 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -I"${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}" \
-    csrc/tests/test_image.cpp csrc/image/*/*.cpp "$out/fq_common_imgsan.o" "$out/fq_io_imgsan.o" \
+    csrc/tests/test_image.cpp csrc/image/*/*.cpp "$out/fq_common_imgsan.o" "$out/fq_io_imgsan.o" "$out/fq_cpu_imgsan.o" \
     -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o "$out/test_image_asan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 "$out/test_image_asan"
 
 # The segment-skipping crop decode (fq_image_rst.cpp) against the plain ROI path.
 $CXX -std=c++17 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -I"${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}" \
-    csrc/tests/test_rst.cpp csrc/image/*/*.cpp "$out/fq_common_imgsan.o" "$out/fq_io_imgsan.o" \
+    csrc/tests/test_rst.cpp csrc/image/*/*.cpp "$out/fq_common_imgsan.o" "$out/fq_io_imgsan.o" "$out/fq_cpu_imgsan.o" \
     -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o "$out/test_rst_asan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$out/test_rst_asan"
 
 # Per-instance masks (fq_image_targets_inst.cpp): polygons, RLE, boxes, the error paths; leaks on.
 $CXX -std=c++17 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -I"${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}" \
-    csrc/tests/test_inst.cpp csrc/image/*/*.cpp "$out/fq_common_imgsan.o" "$out/fq_io_imgsan.o" \
+    csrc/tests/test_inst.cpp csrc/image/*/*.cpp "$out/fq_common_imgsan.o" "$out/fq_io_imgsan.o" "$out/fq_cpu_imgsan.o" \
     -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o "$out/test_inst_asan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$out/test_inst_asan"

@@ -67,6 +67,7 @@ def collect_info():
                 " (libjpeg-turbo picks its x86-64 SIMD code from CPUID at run time)"
         else:
             nv["libjpeg_turbo_simd"] = f"{platform.machine()}: chosen by libjpeg-turbo at run time"
+        nv["fastq_kernels"] = _image.cpu_dispatch()
     out["native"] = nv
     try:
         aff = sorted(os.sched_getaffinity(0))
@@ -121,6 +122,13 @@ def _print_info(d):
         print(f"SIMD: CPU has {' '.join(nv['cpu_simd']) or 'none found'}; OpenCV baseline/dispatch: "
               f"{nv['opencv_cpu_features']} (optimized code {'on' if nv['opencv_optimized'] else 'OFF'}); "
               f"libjpeg-turbo: {nv['libjpeg_turbo_simd']}")
+        k = nv["fastq_kernels"]
+        print(f"fastq kernels: {k['level']} (mask {k['mask']}"
+              f"{', FASTQ_CPU=' + k['env'] if k['env'] is not None else ''}; in effect: "
+              f"{' '.join(k['effective']) or 'none'} of the CPU's {' '.join(k['detected']) or 'none'}): "
+              + ", ".join(f"{name} {how}" for name, how in k["kernels"].items()))
+        if k["env_error"]:
+            print(f"  warning: {k['env_error']}")
     aff = cpu["affinity"]
     quota = cpu.get("cgroup_quota_cores")
     print(f"CPU: {cpu['model']}; {cpu['count']} logical CPUs, {cpu['usable']} usable by this process"
@@ -139,7 +147,8 @@ def _print_info(d):
 def cmd_info(a):
     """Print fastq's version; the libjpeg-turbo and OpenCV it runs with (the library
     files the dynamic linker loaded, their Debian packages, OpenCV's own version
-    call); SIMD in use; CPU count and affinity; whether a CUDA runtime and GPU
+    call); SIMD in use, and which of fastq's own CPU-specific kernels run (baseline, AVX2,
+    AVX-512 VBMI) under which FASTQ_CPU mask; CPU count and affinity; whether a CUDA runtime and GPU
     were found and whether pinned slot memory would work (and why not); which of
     TensorFlow, PyTorch, JAX, tensorpack, DALI are installed."""
     d = collect_info()

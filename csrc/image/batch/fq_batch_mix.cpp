@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/fq_cpu.h"
 #include "core/fq_rng.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define FQ_MIX_X86 1
 #else
@@ -189,27 +189,9 @@ uint16_t f32_to_bf16(float f) /* round to nearest even */
 }
 
 #if FQ_MIX_X86
-/* AVX and F16C from CPUID leaf 1 (ECX bits 28, 29; clang's __builtin_cpu_supports knows
- * no "f16c"), and an OS that saves the YMM state (OSXSAVE, XCR0 bits 1-2) */
-bool have_f16c()
-{
-    static const bool ok = [] {
-        unsigned a = 0, b = 0, c = 0, d = 0;
-        if (!__get_cpuid(1, &a, &b, &c, &d))
-            return false;
-        if (!(c & (1u << 27)) || !(c & (1u << 28)) || !(c & (1u << 29)))
-            return false;
-        unsigned lo = 0, hi = 0;
-        __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-        (void)hi;
-        return (lo & 6u) == 6u;
-    }();
-    return ok;
-}
-
 /* a = b * m + a * l on whole groups of 8 float16 values; returns how many were done.
  * Two products and a sum (no FMA) and round-to-nearest-even stores: bit-identical
- * to the scalar loop. */
+ * to the scalar loop.  No CPU check here: mix_row calls it after fq_cpu_has(FQ_CPU_F16C). */
 __attribute__((target("avx,f16c"))) size_t mix_f16_f16c(uint16_t *a, const uint16_t *b, size_t count, float l,
                                                          float m)
 {
@@ -254,7 +236,7 @@ void mix_row(int dtype, void *a, const void *b, size_t count, double lam)
         const uint16_t *__restrict pb = (const uint16_t *)b;
         size_t k = 0;
 #if FQ_MIX_X86
-        if (have_f16c())
+        if (fq_cpu_has(FQ_CPU_F16C))
             k = mix_f16_f16c(pa, pb, count, l, m); /* the same roundings, 8 at a time */
 #endif
         for (; k < count; k++)

@@ -9,8 +9,12 @@
  * (affine_init); otherwise, or without AVX2/FMA, the table loop runs.  The output is
  * therefore bit-identical to the table path in every case.
  *
+ * Dispatch: the target("avx2,fma") functions check nothing; the entry points
+ * write_f32_hwc_simd / write_u8_hwc_simd, compiled for the baseline, call them only after
+ * fq_cpu_has(FQ_CPU_AVX2) (core/fq_cpu.h: AVX2 and FMA, unless FASTQ_CPU masks them).
+ *
  * Thread safety: affine_init runs once per spec (before it is shared); the write only
- * reads the spec.  The CPU check is a function-local static (thread-safe init).
+ * reads the spec.
  */
 #include "image/internal/fq_image_internal.h"
 
@@ -19,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/fq_cpu.h"
 #include "image/fq_image_prepare.h"
 #include "image/internal/fq_image_switch.h"
 
@@ -54,11 +59,7 @@ void affine_init(F32Affine *k, const float (*lut)[256], const double *mean, cons
 
 #ifdef FQ_HAVE_X86
 
-static bool cpu_ok()
-{
-    static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return ok;
-}
+static bool cpu_ok() { return fq_cpu_has(FQ_CPU_AVX2); }
 
 /* n values of p (output channel of element i = i % C, read through lut[sc(i % C)]: sc
  * reverses the channels when bgr) -> q.  lut for the tail. */

@@ -11,12 +11,17 @@
  * for every s the op can produce by a static_assert below).  tests/image/test_aug_simd.py
  * compares the two forms (set_simd_write(False) turns these kernels off too).
  *
- * Runs when the CPU has AVX2 and the SIMD switch (fq_img_simd_write_set) is on; the
- * callers fall back to the scalar form otherwise.  Pure functions of their arguments. */
+ * Dispatch (core/fq_cpu.h): the kernels (*_avx2, lut_vbmi) are compiled for their ISA
+ * and check nothing; the entry points at the end of the file (geom_warp_simd, ...),
+ * compiled for the baseline, call them only when fq_cpu_has() says the CPU has the
+ * extension (and FASTQ_CPU does not mask it) and the SIMD switch (fq_img_simd_write_set)
+ * is on; they return false otherwise and the callers run the scalar form.  Pure
+ * functions of their arguments. */
 #include "image/internal/fq_image_aug.h"
 
 #include <cstring>
 
+#include "core/fq_cpu.h"
 #include "image/fq_image_prepare.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -51,11 +56,7 @@ static_assert(mulhi13_exact_all(), "Sharpness: (s + 6) * 5042 >> 16 must be roun
 
 #ifdef FQ_AUG_X86
 
-bool aug_simd_ok()
-{
-    static const bool cpu = __builtin_cpu_supports("avx2");
-    return cpu && fq_img_simd_write_enabled();
-}
+bool aug_simd_ok() { return fq_img_simd_write_enabled() && fq_cpu_has(FQ_CPU_AVX2); }
 
 namespace {
 
@@ -131,19 +132,14 @@ __attribute__((target("avx2"))) inline __m256 gray8(__m256 r, __m256 g, __m256 b
     return _mm256_floor_ps(fma_exact8(b, kb, t));
 }
 
-}  // namespace
-
 /* geom_exec's loop (fq_image_aug_geom.cpp) for 3 channels: per output pixel the source
  * pixel found by the same float operations, read with a masked 32-bit gather (fill where
  * outside).  The 4-byte read of the image's very last pixel would pass its end: that
  * pixel is taken from a register instead. */
-__attribute__((target("avx2"))) bool geom_warp_simd(const cv::Mat &src, cv::Mat &dst, const float t[6],
-                                                    bool hf, bool vf, const uint8_t fill[3])
+__attribute__((target("avx2"))) void geom_warp_avx2(const cv::Mat &src, cv::Mat &dst, const float t[6], bool hf,
+                                                    bool vf, const uint8_t fill[3])
 {
     const int H = src.rows, W = src.cols;
-    if (!aug_simd_ok() || src.channels() != 3 || src.depth() != CV_8U || W < 8 || src.step[0] > (size_t)1 << 30 ||
-        (size_t)H * src.step[0] > (size_t)1 << 30)
-        return false;
     const float sw = (float)W * 0.5f, ow = ((float)W - 1.f) * 0.5f, sh = (float)H * 0.5f, oh = ((float)H - 1.f) * 0.5f;
     const int step = (int)src.step[0];
     const uint8_t *base = src.ptr<uint8_t>(0);
@@ -192,15 +188,12 @@ __attribute__((target("avx2"))) bool geom_warp_simd(const cv::Mat &src, cv::Mat 
         for (; x < W; x++)
             geom_pixel(src, o + 3 * x, x, y, t, hf, vf, fill);
     }
-    return true;
 }
 
 /* sharpness_exec's interior rows (fq_image_aug.cpp): dst row y, elements [c, (W-1) c) */
-__attribute__((target("avx2"))) bool sharpness_simd(const cv::Mat &src, cv::Mat &dst, float f1)
+__attribute__((target("avx2"))) void sharpness_avx2(const cv::Mat &src, cv::Mat &dst, float f1)
 {
     const int H = src.rows, c = src.channels(), n = (src.cols - 1) * c;
-    if (!aug_simd_ok() || src.depth() != CV_8U)
-        return false;
     const __m256d F1 = _mm256_set1_pd((double)f1);
     const __m256i K6 = _mm256_set1_epi16(6), K13 = _mm256_set1_epi16(5042);
     for (int y = 1; y < H - 1; y++) {
@@ -225,15 +218,12 @@ __attribute__((target("avx2"))) bool sharpness_simd(const cv::Mat &src, cv::Mat 
         for (; i < n; i++)
             o[i] = sharpness_value(u, m, b, i, c, f1);
     }
-    return true;
 }
 
 /* color_exec's blend (fq_image_aug.cpp) for 3 channels: per pixel the floored grey, then
  * blend(s, grey, f, f1) per channel */
-__attribute__((target("avx2"))) bool color_simd(const cv::Mat &src, cv::Mat &dst, float f, float f1)
+__attribute__((target("avx2"))) void color_avx2(const cv::Mat &src, cv::Mat &dst, float f, float f1)
 {
-    if (!aug_simd_ok() || src.channels() != 3 || src.depth() != CV_8U)
-        return false;
     const int W = src.cols;
     const __m256 F = _mm256_set1_ps(f);
     const __m256d F1 = _mm256_set1_pd((double)f1);
@@ -258,14 +248,11 @@ __attribute__((target("avx2"))) bool color_simd(const cv::Mat &src, cv::Mat &dst
         for (; x < W; x++)
             color_pixel(s + 3 * x, o + 3 * x, f, f1);
     }
-    return true;
 }
 
 /* the sum of gray_floor over an RGB image (integers: exact in any order) */
-__attribute__((target("avx2"))) bool gray_sum_simd(const cv::Mat &src, double *sum)
+__attribute__((target("avx2"))) double gray_sum_avx2(const cv::Mat &src)
 {
-    if (!aug_simd_ok() || src.channels() != 3 || src.depth() != CV_8U)
-        return false;
     const int W = src.cols;
     int64_t total = 0;
     for (int y = 0; y < src.rows; y++) {
@@ -285,17 +272,7 @@ __attribute__((target("avx2"))) bool gray_sum_simd(const cv::Mat &src, double *s
         for (; x < W; x++)
             total += (int64_t)gray_value(s + 3 * x);
     }
-    *sum = (double)total;
-    return true;
-}
-
-namespace {
-
-bool vbmi_ok()
-{
-    static const bool cpu = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                            __builtin_cpu_supports("avx512vbmi");
-    return cpu && fq_img_simd_write_enabled();
+    return (double)total;
 }
 
 /* one 256-entry table as four 64-byte quarters */
@@ -316,16 +293,11 @@ FQ_VBMI_TARGET inline __m512i lookup64(const Lut512 &t, __m512i x)
     return _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi);
 }
 
-}  // namespace
-
 /* apply_lut / apply_luts (fq_image_aug.cpp) with AVX-512 VBMI byte permutes: element i
  * of a row of c channels through lut[i % c] (c = 1 or 3) */
-FQ_VBMI_TARGET bool lut_simd(const cv::Mat &src, cv::Mat &dst,
-                                                                     const uint8_t *const lut[3])
+FQ_VBMI_TARGET void lut_vbmi(const cv::Mat &src, cv::Mat &dst, const uint8_t *const lut[3])
 {
     const int c = src.channels();
-    if (!vbmi_ok() || (c != 1 && c != 3) || src.depth() != CV_8U)
-        return false;
     const int n = src.cols * c;
     Lut512 t[3];
     for (int k = 0; k < c; k++)
@@ -354,6 +326,54 @@ FQ_VBMI_TARGET bool lut_simd(const cv::Mat &src, cv::Mat &dst,
             _mm512_mask_storeu_epi8(o + i, live, r);
         }
     }
+}
+
+}  // namespace
+
+/* The entry points, compiled for the baseline: the CPU check (fq_cpu_has) and the SIMD
+ * switch come first, the kernels above run only after them and check nothing. */
+
+bool geom_warp_simd(const cv::Mat &src, cv::Mat &dst, const float t[6], bool hf, bool vf, const uint8_t fill[3])
+{
+    const int H = src.rows, W = src.cols;
+    if (!aug_simd_ok() || src.channels() != 3 || src.depth() != CV_8U || W < 8 || src.step[0] > (size_t)1 << 30 ||
+        (size_t)H * src.step[0] > (size_t)1 << 30)
+        return false;
+    geom_warp_avx2(src, dst, t, hf, vf, fill);
+    return true;
+}
+
+bool sharpness_simd(const cv::Mat &src, cv::Mat &dst, float f1)
+{
+    if (!aug_simd_ok() || src.depth() != CV_8U)
+        return false;
+    sharpness_avx2(src, dst, f1);
+    return true;
+}
+
+bool color_simd(const cv::Mat &src, cv::Mat &dst, float f, float f1)
+{
+    if (!aug_simd_ok() || src.channels() != 3 || src.depth() != CV_8U)
+        return false;
+    color_avx2(src, dst, f, f1);
+    return true;
+}
+
+bool gray_sum_simd(const cv::Mat &src, double *sum)
+{
+    if (!aug_simd_ok() || src.channels() != 3 || src.depth() != CV_8U)
+        return false;
+    *sum = gray_sum_avx2(src);
+    return true;
+}
+
+bool lut_simd(const cv::Mat &src, cv::Mat &dst, const uint8_t *const lut[3])
+{
+    const int c = src.channels();
+    if (!fq_img_simd_write_enabled() || !fq_cpu_has(FQ_CPU_AVX512VBMI) || (c != 1 && c != 3) ||
+        src.depth() != CV_8U)
+        return false;
+    lut_vbmi(src, dst, lut);
     return true;
 }
 

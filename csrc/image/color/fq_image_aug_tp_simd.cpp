@@ -17,7 +17,10 @@
  * levels are in [0, 256], so when every non-zero level is >= T = 2^23 q they are all multiples
  * of q, and when 256 n <= 2^53 q every partial sum, in any order, is a multiple of q below 2^53 q,
  * hence exact.  q is picked from n; a level outside (0 < v < T or v > 256) is flagged and the
- * sum is redone in the scalar order (rare: a contrast or lighting step landing just above 0). */
+ * sum is redone in the scalar order (rare: a contrast or lighting step landing just above 0).
+ *
+ * Dispatch: the FQ_TP_AVX2 functions check nothing; tp_color_simd, compiled for the baseline,
+ * calls them only after fq_cpu_has(FQ_CPU_AVX2) (core/fq_cpu.h; FASTQ_CPU can mask it). */
 #include "image/color/fq_image_aug_tp.h"
 
 #include <atomic>
@@ -25,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/fq_cpu.h"
 #include "image/fq_image_prepare.h"
 #include "image/internal/fq_image_switch.h"
 
@@ -49,11 +53,7 @@ int fq_img_simd_tp_enabled(void) { return g_simd_tp.get(); }
 namespace fqi {
 namespace {
 
-bool cpu_ok()
-{
-    static const bool ok = __builtin_cpu_supports("avx2");
-    return ok;
-}
+bool cpu_ok() { return fq_cpu_has(FQ_CPU_AVX2); }
 
 /* byte shuffles between 48 interleaved bytes (3 x 16: a, b, c) and 16 bytes per channel */
 struct Masks {

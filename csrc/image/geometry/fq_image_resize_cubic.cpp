@@ -27,7 +27,10 @@
  * the linked OpenCV is 4.6.0 with a 128-bit x86 baseline without FMA3 (Debian's and the wheel's
  * vendored build: "Baseline: ... SSE4_2"), without IPP or a custom HAL, on a CPU with AVX2.  A
  * 256-bit or FMA baseline would change the float/int split or the rounding of some pixels; such
- * a build gets cv::resize.  tests/image/test_resize_cubic.py compares both paths on thousands of sizes. */
+ * a build gets cv::resize.  tests/image/test_resize_cubic.py compares both paths on thousands of sizes.
+ *
+ * Dispatch: hpass / vpass (target "avx2") check nothing; resize_cubic_u8c3, compiled for the
+ * baseline, runs them only after fq_cpu_has(FQ_CPU_AVX2) (core/fq_cpu.h; FASTQ_CPU can mask it). */
 #include "image/internal/fq_image_resize.h"
 
 #include <algorithm>
@@ -39,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fq_cpu.h"
 #include "image/fq_image_prepare.h"
 #include "image/internal/fq_image_switch.h"
 
@@ -89,10 +93,15 @@ std::string opencv_mismatch()
     return "";
 }
 
-const std::string &why_not()
+/* "" when the path can run now, else why not (the CPU check first: it is the one that can
+ * change, through fq_cpu_set_level; OpenCV's build is looked at once, when first needed) */
+const char *why_not()
 {
-    static const std::string s = __builtin_cpu_supports("avx2") ? opencv_mismatch() : "the CPU has no AVX2";
-    return s;
+    if (!fq_cpu_has(FQ_CPU_AVX2))
+        return (fq_cpu_detected() & FQ_CPU_AVX2) ? "AVX2 is masked (FASTQ_CPU or set_cpu_level)"
+                                                 : "the CPU has no AVX2 and FMA";
+    static const std::string s = opencv_mismatch();
+    return s.c_str();
 }
 
 constexpr int COEF_SCALE = 1 << 11; /* INTER_RESIZE_COEF_SCALE */
@@ -289,7 +298,7 @@ namespace fqi {
 bool resize_cubic_u8c3(const cv::Mat &src, cv::Mat &dst)
 {
     if (!g_simd_resize.get() || src.type() != CV_8UC3 || dst.type() != CV_8UC3 ||
-        src.empty() || dst.empty() || !why_not().empty())
+        src.empty() || dst.empty() || *why_not())
         return false;
     resize_all(src, dst);
     return true;
@@ -299,7 +308,7 @@ bool resize_cubic_u8c3(const cv::Mat &src, cv::Mat &dst)
 
 extern "C" const char *fq_img_simd_resize_unavailable(void)
 {
-    return why_not().c_str();
+    return why_not();
 }
 
 #else /* not x86-64 */

@@ -116,7 +116,7 @@ inline void geom_pixel(const cv::Mat &src, uint8_t *o, int x, int y, const float
 }
 
 /* The AVX2 forms (fq_image_aug_simd.cpp): false (nothing written) when the CPU lacks
- * AVX2, the SIMD switch is off or the image is not one they take; the caller then runs
+ * AVX2 (or FASTQ_CPU masks it: core/fq_cpu.h), the SIMD switch is off or the image is not one they take; the caller then runs
  * the scalar loop.  Each writes the same bytes as the scalar definition above. */
 bool aug_simd_ok();
 bool geom_warp_simd(const cv::Mat &src, cv::Mat &dst, const float t[6], bool hf, bool vf, const uint8_t fill[3]);
