@@ -85,27 +85,40 @@ def _mode(m: Any) -> str:
 
 def resize_interpolation(mode: Any, antialias: Any, kind: str) -> str:
     """The fastq interpolation name for torchvision's resize of an image in state `kind`
-    ("pil" or "u8") with `mode` and `antialias`; raises NotTranslatable for a value fastq
-    cannot run.  PIL images are always resampled with PIL's antialiased filters and a
-    tensor with ``antialias=True`` with torch's (PIL's, to within a level): when fastq has
-    PIL-exact resampling (``"pil_bilinear"`` / ``"pil_bicubic"`` in
-    ``fastq.ops._base.INTERPOLATIONS``) those are used, else OpenCV's ``bilinear`` /
-    ``bicubic`` (no antialiasing: docs/migrate.md gives the measured PSNR)."""
+    ("pil", or "u8" for a uint8 tensor) with `mode` and `antialias`; raises NotTranslatable
+    for a value fastq cannot run.  This is the one place that decides.
+
+    A PIL image is resampled by Pillow (antialiased, whatever ``antialias`` says): where
+    fastq has Pillow's resize (the ``pil_*`` names in ``fastq.ops._base.INTERPOLATIONS``)
+    every mode maps to its ``pil_*`` name, bit-exact; without them bilinear and bicubic map
+    to OpenCV's (no antialiasing: docs/migrate.md gives the measured PSNR) and the other
+    modes are refused.  A uint8 tensor with ``antialias=True`` (bilinear, bicubic) is
+    resampled by torch with Pillow's scheme (within one level of it): ``pil_*`` again where
+    available; ``antialias=False`` is OpenCV's plain ``bilinear`` / ``bicubic``; torch's
+    legacy ``nearest`` is OpenCV's ``nearest``."""
     m = _mode(mode)
+    have = _base.INTERPOLATIONS
+    if kind == "pil":
+        if antialias is False:
+            raise NotTranslatable("antialias=False on a PIL image (Pillow always antialiases; torchvision ignores "
+                                  "the argument for PIL images)")
+        name = "nearest" if m == "nearest-exact" else m  # torchvision gives Pillow NEAREST for both
+        if "pil_" + name in have:
+            return "pil_" + name
+        if name in ("bilinear", "bicubic"):
+            return name
+        if name == "nearest":
+            raise NotTranslatable("interpolation=NEAREST on a PIL image (Pillow samples pixel centres; this "
+                                  "build's nearest reads the top-left source pixel, as torch's tensor 'nearest')")
+        raise NotTranslatable(f"interpolation={m!r} on a PIL image (this build has no Pillow-exact {m})")
     if m == "nearest":
-        if kind == "pil":
-            raise NotTranslatable("interpolation=NEAREST on a PIL image (PIL samples pixel centres; fastq's nearest "
-                                  "reads the top-left source pixel, as torch's tensor 'nearest')")
         return "nearest"
     if m not in ("bilinear", "bicubic"):
-        raise NotTranslatable(f"interpolation={m!r} (fastq resizes with nearest, bilinear or bicubic only)")
-    if kind == "pil" and antialias is False:
-        raise NotTranslatable("antialias=False on a PIL image (PIL always antialiases; torchvision warns and "
-                              "antialiases anyway in some versions)")
-    if kind == "pil" or antialias is None or antialias is True:
-        pil = "pil_" + m
-        return pil if pil in _base.INTERPOLATIONS else m
-    return m
+        raise NotTranslatable(f"interpolation={m!r} on a tensor (fastq resizes tensors with nearest, bilinear or "
+                              f"bicubic)")
+    if antialias is False:
+        return m
+    return "pil_" + m if "pil_" + m in have else m
 
 
 def _size_pair(size: Any, what: str = "size") -> Tuple[int, int]:

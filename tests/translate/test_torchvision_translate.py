@@ -20,7 +20,7 @@ import fastq.torch as ft
 from fastq import ops
 from fastq.ops import _base
 from fastq.translate import TranslationError
-from fastq.translate.torchvision import resize_interpolation
+from fastq.translate.torchvision import flatten, resize_interpolation
 
 pytestmark = pytest.mark.torch
 
@@ -58,7 +58,7 @@ def one_op(tf):
 
 def refused(tf, words):
     """The step falls back with a warning naming it, and strict=True raises naming it."""
-    name = type(tf).__name__
+    name = type(flatten(tf)[-1]).__name__  # the refused step (the last of a Compose)
     with pytest.warns(UserWarning, match=name) as rec:
         tr = ft.translate(T.Compose([T.CenterCrop(32), tf]))
     assert not tr.native and tr.python_steps and name in tr.python_steps[0]
@@ -169,11 +169,9 @@ def test_output_forms():
 
 @pytest.mark.parametrize("tf, words", [
     (T.Resize(64, max_size=80), "max_size"),
-    (T.Resize(64, interpolation=T.InterpolationMode.NEAREST), "NEAREST on a PIL image"),
-    (T.Resize(64, interpolation=T.InterpolationMode.LANCZOS), "lanczos"),
-    (v2.Resize(64, interpolation=T.InterpolationMode.BOX), "box"),
     (T.Resize(64, antialias=False), "antialias=False"),
-    (T.RandomResizedCrop(64, interpolation=T.InterpolationMode.HAMMING), "hamming"),
+    (v2.Compose([v2.PILToTensor(), v2.Resize(64, interpolation=T.InterpolationMode.LANCZOS)]), "lanczos"),
+    (v2.Compose([v2.ToImage(), v2.Resize(64, interpolation=T.InterpolationMode.NEAREST_EXACT)]), "nearest-exact"),
     (v2.RandomCrop(16, padding=2, fill={Image.Image: 1}), "fill="),
     (T.RandomRotation(10, expand=True), "expand=True"),
     (T.RandomRotation(10, center=(3, 3)), "center="),
@@ -206,14 +204,27 @@ def test_refused_in_float_state_and_dtypes():
         assert any(words in str(r.message) for r in rec), (words, [str(r.message) for r in rec])
 
 
-def test_resize_interpolation_switches_on_pil_names(monkeypatch):
-    """One function picks the interpolation; it uses PIL-exact names when fastq has them."""
-    monkeypatch.setitem(_base.INTERPOLATIONS, "pil_bilinear", 99)
-    assert resize_interpolation(T.InterpolationMode.BILINEAR, True, "pil") == "pil_bilinear"
-    assert resize_interpolation(T.InterpolationMode.BILINEAR, False, "u8") == "bilinear"
-    monkeypatch.delitem(_base.INTERPOLATIONS, "pil_bilinear")
-    assert resize_interpolation(T.InterpolationMode.BILINEAR, True, "pil") == "bilinear"
-    assert resize_interpolation(T.InterpolationMode.NEAREST, True, "u8") == "nearest"
+def test_pil_modes_with_and_without_pillow_resampling(monkeypatch):
+    """One function picks the interpolation: Pillow's own (pil_*) for every mode on a PIL
+    image and for antialiased tensor resizes where fastq has it; else OpenCV's bilinear /
+    bicubic, and the modes with no equivalent are refused."""
+    M = T.InterpolationMode
+    assert PIL_EXACT  # this build has Pillow's resize
+    for mode, name in ((M.NEAREST, "pil_nearest"), (M.NEAREST_EXACT, "pil_nearest"), (M.BILINEAR, "pil_bilinear"),
+                       (M.BICUBIC, "pil_bicubic"), (M.LANCZOS, "pil_lanczos"), (M.BOX, "pil_box"),
+                       (M.HAMMING, "pil_hamming")):
+        assert one_op(T.Resize(64, interpolation=mode)).interpolation == name
+        assert one_op(v2.RandomResizedCrop(64, interpolation=mode)).interpolation == name
+    assert resize_interpolation(M.BILINEAR, True, "u8") == "pil_bilinear"
+    assert resize_interpolation(M.BICUBIC, False, "u8") == "bicubic"
+    assert resize_interpolation(M.NEAREST, True, "u8") == "nearest"
+    for name in [n for n in list(_base.INTERPOLATIONS) if n.startswith("pil_")]:
+        monkeypatch.delitem(_base.INTERPOLATIONS, name)
+    assert resize_interpolation(M.BILINEAR, True, "pil") == "bilinear"
+    assert resize_interpolation(M.BICUBIC, True, "u8") == "bicubic"
+    for mode, words in ((M.NEAREST, "NEAREST on a PIL image"), (M.LANCZOS, "lanczos"), (M.BOX, "box"),
+                        (M.HAMMING, "hamming")):
+        refused(T.Resize(64, interpolation=mode), words)
 
 
 # ---- pixels against torchvision ----------------------------------------------------------------
