@@ -14,6 +14,7 @@ with what fastq ran natively and what stayed in Python.
     python3 benchmarks/bench_migrate_torch.py            # 2000 photos of 300-800 px
     python3 benchmarks/bench_migrate_torch.py --quick    # 96 photos, 1 timed epoch (< 60 s)
     python3 benchmarks/bench_migrate_torch.py --psnr     # PSNR of each deterministic step vs torchvision
+    python3 benchmarks/bench_migrate_torch.py --opencv-resize   # resizes as without Pillow's (not exact)
 """
 import argparse
 import os
@@ -106,6 +107,8 @@ def psnr_table(paths):
         ("Resize((224, 224)) bilinear", T.Compose([T.Resize((224, 224)), T.PILToTensor()]), {}),
         ("Resize((224, 224)) bicubic", T.Compose([T.Resize((224, 224), BIC), T.PILToTensor()]), {}),
         ("Resize(96) bilinear + CenterCrop(96)", T.Compose([T.Resize(96), T.CenterCrop(96), T.PILToTensor()]), {}),
+        ("v2 PILToTensor + Resize(256) (torch antialias) + CenterCrop", v2.Compose([
+            v2.PILToTensor(), v2.Resize(256), v2.CenterCrop(224)]), {}),
         ("Grayscale(3)", T.Compose([T.CenterCrop(224), T.Grayscale(3), T.PILToTensor()]), {}),
         ("RandomEqualize(p=1)", T.Compose([T.CenterCrop(224), T.RandomEqualize(1.0), T.PILToTensor()]), {}),
         ("RandomAutocontrast(p=1)", T.Compose([T.CenterCrop(224), T.RandomAutocontrast(1.0), T.PILToTensor()]), {}),
@@ -164,7 +167,14 @@ def main(argv=None):
     ap.add_argument("--root", default="/tmp/fastq-bench-migrate-torch")
     ap.add_argument("--recipe", choices=["torchvision", "timm", "both"], default="both")
     ap.add_argument("--psnr", action="store_true", help="print the PSNR of each deterministic step and exit")
+    ap.add_argument("--opencv-resize", action="store_true",
+                    help="translate as a build without Pillow's resize would (OpenCV bilinear/bicubic, not "
+                         "bit-exact with PIL): what exact resampling costs")
     args = ap.parse_args(argv)
+    if args.opencv_resize:
+        from fastq.ops import _base
+        for name in [n for n in _base.INTERPOLATIONS if n.startswith("pil_")]:
+            del _base.INTERPOLATIONS[name]
     if args.psnr:
         tree = image_folder(args.root, 200)
         paths = sorted(os.path.join(r, f) for r, _, fs in os.walk(tree) for f in fs)[:64]

@@ -579,9 +579,14 @@ class DataLoader:
     ``DistributedSampler`` (its exact indices per rank and epoch: ``set_epoch`` is honoured,
     padding and ``drop_last`` as torch); ``seed``: fixes every random draw (default: drawn
     from ``generator`` or torch's global generator, as torch draws its base seed).
-    ``collate_fn``, ``batch_sampler``, ``worker_init_fn`` and other samplers are refused with
-    what to do instead; ``persistent_workers``, ``multiprocessing_context`` and ``in_order``
-    are accepted and have nothing to do (the workers are threads that live with the loader).
+    ``collate_fn``, ``batch_sampler``, ``worker_init_fn``, ``in_order=False`` and other
+    samplers are refused with what to do instead; ``persistent_workers``,
+    ``multiprocessing_context`` and ``pin_memory_device`` are accepted and have nothing to do
+    (the workers are threads that live with the loader).
+
+    The images tensor of a batch views a ring slot (no copy); the slot is reused once the
+    tensor is gone, so keeping more batches than the ring has slots stalls the loader
+    (``StalledError``): ``.clone()`` images kept across steps.  Labels are copies.
     """
 
     def __init__(self, dataset: Any, batch_size: Optional[int] = 1, shuffle: Optional[bool] = None,
@@ -604,8 +609,8 @@ class DataLoader:
         if num_workers < 0:
             raise ValueError(f"num_workers must be >= 0, got {num_workers}")
         if prefetch_factor is not None and num_workers == 0:
-            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
-                             "to enable multiprocessing, otherwise set prefetch_factor to None.")
+            raise ValueError("prefetch_factor needs num_workers > 0 (as in torch's DataLoader); leave it None "
+                             "with num_workers=0")
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.drop_last = bool(drop_last)

@@ -115,11 +115,17 @@ def test_samplers_and_shuffle(root):
     ({"worker_init_fn": lambda w: None}, "worker_init_fn"),
     ({"sampler": "weighted"}, "WeightedRandomSampler"),
     ({"sampler": "replacement"}, "RandomSampler"),
+    ({"batch_size": None}, "batch_size=None"),
+    ({"prefetch_factor": 2}, "prefetch_factor"),
+    ({"in_order": False}, "in_order=False"),
+    ({"sampler": "sequential", "shuffle": True}, "mutually exclusive"),
 ])
 def test_refused_arguments(root, kw, words):
     ds = datasets.ImageFolder(root, transform=EVAL)
     if kw.get("sampler") == "weighted":
         kw["sampler"] = WeightedRandomSampler([1.0] * len(ds), len(ds))
+    elif kw.get("sampler") == "sequential":
+        kw["sampler"] = SequentialSampler(ds)
     elif kw.get("sampler") == "replacement":
         kw["sampler"] = RandomSampler(ds, replacement=True)
     with pytest.raises(ValueError, match=words):
