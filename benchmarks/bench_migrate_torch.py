@@ -127,11 +127,12 @@ def psnr_table(paths):
             tr = ft.translate(tf)
             with tr.pipeline(src, len(paths), **kw) as pipe:
                 out = np.array(next(iter(pipe))[0], dtype=np.float64)
-            ref = np.stack([np.asarray(tf(Image.open(p).convert("RGB")), dtype=np.float64) for p in paths])
+            raw = [np.asarray(tf(Image.open(p).convert("RGB"))) for p in paths]
+            ref = np.stack(raw).astype(np.float64)
             if "Normalize" in name:
                 std, mean = np.asarray(STD)[:, None, None], np.asarray(MEAN)[:, None, None]
                 out, ref = out * std + mean, ref * std + mean
-            elif "ToTensor" not in name:
+            elif raw[0].dtype == np.uint8:
                 out, ref = out / 255, ref / 255
             print(f"  {name:52s} {psnr(out, ref):7.2f} dB")
         for interp in (BIL, BIC):
