@@ -9,6 +9,7 @@
 #include "image/internal/fq_image_aug.h"
 #include "image/internal/fq_image_det.h" /* targets: detection geometry ops */
 #include "image/internal/fq_image_iou_crop.h"
+#include "image/internal/fq_image_keras.h"
 
 #include <algorithm>
 #include <array>
@@ -473,6 +474,20 @@ constexpr fqi::OpImpl kAugOps[] = {
     {"RandomIoUCrop", FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_IOU_CROP,
      FQ_PARAMS(fqi::IouCrop, fqi::kIouCropFields), fqi::iou_crop_check, fqi::iou_crop_geometry,
      fqi::iou_crop_plan_noboxes, fqi::iou_crop_exec},
+    /* Keras 3 preprocessing layers (fq_image_keras_geom.cpp, fq_image_keras_color.cpp): Keras's
+       draws and float32 arithmetic (TF's ImageProjectiveTransformV3 sampling for the warps) */
+    {"KerasRandomZoom", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields),
+     fqi::keras_zoom_check, keeps_size, fqi::keras_zoom_plan, fqi::keras_geom_exec},
+    {"KerasRandomTranslation", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
+     FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields), fqi::keras_translation_check, keeps_size,
+     fqi::keras_translation_plan, fqi::keras_geom_exec},
+    {"KerasRandomRotation", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields),
+     fqi::keras_rotation_check, keeps_size, fqi::keras_rotation_plan, fqi::keras_geom_exec},
+    {"KerasRandomContrast", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields),
+     fqi::keras_color_check, keeps_size, fqi::keras_color_plan, fqi::keras_contrast_exec},
+    {"KerasRandomBrightness", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
+     FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields), fqi::keras_color_check, keeps_size, fqi::keras_color_plan,
+     fqi::keras_brightness_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 
