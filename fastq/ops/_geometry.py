@@ -498,8 +498,8 @@ class _KerasWarp(Op):
             _fail(n, f"fill_mode must be one of {list(_KERAS_FILL)}", fill_mode)
         if interpolation not in ("bilinear", "nearest"):
             _fail(n, "interpolation must be bilinear or nearest", interpolation)
-        if not (_num(fill_value) and 0 <= fill_value <= 255):
-            _fail(n, "fill_value must be a number in [0, 255]", fill_value)
+        if not (_num(fill_value) and float(fill_value).is_integer() and 0 <= fill_value <= 255):
+            _fail(n, "fill_value must be an integer in [0, 255] (uint8 pixels)", fill_value)
         self.fill_mode, self.interpolation, self.fill_value = fill_mode, interpolation, float(fill_value)
 
     def _fields(self, height, width, same):
@@ -513,16 +513,16 @@ class KerasRandomZoom(_KerasWarp):
     map x_in = zoom_w x + (W - 1) / 2 (1 - zoom_w) (y alike), sampled as TF's
     ImageProjectiveTransformV3 (pixel centres at integers; ``fill_mode`` reflect
     ``dcba|abcd|dcba``, wrap, constant ``fill_value``, nearest; bilinear or nearest).
-    A factor f means (-f, f), a pair (min, max); positive zooms out.  docs/ops.md."""
+    A factor f means (-f, f), a pair (min, max), within (-1, 1]; positive zooms out.  docs/ops.md."""
 
     kind = _K["KerasRandomZoom"]
 
     def __init__(self, height_factor: Range, width_factor: Optional[Range] = None, fill_mode: str = "reflect",
                  interpolation: str = "bilinear", fill_value: float = 0.0) -> None:
         n = "KerasRandomZoom"
-        self.height_factor = _keras_factor(n, height_factor, "height_factor", -1.0, 1e6, lo_open=True)
+        self.height_factor = _keras_factor(n, height_factor, "height_factor", -1.0, 1.0, lo_open=True)
         self.width_factor = (None if width_factor is None else
-                             _keras_factor(n, width_factor, "width_factor", -1.0, 1e6, lo_open=True))
+                             _keras_factor(n, width_factor, "width_factor", -1.0, 1.0, lo_open=True))
         self._common(n, fill_mode, interpolation, fill_value)
 
     def fields(self):
@@ -558,7 +558,7 @@ class KerasRandomRotation(_KerasWarp):
     def __init__(self, factor: Range, fill_mode: str = "reflect", interpolation: str = "bilinear",
                  fill_value: float = 0.0) -> None:
         n = "KerasRandomRotation"
-        self.factor = _keras_factor(n, factor, "factor", -1e6, 1e6)
+        self.factor = _keras_factor(n, factor, "factor", -1000.0, 1000.0)
         self._common(n, fill_mode, interpolation, fill_value)
 
     def fields(self):

@@ -9,12 +9,14 @@
  * bilinear with out-of-image neighbours read as fill_value.  fastq holds uint8 pixels:
  * the float32 result is rounded half to even (Keras outputs it as float32). */
 #include "image/internal/fq_image_keras.h"
+#include "image/internal/fq_image_aug.h" /* aug_round_even */
 
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 
 namespace fqi {
 
@@ -30,8 +32,9 @@ const char *common_check(const KerasGeom &p)
     if (!(p.fill_mode == KF_REFLECT || p.fill_mode == KF_WRAP || p.fill_mode == KF_CONSTANT ||
           p.fill_mode == KF_NEAREST))
         return "fill_mode must be 0 (reflect), 1 (wrap), 2 (constant) or 3 (nearest)";
-    if (!(std::isfinite(p.fill_value) && p.fill_value >= 0 && p.fill_value <= 255))
-        return "fill_value must be in [0, 255]";
+    if (!(std::isfinite(p.fill_value) && p.fill_value == std::floor(p.fill_value) && p.fill_value >= 0 &&
+          p.fill_value <= 255))
+        return "fill_value must be an integer in [0, 255]";
     if (!(p.interp == FQ_INTERP_NEAREST || p.interp == FQ_INTERP_BILINEAR))
         return "interpolation must be nearest or bilinear";
     if (!(p.same == 0 || p.same == 1))
@@ -86,8 +89,25 @@ inline float map_coord(float in, int64_t len, int mode)
     return in < 0.f ? 0.f : (in > hi ? hi : in);
 }
 
-/* one axis of a sample: the two neighbours (element offsets, -1 = outside: fill) and
- * their weights (ceil - v, v - floor), or for nearest the one neighbour in i0 */
+/* floor / std::round (half away from zero) of |v| < 2^31 without a libm call (plain x86-64
+ * has no roundss): the coordinates here are within a few image sides (Keras's factors are
+ * bounded), so the int conversions are exact */
+inline int64_t floor_i(float v)
+{
+    const int64_t i = (int64_t)v; /* truncation */
+    return (float)i > v ? i - 1 : i;
+}
+inline int64_t round_away_i(float v)
+{
+    const int64_t i = (int64_t)v;
+    const float f = v - (float)i; /* exact */
+    return f >= 0.5f ? i + 1 : (f <= -0.5f ? i - 1 : i);
+}
+
+/* one axis of a sample: the two neighbours (element offsets into the padded source, whose
+ * last row / column hold the fill: outside the image reads the fill) and their weights
+ * (ceil - v, v - floor); nearest: the one neighbour in i0, weight 1 (i1 = the fill, weight 0:
+ * 0 * fill adds an exact zero) */
 struct Tap {
     int64_t i0, i1;
     float w0, w1;
@@ -97,42 +117,69 @@ inline Tap make_tap(float v, int64_t len, int64_t step, bool nearest)
 {
     Tap t;
     if (nearest) {
-        const int64_t i = (int64_t)std::round(v);
-        t.i0 = (i >= 0 && i < len) ? i * step : -1;
-        t.i1 = -1, t.w0 = 1.f, t.w1 = 0.f;
+        const int64_t i = round_away_i(v);
+        t.i0 = (i >= 0 && i < len ? i : len) * step;
+        t.i1 = len * step, t.w0 = 1.f, t.w1 = 0.f;
         return t;
     }
-    const float f = std::floor(v), c = f + 1;
-    const int64_t i0 = (int64_t)f, i1 = (int64_t)c;
-    t.i0 = (i0 >= 0 && i0 < len) ? i0 * step : -1;
-    t.i1 = (i1 >= 0 && i1 < len) ? i1 * step : -1;
+    const int64_t i0 = floor_i(v), i1 = i0 + 1;
+    const float f = (float)i0, c = f + 1;
+    t.i0 = (i0 >= 0 && i0 < len ? i0 : len) * step;
+    t.i1 = (i1 >= 0 && i1 < len ? i1 : len) * step;
     t.w0 = c - v, t.w1 = v - f;
     return t;
 }
 
-/* float32 (in range up to rounding) -> uint8, half to even */
+/* float32 in [0, 255] (a convex blend of such values) -> uint8, half to even
+ * (fq_image_aug.h's aug_round_even: no libm call) */
 inline uint8_t to_u8(float v)
 {
-    if (!(v > 0.f))
-        return 0;
-    if (v >= 255.f)
-        return 255;
-    return (uint8_t)std::nearbyint(v);
+    v = v < 0.f ? 0.f : (v > 255.f ? 255.f : v);
+    return (uint8_t)aug_round_even(v);
 }
 
-/* the value at (ty rows, tx columns) of channel k: bilinear as image_ops.h (the x pair,
- * then y); nearest: w0 = 1, i1 = -1 (a 0 * fill term, as TF's is never formed: exact) */
-inline float sample(const uint8_t *base, size_t stride, const Tap &ty, const Tap &tx, int k, float fill,
-                    bool nearest)
+/* C channels of output pixel o from taps (ty rows, tx columns) of the padded source: the x
+ * pair first, then y, as image_ops.h's bilinear_interpolation */
+template <int C>
+inline void sample_px(const uint8_t *P, size_t stride, const Tap &ty, const Tap &tx, uint8_t *o, int c)
 {
-    auto rd = [&](int64_t yo, int64_t xo) -> float {
-        return (yo >= 0 && xo >= 0) ? (float)base[(size_t)yo * stride + (size_t)xo + (size_t)k] : fill;
-    };
-    if (nearest)
-        return rd(ty.i0, tx.i0);
-    const float vf = tx.w0 * rd(ty.i0, tx.i0) + tx.w1 * rd(ty.i0, tx.i1);
-    const float vc = tx.w0 * rd(ty.i1, tx.i0) + tx.w1 * rd(ty.i1, tx.i1);
-    return ty.w0 * vf + ty.w1 * vc;
+    const uint8_t *r0 = P + (size_t)ty.i0 * stride, *r1 = P + (size_t)ty.i1 * stride;
+    const int n = C > 0 ? C : c;
+    for (int k = 0; k < n; k++) {
+        const float vf = tx.w0 * (float)r0[tx.i0 + k] + tx.w1 * (float)r0[tx.i1 + k];
+        const float vc = tx.w0 * (float)r1[tx.i0 + k] + tx.w1 * (float)r1[tx.i1 + k];
+        o[k] = to_u8(ty.w0 * vf + ty.w1 * vc);
+    }
+}
+
+template <int C>
+void warp_rows(const cv::Mat &P, cv::Mat &d, const float t[6], int mode, bool nearest)
+{
+    const int H = d.rows, W = d.cols, c = d.channels();
+    const uint8_t *base = P.ptr<uint8_t>(0);
+    const size_t stride = P.step[0];
+    if (t[1] == 0.f && t[3] == 0.f) { /* zoom / translation: x depends on the column only, y on the row */
+        std::vector<Tap> tx((size_t)W);
+        for (int x = 0; x < W; x++) /* t0 x + 0 y + t2: the 0 y term adds an exact zero */
+            tx[(size_t)x] = make_tap(map_coord(t[0] * (float)x + t[2], W, mode), W, c, nearest);
+        for (int y = 0; y < H; y++) {
+            uint8_t *o = d.ptr<uint8_t>(y);
+            const Tap a = make_tap(map_coord(t[4] * (float)y + t[5], H, mode), H, 1, nearest);
+            for (int x = 0; x < W; x++, o += c)
+                sample_px<C>(base, stride, a, tx[(size_t)x], o, c);
+        }
+        return;
+    }
+    for (int y = 0; y < H; y++) {
+        uint8_t *o = d.ptr<uint8_t>(y);
+        const float fy = (float)y, ry0 = t[1] * fy, ry1 = t[4] * fy;
+        for (int x = 0; x < W; x++, o += c) {
+            const float fx = (float)x;
+            const float ix = map_coord((t[0] * fx + ry0) + t[2], W, mode);
+            const float iy = map_coord((t[3] * fx + ry1) + t[5], H, mode);
+            sample_px<C>(base, stride, make_tap(iy, H, 1, nearest), make_tap(ix, W, c, nearest), o, c);
+        }
+    }
 }
 
 }  // namespace
@@ -140,8 +187,8 @@ inline float sample(const uint8_t *base, size_t stride, const Tap &ty, const Tap
 const char *keras_zoom_check(const fq_op &op)
 {
     const KerasGeom &p = params<KerasGeom>(op);
-    if (!finite_range(p.height, -1, 1e6) || !finite_range(p.width, -1, 1e6))
-        return "height / width must be (min, max) ranges with -1 <= min <= max";
+    if (!finite_range(p.height, -1, 1) || !finite_range(p.width, -1, 1) || p.height[0] <= -1 || p.width[0] <= -1)
+        return "height / width must be (min, max) ranges within (-1, 1] (Keras's)";
     return common_check(p);
 }
 
@@ -158,8 +205,8 @@ const char *keras_translation_check(const fq_op &op)
 const char *keras_rotation_check(const fq_op &op)
 {
     const KerasGeom &p = params<KerasGeom>(op);
-    if (!finite_range(p.height, -1e6, 1e6))
-        return "factor must be a (min, max) range";
+    if (!finite_range(p.height, -1000, 1000))
+        return "factor must be a (min, max) range within [-1000, 1000]";
     if (p.width[0] != 0 || p.width[1] != 0 || p.same != 0)
         return "width and same must be 0";
     return common_check(p);
@@ -217,43 +264,22 @@ void keras_geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 {
     const KerasGeom &p = params<KerasGeom>(op);
     e.materialize_flips();
-    const cv::Mat src = e.cur;
-    const int H = src.rows, W = src.cols, C = src.channels();
-    cv::Mat d = e.next(H, W, src.type());
+    const int H = e.cur.rows, W = e.cur.cols, C = e.cur.channels();
+    /* the source with one more row and column holding the fill: every tap reads memory */
+    const double fv = p.fill_value;
+    cv::Mat P = e.s->g1.mat(H + 1, W + 1, e.cur.type());
+    cv::copyMakeBorder(e.cur, P, 0, 1, 0, 1, cv::BORDER_CONSTANT, cv::Scalar(fv, fv, fv, fv));
+    cv::Mat d = e.next(H, W, e.cur.type());
     const float t[6] = {(float)r.matrix[0], (float)r.matrix[1], (float)r.matrix[2],
                         (float)r.matrix[3], (float)r.matrix[4], (float)r.matrix[5]};
     const int mode = (int)p.fill_mode;
     const bool nearest = p.interp == FQ_INTERP_NEAREST;
-    const float fill = (float)p.fill_value;
-    const uint8_t *base = src.ptr<uint8_t>(0);
-    const size_t stride = src.step[0];
-    if (t[1] == 0.f && t[3] == 0.f) { /* zoom / translation: x depends on the column only, y on the row */
-        std::vector<Tap> tx((size_t)W), ty((size_t)H);
-        for (int x = 0; x < W; x++) /* t0 x + 0 y + t2: the 0 y term adds an exact zero */
-            tx[(size_t)x] = make_tap(map_coord(t[0] * (float)x + t[2], W, mode), W, C, nearest);
-        for (int y = 0; y < H; y++)
-            ty[(size_t)y] = make_tap(map_coord(t[4] * (float)y + t[5], H, mode), H, 1, nearest);
-        for (int y = 0; y < H; y++) {
-            uint8_t *o = d.ptr<uint8_t>(y);
-            const Tap &a = ty[(size_t)y];
-            for (int x = 0; x < W; x++)
-                for (int k = 0; k < C; k++)
-                    *o++ = to_u8(sample(base, stride, a, tx[(size_t)x], k, fill, nearest));
-        }
-    } else {
-        for (int y = 0; y < H; y++) {
-            uint8_t *o = d.ptr<uint8_t>(y);
-            const float fy = (float)y;
-            for (int x = 0; x < W; x++) {
-                const float fx = (float)x;
-                const float ix = map_coord((t[0] * fx + t[1] * fy) + t[2], W, mode);
-                const float iy = map_coord((t[3] * fx + t[4] * fy) + t[5], H, mode);
-                const Tap a = make_tap(iy, H, 1, nearest), b = make_tap(ix, W, C, nearest);
-                for (int k = 0; k < C; k++)
-                    *o++ = to_u8(sample(base, stride, a, b, k, fill, nearest));
-            }
-        }
-    }
+    if (C == 3)
+        warp_rows<3>(P, d, t, mode, nearest);
+    else if (C == 1)
+        warp_rows<1>(P, d, t, mode, nearest);
+    else
+        warp_rows<0>(P, d, t, mode, nearest);
     e.set(d);
 }
 
