@@ -392,8 +392,12 @@ def test_every_op_kind_has_an_explicit_rule_or_is_refused():
     assert {n for n, r in rules.items() if r == "refused"} == {"RandAugment", "TrivialAugmentWide", "AutoAugment",
                                                                "RandomApply", "RandomChoice", "RandomOrder",
                                                                "CustomOp", "PyFunc", "TensorpackCrop",
-                                                               "TFRandAugment", "TFAutoAugment"}
+                                                               "TFRandAugment", "TFAutoAugment",
+                                                               # Keras warps: no target rule (yet)
+                                                               "KerasRandomZoom", "KerasRandomTranslation",
+                                                               "KerasRandomRotation"}
     assert rules["RandomErasing"] == "pixel"
+    assert rules["KerasRandomContrast"] == rules["KerasRandomBrightness"] == "pixel"
     assert T.rule("SomeFutureOp") == "refused"
 
 
