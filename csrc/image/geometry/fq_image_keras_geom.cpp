@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -152,34 +153,113 @@ inline void sample_px(const uint8_t *P, size_t stride, const Tap &ty, const Tap 
     }
 }
 
+/* one source row (offset ro into P) resampled at the column taps: line[x c + k] = the x pair
+ * of bilinear_interpolation (w0 P(x0) + w1 P(x1)) for output column x */
 template <int C>
-void warp_rows(const cv::Mat &P, cv::Mat &d, const float t[6], int mode, bool nearest)
+void h_line(const uint8_t *P, int64_t ro, const Tap *tx, int W, int c, float *line)
 {
-    const int H = d.rows, W = d.cols, c = d.channels();
+    const uint8_t *r = P + ro;
+    const int n = C > 0 ? C : c;
+    for (int x = 0; x < W; x++, line += n) {
+        const Tap &t = tx[x];
+        for (int k = 0; k < n; k++)
+            line[k] = t.w0 * (float)r[t.i0 + k] + t.w1 * (float)r[t.i1 + k];
+    }
+}
+
+/* zoom / translation: x depends on the column only, y on the row (t1 = t3 = 0).  Each
+ * output row is w0 * line(y0) + w1 * line(y1) (the y step of bilinear_interpolation), the
+ * two lines being the source rows resampled horizontally, reused while rows repeat */
+template <int C>
+void warp_separable(Exec &e, const cv::Mat &P, cv::Mat &d, const float t[6], int mode, bool nearest)
+{
+    const int H = d.rows, W = d.cols, c = d.channels(), n = W * c;
     const uint8_t *base = P.ptr<uint8_t>(0);
     const size_t stride = P.step[0];
-    if (t[1] == 0.f && t[3] == 0.f) { /* zoom / translation: x depends on the column only, y on the row */
-        std::vector<Tap> tx((size_t)W);
-        for (int x = 0; x < W; x++) /* t0 x + 0 y + t2: the 0 y term adds an exact zero */
-            tx[(size_t)x] = make_tap(map_coord(t[0] * (float)x + t[2], W, mode), W, c, nearest);
-        for (int y = 0; y < H; y++) {
-            uint8_t *o = d.ptr<uint8_t>(y);
-            const Tap a = make_tap(map_coord(t[4] * (float)y + t[5], H, mode), H, 1, nearest);
-            for (int x = 0; x < W; x++, o += c)
-                sample_px<C>(base, stride, a, tx[(size_t)x], o, c);
+    std::vector<Tap> tx((size_t)W);
+    for (int x = 0; x < W; x++) /* t0 x + 0 y + t2: the 0 y term adds an exact zero */
+        tx[(size_t)x] = make_tap(map_coord(t[0] * (float)x + t[2], W, mode), W, c, nearest);
+    cv::Mat lines = e.s->g2.mat(2, n, CV_32FC1);
+    float *l0 = lines.ptr<float>(0), *l1 = lines.ptr<float>(1);
+    int64_t have0 = -1, have1 = -1; /* the source row offsets l0, l1 hold */
+    for (int y = 0; y < H; y++) {
+        const Tap a = make_tap(map_coord(t[4] * (float)y + t[5], H, mode), H, (int64_t)stride, nearest);
+        if (a.i0 == have1 && a.i0 != have0) { /* moving down: the old y1 line is the new y0 */
+            std::swap(l0, l1);
+            std::swap(have0, have1);
         }
-        return;
+        if (a.i0 != have0) {
+            h_line<C>(base, a.i0, tx.data(), W, c, l0);
+            have0 = a.i0;
+        }
+        if (a.i1 != have1) {
+            h_line<C>(base, a.i1, tx.data(), W, c, l1);
+            have1 = a.i1;
+        }
+        uint8_t *o = d.ptr<uint8_t>(y);
+        const float w0 = a.w0, w1 = a.w1;
+        for (int j = 0; j < n; j++)
+            o[j] = to_u8(w0 * l0[j] + w1 * l1[j]);
     }
+}
+
+/* four floats (GCC / Clang vector extension: lane-wise IEEE float32 ops, as the scalar ones) */
+typedef float v4f __attribute__((vector_size(16)));
+
+/* bytes p[0..3] as floats: for an RGB pixel of the padded source, its three channels and
+ * the next byte (the next pixel, or the fill column; always inside P) */
+inline v4f px4(const uint8_t *p)
+{
+    v4f v = {(float)p[0], (float)p[1], (float)p[2], (float)p[3]};
+    return v;
+}
+
+template <int C>
+void warp_general(const cv::Mat &P, cv::Mat &d, const float t[6], int mode, bool nearest)
+{
+    const int H = d.rows, W = d.cols, c = d.channels();
+    const int n = C > 0 ? C : c;
+    const uint8_t *base = P.ptr<uint8_t>(0);
+    const size_t stride = P.step[0];
+    const float xmax = (float)(W - 1), ymax = (float)(H - 1);
     for (int y = 0; y < H; y++) {
         uint8_t *o = d.ptr<uint8_t>(y);
         const float fy = (float)y, ry0 = t[1] * fy, ry1 = t[4] * fy;
-        for (int x = 0; x < W; x++, o += c) {
+        for (int x = 0; x < W; x++, o += n) {
             const float fx = (float)x;
-            const float ix = map_coord((t[0] * fx + ry0) + t[2], W, mode);
-            const float iy = map_coord((t[3] * fx + ry1) + t[5], H, mode);
-            sample_px<C>(base, stride, make_tap(iy, H, 1, nearest), make_tap(ix, W, c, nearest), o, c);
+            const float ix = (t[0] * fx + ry0) + t[2], iy = (t[3] * fx + ry1) + t[5];
+            if (!nearest && ix >= 0.f && ix < xmax && iy >= 0.f && iy < ymax) {
+                /* inside: every fill mode maps the coordinate to itself, all four taps are pixels */
+                const int xi = (int)ix, yi = (int)iy; /* floor: non-negative */
+                const float wx1 = ix - (float)xi, wx0 = ((float)xi + 1) - ix;
+                const float wy1 = iy - (float)yi, wy0 = ((float)yi + 1) - iy;
+                const uint8_t *p0 = base + (size_t)yi * stride + (size_t)xi * n, *p1 = p0 + stride;
+                if (C == 3) { /* the three channels in the lanes of one vector: the same float ops per lane */
+                    const v4f vf = wx0 * px4(p0) + wx1 * px4(p0 + 3), vc = wx0 * px4(p1) + wx1 * px4(p1 + 3);
+                    const v4f v = wy0 * vf + wy1 * vc;
+                    o[0] = to_u8(v[0]), o[1] = to_u8(v[1]), o[2] = to_u8(v[2]);
+                    continue;
+                }
+                for (int k = 0; k < n; k++) {
+                    const float vf = wx0 * (float)p0[k] + wx1 * (float)p0[k + n];
+                    const float vc = wx0 * (float)p1[k] + wx1 * (float)p1[k + n];
+                    o[k] = to_u8(wy0 * vf + wy1 * vc);
+                }
+                continue;
+            }
+            sample_px<C>(base, stride, make_tap(map_coord(iy, H, mode), H, 1, nearest),
+                         make_tap(map_coord(ix, W, mode), W, c, nearest), o, c);
         }
     }
+}
+
+template <int C>
+void warp_rows(Exec &e, const cv::Mat &P, cv::Mat &d, const float t[6], int mode, bool nearest)
+{
+    if (t[1] == 0.f && t[3] == 0.f)
+        warp_separable<C>(e, P, d, t, mode, nearest);
+    else
+        warp_general<C>(P, d, t, mode, nearest);
 }
 
 }  // namespace
@@ -275,11 +355,11 @@ void keras_geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
     const int mode = (int)p.fill_mode;
     const bool nearest = p.interp == FQ_INTERP_NEAREST;
     if (C == 3)
-        warp_rows<3>(P, d, t, mode, nearest);
+        warp_rows<3>(e, P, d, t, mode, nearest);
     else if (C == 1)
-        warp_rows<1>(P, d, t, mode, nearest);
+        warp_rows<1>(e, P, d, t, mode, nearest);
     else
-        warp_rows<0>(P, d, t, mode, nearest);
+        warp_rows<0>(e, P, d, t, mode, nearest);
     e.set(d);
 }
 
