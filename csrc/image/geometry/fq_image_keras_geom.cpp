@@ -206,12 +206,28 @@ void warp_separable(Exec &e, const cv::Mat &P, cv::Mat &d, const float t[6], int
 /* four floats (GCC / Clang vector extension: lane-wise IEEE float32 ops, as the scalar ones) */
 typedef float v4f __attribute__((vector_size(16)));
 
+typedef uint8_t v4u8 __attribute__((vector_size(4)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
 /* bytes p[0..3] as floats: for an RGB pixel of the padded source, its three channels and
  * the next byte (the next pixel, or the fill column; always inside P) */
 inline v4f px4(const uint8_t *p)
 {
-    v4f v = {(float)p[0], (float)p[1], (float)p[2], (float)p[3]};
-    return v;
+    v4u8 b;
+    std::memcpy(&b, p, 4);
+    return __builtin_convertvector(b, v4f);
+}
+
+/* to_u8 of lanes 0..2 into o[0..2] (clamp, round half to even by the 1.5 * 2^23 trick) */
+inline void store3(v4f v, uint8_t *o)
+{
+    const v4f zero = {0.f, 0.f, 0.f, 0.f}, top = {255.f, 255.f, 255.f, 255.f};
+    const v4f magic = {12582912.f, 12582912.f, 12582912.f, 12582912.f};
+    v = v < zero ? zero : v;
+    v = v > top ? top : v;
+    v = (v + magic) - magic;
+    const v4i i = __builtin_convertvector(v, v4i);
+    o[0] = (uint8_t)i[0], o[1] = (uint8_t)i[1], o[2] = (uint8_t)i[2];
 }
 
 template <int C>
@@ -236,8 +252,7 @@ void warp_general(const cv::Mat &P, cv::Mat &d, const float t[6], int mode, bool
                 const uint8_t *p0 = base + (size_t)yi * stride + (size_t)xi * n, *p1 = p0 + stride;
                 if (C == 3) { /* the three channels in the lanes of one vector: the same float ops per lane */
                     const v4f vf = wx0 * px4(p0) + wx1 * px4(p0 + 3), vc = wx0 * px4(p1) + wx1 * px4(p1 + 3);
-                    const v4f v = wy0 * vf + wy1 * vc;
-                    o[0] = to_u8(v[0]), o[1] = to_u8(v[1]), o[2] = to_u8(v[2]);
+                    store3(wy0 * vf + wy1 * vc, o);
                     continue;
                 }
                 for (int k = 0; k < n; k++) {
