@@ -27,6 +27,12 @@ from fastq.translate._core import NotTranslatable, Step, Translation, split_at_f
 __all__ = ["translate", "flatten_layers"]
 
 _FILL = ("reflect", "wrap", "constant", "nearest")
+# how the Keras warps sample (fastq.ops.KerasRandomZoom's ``sampling``): "opencv" runs cv::warpAffine on
+# Keras's matrix where OpenCV's borders read what TF's fill modes read (bilinear; reflect, nearest,
+# constant): the same values up to OpenCV's 1/32-pixel coordinates, at a third of the CPU of "tf"
+# (TF's float32 arithmetic, byte-equal to TF's result on the same image), which wrap and
+# interpolation="nearest" use in any case
+SAMPLING = "opencv"
 
 
 def flatten_layers(layers: Any) -> List[Any]:
@@ -148,17 +154,18 @@ def _layer_ops(layer: Any, st: _State) -> Tuple[List[Any], str]:
     if name == "RandomRotation":
         mode, fill = _fill(layer)
         return [fops.KerasRandomRotation(tuple(float(v) for v in layer.factor), fill_mode=mode,
-                                         interpolation=_interp(layer), fill_value=fill)], ""
+                                         interpolation=_interp(layer), fill_value=fill, sampling=SAMPLING)], ""
     if name == "RandomZoom":
         mode, fill = _fill(layer)
         hl = (float(layer.height_lower), float(layer.height_upper))
         wl = (float(layer.width_lower), float(layer.width_upper)) if layer.width_factor is not None else None
-        return [fops.KerasRandomZoom(hl, wl, fill_mode=mode, interpolation=_interp(layer), fill_value=fill)], ""
+        return [fops.KerasRandomZoom(hl, wl, fill_mode=mode, interpolation=_interp(layer), fill_value=fill,
+                                     sampling=SAMPLING)], ""
     if name == "RandomTranslation":
         mode, fill = _fill(layer)
         return [fops.KerasRandomTranslation((float(layer.height_lower), float(layer.height_upper)),
                                             (float(layer.width_lower), float(layer.width_upper)), fill_mode=mode,
-                                            interpolation=_interp(layer), fill_value=fill)], ""
+                                            interpolation=_interp(layer), fill_value=fill, sampling=SAMPLING)], ""
     if name == "RandomContrast":
         return [fops.KerasRandomContrast(tuple(float(v) for v in layer.factor), value_range=_value_range(layer))], ""
     if name == "RandomBrightness":

@@ -40,6 +40,8 @@ const char *common_check(const KerasGeom &p)
         return "interpolation must be nearest or bilinear";
     if (!(p.same == 0 || p.same == 1))
         return "same must be 0 or 1";
+    if (!(p.exact == 0 || p.exact == 1))
+        return "exact must be 0 or 1";
     return nullptr;
 }
 
@@ -360,6 +362,23 @@ void keras_geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
     const KerasGeom &p = params<KerasGeom>(op);
     e.materialize_flips();
     const int H = e.cur.rows, W = e.cur.cols, C = e.cur.channels();
+    const int mode = (int)p.fill_mode;
+    const bool nearest = p.interp == FQ_INTERP_NEAREST;
+    if (p.exact == 0 && !nearest && mode != KF_WRAP) {
+        /* TF's reflect / nearest / constant read, for bilinear taps, what cv's BORDER_REFLECT /
+           REPLICATE / CONSTANT read; OpenCV quantizes the coordinate to 1/32 pixel */
+        const double m[6] = {(double)(float)r.matrix[0], (double)(float)r.matrix[1], (double)(float)r.matrix[2],
+                             (double)(float)r.matrix[3], (double)(float)r.matrix[4], (double)(float)r.matrix[5]};
+        const cv::Mat M(2, 3, CV_64F, const_cast<double *>(m));
+        const int border = mode == KF_REFLECT ? cv::BORDER_REFLECT
+                                              : (mode == KF_NEAREST ? cv::BORDER_REPLICATE : cv::BORDER_CONSTANT);
+        const double fv = p.fill_value;
+        cv::Mat d = e.next(H, W, e.cur.type());
+        cv::warpAffine(e.cur, d, M, cv::Size(W, H), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, border,
+                       cv::Scalar(fv, fv, fv, fv));
+        e.set(d);
+        return;
+    }
     /* the source with one more row and column holding the fill: every tap reads memory */
     const double fv = p.fill_value;
     cv::Mat P = e.s->g1.mat(H + 1, W + 1, e.cur.type());
@@ -367,8 +386,6 @@ void keras_geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
     cv::Mat d = e.next(H, W, e.cur.type());
     const float t[6] = {(float)r.matrix[0], (float)r.matrix[1], (float)r.matrix[2],
                         (float)r.matrix[3], (float)r.matrix[4], (float)r.matrix[5]};
-    const int mode = (int)p.fill_mode;
-    const bool nearest = p.interp == FQ_INTERP_NEAREST;
     if (C == 3)
         warp_rows<3>(e, P, d, t, mode, nearest);
     else if (C == 1)

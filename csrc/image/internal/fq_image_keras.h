@@ -21,10 +21,14 @@ struct KerasGeom {      /* KerasRandomZoom / KerasRandomTranslation / KerasRando
     double fill_mode;   /* KerasFill */
     double fill_value;  /* constant fill, 0..255 */
     double interp;      /* FQ_INTERP_NEAREST or FQ_INTERP_BILINEAR */
+    double exact;       /* 1: TF's float32 sampling (byte-equal to TF's result rounded); 0: bilinear with
+                           reflect / nearest / constant runs cv::warpAffine on the same matrix (OpenCV's
+                           1/32-pixel fixed point; wrap and nearest interpolation stay exact) */
 };
 inline constexpr fq_op_field kKerasGeomFields[] = {
     FQ_FIELD(KerasGeom, height), FQ_FIELD(KerasGeom, width), FQ_FIELD(KerasGeom, same),
-    FQ_FIELD(KerasGeom, fill_mode), FQ_FIELD(KerasGeom, fill_value), FQ_FIELD(KerasGeom, interp)};
+    FQ_FIELD(KerasGeom, fill_mode), FQ_FIELD(KerasGeom, fill_value), FQ_FIELD(KerasGeom, interp),
+    FQ_FIELD(KerasGeom, exact)};
 
 struct KerasColor {      /* KerasRandomContrast / KerasRandomBrightness */
     double factor[2];    /* contrast: the factor is U(factor[0], factor[1]) (Keras: 1 - lower,
