@@ -11,7 +11,8 @@ Geometry: RandomZoom, RandomTranslation and RandomRotation map onto fastq's Kera
 csrc/image/geometry/fq_image_keras_geom.cpp): Keras's float32 draws and output->input
 matrix, sampled as TF's ``ImageProjectiveTransformV3`` (pixel centres at integers; fill
 modes reflect, wrap, constant, nearest; bilinear or nearest), natively on the worker
-threads; a constant ``fill_value`` must be an integer 0..255 (fastq's pixels are uint8).
+threads (``SAMPLING`` below: bilinear reflect/nearest/constant by cv::warpAffine on that
+matrix, within 1/32 pixel of TF's arithmetic; wrap and nearest with TF's own); a constant ``fill_value`` must be an integer 0..255 (fastq's pixels are uint8).
 Colour: RandomContrast and RandomBrightness map onto ``KerasRandomContrast`` /
 ``KerasRandomBrightness`` (per-image factor, each channel's own mean / an additive delta,
 clipped to ``value_range``, which must be integers within 0..255).  The float32 results
