@@ -4,13 +4,15 @@ Keras: keras.utils.image_dataset_from_directory(224 px) + RandomFlip, RandomRota
 RandomZoom(0.1) mapped over the batches in tf.data (AUTOTUNE) + prefetch.  fastq: the same
 call on fastq.keras with augment=[the same layers] (fused into the native chain).  Over
 generated JPEG photos (300-800 px) in 4 class folders; after one warm-up epoch each, the
-median of 3 timed epochs, in one sitting; prints images/s and the ratio.
+median of 3 timed epochs, in one sitting; prints images/s, CPU ms per image (user + sys
+of the process) and both ratios.
 
     python benchmarks/bench_migrate_keras.py            # 1024 images
     python benchmarks/bench_migrate_keras.py --quick    # 192 images, < 60 s
 """
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import tempfile
@@ -33,24 +35,34 @@ def layers():
     return [L.RandomFlip("horizontal"), L.RandomRotation(0.1), L.RandomZoom(0.1)]
 
 
+def _cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)  # all threads of this process
+    return r.ru_utime + r.ru_stime
+
+
 def epoch_time(ds):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _cpu()
     n = 0
     for x, y in ds:
         n += int(x.shape[0])
-    return time.perf_counter() - t, n
+    return time.perf_counter() - t, n, _cpu() - c
 
 
 def run(name, ds, epochs):
+    """Median wall time of the epochs -> img/s, and the median CPU time (user + sys of the
+    process) per image: on a shared machine the wall time follows the other tenants' load,
+    the CPU time much less."""
     epoch_time(ds)  # warm-up
-    times = []
+    times, cpus = [], []
     for _ in range(epochs):
-        dt, n = epoch_time(ds)
+        dt, n, cpu = epoch_time(ds)
         times.append(dt)
+        cpus.append(cpu)
     med = statistics.median(times)
-    print(f"{name:<8} {n} images/epoch, epochs {[round(t, 2) for t in times]} s, median {med:.2f} s = {n / med:.0f} img/s",
-          flush=True)
-    return n / med
+    cpu_ms = statistics.median(cpus) / n * 1e3
+    print(f"{name:<8} {n} images/epoch, epochs {[round(t, 2) for t in times]} s, median {med:.2f} s = {n / med:.0f} img/s; "
+          f"CPU {cpu_ms:.2f} ms/image", flush=True)
+    return n / med, cpu_ms
 
 
 def main():
@@ -77,9 +89,10 @@ def main():
         print(fds.fastq_translation)
         print(f"{n} images, 224x224, batch {args.batch_size}, {os.cpu_count()} CPUs, TF {tf.__version__}, "
               f"Keras {keras.__version__}")
-        k = run("keras", kds, 3)
-        f = run("fastq", fds, 3)
-        print(f"ratio fastq / keras: {f / k:.2f}x")
+        k, kc = run("keras", kds, 3)
+        f, fc = run("fastq", fds, 3)
+        print(f"ratio fastq / keras: {f / k:.2f}x (wall); CPU per image keras / fastq: {kc / fc:.2f}x; "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

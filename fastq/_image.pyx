@@ -243,6 +243,8 @@ cdef dict _op_explain(const fq_img_op_explain *r):
             d["subpolicy"] = int(r.params[4])
     if fields & FQ_EXPLAIN_TENSORPACK:  # tensorpack: what fastq.tensorpack replays through imgaug
         _tensorpack_explain(r, d)
+    if fields & FQ_EXPLAIN_KERAS:  # Keras layers: the draws, Keras's output -> input matrix
+        _keras_explain(r, d)
     if fields & FQ_EXPLAIN_IOU_CROP:  # RandomIoUCrop: magnitude = the min IoU option that ended the draw
         d["rounds"], d["trials"], d["iou"] = int(r.params[0]), int(r.params[1]), r.params[2]
     return d
@@ -270,6 +272,23 @@ cdef dict _timm_explain(const fq_img_op_explain *r, int k):
         elif TIMM_OPS[t] == "GaussianBlurRand":  # the radius the op drew
             d["radius"] = r.params[k]
     return d
+
+cdef _keras_explain(const fq_img_op_explain *r, dict d):
+    n = d["op"]
+    if n == "KerasRandomContrast":
+        d["factor"] = r.factor[0]
+        d["mean"] = tuple(r.params[k] for k in range(3))
+        return
+    if n == "KerasRandomBrightness":
+        d["factor"], d["delta"] = r.factor[0], r.params[0]
+        return
+    if n == "KerasRandomZoom":
+        d["zoom"] = (r.params[0], r.params[1])  # height, width
+    elif n == "KerasRandomTranslation":
+        d["translation"] = (r.params[0], r.params[1])  # dy, dx (pixels)
+    else:
+        d["angle"] = r.params[0]
+    d["transform"] = [[r.matrix[0], r.matrix[1], r.matrix[2]], [r.matrix[3], r.matrix[4], r.matrix[5]]]
 
 
 _TP_COLOR = ("brightness", "contrast", "saturation", "lighting")

@@ -390,6 +390,12 @@ enum fq_img_explain_fields {
        params[0] rounds (option draws), params[1] trials drawn in all, params[2] the largest IoU of
        the crop with a box whose centre is inside it (float32; 0 when there is no crop) */
     , FQ_EXPLAIN_IOU_CROP = 4096
+    /* Keras layers (fq_image_keras_*.cpp): KerasRandomZoom params[0], params[1] the height and width
+       zooms, KerasRandomTranslation params[0], params[1] dy, dx in pixels, KerasRandomRotation
+       params[0] the angle (degrees), each with matrix = Keras's output -> input 2x3 map (float32
+       values); KerasRandomContrast factor[0] the factor, params[0..c-1] the channel means;
+       KerasRandomBrightness factor[0] the drawn factor, params[0] the delta added */
+    , FQ_EXPLAIN_KERAS = 8192
 };
 unsigned fq_img_op_explain_fields(int kind);
 

@@ -71,6 +71,7 @@ cdef extern from "image/fq_image.h" nogil:
         FQ_EXPLAIN_COMPOSE  # compositions (RandomApply / RandomChoice / RandomOrder)
         FQ_EXPLAIN_TENSORPACK  # tensorpack: TensorpackCrop / TensorpackColor
         FQ_EXPLAIN_IOU_CROP  # RandomIoUCrop: rounds, trials, the IoU reached
+        FQ_EXPLAIN_KERAS  # Keras layers: the draws and Keras's matrix
 
     ctypedef struct fq_img_op_explain:
         int kind

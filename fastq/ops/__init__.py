@@ -36,10 +36,12 @@ from fastq.ops._base import (BORDERS, DEFAULT_MAX_PIXELS, FQ_OP_DTYPE, IMAGENET_
                              K_RANDOM_CROP, K_RANDOM_RESIZED_CROP, K_RESIZE, K_VFLIP, MAX_OPS, MAX_SIDE, Fill, Op,
                              Pair, Range)  # noqa: F401 (names of fastq.ops outside __all__, as before the split)
 from fastq.ops._geometry import (CenterCrop, HorizontalFlip, Pad, RandomAffine, RandomCrop, RandomIoUCrop,
+                                 KerasRandomRotation, KerasRandomTranslation, KerasRandomZoom,
                                  RandomResizedCrop, RandomZoomOut, Resize, ResizeShortestEdge, Rotate, ScaleJitter,
                                  ShearX, ShearY, TensorpackCrop, TranslateX, TranslateY, VerticalFlip)
 from fastq.ops._color import (LIGHTING_EIGVAL, LIGHTING_EIGVEC, TP_EIGVAL_BGR, TP_EIGVEC_BGR, AutoContrast, Brightness,
-                              Color, ColorJitter, Contrast, Equalize, Gamma, Grayscale, Invert, Lighting, Normalize,
+                              Color, ColorJitter, Contrast, Equalize, Gamma, Grayscale, Invert,
+                              KerasRandomBrightness, KerasRandomContrast, Lighting, Normalize,
                               Posterize, Sharpness, Solarize, SolarizeAdd, TensorpackColor)
 from fastq.ops._color import normalize_table  # noqa: F401
 from fastq.ops._augment import Cutout, GaussianBlur, GaussianNoise, RandomErasing
@@ -64,6 +66,8 @@ __all__ += ["RandomErasing", "channels_order"]
 __all__ += ["CustomOp", "PyFunc"]
 __all__ += ["RandomApply", "RandomChoice", "RandomOrder"]
 __all__ += ["ResizeShortestEdge", "Pad", "ScaleJitter", "RandomZoomOut"]
+__all__ += ["KerasRandomZoom", "KerasRandomTranslation", "KerasRandomRotation", "KerasRandomContrast",
+            "KerasRandomBrightness"]
 __all__ += ["RandomIoUCrop"]
 __all__ += ["TensorpackCrop", "TensorpackColor", "TP_EIGVAL_BGR", "TP_EIGVEC_BGR"]
 __all__ += ["GaussianNoise"]

@@ -372,3 +372,64 @@ class TensorpackColor(Op):
         pca = tuple(tuple(self.eigvec[i][j] * self.eigval[j] for j in range(3)) for i in range(3))
         return {"brightness": self.brightness, "contrast": self.contrast, "saturation": self.saturation,
                 "lighting_std": self.lighting_std, "pca": pca, "bgr": int(self.bgr)}
+
+
+# ---- Keras 3 layers (csrc/image/color/fq_image_keras_color.cpp) -------------------------
+
+def _keras_value_range(op, value_range):
+    try:
+        lo, hi = sorted(value_range)
+    except (TypeError, ValueError):
+        raise ValueError(f"{op}: value_range must be a (min, max) pair, got {value_range!r}") from None
+    if not (_num(lo) and _num(hi) and float(lo).is_integer() and float(hi).is_integer() and 0 <= lo < hi <= 255):
+        raise ValueError(f"{op}: value_range must be integers 0 <= min < max <= 255 (uint8 pixels), got {value_range!r}")
+    return float(lo), float(hi)
+
+
+def _keras_set_factor(op, factor, lo, hi):
+    """Keras's BaseImagePreprocessingLayer._set_factor with _FACTOR_BOUNDS (lo, hi)."""
+    if _num(factor):
+        if not lo <= factor <= hi:
+            raise ValueError(f"{op}: factor must be in [{lo}, {hi}], got {factor!r}")
+        f = abs(float(factor))
+        return max(-f, float(lo)), f
+    try:
+        a, b = sorted(float(v) for v in factor)
+    except (TypeError, ValueError):
+        raise ValueError(f"{op}: factor must be a number or a pair, got {factor!r}") from None
+    if a > hi or b < lo or not (_num(a) and _num(b)):
+        raise ValueError(f"{op}: factor must be within [{lo}, {hi}], got {factor!r}")
+    return a, b
+
+
+class KerasRandomContrast(Op):
+    """Keras 3's ``RandomContrast``: per image f ~ U(1 - lower, 1 + upper) (float32), where
+    (lower, upper) is Keras's ``factor`` (a number f gives (0, f): Keras's bounds are
+    [0, 1]); each channel c blended to its own mean m_c over the image: ``clip((x - m_c) f +
+    m_c, value_range)`` in float32, rounded half to even to uint8."""
+
+    kind = _K["KerasRandomContrast"]
+
+    def __init__(self, factor: Range, value_range: Pair = (0, 255)) -> None:
+        n = "KerasRandomContrast"
+        self.factor = _keras_set_factor(n, factor, 0, 1)
+        self.value_range = _keras_value_range(n, value_range)
+
+    def fields(self):
+        return {"factor": (1.0 - self.factor[0], 1.0 + self.factor[1]), "value_range": self.value_range}
+
+
+class KerasRandomBrightness(Op):
+    """Keras 3's ``RandomBrightness``: per image delta = U(factor) * (max - min of
+    ``value_range``) (float32; a number f gives (-f, f), within [-1, 1]) added to every
+    pixel, ``clip(x + delta, value_range)``, rounded half to even to uint8."""
+
+    kind = _K["KerasRandomBrightness"]
+
+    def __init__(self, factor: Range, value_range: Pair = (0, 255)) -> None:
+        n = "KerasRandomBrightness"
+        self.factor = _keras_set_factor(n, factor, -1, 1)
+        self.value_range = _keras_value_range(n, value_range)
+
+    def fields(self):
+        return {"factor": self.factor, "value_range": self.value_range}

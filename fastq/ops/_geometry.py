@@ -4,7 +4,7 @@ tensorpack's crop (csrc/image/color/fq_image_aug_tp.cpp)."""
 import numbers
 from typing import Any, Optional, Sequence, Tuple, Union
 
-from fastq.ops._base import (BORDERS, K_CENTER_CROP, K_HFLIP, K_RANDOM_AFFINE, K_RANDOM_CROP, K_RANDOM_RESIZED_CROP,
+from fastq.ops._base import (BORDERS, INTERPOLATIONS, K_CENTER_CROP, K_HFLIP, K_RANDOM_AFFINE, K_RANDOM_CROP, K_RANDOM_RESIZED_CROP,
                              K_RESIZE, K_VFLIP, MAX_SIDE, Fill, Op, Pair, Range, _K, _fail, _fill, _int_in, _interp,
                              _level, _num, _pair, _prob, _size)
 
@@ -473,3 +473,101 @@ class TensorpackCrop(Op):
     def fields(self):
         return {"size": self.size, "area": self.crop_area_fraction, "aspect": self.aspect_ratio_range,
                 "interp": self._interp, "max_attempts": self.max_attempts, "short_edge": self.short_edge}
+
+
+# ---- Keras 3 layers (csrc/image/geometry/fq_image_keras_geom.cpp) ----------------------
+
+_KERAS_FILL = {"reflect": 0, "wrap": 1, "constant": 2, "nearest": 3}
+
+
+def _keras_factor(op, value, name, lo, hi, lo_open=False):
+    """Keras's _set_factor: a number f -> (-|f|, |f|), a pair -> sorted; each in [lo, hi]."""
+    if _num(value):
+        rng = (-abs(float(value)), abs(float(value)))
+    else:
+        a, b = _pair(op, value, name)
+        rng = (min(a, b), max(a, b))
+    if not (lo <= rng[0] and rng[1] <= hi) or (lo_open and rng[0] <= lo):
+        _fail(op, f"{name} must be a number or a pair within {'(' if lo_open else '['}{lo}, {hi}]", value)
+    return rng
+
+
+class _KerasWarp(Op):
+    def _common(self, n, fill_mode, interpolation, fill_value, sampling):
+        if sampling not in ("tf", "opencv"):
+            _fail(n, "sampling must be 'tf' or 'opencv'", sampling)
+        self.sampling = sampling
+        if fill_mode not in _KERAS_FILL:
+            _fail(n, f"fill_mode must be one of {list(_KERAS_FILL)}", fill_mode)
+        if interpolation not in ("bilinear", "nearest"):
+            _fail(n, "interpolation must be bilinear or nearest", interpolation)
+        if not (_num(fill_value) and float(fill_value).is_integer() and 0 <= fill_value <= 255):
+            _fail(n, "fill_value must be an integer in [0, 255] (uint8 pixels)", fill_value)
+        self.fill_mode, self.interpolation, self.fill_value = fill_mode, interpolation, float(fill_value)
+
+    def _fields(self, height, width, same):
+        return {"height": height, "width": width, "same": float(same), "fill_mode": float(_KERAS_FILL[self.fill_mode]),
+                "fill_value": self.fill_value, "interp": float(INTERPOLATIONS[self.interpolation]),
+                "exact": 1.0 if self.sampling == "tf" else 0.0}
+
+
+class KerasRandomZoom(_KerasWarp):
+    """Keras 3's ``RandomZoom``: zoom_h = 1 + U(height_factor), zoom_w = 1 + U(width_factor)
+    (drawn after it; ``width_factor=None``: zoom_w = zoom_h), float32; the output -> input
+    map x_in = zoom_w x + (W - 1) / 2 (1 - zoom_w) (y alike), sampled as TF's
+    ImageProjectiveTransformV3 (pixel centres at integers; ``fill_mode`` reflect
+    ``dcba|abcd|dcba``, wrap, constant ``fill_value``, nearest; bilinear or nearest).
+    A factor f means (-f, f), a pair (min, max), within (-1, 1]; positive zooms out.
+    ``sampling``: "tf" (TF's float32 arithmetic: byte-equal to TF's result rounded) or
+    "opencv" (bilinear with reflect / nearest / constant by cv::warpAffine on the same matrix,
+    coordinates quantized to 1/32 pixel, about 3x faster for rotations; wrap and nearest
+    interpolation stay "tf").  docs/ops.md."""
+
+    kind = _K["KerasRandomZoom"]
+
+    def __init__(self, height_factor: Range, width_factor: Optional[Range] = None, fill_mode: str = "reflect",
+                 interpolation: str = "bilinear", fill_value: float = 0.0, sampling: str = "tf") -> None:
+        n = "KerasRandomZoom"
+        self.height_factor = _keras_factor(n, height_factor, "height_factor", -1.0, 1.0, lo_open=True)
+        self.width_factor = (None if width_factor is None else
+                             _keras_factor(n, width_factor, "width_factor", -1.0, 1.0, lo_open=True))
+        self._common(n, fill_mode, interpolation, fill_value, sampling)
+
+    def fields(self):
+        w = self.width_factor
+        return self._fields(self.height_factor, w if w is not None else (0.0, 0.0), w is None)
+
+
+class KerasRandomTranslation(_KerasWarp):
+    """Keras 3's ``RandomTranslation``: dy = U(height_factor) * H, then dx = U(width_factor)
+    * W (float32, sub-pixel); the output -> input map (x - dx, y - dy), sampled as
+    KerasRandomZoom.  Factors within [-1, 1]; f means (-f, f)."""
+
+    kind = _K["KerasRandomTranslation"]
+
+    def __init__(self, height_factor: Range, width_factor: Range, fill_mode: str = "reflect",
+                 interpolation: str = "bilinear", fill_value: float = 0.0, sampling: str = "tf") -> None:
+        n = "KerasRandomTranslation"
+        self.height_factor = _keras_factor(n, height_factor, "height_factor", -1.0, 1.0)
+        self.width_factor = _keras_factor(n, width_factor, "width_factor", -1.0, 1.0)
+        self._common(n, fill_mode, interpolation, fill_value, sampling)
+
+    def fields(self):
+        return self._fields(self.height_factor, self.width_factor, False)
+
+
+class KerasRandomRotation(_KerasWarp):
+    """Keras 3's ``RandomRotation``: angle = U(factor) * 360 degrees (float32, counter-clockwise
+    positive); Keras's float32 output -> input matrix about ((W-1)/2, (H-1)/2), sampled as
+    KerasRandomZoom.  f means (-f, f)."""
+
+    kind = _K["KerasRandomRotation"]
+
+    def __init__(self, factor: Range, fill_mode: str = "reflect", interpolation: str = "bilinear",
+                 fill_value: float = 0.0, sampling: str = "tf") -> None:
+        n = "KerasRandomRotation"
+        self.factor = _keras_factor(n, factor, "factor", -1000.0, 1000.0)
+        self._common(n, fill_mode, interpolation, fill_value, sampling)
+
+    def fields(self):
+        return self._fields(self.factor, (0.0, 0.0), False)

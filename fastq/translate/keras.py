@@ -6,17 +6,17 @@ draw distribution per sample, the same pixel-centre convention.  A layer or an a
 value without an exact equivalent raises :class:`NotTranslatable` here; the shared core
 then runs it, and every layer after it, in Python on the native prefix's output.
 
-Geometry: Keras's affine layers hand an output->input matrix to
-``ImageProjectiveTransformV3`` (pixel centres at integer coordinates).  RandomRotation
-draws an angle uniformly, as fastq's RandomAffine does, so it maps onto RandomAffine.
-RandomZoom draws the zoom ``z`` (the input-coordinate scale) uniformly, whose inverse
-RandomAffine's ``scale`` would have to be, and RandomTranslation draws sub-pixel shifts
-where RandomAffine rounds to whole pixels: both run as a :class:`fastq.ops.PyFunc` on the
-worker threads that draws Keras's parameters from the sample's generator and warps with
-``cv2.warpAffine(WARP_INVERSE_MAP)`` on Keras's matrix.  Fill modes: Keras ``reflect``
-(``dcba|abcd|dcba``) = cv ``BORDER_REFLECT`` (fastq "symmetric"), ``nearest`` = replicate,
-``constant`` = constant with ``fill_value``; ``wrap`` is refused (TF's wrap clamps the
-coordinate on the seam column, OpenCV interpolates across it).
+Geometry: RandomZoom, RandomTranslation and RandomRotation map onto fastq's Keras ops
+(``fastq.ops.KerasRandomZoom`` / ``KerasRandomTranslation`` / ``KerasRandomRotation``,
+csrc/image/geometry/fq_image_keras_geom.cpp): Keras's float32 draws and output->input
+matrix, sampled as TF's ``ImageProjectiveTransformV3`` (pixel centres at integers; fill
+modes reflect, wrap, constant, nearest; bilinear or nearest), natively on the worker
+threads (``SAMPLING`` below: bilinear reflect/nearest/constant by cv::warpAffine on that
+matrix, within 1/32 pixel of TF's arithmetic; wrap and nearest with TF's own); a constant ``fill_value`` must be an integer 0..255 (fastq's pixels are uint8).
+Colour: RandomContrast and RandomBrightness map onto ``KerasRandomContrast`` /
+``KerasRandomBrightness`` (per-image factor, each channel's own mean / an additive delta,
+clipped to ``value_range``, which must be integers within 0..255).  The float32 results
+are rounded half to even to uint8 between ops (Keras keeps float32).
 """
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -25,10 +25,15 @@ import numpy as np
 from fastq import ops as fops
 from fastq.translate._core import NotTranslatable, Step, Translation, split_at_first_python
 
-__all__ = ["translate", "KerasWarp", "flatten_layers"]
+__all__ = ["translate", "flatten_layers"]
 
-_FILL = {"reflect": ("symmetric", "BORDER_REFLECT"), "nearest": ("replicate", "BORDER_REPLICATE"),
-         "constant": ("constant", "BORDER_CONSTANT")}
+_FILL = ("reflect", "wrap", "constant", "nearest")
+# how the Keras warps sample (fastq.ops.KerasRandomZoom's ``sampling``): "opencv" runs cv::warpAffine on
+# Keras's matrix where OpenCV's borders read what TF's fill modes read (bilinear; reflect, nearest,
+# constant): the same values up to OpenCV's 1/32-pixel coordinates, at a third of the CPU of "tf"
+# (TF's float32 arithmetic, byte-equal to TF's result on the same image), which wrap and
+# interpolation="nearest" use in any case
+SAMPLING = "opencv"
 
 
 def flatten_layers(layers: Any) -> List[Any]:
@@ -49,14 +54,25 @@ def flatten_layers(layers: Any) -> List[Any]:
     return [layers]
 
 
-def _fill(layer: Any) -> Tuple[str, str, int]:
+def _fill(layer: Any) -> Tuple[str, float]:
     mode = getattr(layer, "fill_mode", "reflect")
     if mode not in _FILL:
-        raise NotTranslatable(f"fill_mode={mode!r} (fastq does {sorted(_FILL)} exactly)")
+        raise NotTranslatable(f"fill_mode={mode!r} (fastq does {list(_FILL)})")
     fv = float(getattr(layer, "fill_value", 0.0) or 0.0)
     if mode == "constant" and not (fv.is_integer() and 0 <= fv <= 255):
         raise NotTranslatable(f"fill_value={fv!r} (fastq's fill is an integer 0..255 on uint8 pixels)")
-    return _FILL[mode][0], _FILL[mode][1], int(fv)
+    return mode, (fv if mode == "constant" else 0.0)
+
+
+def _value_range(layer: Any) -> Tuple[float, float]:
+    vr = getattr(layer, "value_range", (0, 255))
+    try:
+        lo, hi = sorted(float(v) for v in vr)
+    except (TypeError, ValueError):
+        raise NotTranslatable(f"value_range={vr!r}") from None
+    if not (lo.is_integer() and hi.is_integer() and 0 <= lo < hi <= 255):
+        raise NotTranslatable(f"value_range={tuple(vr)!r} (fastq clips uint8 pixels: integers within 0..255)")
+    return lo, hi
 
 
 def _interp(layer: Any) -> str:
@@ -64,73 +80,6 @@ def _interp(layer: Any) -> str:
     if it not in ("bilinear", "nearest"):
         raise NotTranslatable(f"interpolation={it!r} (fastq warps with bilinear or nearest)")
     return it
-
-
-def _flip_both(image: np.ndarray, rng: np.random.Generator) -> Optional[np.ndarray]:
-    """RandomFlip("horizontal_and_vertical"): Keras flips both axes when u <= 0.5."""
-    if rng.uniform() <= 0.5:
-        return np.ascontiguousarray(image[::-1, ::-1])
-    return None
-
-
-class KerasWarp:
-    """The per-sample warp of RandomZoom / RandomTranslation (a PyFunc callable): draws
-    Keras's parameters in Keras's order from the sample's generator and applies Keras's
-    output->input matrix with cv2.warpAffine.  ``params(rng, h, w)`` gives the draws
-    (used by the tests to replay a sample's explain record)."""
-
-    def __init__(self, kind: str, height: Tuple[float, float], width: Optional[Tuple[float, float]],
-                 border: str, fill: int, interpolation: str) -> None:
-        import cv2
-        self.kind = kind
-        self.height = height
-        self.width = width
-        self.border_name = border
-        self._border = getattr(cv2, border)
-        self.fill = fill
-        self.interpolation = interpolation
-        self._flags = (cv2.INTER_LINEAR if interpolation == "bilinear" else cv2.INTER_NEAREST) | cv2.WARP_INVERSE_MAP
-
-    @staticmethod
-    def generator(rng_key: int) -> np.random.Generator:
-        """The generator the PyFunc got for an explain record's ``rng_key``: numpy's
-        default_rng of the first u64 of the op's SplitMix64 stream (docs/custom_ops.md)."""
-        m = (1 << 64) - 1
-        z = (int(rng_key) + 0x9E3779B97F4A7C15) & m
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
-        return np.random.default_rng(z ^ (z >> 31))
-
-    def params(self, rng: np.random.Generator, h: int, w: int) -> Dict[str, float]:
-        if self.kind == "zoom":
-            zh = float(rng.uniform(1.0 + self.height[0], 1.0 + self.height[1]))
-            zw = float(rng.uniform(1.0 + self.width[0], 1.0 + self.width[1])) if self.width is not None else zh
-            return {"zoom_h": zh, "zoom_w": zw}
-        dy = float(rng.uniform(self.height[0], self.height[1])) * h
-        dx = float(rng.uniform(self.width[0], self.width[1])) * w
-        return {"dy": dy, "dx": dx}
-
-    def matrix(self, p: Dict[str, float], h: int, w: int) -> np.ndarray:
-        """Keras's output->input 2x3 matrix (float32, as Keras builds it)."""
-        if self.kind == "zoom":
-            zw, zh = np.float32(p["zoom_w"]), np.float32(p["zoom_h"])
-            return np.array([[zw, 0, (np.float32(w) - 1) / 2 * (1 - zw)],
-                             [0, zh, (np.float32(h) - 1) / 2 * (1 - zh)]], dtype=np.float32)
-        return np.array([[1, 0, -p["dx"]], [0, 1, -p["dy"]]], dtype=np.float32)
-
-    def __call__(self, image: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        import cv2
-        h, w = image.shape[:2]
-        m = self.matrix(self.params(rng, h, w), h, w)
-        out = cv2.warpAffine(image, m.astype(np.float64), (w, h), flags=self._flags, borderMode=self._border,
-                             borderValue=(self.fill,) * 4)
-        return out.reshape(image.shape)
-
-    def __repr__(self) -> str:
-        what = (f"zoom height={self.height}, width={self.width if self.width is not None else 'same draw'}"
-                if self.kind == "zoom" else f"translate height={self.height}, width={self.width}")
-        return (f"KerasWarp({what}, border={self.border_name}, fill={self.fill}, "
-                f"interpolation={self.interpolation!r})")
 
 
 def _floor_center_crop(size: Tuple[int, int], out: Tuple[int, int]) -> List[Any]:
@@ -199,26 +148,29 @@ def _layer_ops(layer: Any, st: _State) -> Tuple[List[Any], str]:
             return [fops.HorizontalFlip(0.5)], ""
         if mode == "vertical":
             return [fops.VerticalFlip(0.5)], ""
-        if mode == "horizontal_and_vertical":  # one draw flips both (Keras uses one mask)
-            # a PyFunc, not RandomApply([HorizontalFlip(1), VerticalFlip(1)]): fastq's ImageSpec refuses a chain
-            # with both a composition and a PyFunc ("the op objects do not match the packed ops")
-            return [fops.PyFunc(_flip_both)], "PyFunc: both flips together if u <= 0.5 (one draw, as Keras)"
+        if mode == "horizontal_and_vertical":  # one draw flips both (Keras uses one mask: u <= 0.5)
+            return [fops.RandomApply([fops.HorizontalFlip(1.0), fops.VerticalFlip(1.0)], p=0.5)], \
+                "RandomApply([HorizontalFlip(1), VerticalFlip(1)], p=0.5): both flips on one draw, as Keras"
         raise NotTranslatable(f"mode={mode!r}")
     if name == "RandomRotation":
-        border, _, fill = _fill(layer)
-        lo, hi = layer.factor
-        return [fops.RandomAffine(degrees=(lo * 360.0, hi * 360.0), border=border, fill=fill,
-                                  interpolation=_interp(layer))], ""
-    if name in ("RandomZoom", "RandomTranslation"):
-        _, cvb, fill = _fill(layer)
-        it = _interp(layer)
+        mode, fill = _fill(layer)
+        return [fops.KerasRandomRotation(tuple(float(v) for v in layer.factor), fill_mode=mode,
+                                         interpolation=_interp(layer), fill_value=fill, sampling=SAMPLING)], ""
+    if name == "RandomZoom":
+        mode, fill = _fill(layer)
         hl = (float(layer.height_lower), float(layer.height_upper))
-        if name == "RandomZoom":
-            wl = (float(layer.width_lower), float(layer.width_upper)) if layer.width_factor is not None else None
-            warp = KerasWarp("zoom", hl, wl, cvb, fill, it)
-        else:
-            warp = KerasWarp("translate", hl, (float(layer.width_lower), float(layer.width_upper)), cvb, fill, it)
-        return [fops.PyFunc(warp)], f"PyFunc({warp!r})"
+        wl = (float(layer.width_lower), float(layer.width_upper)) if layer.width_factor is not None else None
+        return [fops.KerasRandomZoom(hl, wl, fill_mode=mode, interpolation=_interp(layer), fill_value=fill,
+                                     sampling=SAMPLING)], ""
+    if name == "RandomTranslation":
+        mode, fill = _fill(layer)
+        return [fops.KerasRandomTranslation((float(layer.height_lower), float(layer.height_upper)),
+                                            (float(layer.width_lower), float(layer.width_upper)), fill_mode=mode,
+                                            interpolation=_interp(layer), fill_value=fill, sampling=SAMPLING)], ""
+    if name == "RandomContrast":
+        return [fops.KerasRandomContrast(tuple(float(v) for v in layer.factor), value_range=_value_range(layer))], ""
+    if name == "RandomBrightness":
+        return [fops.KerasRandomBrightness(tuple(float(v) for v in layer.factor), value_range=_value_range(layer))], ""
     if name == "RandomCrop":
         H, W = st.need_size("RandomCrop")
         h, w = int(layer.height), int(layer.width)
@@ -251,11 +203,9 @@ def _layer_ops(layer: Any, st: _State) -> Tuple[List[Any], str]:
         if st.channels != 3:
             raise NotTranslatable("one-channel input")
         return [fops.Grayscale(p=float(layer.factor))], ""
-    if name in ("RandomContrast", "RandomBrightness", "RandomColorJitter", "RandAugment"):
+    if name in ("RandomColorJitter", "RandAugment"):
         reasons = {
-            "RandomContrast": "Keras blends towards each channel's own mean in float; fastq's Contrast uses the grey mean",
-            "RandomBrightness": "Keras adds a delta; fastq's brightness ops multiply",
-            "RandomColorJitter": "its brightness and contrast are RandomBrightness/RandomContrast (not exact)",
+            "RandomColorJitter": "its saturation and hue are Keras's own float HSV arithmetic (no fastq op yet)",
             "RandAugment": "Keras's RandAugment has its own op list and float arithmetic (fastq's are torchvision's/TF's)",
         }
         raise NotTranslatable(reasons[name])

@@ -93,6 +93,15 @@ SAMPLES.update({
 SAMPLES.update({
     "RandomIoUCrop": O.RandomIoUCrop(0.4, 0.9, 0.6, 1.8, sampler_options=(0.0, 0.5, 1.0), trials=7),
 })
+# Keras 3 layers (tests/ops/test_keras_ops.py)
+SAMPLES.update({
+    "KerasRandomZoom": O.KerasRandomZoom((-0.2, 0.3), (0.1, 0.4), fill_mode="constant", interpolation="nearest",
+                                         fill_value=9),
+    "KerasRandomTranslation": O.KerasRandomTranslation((-0.1, 0.2), 0.3, fill_mode="wrap"),
+    "KerasRandomRotation": O.KerasRandomRotation((-0.05, 0.1), fill_mode="nearest"),
+    "KerasRandomContrast": O.KerasRandomContrast((0.1, 0.4), value_range=(5, 250)),
+    "KerasRandomBrightness": O.KerasRandomBrightness(0.2),
+})
 
 
 def _op_classes():

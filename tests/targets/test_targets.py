@@ -394,8 +394,12 @@ def test_every_op_kind_has_an_explicit_rule_or_is_refused():
                                                                "CustomOp", "PyFunc", "TensorpackCrop",
                                                                "TFRandAugment", "TFAutoAugment",
                                                                "TimmRandAugment", "TimmAutoAugment",
-                                                               "TimmAugMix"}
+                                                               "TimmAugMix",
+                                                               # Keras warps: no target rule (yet)
+                                                               "KerasRandomZoom", "KerasRandomTranslation",
+                                                               "KerasRandomRotation"}
     assert rules["RandomErasing"] == "pixel"
+    assert rules["KerasRandomContrast"] == rules["KerasRandomBrightness"] == "pixel"
     assert T.rule("SomeFutureOp") == "refused"
 
 

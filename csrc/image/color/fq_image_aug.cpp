@@ -9,6 +9,7 @@
 #include "image/internal/fq_image_aug.h"
 #include "image/internal/fq_image_det.h" /* targets: detection geometry ops */
 #include "image/internal/fq_image_iou_crop.h"
+#include "image/internal/fq_image_keras.h"
 
 #include <algorithm>
 #include <array>
@@ -499,6 +500,20 @@ constexpr fqi::OpImpl kAugOps[] = {
      fqi::timm_auto_augment_check, keeps_size, fqi::timm_auto_augment_plan, fqi::timm_policy_exec},
     {"TimmAugMix", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAugMix, kTimmAugMixFields), fqi::timm_augmix_check,
      keeps_size, fqi::timm_augmix_plan, fqi::timm_augmix_exec},
+    /* Keras 3 preprocessing layers (fq_image_keras_geom.cpp, fq_image_keras_color.cpp): Keras's
+       draws and float32 arithmetic (TF's ImageProjectiveTransformV3 sampling for the warps) */
+    {"KerasRandomZoom", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields),
+     fqi::keras_zoom_check, keeps_size, fqi::keras_zoom_plan, fqi::keras_geom_exec},
+    {"KerasRandomTranslation", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
+     FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields), fqi::keras_translation_check, keeps_size,
+     fqi::keras_translation_plan, fqi::keras_geom_exec},
+    {"KerasRandomRotation", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields),
+     fqi::keras_rotation_check, keeps_size, fqi::keras_rotation_plan, fqi::keras_geom_exec},
+    {"KerasRandomContrast", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields),
+     fqi::keras_color_check, keeps_size, fqi::keras_color_plan, fqi::keras_contrast_exec},
+    {"KerasRandomBrightness", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
+     FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields), fqi::keras_color_check, keeps_size, fqi::keras_color_plan,
+     fqi::keras_brightness_exec},
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 

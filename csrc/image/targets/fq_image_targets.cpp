@@ -60,6 +60,8 @@ const RuleName kRules[] = {
     {"RandomErasing", R_PIXEL}, /* the same, on the output values */
     {"TensorpackColor", R_PIXEL},
     {"GaussianNoise", R_PIXEL},
+    {"KerasRandomContrast", R_PIXEL},
+    {"KerasRandomBrightness", R_PIXEL},
 };
 
 const char *const kGeomNames[] = {"Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY"}; /* fqi::GeomKind */
