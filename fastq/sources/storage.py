@@ -85,6 +85,13 @@ class RemoteOptions:
         or glibc.malloc tunables are set).  Every chunk otherwise arrives in pages the
         kernel must fault in and zero: about 6 more faults and 2-3 % more CPU per image on
         the reference task.  False leaves malloc as it is.
+    first_epoch_spool: shards without an index (no sidecar, not in the index cache) are
+        downloaded once to be indexed when the source is built; without ``cache_dir`` they are
+        kept on local disk under spool_dir until an epoch after the first starts (or the source
+        is collected), so that the first epoch reads them from there: the first epoch
+        fetches each shard's bytes once.  Skipped when the spool's disk has less free space
+        than twice those bytes plus 1 GiB.  False: the download is deleted once indexed.
+    spool_dir: where the spool is made (None: ``~/.cache/fastq/spool``).
     """
 
     max_in_flight: int = 64
@@ -99,8 +106,14 @@ class RemoteOptions:
     seed: int = 0
     next_epoch_bytes: Optional[int] = None
     tune_malloc: bool = True
+    first_epoch_spool: bool = True
+    spool_dir: Optional[str] = None
 
     def __post_init__(self):
+        if not isinstance(self.first_epoch_spool, bool):
+            raise ValueError(f"RemoteOptions.first_epoch_spool must be True or False, got {self.first_epoch_spool!r}")
+        if self.spool_dir is not None:
+            object.__setattr__(self, "spool_dir", os.fspath(self.spool_dir))
         if not isinstance(self.tune_malloc, bool):
             raise ValueError(f"RemoteOptions.tune_malloc must be True or False, got {self.tune_malloc!r}")
         for name in ("max_in_flight", "max_bytes", "chunk_bytes", "retries"):

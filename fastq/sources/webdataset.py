@@ -78,7 +78,8 @@ class WebDataset(ImageSource):
                 raise ValueError("WebDataset: io_threads applies to local shards; remote reads are tuned by "
                                  "remote=fastq.sources.RemoteOptions(...) (docs/cloud.md)")
             objs, opts, counters = remote_mod.shard_objects(paths, "WebDataset", storage_options, remote)
-            cache = remote_mod.cache_for(cache_dir, cache_limit)
+            cache = remote_mod.first_epoch_cache(objs, "tar", index, index_dir,
+                                                 remote_mod.cache_for(cache_dir, cache_limit), opts, counters)
             self.paths = [o.url for o in objs]
             if index is not None:
                 scans = _sidecar_indexes(objs, index, storage_options, opts, counters)
