@@ -183,13 +183,27 @@ def _freeze(d):
     return tuple(sorted((k, _freeze(v) if isinstance(v, dict) else repr(v)) for k, v in (d or {}).items()))
 
 
+def _read_ca_file(path):
+    """The PEM text of storage_options["ca_file"] (one or more CA certificates)."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            pem = f.read()
+    except OSError as e:
+        raise ValueError(f"storage_options ca_file {path!r}: {e.strerror or e}") from None
+    if b"-----BEGIN CERTIFICATE-----" not in pem:
+        raise ValueError(f"storage_options ca_file {path!r}: no PEM certificate in it (-----BEGIN CERTIFICATE-----)")
+    return pem.decode("ascii", "replace")
+
+
 def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: RemoteOptions):
     """The obstore store of `root` (s3://bucket...), one per (root, options) per process.
 
     storage_options: the store's configuration (obstore's keys, e.g. ``endpoint``,
     ``region``, ``access_key_id``, ``skip_signature``...), overriding the environment;
-    its optional ``client_options`` / ``retry_config`` entries go to obstore as such.
-    Retries are fastq's own (counted in stats): obstore's are turned off."""
+    its optional ``client_options`` / ``retry_config`` entries go to obstore as such, and
+    ``ca_file`` (a PEM file of CA certificates, trusted for https:// besides the system's
+    roots) becomes the client option ``root_certificate``.  Retries are fastq's own (counted in stats): obstore's are turned off."""
     obstore = _obstore()
     so = dict(storage_options or {})
     client: Dict[str, Any] = {"timeout": f"{int(opts.timeout_s * 1000)}ms", "connect_timeout": f"{int(opts.connect_timeout_s * 1000)}ms",
@@ -207,7 +221,10 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
     for k in ("allow_http", "allow_invalid_certificates"):  # client options given at the top level
         if k in so:
             client[k] = str(so.pop(k)).strip().lower() in ("1", "true", "yes", "on")
+    ca_file = so.pop("ca_file", None)
     client.update(so.pop("client_options", None) or {})
+    if ca_file is not None:
+        client["root_certificate"] = _read_ca_file(ca_file)
     retry = so.pop("retry_config", None) or {"max_retries": 0}
     env = {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "GOOGLE_", "AZURE_", "AZURITE_"))}
     key = (root, _freeze({"so": so, "client": client, "retry": retry, "env": env}))  # env: obstore reads it
@@ -218,7 +235,10 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
             if scheme in ("http", "https"):
                 if scheme == "http":
                     client.setdefault("allow_http", True)  # an http:// URL asks for plain HTTP
-                st = obstore.store.HTTPStore.from_url(root, client_options=client, retry_config=retry)
+                try:
+                    st = obstore.store.HTTPStore.from_url(root, client_options=client, retry_config=retry)
+                except Exception as e:  # noqa: BLE001 - obstore's configuration errors
+                    raise ValueError(f"cannot configure object store {root}: {e}") from e
             else:
                 try:
                     st = obstore.store.from_url(root, client_options=client, retry_config=retry, **so)

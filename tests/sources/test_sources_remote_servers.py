@@ -146,6 +146,42 @@ def test_nginx(data, home):
                    [srv.url(f"bk/wds/{os.path.basename(p)}") for p in data["shards"]], 0.0, "nginx")
 
 
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory):
+    from fastq.bench.servers import make_test_ca
+    return make_test_ca(str(tmp_path_factory.mktemp("ca")))
+
+
+def test_nginx_https(data, home, tls):
+    """https:// from nginx with a certificate of a CA made here, trusted through
+    storage_options={"ca_file": ...}; without it the certificate is refused (the CA is
+    trusted by that option, not by chance)."""
+    so = {"ca_file": tls["ca"]}
+    with Nginx(data["root"], tls=tls) as srv:
+        assert srv.endpoint.startswith("https://")
+        names = [os.path.basename(p) for p in data["jpegs"]]
+        check(fastq.sources.Files([srv.url(f"bk/img/{n}") for n in names], data["labels"], remote=OPTS,
+                                  storage_options=so), data["local_files"], 0.0, N, "nginx https Files")
+        check(fastq.sources.WebDataset([srv.url(f"bk/wds/{os.path.basename(p)}") for p in data["shards"]],
+                                       remote=OPTS, storage_options=so), data["local_wds"], 0.0, None,
+              "nginx https WebDataset")
+        # (obstore's message says only "error sending request": reqwest's TLS error is not in it)
+        with pytest.raises(fastq.errors.ReadError, match=r"000000\.jpg.*error sending request"):
+            src = fastq.sources.Files([srv.url(f"bk/img/{names[0]}")], [0],
+                                      remote=fastq.sources.RemoteOptions(retries=0, timeout_s=5.0))
+            with fastq.Pipeline(src, batch_size=1, workers=1, ops=CHAIN) as p:
+                next(iter(p))
+
+
+def test_ca_file_must_hold_a_certificate(tmp_path):
+    bad = tmp_path / "not-a-ca.pem"
+    bad.write_text("hello\n")
+    with pytest.raises(ValueError, match="no PEM certificate"):
+        fastq.sources.Files(["https://127.0.0.1:9/x.jpg"], [0], storage_options={"ca_file": str(bad)})
+    with pytest.raises(ValueError, match="ca_file"):
+        fastq.sources.Files(["https://127.0.0.1:9/x.jpg"], [0], storage_options={"ca_file": str(tmp_path / "no")})
+
+
 def test_moto_server(data, home, monkeypatch):
     """s3:// from moto's S3 server (werkzeug), objects uploaded with boto3."""
     pytest.importorskip("moto.server", reason="moto[server] is part of requirements-dev.txt")
