@@ -181,8 +181,11 @@ class MotoServer:
     def __enter__(self):
         for _attempt in range(5):
             self.port = free_port()
+            # its log (a line per request) goes to a file: a pipe nobody reads would fill and
+            # stop the server mid-run
+            self.log = tempfile.TemporaryFile()
             self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                         stdout=subprocess.DEVNULL, stderr=self.log)
             if _wait_port(self.proc, self.port, self.start_timeout):
                 self.endpoint = f"http://127.0.0.1:{self.port}"
                 return self
@@ -217,11 +220,13 @@ class MotoServer:
             if self.proc.poll() is None:
                 self.proc.terminate()
             try:
-                _, e = self.proc.communicate(timeout=10)
+                self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-                _, e = self.proc.communicate(timeout=10)
-            err = (e or b"").decode(errors="replace")
+                self.proc.wait(timeout=10)
+            self.log.seek(0)
+            err = self.log.read()[-4000:].decode(errors="replace")
+            self.log.close()
             self.proc = None
         return err
 
