@@ -152,6 +152,11 @@ def shard_index(obj: ObjectInfo, kind, scan, index_dir, cache: Optional[LocalCac
     return idx
 
 
+def indexed(obj, kind, index_dir):
+    """Whether obj's index of this kind is in the index cache already."""
+    return os.path.exists(_index_file(index_dir, obj, kind))
+
+
 def first_epoch_cache(objs, kind, index, index_dir, cache, opts, counters):
     """The cache the source's reads go through: the user's (cache_dir), else, when its
     shards are indexed by downloading them (no index=) and some are not in the index
@@ -159,7 +164,7 @@ def first_epoch_cache(objs, kind, index, index_dir, cache, opts, counters):
     if cache is not None or index is not None:
         return cache
     from fastq.sources.fetch import Spool
-    return Spool.plan(objs, opts, counters, lambda o: os.path.exists(_index_file(index_dir, o, kind)))
+    return Spool.plan(objs, opts, counters, lambda o: indexed(o, kind, index_dir))
 
 
 def shard_indexes(objs, kind, scan, index_dir, cache: Optional[LocalCache], opts, counters):

@@ -148,6 +148,33 @@ def test_unindexed_shards_are_fetched_once_in_the_first_epoch(data, server, tmp_
     assert again._remote.cache is None and server.stats()["bytes_sent"] < 0.05 * total
 
 
+def test_write_index_uploads_the_indexers_sidecars(data, server, tmp_path):
+    """write_index=True: each shard indexed by this construction gets <shard>.idx beside it,
+    byte for byte what tar_index_text writes for the local shard; a source in a fresh index
+    cache reads them (index="sidecar") without downloading a shard and gives the same
+    batches; shards already indexed are not uploaded again."""
+    from fastq.sources.webdataset import tar_index_text
+    total = sum(os.path.getsize(p) for p in data["shards"])
+    src = fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", shuffle_buffer=7, index_dir=str(tmp_path / "a"),
+                                   write_index=True)
+    for p in data["shards"]:
+        got = server.store.get("bk", f"wds/{os.path.basename(p)}.idx")
+        assert got is not None and bytes(got.data) == tar_index_text(p).encode(), p
+    server.reset_stats()
+    side = fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", shuffle_buffer=7, index_dir=str(tmp_path / "b"),
+                                    index="sidecar")
+    assert server.stats()["bytes_sent"] < 0.05 * total
+    a, b = epochs(src, 2)[0], epochs(side, 2)[0]
+    assert same(a[0] + a[1], b[0] + b[1])
+    server.reset_stats()
+    fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", index_dir=str(tmp_path / "a"), write_index=True)
+    assert server.stats().get("put", 0) == 0
+    with pytest.raises(ValueError, match="write_index"):
+        fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", index="sidecar", write_index=True)
+    with pytest.raises(ValueError, match="write_index"):
+        fastq.sources.WebDataset(data["shards"], write_index=True)
+
+
 def test_spool_off_fetches_twice(data, server, tmp_path):
     """first_epoch_spool=False: the indexing download is deleted, the first epoch fetches
     the shards again (what the spool saves)."""
