@@ -464,6 +464,25 @@ def test_tfrecord_remote_equal_local(data, tfr, server, workers, index):
         assert st["remote"]["requests"] < 2 * N
 
 
+@pytest.mark.parametrize("index", [None, False])
+def test_tfrecord_unindexed_first_epoch_fetches_once(data, tfr, server, tmp_path, index):
+    """TFRecord shards with no index (both orders) get the first-epoch spool too: the server
+    sends each shard once from construction to the end of the first epoch, and the batches
+    equal the local read."""
+    paths, objects = tfr
+    for k, v in objects.items():
+        server.store.put("bk", k.split("/", 1)[1], v)
+    total = sum(len(v) for v in objects.values())
+    kw = dict(index=index, shuffle_buffer=5) if index is False else {}
+    want = epochs(fastq.sources.TFRecord(paths, **kw), 1)[0]
+    server.reset_stats()
+    src = fastq.sources.TFRecord("s3://bk/tfr/train-*-of-00003", index_dir=str(tmp_path / "idx"),
+                                 remote=fastq.sources.RemoteOptions(spool_dir=str(tmp_path / "spool")), **kw)
+    got, st = epochs(src, 1)
+    assert total <= server.stats()["bytes_sent"] <= 1.05 * total, (server.stats()["bytes_sent"], total)
+    assert same(want[0], got[0]) and st[0]["remote"]["cache_hits"] > 0
+
+
 @pytest.mark.parametrize("kind", ["files", "wds"])
 def test_remote_resume_and_shard_match_local(data, server, kind):
     def make(remote):
