@@ -199,7 +199,8 @@ class Spool(LocalCache):
         import tempfile
         import weakref
         os.makedirs(base, exist_ok=True)
-        super().__init__(tempfile.mkdtemp(prefix=f"spool-{os.getpid()}-", dir=base))
+        _remove_dead_spools(base)
+        super().__init__(tempfile.mkdtemp(prefix=f"{_spool_prefix(os.getpid())}-", dir=base))
         self.released = False
         self._finalizer = weakref.finalize(self, _remove_tree, self.dir)
 
@@ -234,6 +235,34 @@ class Spool(LocalCache):
             return Spool(base)
         except OSError:
             return None
+
+
+def _spool_prefix(pid):
+    import socket
+    host = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:64] or "host"
+    return f"spool-{host}-{pid}"
+
+
+def _remove_dead_spools(base):
+    """Delete the spools left in base by processes of this host that are gone (killed before
+    they could delete their own)."""
+    me = _spool_prefix(0)[:-1]  # "spool-<host>-"
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(me):
+            continue
+        pid = name[len(me):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            _remove_tree(os.path.join(base, name))
+        except OSError:  # alive (another user's, say)
+            pass
 
 
 def _remove_tree(d):

@@ -175,6 +175,26 @@ def test_write_index_uploads_the_indexers_sidecars(data, server, tmp_path):
         fastq.sources.WebDataset(data["shards"], write_index=True)
 
 
+def test_spool_of_a_dead_process_is_deleted(tmp_path):
+    """A spool left by a process of this host that is gone (killed) is deleted when the next
+    one is made; a live process's spool and other folders are left alone."""
+    import subprocess
+    import sys
+    from fastq.sources.fetch import Spool, _spool_prefix
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(timeout=60)
+    base = tmp_path / "spool"
+    (base / f"{_spool_prefix(dead.pid)}-abc").mkdir(parents=True)
+    (base / f"{_spool_prefix(dead.pid)}-abc" / "x.obj").write_bytes(b"x")
+    (base / f"{_spool_prefix(os.getppid())}-def").mkdir()
+    (base / "other").mkdir()
+    sp = Spool(str(base))
+    assert sorted(os.listdir(base)) == sorted([f"{_spool_prefix(os.getppid())}-def", "other",
+                                               os.path.basename(sp.dir)])
+    sp.release()
+    assert not os.path.exists(sp.dir)
+
+
 def test_spool_off_fetches_twice(data, server, tmp_path):
     """first_epoch_spool=False: the indexing download is deleted, the first epoch fetches
     the shards again (what the spool saves)."""
