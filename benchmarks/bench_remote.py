@@ -9,7 +9,11 @@ row says "fastq remote sources not available in this build"), the webdataset lib
 streaming the shards into ``fastq.sources.Stream``, a 32-thread urllib pool into ``Stream``,
 DALI's S3 file reader when DALI is installed, and the server's raw fetch rate (obstore async,
 best of 64 and 128 in flight, no decoding).  The server (fastq.bench.objserver) runs in its own
-process per latency.  Medians of --rounds after a warm-up epoch; ratios remote / local,
+process per latency.  Beside it, servers fastq did not write (fastq.bench.servers), no latency
+added: nginx over http:// and https:// (a test CA, trusted with storage_options' ca_file) and
+moto's S3 server, each serving Files and WebDataset.  Every row reports the longest wait for a
+batch, remote requests per image and this process's CPU time per image (the servers run in
+other processes), also as a ratio to local Files.  Medians of --rounds after a warm-up epoch; ratios remote / local,
 remote / min(local, raw rate) and, for single objects, remote / (1 / (1/local + 1/raw)): the
 bound when the server shares the cores with the decoding.
 

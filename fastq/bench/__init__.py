@@ -16,8 +16,11 @@
 ``hires``       ``--task hires --hires-forms``: original / prepared / max-side copies in one run
 ``feed``        ``--task feed``: feeders driving a synthetic trainer that shares the CPUs (issue 28)
 ``demo``        ``python -m fastq.bench.demo``: fastq against a Python + cv2 loop
-``objserver``   an S3-compatible / plain HTTP test server with fault injection (issue 34)
-``remote``      ``--task remote``: local sources against the same data behind ``objserver``
+``objserver``   an S3-compatible / Azure / plain HTTP test server with fault injection (a package:
+                one module per dialect)
+``servers``     starters for servers fastq did not write: nginx (http, https with a test CA), moto
+``remote``      ``--task remote``: local sources against the same data behind ``objserver``,
+                nginx and moto
 ==============  ===================================================================
 
 None of this is imported by ``import fastq``; the library does not depend on it.

@@ -21,6 +21,11 @@ Rows (each its own pipeline in this process, reference task, ``workers`` workers
   (its own ``curl`` pipe) into ``fastq.sources.Stream``; a 32-thread ``urllib`` pool fetching
   single objects into ``Stream``; DALI's S3 file reader (``fn.readers.file(file_root="s3://...")``,
   CPU pipeline, ``AWS_ENDPOINT_URL`` set);
+* servers fastq did not write, no latency added (:mod:`fastq.bench.servers`): nginx over
+  ``http://`` and over ``https://`` (a certificate from a test CA made here, trusted with
+  ``storage_options={"ca_file": ...}``), and moto's S3 server (its own process, objects uploaded
+  with boto3) over ``s3://``; each serves ``Files`` and ``WebDataset``.  A server that is not
+  installed is a skipped row that says so;
 * per latency, the server's raw fetch rate: obstore async ``get_async``, 64 and 128 requests in
   flight, the best of the two, no decoding (:func:`fastq.bench.objserver.measure_raw_rate`).
 
@@ -35,6 +40,11 @@ left once the server's own limit is taken out.  For single objects also remote /
 1 / (1/local + 1/raw): the server runs on the same cores as the pipeline, so serving an object
 (the raw rate uses every core) and decoding it (the local rate uses every core) add up; no
 client can beat that on one machine.
+
+Every row also reports the longest wait for a batch in its timed epochs, the remote source's
+requests per image (the next epoch's prefetch included), and this process's CPU time per
+image (``getrusage``: the pipeline's workers and fetcher; every server runs in a process of
+its own), also as a ratio to local Files in the same run.
 """
 import io
 import json
@@ -114,17 +124,30 @@ def prepare_data(paths, shards, d):
 # ---------------------------------------------------------------------------
 
 def _pipeline(src, workers, task, shuffle=True):
-    """(run_epoch, close) of the reference task on a fastq source."""
+    """(run_epoch, close) of the reference task on a fastq source.  run_epoch() -> images;
+    run_epoch.last: the largest gap between two batches of the last epoch (from its start to
+    the first batch included, seconds) and its remote requests (None: not a remote source)."""
     import fastq
     p = fastq.Pipeline(src, batch_size=task.batch, queue_size=4, workers=workers, ops=task.fastq_ops(),
                        dtype="float32", seed=0, shuffle=shuffle, pin_memory=False)
 
+    def requests():
+        r = p.stats().get("remote")
+        return r["requests"] if r else None
+
     def run_epoch():
-        n = 0
+        n, gap = 0, 0.0
+        r0 = requests()
+        t = time.perf_counter()
         for images, lab in p:
+            now = time.perf_counter()
+            gap, t = max(gap, now - t), now
             n += images.shape[0]
             del images, lab
+        r1 = requests()
+        run_epoch.last = {"max_gap_s": gap, "requests": None if r0 is None else r1 - r0}
         return n
+    run_epoch.last = {}
     return run_epoch, p.close
 
 
@@ -224,7 +247,7 @@ def dali_runner(srv, workers, task, n):
 # the run
 # ---------------------------------------------------------------------------
 
-def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, out=print):
+def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, other_servers=True, out=print):
     """Measure every row -> result dict (see print_report)."""
     from fastq import sources
     from fastq.bench.objserver import ObjectServerProcess, measure_raw_rate
@@ -232,23 +255,24 @@ def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, out=
     n = len(data["files"])
     rows, skipped, raw, servers = {}, {}, {}, []
 
-    def add(name, make, form, latency, kind):
+    def add(name, make, form, latency, kind, server="objserver"):
         try:
             runner = make()
         except Exception as e:  # noqa: BLE001  (a row that cannot be built is reported, not fatal)
             skipped[name] = f"{type(e).__name__}: {e}"
             return
-        rows[name] = {"runner": runner, "form": form, "latency_ms": latency, "kind": kind, "runs": []}
+        rows[name] = {"runner": runner, "form": form, "latency_ms": latency, "kind": kind, "runs": [], "cpu_us": [],
+                      "gaps": [], "req_per_obj": [], "server": server}
 
     add("local Files", lambda: _pipeline(sources.Files(data["files"], data["labels"]), workers, task),
-        "files", None, "objects")
+        "files", None, "objects", None)
     # shards in their streaming order (shard shuffle + a shuffle buffer), locally and remotely alike:
     # the order people train with from buckets (tf.data's interleave + shuffle, webdataset's)
     add("local WebDataset", lambda: _pipeline(sources.WebDataset(data["wds"], shuffle_buffer=SHUFFLE_BUFFER),
-                                              workers, task), "wds", None, "shards")
+                                              workers, task), "wds", None, "shards", None)
     add("local TFRecord", lambda: _pipeline(sources.TFRecord(data["tfrecord"], index=False,
                                                              shuffle_buffer=SHUFFLE_BUFFER), workers, task),
-        "tfrecord", None, "shards")
+        "tfrecord", None, "shards", None)
     import importlib.util
     have_wds = importlib.util.find_spec("webdataset") is not None
     if not have_wds:
@@ -290,6 +314,8 @@ def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, out=
             if have_dali:
                 add(f"DALI S3 file reader {lat} ms", lambda srv=srv: dali_runner(srv, workers, task, n),
                     "files", lat, "objects")
+        if other_servers:
+            _other_servers(data, workers, task, add, skipped, servers, out)
         for name, r in list(rows.items()):  # warm-up (a row that fails here is reported, not fatal)
             try:
                 r["runner"][0]()
@@ -304,15 +330,25 @@ def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, out=
                 # server's work) ends inside it, not inside this row's timed epoch; this row's
                 # own work ahead (for the timed epoch) is done in it, as in training
                 r["runner"][0]()
+                c = _cpu_s()
                 t = time.perf_counter()
                 k = r["runner"][0]()
                 r["runs"].append(k / (time.perf_counter() - t))
+                r["cpu_us"].append((_cpu_s() - c) / k * 1e6)
+                last = getattr(r["runner"][0], "last", {})
+                if "max_gap_s" in last:
+                    r["gaps"].append(last["max_gap_s"])
+                if last.get("requests") is not None:
+                    r["req_per_obj"].append(last["requests"] / k)
             out(f"round {rd + 1}: " + "  ".join(f"{k} {v['runs'][-1]:.0f}" for k, v in rows.items()), flush=True)
     finally:
         for r in rows.values():
             _close(r)
         for srv in servers:
-            srv.stop()
+            if hasattr(srv, "stop"):
+                srv.stop()
+            else:
+                srv.__exit__(None, None, None)
     res = {"task": task.describe(), "images": n, "workers": workers, "rounds": rounds,
            "shards": len(data["wds"]), "latencies_ms": list(latencies), "raw_rate": raw, "skipped": skipped,
            "rows": {}}
@@ -320,17 +356,76 @@ def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, out=
     for name, r in rows.items():
         med = statistics.median(r["runs"])
         row = {"images_per_s": med, "runs": r["runs"], "form": r["form"], "kind": r["kind"],
-               "latency_ms": r["latency_ms"]}
+               "latency_ms": r["latency_ms"], "server": r["server"],
+               "cpu_us_per_object": statistics.median(r["cpu_us"]),
+               "max_gap_s": max(r["gaps"]) if r["gaps"] else None,
+               "requests_per_object": statistics.median(r["req_per_obj"]) if r["req_per_obj"] else None}
+        if "local Files" in rows and rows["local Files"]["cpu_us"]:
+            row["cpu_ratio_local_files"] = row["cpu_us_per_object"] / statistics.median(rows["local Files"]["cpu_us"])
         if r["latency_ms"] is not None and r["form"] in local:
             row["ratio_local"] = med / local[r["form"]]
+        if r["server"] == "objserver" and r["latency_ms"] in raw and r["form"] in local:
             row["ratio_bound"] = med / min(local[r["form"]], raw[r["latency_ms"]]["best"])
-            if r["kind"] == "objects":
+            if r["kind"] == "objects":  # (objserver rows: the raw rate is its own)
                 # the server shares these cores: serving one object (the raw rate, measured alone,
                 # uses all of them) and decoding one image (local, alone) add up, at best
                 row["shared_bound"] = 1.0 / (1.0 / local[r["form"]] + 1.0 / raw[r["latency_ms"]]["best"])
                 row["ratio_shared_bound"] = med / row["shared_bound"]
         res["rows"][name] = row
     return res
+
+
+def _cpu_s():
+    """CPU seconds this process has used (user + system, every thread: the pipeline's workers
+    and fetcher; the servers run in processes of their own)."""
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _other_servers(data, workers, task, add, skipped, servers, out):
+    """Rows for servers fastq did not write (fastq.bench.servers), no latency added: nginx over
+    http:// and over https:// (a test CA made here, trusted through storage_options' ca_file),
+    and moto's S3 server over s3://, each serving Files and WebDataset.  A server that cannot
+    start is a skipped row with the reason."""
+    import tempfile
+    from fastq import sources
+    from fastq.bench import servers as sv
+    wds_keys, file_keys = data["keys"]["wds"], data["keys"]["files"]
+
+    def both(label, file_url, shard_urls, so, server):
+        add(f"fastq Files {label}", lambda: _pipeline(sources.Files([file_url(k) for k in file_keys], data["labels"],
+                                                                    storage_options=so), workers, task),
+            "files", 0, "objects", server)
+        add(f"fastq WebDataset {label}", lambda: _pipeline(sources.WebDataset(shard_urls, shuffle_buffer=SHUFFLE_BUFFER,
+                                                                              storage_options=so), workers, task),
+            "wds", 0, "shards", server)
+
+    tmp = tempfile.mkdtemp(prefix="fastq-bench-servers-")
+    for label, tls in (("nginx http", False), ("nginx https", True)):
+        try:
+            ngx = sv.Nginx(data["root"], tls=sv.make_test_ca(os.path.join(tmp, "ca")) if tls else None).__enter__()
+        except Exception as e:  # noqa: BLE001  (reported as skipped rows)
+            for f in ("Files", "WebDataset"):
+                skipped[f"fastq {f} {label}"] = f"{type(e).__name__}: {e}"
+            continue
+        servers.append(ngx)
+        so = {"ca_file": ngx.tls["ca"]} if tls else None
+        both(label, lambda k, n=ngx: n.url(f"{BUCKET}/{k}"), [ngx.url(f"{BUCKET}/{k}") for k in wds_keys], so, label)
+        out(f"{label} at {ngx.endpoint}", flush=True)
+    try:
+        moto = sv.MotoServer().__enter__()
+    except Exception as e:  # noqa: BLE001
+        for f in ("Files", "WebDataset"):
+            skipped[f"fastq {f} moto s3"] = f"{type(e).__name__}: {e}"
+        return
+    servers.append(moto)
+    t = time.perf_counter()
+    moto.upload(BUCKET, {k: os.path.join(data["root"], BUCKET, k) for k in file_keys + wds_keys})
+    out(f"moto s3 at {moto.endpoint} ({len(file_keys) + len(wds_keys)} objects uploaded in "
+        f"{time.perf_counter() - t:.1f} s)", flush=True)
+    both("moto s3", lambda k: f"s3://{BUCKET}/{k}", f"s3://{BUCKET}/wds/train-*.tar", moto.storage_options(),
+         "moto s3")
 
 
 def _close(r):
@@ -343,12 +438,20 @@ def print_report(res, out=print):
     out(f"\n{res['task']}; {res['images']} images, {res['shards']} shards, workers={res['workers']}, "
         f"median of {res['rounds']} round(s)")
     out(f"{'row':34s} {'img/s':>8s} {'remote/local':>13s} {'remote/min(local,raw)':>22s} "
-        f"{'remote/shared bound':>20s}")
+        f"{'remote/shared bound':>20s} {'max gap s':>10s} {'req/obj':>8s} {'CPU us/obj':>11s} {'/local Files':>13s}")
     for name, r in res["rows"].items():
         rl = f"{r['ratio_local']:.2f}" if "ratio_local" in r else ""
         rb = f"{r['ratio_bound']:.2f}" if "ratio_bound" in r else ""
         rs = f"{r['ratio_shared_bound']:.2f}" if "ratio_shared_bound" in r else ""
-        out(f"{name:34s} {r['images_per_s']:8.0f} {rl:>13s} {rb:>22s} {rs:>20s}")
+        gap = f"{r['max_gap_s']:.2f}" if r.get("max_gap_s") is not None else ""
+        rpo = f"{r['requests_per_object']:.3f}" if r.get("requests_per_object") is not None else ""
+        cpu = f"{r['cpu_us_per_object']:.0f}" if r.get("cpu_us_per_object") is not None else ""
+        cr = f"{r['cpu_ratio_local_files']:.2f}" if r.get("cpu_ratio_local_files") is not None else ""
+        out(f"{name:34s} {r['images_per_s']:8.0f} {rl:>13s} {rb:>22s} {rs:>20s} {gap:>10s} {rpo:>8s} {cpu:>11s} "
+            f"{cr:>13s}")
+    out("max gap: the longest wait for a batch in a timed epoch (its first batch included), over the rounds; "
+        "req/obj: the remote source's GETs in the timed epoch (the next epoch's prefetch included) per image; "
+        "CPU: this process's user + system time per image (the servers run in processes of their own)")
     out("shared bound (single objects): 1 / (1/local + 1/raw), what both fit in when the server "
         "runs on the same cores as the decoding")
     for lat, r in res["raw_rate"].items():
@@ -359,7 +462,7 @@ def print_report(res, out=print):
 
 
 def main(images=2000, rounds=3, workers=None, shards=8, latencies=LATENCIES, data_dir=None, json_path=None,
-         raw_seconds=2.0, progress=True, out=print):
+         raw_seconds=2.0, progress=True, other_servers=True, out=print):
     """The whole benchmark -> 0 (1 when no row could run)."""
     from fastq.bench import generated_dataset, usable_cores
     from fastq.bench.data import default_data_dir
@@ -373,7 +476,8 @@ def main(images=2000, rounds=3, workers=None, shards=8, latencies=LATENCIES, dat
     data_dir = data_dir or default_data_dir()
     paths = generated_dataset(images, data_dir, progress=progress)
     data = prepare_data(paths, shards, os.path.join(data_dir, f"remote_{images}_{shards}"))
-    res = run(data, workers=workers, rounds=rounds, latencies=latencies, raw_seconds=raw_seconds, out=out)
+    res = run(data, workers=workers, rounds=rounds, latencies=latencies, raw_seconds=raw_seconds,
+              other_servers=other_servers, out=out)
     print_report(res, out=out)
     if json_path:
         with open(json_path, "w") as f:

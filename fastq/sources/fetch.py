@@ -86,6 +86,8 @@ class LocalCache:
     another process reads it stays readable through that process's mapping.  The
     name holds a hash of the URL, the size and the ETag: a changed object misses."""
 
+    fills = True  # a miss fetches the whole object into the cache (Spool: a miss is read remotely)
+
     def __init__(self, directory, limit=None):
         self.dir = os.path.abspath(os.fspath(directory))
         os.makedirs(self.dir, exist_ok=True)
@@ -182,6 +184,90 @@ class LocalCache:
                 except OSError:
                     pass
         return t
+
+
+class Spool(LocalCache):
+    """The shards a source downloaded to index them, kept on local disk for its first
+    epoch (no ``cache_dir``, no sidecar index): that epoch reads them from here instead of
+    fetching them a second time.  Never filled by a read (a miss is read remotely), deleted
+    by release() (when an epoch after the first starts), when the source is collected or
+    at exit.  Files mapped by a reader stay readable after release()."""
+
+    fills = False
+
+    def __init__(self, base):
+        import tempfile
+        import weakref
+        os.makedirs(base, exist_ok=True)
+        _remove_dead_spools(base)
+        super().__init__(tempfile.mkdtemp(prefix=f"{_spool_prefix(os.getpid())}-", dir=base))
+        self.released = False
+        self._finalizer = weakref.finalize(self, _remove_tree, self.dir)
+
+    def open(self, obj: ObjectInfo):
+        if self.released:
+            return None
+        return super().open(obj)
+
+    def release(self):
+        self.released = True
+        self._finalizer()
+
+    @staticmethod
+    def plan(objs, opts: RemoteOptions, counters: Counters, indexed):
+        """A Spool for the shards in objs not yet indexed (indexed(obj) -> bool), or None:
+        when opts.first_epoch_spool is off, nothing needs downloading, or the spool's disk
+        has less free space than twice those shards' bytes plus 1 GiB."""
+        if not opts.first_epoch_spool:
+            return None
+        need = sum((o.size or 0) for o in objs if not indexed(o))
+        if need == 0:
+            return None
+        base = opts.spool_dir or os.path.join(os.path.expanduser("~"), ".cache", "fastq", "spool")
+        try:
+            os.makedirs(base, exist_ok=True)
+            st = os.statvfs(base)
+        except OSError:
+            return None
+        if st.f_bavail * st.f_frsize < 2 * need + (1 << 30):
+            return None
+        try:
+            return Spool(base)
+        except OSError:
+            return None
+
+
+def _spool_prefix(pid):
+    import socket
+    host = "".join(c if c.isalnum() else "_" for c in socket.gethostname())[:64] or "host"
+    return f"spool-{host}-{pid}"
+
+
+def _remove_dead_spools(base):
+    """Delete the spools left in base by processes of this host that are gone (killed before
+    they could delete their own)."""
+    me = _spool_prefix(0)[:-1]  # "spool-<host>-"
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(me):
+            continue
+        pid = name[len(me):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            _remove_tree(os.path.join(base, name))
+        except OSError:  # alive (another user's, say)
+            pass
+
+
+def _remove_tree(d):
+    import shutil
+    shutil.rmtree(d, ignore_errors=True)
 
 
 class RemoteSet:
@@ -644,6 +730,9 @@ class Fetcher:
             if mv is not None:
                 self.counters.cache_hits += 1
                 return mv, 0, True
+            if not cache.fills:  # a spool that does not hold obj (or released): read it remotely
+                cache = None
+        if cache is not None:
             task = self.filling.get(o)
             if task is None:
                 self.counters.cache_misses += 1

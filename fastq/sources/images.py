@@ -486,6 +486,9 @@ class _RemoteBackend(_ImageBackend):
     def start(self, ring, run_id, epoch, position=0):
         from fastq.sources.fetch import Fetcher, RemoteRun
         order = self.order(epoch)[position * self.batch_size:]
+        release = getattr(self.source._remote.cache, "release", None)
+        if epoch >= 1 and release is not None:
+            release()  # the first epoch's spool (fetch.Spool): later epochs read remotely
         prev = None
         if self._run is not None:
             if self._run.epoch + 1 == epoch and position == 0:

@@ -13,7 +13,10 @@ once per shard version: the shard is downloaded once (into the cache when
 ``cache_dir`` is set, so that the first epoch reads it from there, else into a
 temporary file) and scanned by the same native code as a local shard; the index
 is kept under ``index_dir`` (default ``~/.cache/fastq/remote-index``) keyed by the
-URL, size and ETag, so a changed object is indexed again.  See docs/cloud.md.
+URL, size and ETag, so a changed object is indexed again.  Without ``cache_dir``
+the downloads are kept in a temporary spool for the first epoch
+(:class:`~fastq.sources.fetch.Spool`, ``RemoteOptions.first_epoch_spool``), so that
+an epoch that follows indexing fetches no shard twice.  See docs/cloud.md.
 """
 import hashlib
 import os
@@ -128,10 +131,14 @@ def shard_index(obj: ObjectInfo, kind, scan, index_dir, cache: Optional[LocalCac
             from fastq.sources.storage import run_sync
             import random
             parts = run_sync(fill_object(obj, opts, counters, random.Random(opts.seed)))
-            counters.cache_misses += 1
-            counters.cache_bytes_written += cache.store(obj, parts)
-        else:
+            written = cache.store(obj, parts)
+            del parts
+            if cache.fills:  # a Spool's writes are not the user's cache's
+                counters.cache_misses += 1
+                counters.cache_bytes_written += written
+        elif cache.fills:
             counters.cache_hits += 1
+        del mv
         local = cache.path(obj)
         if os.path.exists(local):
             idx = scan(local)
@@ -143,6 +150,21 @@ def shard_index(obj: ObjectInfo, kind, scan, index_dir, cache: Optional[LocalCac
         idx = scan(local)
     _save(path, idx)
     return idx
+
+
+def indexed(obj, kind, index_dir):
+    """Whether obj's index of this kind is in the index cache already."""
+    return os.path.exists(_index_file(index_dir, obj, kind))
+
+
+def first_epoch_cache(objs, kind, index, index_dir, cache, opts, counters):
+    """The cache the source's reads go through: the user's (cache_dir), else, when its
+    shards are indexed by downloading them (no index=) and some are not in the index
+    cache yet, a Spool that keeps those downloads for the first epoch (None: neither)."""
+    if cache is not None or index is not None:
+        return cache
+    from fastq.sources.fetch import Spool
+    return Spool.plan(objs, opts, counters, lambda o: indexed(o, kind, index_dir))
 
 
 def shard_indexes(objs, kind, scan, index_dir, cache: Optional[LocalCache], opts, counters):

@@ -85,6 +85,13 @@ class RemoteOptions:
         or glibc.malloc tunables are set).  Every chunk otherwise arrives in pages the
         kernel must fault in and zero: about 6 more faults and 2-3 % more CPU per image on
         the reference task.  False leaves malloc as it is.
+    first_epoch_spool: shards without an index (no sidecar, not in the index cache) are
+        downloaded once to be indexed when the source is built; without ``cache_dir`` they are
+        kept on local disk under spool_dir until an epoch after the first starts (or the source
+        is collected), so that the first epoch reads them from there: the first epoch
+        fetches each shard's bytes once.  Skipped when the spool's disk has less free space
+        than twice those bytes plus 1 GiB.  False: the download is deleted once indexed.
+    spool_dir: where the spool is made (None: ``~/.cache/fastq/spool``).
     """
 
     max_in_flight: int = 64
@@ -99,8 +106,14 @@ class RemoteOptions:
     seed: int = 0
     next_epoch_bytes: Optional[int] = None
     tune_malloc: bool = True
+    first_epoch_spool: bool = True
+    spool_dir: Optional[str] = None
 
     def __post_init__(self):
+        if not isinstance(self.first_epoch_spool, bool):
+            raise ValueError(f"RemoteOptions.first_epoch_spool must be True or False, got {self.first_epoch_spool!r}")
+        if self.spool_dir is not None:
+            object.__setattr__(self, "spool_dir", os.fspath(self.spool_dir))
         if not isinstance(self.tune_malloc, bool):
             raise ValueError(f"RemoteOptions.tune_malloc must be True or False, got {self.tune_malloc!r}")
         for name in ("max_in_flight", "max_bytes", "chunk_bytes", "retries"):
@@ -170,13 +183,27 @@ def _freeze(d):
     return tuple(sorted((k, _freeze(v) if isinstance(v, dict) else repr(v)) for k, v in (d or {}).items()))
 
 
+def _read_ca_file(path):
+    """The PEM text of storage_options["ca_file"] (one or more CA certificates)."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            pem = f.read()
+    except OSError as e:
+        raise ValueError(f"storage_options ca_file {path!r}: {e.strerror or e}") from None
+    if b"-----BEGIN CERTIFICATE-----" not in pem:
+        raise ValueError(f"storage_options ca_file {path!r}: no PEM certificate in it (-----BEGIN CERTIFICATE-----)")
+    return pem.decode("ascii", "replace")
+
+
 def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: RemoteOptions):
     """The obstore store of `root` (s3://bucket...), one per (root, options) per process.
 
     storage_options: the store's configuration (obstore's keys, e.g. ``endpoint``,
     ``region``, ``access_key_id``, ``skip_signature``...), overriding the environment;
-    its optional ``client_options`` / ``retry_config`` entries go to obstore as such.
-    Retries are fastq's own (counted in stats): obstore's are turned off."""
+    its optional ``client_options`` / ``retry_config`` entries go to obstore as such, and
+    ``ca_file`` (a PEM file of CA certificates, trusted for https:// besides the system's
+    roots) becomes the client option ``root_certificate``.  Retries are fastq's own (counted in stats): obstore's are turned off."""
     obstore = _obstore()
     so = dict(storage_options or {})
     client: Dict[str, Any] = {"timeout": f"{int(opts.timeout_s * 1000)}ms", "connect_timeout": f"{int(opts.connect_timeout_s * 1000)}ms",
@@ -194,7 +221,10 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
     for k in ("allow_http", "allow_invalid_certificates"):  # client options given at the top level
         if k in so:
             client[k] = str(so.pop(k)).strip().lower() in ("1", "true", "yes", "on")
+    ca_file = so.pop("ca_file", None)
     client.update(so.pop("client_options", None) or {})
+    if ca_file is not None:
+        client["root_certificate"] = _read_ca_file(ca_file)
     retry = so.pop("retry_config", None) or {"max_retries": 0}
     env = {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "GOOGLE_", "AZURE_", "AZURITE_"))}
     key = (root, _freeze({"so": so, "client": client, "retry": retry, "env": env}))  # env: obstore reads it
@@ -205,7 +235,10 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
             if scheme in ("http", "https"):
                 if scheme == "http":
                     client.setdefault("allow_http", True)  # an http:// URL asks for plain HTTP
-                st = obstore.store.HTTPStore.from_url(root, client_options=client, retry_config=retry)
+                try:
+                    st = obstore.store.HTTPStore.from_url(root, client_options=client, retry_config=retry)
+                except Exception as e:  # noqa: BLE001 - obstore's configuration errors
+                    raise ValueError(f"cannot configure object store {root}: {e}") from e
             else:
                 try:
                     st = obstore.store.from_url(root, client_options=client, retry_config=retry, **so)

@@ -239,7 +239,9 @@ class TFRecord(ImageSource):
             # index=False keeps its streaming order, read through the index in large ranges
             self._remote_stream, self._stream = self._stream, False
             self._init_remote(feats, objs, opts, counters, index, index_dir,
-                              remote_mod.cache_for(cache_dir, cache_limit))
+                              remote_mod.first_epoch_cache(objs, "tfr", index, index_dir,
+                                                           remote_mod.cache_for(cache_dir, cache_limit), opts,
+                                                           counters))
         elif self._stream:
             self._init_stream(feats)
         else:

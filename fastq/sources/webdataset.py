@@ -58,6 +58,11 @@ class WebDataset(ImageSource):
     :func:`tar_index_text`), or give a list of index URLs or paths, one per shard
     (fastq's own, or DALI's ``wds2idx`` v1.2 indexes, which have no shard size: a
     stale one is caught only when a member falls outside its shard).
+    Shards indexed by downloading them are read by the first epoch from that download
+    (``cache_dir``, or a spool: ``RemoteOptions.first_epoch_spool``).  ``write_index=True``
+    also uploads the index of each shard this construction indexed as ``<shard URL>.idx``
+    (what :func:`tar_index_text` writes), so that later runs anywhere can pass
+    ``index="sidecar"``; it needs write access to the store (a failed upload is a warning).
     ``storage_options``, ``cache_dir``, ``cache_limit``, ``remote``: see
     :class:`Files` and docs/cloud.md.
     """
@@ -66,7 +71,7 @@ class WebDataset(ImageSource):
 
     def __init__(self, paths, image_ext=("jpg", "jpeg", "png", "webp"), label_ext="cls", io_threads=0,
                  read_ahead=64, shuffle_buffer=None, storage_options=None, cache_dir=None, cache_limit=None,
-                 remote=None, index_dir=None, index=None):
+                 remote=None, index_dir=None, index=None, write_index=False):
         from fastq import _image
         from fastq.sources import remote as remote_mod
         _check_io(io_threads, read_ahead, "WebDataset")
@@ -78,19 +83,27 @@ class WebDataset(ImageSource):
                 raise ValueError("WebDataset: io_threads applies to local shards; remote reads are tuned by "
                                  "remote=fastq.sources.RemoteOptions(...) (docs/cloud.md)")
             objs, opts, counters = remote_mod.shard_objects(paths, "WebDataset", storage_options, remote)
-            cache = remote_mod.cache_for(cache_dir, cache_limit)
+            cache = remote_mod.first_epoch_cache(objs, "tar", index, index_dir,
+                                                 remote_mod.cache_for(cache_dir, cache_limit), opts, counters)
             self.paths = [o.url for o in objs]
             if index is not None:
+                if write_index:
+                    raise ValueError("WebDataset: write_index applies when the shards are indexed by downloading "
+                                     "them (index=None)")
                 scans = _sidecar_indexes(objs, index, storage_options, opts, counters)
             else:
+                fresh = [not remote_mod.indexed(o, "tar", index_dir) for o in objs]
                 scans = [_tar_index_tuple(d) for d in remote_mod.shard_indexes(objs, "tar", _tar_index_dict,
                                                                                 index_dir, cache, opts, counters)]
+                if write_index:
+                    _write_sidecars(objs, scans, fresh, storage_options, opts, counters)
             rset = (objs, opts, counters, cache)
         else:
             remote_mod.check_local_only("WebDataset", storage_options, cache_dir, remote, cache_limit)
-            if index is not None:
-                raise ValueError("WebDataset: index= applies to shards at URLs (local shards are indexed by "
-                                 "reading their headers, which is fast)")
+            for name, v in (("index=", index is not None), ("write_index", write_index)):
+                if v:
+                    raise ValueError(f"WebDataset: {name} applies to shards at URLs (local shards are indexed by "
+                                     f"reading their headers, which is fast)")
             self.paths = _expand_paths([remote_mod.local_path(p) for p in paths]
                                        if not isinstance(paths, (str, bytes, os.PathLike)) else
                                        remote_mod.local_path(paths), "WebDataset")
@@ -227,14 +240,35 @@ def tar_index_text(path):
     size.  Stored as ``<shard>.idx`` beside a shard in object storage, it lets
     ``WebDataset(urls, index="sidecar")`` skip the download that indexing needs
     otherwise.  (``index=`` also reads DALI's ``wds2idx`` indexes, version v1.2.)"""
-    import json
     from fastq import _image
-    names, offs, sizes, unsafe, tail = _image.tar_scan(path)
-    doc = {"format": TAR_INDEX_FORMAT, "version": 1, "shard_bytes": os.path.getsize(path),
+    return _tar_index_text_of(_image.tar_scan(path), os.path.getsize(path))
+
+
+def _tar_index_text_of(scan, shard_bytes):
+    """tar_index_text of a shard of shard_bytes bytes whose tar_scan gave scan."""
+    import json
+    names, offs, sizes, unsafe, tail = scan
+    doc = {"format": TAR_INDEX_FORMAT, "version": 1, "shard_bytes": int(shard_bytes),
            "members": [[n, int(o), int(z), bool(u)] for n, o, z, u in
                        zip(names, offs.tolist(), sizes.tolist(), unsafe.tolist())],
            "tail": None if tail is None else [int(tail[0]), str(tail[1])]}
     return json.dumps(doc, separators=(",", ":")) + "\n"
+
+
+def _write_sidecars(objs, scans, fresh, storage_options, opts, counters):
+    """Upload <shard URL>.idx (tar_index_text) for the shards indexed by this construction
+    (fresh[k]); a failed upload is a warning naming the URL (the index stays in the local
+    index cache)."""
+    import warnings
+    from fastq.sources.storage import put_bytes
+    for obj, scan, new in zip(objs, scans, fresh):
+        if not new:
+            continue
+        url = obj.url + ".idx"
+        try:
+            put_bytes(url, _tar_index_text_of(scan, obj.size).encode(), storage_options, opts, counters)
+        except Exception as e:  # noqa: BLE001 - a read-only store: the run goes on without it
+            warnings.warn(f"WebDataset: write_index: could not upload {url}: {e}", RuntimeWarning, stacklevel=3)
 
 
 def parse_tar_index(text, src, shard, shard_bytes):

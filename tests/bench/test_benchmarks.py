@@ -133,6 +133,17 @@ def test_bench_remote(tmp_path, data_dir):
         assert name in rows or skipped[name].startswith("fastq remote sources not available in this build"), out
     assert "fastq remote sources not available in this build" in out or "fastq Files s3 20 ms" in rows
     assert "remote/min(local,raw)" in out
+    # servers fastq did not write: nginx (http, https) and moto, measured, or skipped saying why
+    for label in ("nginx http", "nginx https", "moto s3"):
+        for form in ("Files", "WebDataset"):
+            name = f"fastq {form} {label}"
+            assert name in rows or skipped[name], out
+            if name in rows:
+                r = rows[name]
+                assert r["server"] == label and r["max_gap_s"] > 0 and r["cpu_us_per_object"] > 0, r
+                assert (r["requests_per_object"] >= 1) == (form == "Files"), r
+    assert all(r["cpu_us_per_object"] > 0 and r["cpu_ratio_local_files"] > 0 for r in rows.values())
+    assert rows["local Files"]["requests_per_object"] is None and "CPU us/obj" in out
     # the same benchmark behind `fastq bench --task remote`
     r = subprocess.run([sys.executable, "-m", "fastq", "bench", "--task", "remote", "--quick", "--no-progress",
                         "--data-dir", data_dir, "--json", str(tmp_path / "c.json")], capture_output=True, text=True,

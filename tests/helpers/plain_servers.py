@@ -8,29 +8,24 @@
   single ``Range``, ``HEAD``, ``ETag`` / ``If-Match``, and path-style S3 (``/<bucket>/<key>``,
   ListObjectsV2) when ``bucket`` is given (any ``Authorization`` accepted);
 * :class:`Nginx`: the system's nginx (Debian package ``nginx``) serving a folder over
-  http:// with its default keep-alive settings, from a config written to a temporary
-  folder, on a free port.
+  http:// (or https:// with ``tls=``) with its default keep-alive settings, from a config
+  written to a temporary folder, on a free port (fastq.bench.servers.Nginx).
 """
 import email.utils
 import hashlib
 import http.server
 import os
-import shutil
-import socket
-import subprocess
-import tempfile
 import threading
 import time
 import urllib.parse
 from xml.sax.saxutils import escape
 
+from fastq.bench import servers as _servers
+
 __all__ = ["StdlibServer", "Nginx", "free_port"]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+free_port = _servers.free_port
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -207,88 +202,6 @@ class StdlibServer:
         self._thread.join(5)
 
 
-_NGINX_CONF = """\
-daemon off;
-master_process off;
-worker_processes 1;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path {tmp}/body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-    sendfile on;
-    server {{
-        listen 127.0.0.1:{port};
-        root {root};
-    }}
-}}
-"""
-
-
-class Nginx:
-    """The system's nginx serving the folder root over http://127.0.0.1:<free port>, with
-    nginx's defaults for keep-alive (keepalive_timeout 75 s, keepalive_requests 1000)."""
-
-    def __init__(self, root):
-        exe = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx")
-                                              if os.access(p, os.X_OK)), None)
-        if exe is None:
-            raise RuntimeError("these tests need nginx (Debian: apt-get install nginx; scripts/setup.sh --full "
-                               "installs it)")
-        self.exe = exe
-        self.root = os.path.realpath(root)
-        self.proc = None
-
-    def __enter__(self):
-        self.tmp = tempfile.mkdtemp(prefix="fastq-nginx-")
-        for attempt in range(5):
-            self.port = free_port()
-            conf = os.path.join(self.tmp, "nginx.conf")
-            with open(conf, "w") as f:
-                f.write(_NGINX_CONF.format(tmp=self.tmp, port=self.port, root=self.root))
-            self.proc = subprocess.Popen([self.exe, "-p", self.tmp, "-c", conf, "-e", os.path.join(self.tmp, "error.log")],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                    self.endpoint = f"http://127.0.0.1:{self.port}"
-                    return self
-                except OSError:
-                    time.sleep(0.05)
-            err = self._stop()
-            if "Address already in use" not in err:
-                break
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        raise RuntimeError(f"nginx did not start: {err.strip()[-2000:]}")
-
-    def url(self, key):
-        return f"{self.endpoint}/{key}"
-
-    def _stop(self):
-        err = ""
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.terminate()
-            try:
-                _, e = self.proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                _, e = self.proc.communicate(timeout=10)
-            err = (e or b"").decode(errors="replace")
-            try:
-                with open(os.path.join(self.tmp, "error.log")) as f:
-                    err += f.read()
-            except OSError:
-                pass
-            self.proc = None
-        return err
-
-    def __exit__(self, *exc):
-        self._stop()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+# nginx (and moto's server, and a test CA for https://) are bench tools as well: one copy,
+# in fastq/bench/servers.py
+Nginx = _servers.Nginx

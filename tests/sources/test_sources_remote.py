@@ -92,6 +92,124 @@ def test_shards_remote_equal_local(data, server):
         assert st["remote"]["requests_carried_in"] > 0
 
 
+def epochs(src, n, **kw):
+    """[batches of epoch e for e < n] (2 workers, shuffled, CHAIN), and after each epoch
+    the pipeline's stats."""
+    out, st = [], []
+    with fastq.Pipeline(src, batch_size=5, workers=2, seed=1, shuffle=True, ops=CHAIN, **kw) as p:
+        for _ in range(n):
+            out.append([tuple(np.array(a) for a in b) for b in p])
+            st.append(p.stats())
+    return out, st
+
+
+@pytest.mark.parametrize("sb", [None, 7])
+def test_unindexed_shards_are_fetched_once_in_the_first_epoch(data, server, tmp_path, sb):
+    """WebDataset over s3:// with no sidecar index, no cache_dir and an empty index cache:
+    from construction to the end of the first epoch the server sends at most 1.05 times
+    the shards' bytes (the download that indexes them is what the first epoch reads);
+    both epochs equal the read through sidecar indexes bit for bit; the index cached is
+    the one the indexer writes for the local shard; the spool is gone once epoch 1 starts,
+    and epoch 1 reads the shards remotely."""
+    from fastq.sources.remote import _index_file
+    from fastq.sources.webdataset import _tar_index_dict, tar_index_text
+    total = sum(os.path.getsize(p) for p in data["shards"])
+    for p in data["shards"]:
+        server.store.put("bk", f"wds/{os.path.basename(p)}.idx", tar_index_text(p).encode())
+    want, _ = epochs(fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", shuffle_buffer=sb, index="sidecar"), 2)
+    server.reset_stats()
+    spool_dir = tmp_path / "spool"
+    src = fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", shuffle_buffer=sb, index_dir=str(tmp_path / "idx"),
+                                   remote=fastq.sources.RemoteOptions(spool_dir=str(spool_dir)))
+    assert len(os.listdir(spool_dir)) == 1 and len(os.listdir(next(spool_dir.iterdir()))) == len(data["shards"])
+    out, st = [], []
+    with fastq.Pipeline(src, batch_size=5, workers=2, seed=1, shuffle=True, ops=CHAIN) as p:
+        out.append([tuple(np.array(a) for a in b) for b in p])
+        first = server.stats()
+        st.append(p.stats())
+        out.append([tuple(np.array(a) for a in b) for b in p])
+        assert os.listdir(spool_dir) == []  # released when epoch 1 started
+        second = server.stats()
+    assert total <= first["bytes_sent"] <= 1.05 * total, (first["bytes_sent"], total)
+    assert first["get"] == len(data["shards"])  # one whole GET per shard; the epoch's reads came from the spool
+    assert st[0]["remote"]["cache_hits"] > 0 and st[0]["remote"]["cache_misses"] == 0
+    # epoch 1 read remotely (all but what epoch 0 prefetched for it from the spool)
+    assert second["bytes_sent"] - first["bytes_sent"] >= 0.5 * total
+    assert same(want[0], out[0]) and same(want[1], out[1])
+    for obj, path in zip(src._remote.objects, data["shards"]):
+        with np.load(_index_file(str(tmp_path / "idx"), obj, "tar")) as z:
+            cached = {k: z[k] for k in z.files}
+        ref = _tar_index_dict(path)
+        assert sorted(cached) == sorted(ref) and all(np.array_equal(cached[k], ref[k]) for k in ref)
+    # indexed now: a second source makes no spool and fetches no whole shard
+    server.reset_stats()
+    again = fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", shuffle_buffer=sb, index_dir=str(tmp_path / "idx"),
+                                     remote=fastq.sources.RemoteOptions(spool_dir=str(spool_dir)))
+    assert again._remote.cache is None and server.stats()["bytes_sent"] < 0.05 * total
+
+
+def test_write_index_uploads_the_indexers_sidecars(data, server, tmp_path):
+    """write_index=True: each shard indexed by this construction gets <shard>.idx beside it,
+    byte for byte what tar_index_text writes for the local shard; a source in a fresh index
+    cache reads them (index="sidecar") without downloading a shard and gives the same
+    batches; shards already indexed are not uploaded again."""
+    from fastq.sources.webdataset import tar_index_text
+    total = sum(os.path.getsize(p) for p in data["shards"])
+    src = fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", shuffle_buffer=7, index_dir=str(tmp_path / "a"),
+                                   write_index=True)
+    for p in data["shards"]:
+        got = server.store.get("bk", f"wds/{os.path.basename(p)}.idx")
+        assert got is not None and bytes(got.data) == tar_index_text(p).encode(), p
+    server.reset_stats()
+    side = fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", shuffle_buffer=7, index_dir=str(tmp_path / "b"),
+                                    index="sidecar")
+    assert server.stats()["bytes_sent"] < 0.05 * total
+    a, b = epochs(src, 2)[0], epochs(side, 2)[0]
+    assert same(a[0] + a[1], b[0] + b[1])
+    server.reset_stats()
+    fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", index_dir=str(tmp_path / "a"), write_index=True)
+    assert server.stats().get("put", 0) == 0
+    with pytest.raises(ValueError, match="write_index"):
+        fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", index="sidecar", write_index=True)
+    with pytest.raises(ValueError, match="write_index"):
+        fastq.sources.WebDataset(data["shards"], write_index=True)
+
+
+def test_spool_of_a_dead_process_is_deleted(tmp_path):
+    """A spool left by a process of this host that is gone (killed) is deleted when the next
+    one is made; a live process's spool and other folders are left alone."""
+    import subprocess
+    import sys
+    from fastq.sources.fetch import Spool, _spool_prefix
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(timeout=60)
+    base = tmp_path / "spool"
+    (base / f"{_spool_prefix(dead.pid)}-abc").mkdir(parents=True)
+    (base / f"{_spool_prefix(dead.pid)}-abc" / "x.obj").write_bytes(b"x")
+    (base / f"{_spool_prefix(os.getppid())}-def").mkdir()
+    (base / "other").mkdir()
+    sp = Spool(str(base))
+    assert sorted(os.listdir(base)) == sorted([f"{_spool_prefix(os.getppid())}-def", "other",
+                                               os.path.basename(sp.dir)])
+    sp.release()
+    assert not os.path.exists(sp.dir)
+
+
+def test_spool_off_fetches_twice(data, server, tmp_path):
+    """first_epoch_spool=False: the indexing download is deleted, the first epoch fetches
+    the shards again (what the spool saves)."""
+    total = sum(os.path.getsize(p) for p in data["shards"])
+    server.reset_stats()
+    src = fastq.sources.WebDataset("s3://bk/wds/shard-*.tar", shuffle_buffer=7, index_dir=str(tmp_path / "idx"),
+                                   remote=fastq.sources.RemoteOptions(first_epoch_spool=False,
+                                                                      spool_dir=str(tmp_path / "spool")))
+    assert src._remote.cache is None and not (tmp_path / "spool").exists()
+    with fastq.Pipeline(src, batch_size=5, workers=2, seed=1, shuffle=True, ops=CHAIN) as p:
+        for _ in p:
+            pass
+        assert server.stats()["bytes_sent"] >= 1.9 * total
+
+
 def check_faults_lose_nothing(data, server, object_urls):
     """Files of object_urls under 503s, 500s, resets and truncations: the local batches,
     with retries counted and no failure (also run by the gs:// and az:// tests)."""
@@ -229,7 +347,9 @@ def test_object_changed_after_it_was_read_is_an_error_naming_it(data, server):
 
 
 def test_shard_missing_mid_run_names_the_shard(data, server):
-    src = fastq.sources.WebDataset("s3://bk/wds/shard-*.tar")
+    # without the spool: with it, the first epoch reads the copy downloaded to index the shard
+    src = fastq.sources.WebDataset("s3://bk/wds/shard-*.tar",
+                                   remote=fastq.sources.RemoteOptions(first_epoch_spool=False))
     server.store.delete("bk", "wds/shard-0001.tar")
     assert "wds/shard-0001.tar" not in {k for k, _ in server.store.keys("bk", "wds/")}
     with pytest.raises(errors.ReadError, match=r"s3://bk/wds/shard-0001.tar.*(404|not found|changed)"):
@@ -362,6 +482,25 @@ def test_tfrecord_remote_equal_local(data, tfr, server, workers, index):
     assert st["remote"]["failures"] == 0
     if index is None:  # ranged reads of chunks, not one GET per record
         assert st["remote"]["requests"] < 2 * N
+
+
+@pytest.mark.parametrize("index", [None, False])
+def test_tfrecord_unindexed_first_epoch_fetches_once(data, tfr, server, tmp_path, index):
+    """TFRecord shards with no index (both orders) get the first-epoch spool too: the server
+    sends each shard once from construction to the end of the first epoch, and the batches
+    equal the local read."""
+    paths, objects = tfr
+    for k, v in objects.items():
+        server.store.put("bk", k.split("/", 1)[1], v)
+    total = sum(len(v) for v in objects.values())
+    kw = dict(index=index, shuffle_buffer=5) if index is False else {}
+    want = epochs(fastq.sources.TFRecord(paths, **kw), 1)[0]
+    server.reset_stats()
+    src = fastq.sources.TFRecord("s3://bk/tfr/train-*-of-00003", index_dir=str(tmp_path / "idx"),
+                                 remote=fastq.sources.RemoteOptions(spool_dir=str(tmp_path / "spool")), **kw)
+    got, st = epochs(src, 1)
+    assert total <= server.stats()["bytes_sent"] <= 1.05 * total, (server.stats()["bytes_sent"], total)
+    assert same(want[0], got[0]) and st[0]["remote"]["cache_hits"] > 0
 
 
 @pytest.mark.parametrize("kind", ["files", "wds"])

@@ -2,8 +2,9 @@
 127.0.0.1: Python's own http.server (as a new user would write one: ThreadingHTTPServer
 with its defaults, keep-alive, one thread per connection, a latency before each answer;
 http:// and path-style s3://), nginx (http://, its default keep-alive) and moto's S3
-server.  For each, three epochs of Files and of WebDataset shards: the batches of the
-same data read locally, bit for bit; no gap between two batches longer than a second
+server (in a process of its own, fastq.bench.servers), and nginx over https:// with a
+test CA trusted through storage_options["ca_file"].  For each, three epochs of Files and
+of WebDataset shards: the batches of the same data read locally, bit for bit; no gap between two batches longer than a second
 beyond a batch's own fetch time; at most 5 % more requests than the objects (or shard
 chunks) needed, plus one epoch's prefetch for the epoch after the last.
 
@@ -146,26 +147,50 @@ def test_nginx(data, home):
                    [srv.url(f"bk/wds/{os.path.basename(p)}") for p in data["shards"]], 0.0, "nginx")
 
 
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory):
+    from fastq.bench.servers import make_test_ca
+    return make_test_ca(str(tmp_path_factory.mktemp("ca")))
+
+
+def test_nginx_https(data, home, tls):
+    """https:// from nginx with a certificate of a CA made here, trusted through
+    storage_options={"ca_file": ...}; without it the certificate is refused (the CA is
+    trusted by that option, not by chance)."""
+    so = {"ca_file": tls["ca"]}
+    with Nginx(data["root"], tls=tls) as srv:
+        assert srv.endpoint.startswith("https://")
+        names = [os.path.basename(p) for p in data["jpegs"]]
+        check(fastq.sources.Files([srv.url(f"bk/img/{n}") for n in names], data["labels"], remote=OPTS,
+                                  storage_options=so), data["local_files"], 0.0, N, "nginx https Files")
+        check(fastq.sources.WebDataset([srv.url(f"bk/wds/{os.path.basename(p)}") for p in data["shards"]],
+                                       remote=OPTS, storage_options=so), data["local_wds"], 0.0, None,
+              "nginx https WebDataset")
+        # (obstore's message says only "error sending request": reqwest's TLS error is not in it)
+        with pytest.raises(fastq.errors.ReadError, match=r"000000\.jpg.*error sending request"):
+            src = fastq.sources.Files([srv.url(f"bk/img/{names[0]}")], [0],
+                                      remote=fastq.sources.RemoteOptions(retries=0, timeout_s=5.0))
+            with fastq.Pipeline(src, batch_size=1, workers=1, ops=CHAIN) as p:
+                next(iter(p))
+
+
+def test_ca_file_must_hold_a_certificate(tmp_path):
+    bad = tmp_path / "not-a-ca.pem"
+    bad.write_text("hello\n")
+    with pytest.raises(ValueError, match="no PEM certificate"):
+        fastq.sources.Files(["https://127.0.0.1:9/x.jpg"], [0], storage_options={"ca_file": str(bad)})
+    with pytest.raises(ValueError, match="ca_file"):
+        fastq.sources.Files(["https://127.0.0.1:9/x.jpg"], [0], storage_options={"ca_file": str(tmp_path / "no")})
+
+
 def test_moto_server(data, home, monkeypatch):
-    """s3:// from moto's S3 server (werkzeug), objects uploaded with boto3."""
+    """s3:// from moto's S3 server (werkzeug) in a process of its own (fastq.bench.servers,
+    the starter fastq bench uses), objects uploaded with boto3."""
     pytest.importorskip("moto.server", reason="moto[server] is part of requirements-dev.txt")
-    import boto3
-    from moto.server import ThreadedMotoServer
-    m = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    m.start()
-    try:
-        host, port = m.get_host_and_port()
-        env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
-               "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false"}
-        for k, v in env.items():
+    from fastq.bench.servers import MotoServer
+    with MotoServer() as m:
+        for k, v in m.env().items():
             monkeypatch.setenv(k, v)
-        s3 = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1",
-                          aws_access_key_id="k", aws_secret_access_key="s")
-        s3.create_bucket(Bucket="fq-srv")
-        for p in data["jpegs"]:
-            s3.upload_file(p, "fq-srv", f"img/{os.path.basename(p)}")
-        for p in data["shards"]:
-            s3.upload_file(p, "fq-srv", f"wds/{os.path.basename(p)}")
+        m.upload("fq-srv", {**{f"img/{os.path.basename(p)}": p for p in data["jpegs"]},
+                            **{f"wds/{os.path.basename(p)}": p for p in data["shards"]}})
         check_both(data, lambda n: f"s3://fq-srv/img/{n}", "s3://fq-srv/wds/shard-*.tar", 0.0, "moto")
-    finally:
-        m.stop()
