@@ -23,16 +23,23 @@ import sys
 import time
 import warnings
 
-import timm  # noqa: F401  (torch/timm before anything that may import tensorflow)
-import torch
-from timm.data import create_transform
-from torchvision import datasets
-from torchvision.transforms import v2
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import fastq.torch as ft  # noqa: E402
 from fastq.bench.testdata import make_jpeg_dataset  # noqa: E402
+
+# the frameworks, imported by _import_frameworks() once the arguments are parsed (so that
+# --help needs only numpy and fastq): torch and timm before anything that may import tensorflow
+timm = torch = create_transform = datasets = v2 = ft = None
+
+
+def _import_frameworks():
+    global timm, torch, create_transform, datasets, v2, ft
+    import timm
+    import torch
+    from timm.data import create_transform
+    from torchvision import datasets
+    from torchvision.transforms import v2
+    import fastq.torch as ft
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
@@ -172,6 +179,7 @@ def main(argv=None):
                     help="translate as a build without Pillow's resize would (OpenCV bilinear/bicubic, not "
                          "bit-exact with PIL): what exact resampling costs")
     args = ap.parse_args(argv)
+    _import_frameworks()
     if args.opencv_resize:
         from fastq.ops import _base
         for name in [n for n in _base.INTERPOLATIONS if n.startswith("pil_")]:

@@ -13,6 +13,7 @@ OP_KINDS: Dict[str, int]
 OP_FIELDS: Dict[str, Dict[str, Tuple[int, ...]]]
 CAPI_ABI_VERSION: int
 INTERPOLATIONS: Dict[str, int]
+TIMM_OPS: Tuple[str, ...]
 BORDERS: Dict[str, int]
 DTYPES: Tuple[str, ...]
 FORMATS: Dict[int, str]

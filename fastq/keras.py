@@ -8,7 +8,7 @@ preprocessing layers into the native chain (``fastq.keras.translate``).
 """
 import os
 import posixpath
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -65,7 +65,7 @@ def index_directory(directory: str, labels: Any = "inferred", class_names: Optio
     paths = list(filenames)
     if shuffle:
         if seed is None:
-            seed = np.random.randint(1e6)
+            seed = np.random.randint(1_000_000)  # Keras: np.random.randint(1e6)
         rng = np.random.RandomState(seed)
         rng.shuffle(paths)
         if lab is not None:
@@ -113,7 +113,7 @@ def _index_remote(directory: str, labels: Any, class_names: Any):
                          "directory (a URL is listed by class subfolder)")
     folder = Folder(directory, extensions=ALLOWLIST_FORMATS, class_names=class_names)
     subdirs = _subdirs(folder.class_names, class_names, labels)
-    by_class = {name: [] for name in subdirs}
+    by_class: Dict[str, List[str]] = {name: [] for name in subdirs}
     for path, lab in zip(folder.paths, folder.labels):
         by_class[folder.class_names[int(lab)]].append(path)
     files: List[str] = []

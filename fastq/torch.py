@@ -486,7 +486,7 @@ def translate(transform: Any, strict: bool = False):
     ``strict=True``) and ``.pipeline(source, batch_size, ...)`` giving torch's layout and
     dtype (float32 NCHW after ToTensor, uint8 NCHW after PILToTensor/ToImage, uint8 HWC for
     a PIL output).  Every step and argument is listed in docs/migrate.md."""
-    from fastq.translate.torchvision import translate as _tr
+    from fastq.translate.timm import translate as _tr  # torchvision's classes and timm's
     return _tr(transform, strict=strict)
 
 

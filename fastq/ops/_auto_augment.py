@@ -320,7 +320,7 @@ class TimmRandAugment(Op):
             cw = np.asarray(ra.choice_weights, dtype=np.float64)
             if any(nm not in TIMM_RAND_WEIGHTS for nm in names) or cw.shape != (len(names),):
                 raise ValueError(f"{n}: choice_weights: only timm's 'weights' table (_RAND_WEIGHTED_0) is supported")
-            want = np.array([TIMM_RAND_WEIGHTS[nm] for nm in names], np.float64)
+            want = np.array([TIMM_RAND_WEIGHTS[str(nm)] for nm in names], np.float64)
             if not np.allclose(cw, want / want.sum(), rtol=1e-12, atol=0):
                 raise ValueError(f"{n}: choice_weights {cw.tolist()} are not timm's 'weights' table "
                                  "(_RAND_WEIGHTED_0, normalised); other weights are not supported")

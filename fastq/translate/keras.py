@@ -115,6 +115,12 @@ def _vec(v: Any, c: int, what: str) -> np.ndarray:
     return a
 
 
+def _pair(factor: Any) -> Tuple[float, float]:
+    """A Keras layer's stored (lower, upper) factor as two floats."""
+    lo, hi = factor
+    return float(lo), float(hi)
+
+
 def _layer_ops(layer: Any, st: _State) -> Tuple[List[Any], str]:
     """The ops for one layer (and what they are in words), or NotTranslatable."""
     name = type(layer).__name__
@@ -154,7 +160,7 @@ def _layer_ops(layer: Any, st: _State) -> Tuple[List[Any], str]:
         raise NotTranslatable(f"mode={mode!r}")
     if name == "RandomRotation":
         mode, fill = _fill(layer)
-        return [fops.KerasRandomRotation(tuple(float(v) for v in layer.factor), fill_mode=mode,
+        return [fops.KerasRandomRotation(_pair(layer.factor), fill_mode=mode,
                                          interpolation=_interp(layer), fill_value=fill, sampling=SAMPLING)], ""
     if name == "RandomZoom":
         mode, fill = _fill(layer)
@@ -168,9 +174,9 @@ def _layer_ops(layer: Any, st: _State) -> Tuple[List[Any], str]:
                                             (float(layer.width_lower), float(layer.width_upper)), fill_mode=mode,
                                             interpolation=_interp(layer), fill_value=fill, sampling=SAMPLING)], ""
     if name == "RandomContrast":
-        return [fops.KerasRandomContrast(tuple(float(v) for v in layer.factor), value_range=_value_range(layer))], ""
+        return [fops.KerasRandomContrast(_pair(layer.factor), value_range=_value_range(layer))], ""
     if name == "RandomBrightness":
-        return [fops.KerasRandomBrightness(tuple(float(v) for v in layer.factor), value_range=_value_range(layer))], ""
+        return [fops.KerasRandomBrightness(_pair(layer.factor), value_range=_value_range(layer))], ""
     if name == "RandomCrop":
         H, W = st.need_size("RandomCrop")
         h, w = int(layer.height), int(layer.width)
@@ -275,7 +281,8 @@ def translate(layers: Any, strict: bool = False, *, image_size: Optional[Tuple[i
     loader's image_size); CenterCrop and RandomCrop need it.  ``head``: steps that come
     first (the loader's decode + resize).  Output: float32, the Keras values (0..255
     unless Rescaling/Normalization change them), NHWC or NCHW by ``data_format``."""
-    st = _State(tuple(image_size) if image_size is not None else None, channels)
+    size = (int(image_size[0]), int(image_size[1])) if image_size is not None else None
+    st = _State(size, channels)
     steps: List[Step] = list(head)
     layer_list = flatten_layers(layers)
     affine_steps: List[int] = []

@@ -15,7 +15,8 @@ from typing import Any, List, Tuple
 import fastq.ops as ops
 from fastq.translate._core import NotTranslatable, Translation
 from fastq.translate.torchvision import (State, _fill, _need_pixels, _size_pair, _t_pil_to_tensor, _t_to_tensor,
-                                         build, resize_interpolation)
+                                         build, flatten, resize_interpolation)
+from fastq.translate.torchvision import translate_step as tv_translate_step
 
 __all__ = ["translate", "translate_step"]
 
@@ -112,7 +113,10 @@ _HANDLERS = {
 
 
 def translate_step(t: Any, st: State) -> Tuple[List[Any], str]:
-    """(native ops, words) for one of timm's transforms in state `st` (updated in place)."""
+    """(native ops, words) for one step in state `st` (updated in place): timm's classes
+    here, every other one through :func:`fastq.translate.torchvision.translate_step`."""
+    if not (type(t).__module__ or "").startswith("timm."):
+        return tv_translate_step(t, st)
     name = type(t).__name__
     h = _HANDLERS.get(name)
     if h is None:
@@ -121,6 +125,8 @@ def translate_step(t: Any, st: State) -> Tuple[List[Any], str]:
 
 
 def translate(transform: Any, strict: bool = False) -> Translation:
-    """Translate what ``timm.data.create_transform`` returned (a torchvision ``Compose`` of
-    timm's and torchvision's transforms)."""
-    return build(transform, "timm", strict)
+    """Translate a torchvision ``Compose`` that may hold timm's classes (what
+    ``timm.data.create_transform`` returns); the framework is named "timm" when it does."""
+    framework = "timm" if any((type(t).__module__ or "").startswith("timm.") for t in flatten(transform)) \
+        else "torchvision"
+    return build(transform, framework, strict, step=translate_step)

@@ -35,16 +35,19 @@ class State:
     ``affine``: in the float state, the per-channel ``(a, b)`` with value = a x + b;
     ``erased``: a RandomErasing has been placed (nothing native may follow it)."""
 
-    __slots__ = ("kind", "affine", "erased", "affine_step")
+    __slots__ = ("kind", "affine", "erased", "affine_step", "step")
 
-    def __init__(self) -> None:
+    def __init__(self, step: Optional[Callable[[Any, "State"], Tuple[List[Any], str]]] = None) -> None:
         self.kind = "pil"
         self.affine = _IDENTITY
         self.erased = False
         self.affine_step = -1  # the step that last changed the value map
+        # the step translator (children of compositions go through it too): this module's
+        # translate_step, or fastq.translate.timm's, which adds timm's classes
+        self.step = step or translate_step
 
     def copy(self) -> "State":
-        s = State()
+        s = State(self.step)
         s.kind, s.affine, s.erased, s.affine_step = self.kind, self.affine, self.erased, self.affine_step
         return s
 
@@ -473,7 +476,7 @@ def _compose_children(t: Any, st: State, name: str) -> List[List[Any]]:
         sub = st.copy()
         child_ops: List[Any] = []
         for c in flatten(child):
-            o, _ = translate_step(c, sub)
+            o, _ = sub.step(c, sub)
             child_ops.extend(o)
         if sub.kind != st.kind or sub.affine != st.affine or sub.erased != st.erased:
             raise NotTranslatable(f"{type(child).__name__} inside {name} changes the image type or values")
@@ -535,8 +538,7 @@ def translate_step(t: Any, st: State) -> Tuple[List[Any], str]:
     mod = type(t).__module__ or ""
     name = type(t).__name__
     if mod.startswith("timm."):
-        from fastq.translate import timm as _timm
-        return _timm.translate_step(t, st)
+        raise NotTranslatable(f"{name} is timm's: translate with fastq.torch.translate (fastq.translate.timm)")
     if not mod.startswith("torchvision.transforms") or name not in _HANDLERS:
         raise NotTranslatable(f"{name} from {mod} has no native equivalent")
     return _HANDLERS[name](t, st)
@@ -544,10 +546,12 @@ def translate_step(t: Any, st: State) -> Tuple[List[Any], str]:
 
 # ---- the whole pipeline ----------------------------------------------------------------------
 
-def build(transform: Any, framework: str, strict: bool) -> Translation:
-    """The Translation of a torchvision/timm transform (shared by fastq.translate.timm)."""
+def build(transform: Any, framework: str, strict: bool,
+          step: Optional[Callable[[Any, State], Tuple[List[Any], str]]] = None) -> Translation:
+    """The Translation of a torchvision transform; ``step`` translates one step (default
+    :func:`translate_step`; fastq.translate.timm passes its own, which adds timm's classes)."""
     steps_in = flatten(transform) if transform is not None else []
-    st = State()
+    st = State(step)
     rows: List[Any] = []  # (original, ops, becomes, python, reason)
     python_at: Optional[int] = None
     split_state: Optional[State] = None
@@ -555,7 +559,7 @@ def build(transform: Any, framework: str, strict: bool) -> Translation:
         if python_at is None:
             before = st.copy()
             try:
-                o, becomes = translate_step(t, st)
+                o, becomes = st.step(t, st)
             except NotTranslatable as e:
                 st = before
                 python_at, split_state = i, before
@@ -638,8 +642,7 @@ def make_tail(transforms: Sequence[Any], kind: str) -> _Tail:
 
 
 def translate(transform: Any, strict: bool = False) -> Translation:
-    """Translate a torchvision v1/v2 ``Compose`` (or one transform; timm's classes too) into
-    a :class:`fastq.translate.Translation` (see ``fastq.torch.translate``)."""
-    framework = "timm" if any((type(t).__module__ or "").startswith("timm.") for t in flatten(transform)) \
-        else "torchvision"
-    return build(transform, framework, strict)
+    """Translate a torchvision v1/v2 ``Compose`` (or one transform) into a
+    :class:`fastq.translate.Translation`; timm's classes run in Python here
+    (``fastq.torch.translate`` adds them: :func:`fastq.translate.timm.translate`)."""
+    return build(transform, "torchvision", strict)
