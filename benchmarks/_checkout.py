@@ -1,6 +1,6 @@
 """Which fastq the scripts of this folder measure (imported first by each of them).
 
-Run from a checkout (``python benchmarks/bench_x.py``): when the checkout's fastq is built
+Run from a checkout (``python benchmarks/bench_<name>.py``): when the checkout's fastq is built
 in place (its compiled modules next to fastq/__init__.py), the checkout goes first on
 sys.path, so that its own build is measured.  When it is not built, the checkout is kept
 off sys.path and the installed fastq (the wheel, for example) is used; a line on stderr

@@ -5,7 +5,8 @@
         for images, labels in p:
             ...
 
-See README.md for the architecture and the lifetime rules of batches.
+See docs/architecture.md for the architecture and docs/pipeline.md ("Lifetime of a
+batch") for the lifetime rules of batches.
 """
 __version__ = "0.1.0"
 

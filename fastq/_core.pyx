@@ -62,7 +62,7 @@ cdef int raise_fq_error(fq_err *err, bint sample=False) except -1:
 
 
 cdef class Ring:
-    """A ring of batch slots (see csrc/fq_ring.h).
+    """A ring of batch slots (see csrc/ring/fq_ring.h).
 
     Thread safety: all methods may be called from any thread; blocking ones
     release the GIL.  The C ring is destroyed only when this object dies, and

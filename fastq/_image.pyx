@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""fastq._image - the per-sample image path (csrc/fq_image.h) for tests and ``explain``.
+"""fastq._image - the per-sample image path (csrc/image/fq_image.h) for tests and ``explain``.
 
 ``ImageSpec`` wraps an immutable ``fq_img_spec``; ``process_encoded`` / ``process_array``
 run one sample with the GIL released and return ``(array, explain_dict)``.
@@ -33,7 +33,7 @@ from fastq.includes.fq_spans cimport *
 
 cnp.import_array()
 
-# ---- constants of the C core (csrc/fq_image.h), exported for fastq.ops ---------------
+# ---- constants of the C core (csrc/image/fq_image.h), exported for fastq.ops ---------------
 DEFAULT_MAX_PIXELS = FQ_IMG_DEFAULT_MAX_PIXELS
 MAX_OPS = FQ_IMG_MAX_OPS
 MAX_SIDE = FQ_IMG_MAX_SIDE  # largest size / crop / padding of an op, per side
@@ -374,7 +374,7 @@ def _compose_fill(d, parent, comp, runs):
 
 
 def native_versions():
-    """The native libraries this module runs with (csrc/fq_image_info.h): libjpeg-turbo's
+    """The native libraries this module runs with (csrc/image/fq_image_info.h): libjpeg-turbo's
     build version and the loaded library file, OpenCV's own run-time version call and
     library file, OpenCV's CPU feature line and the SIMD features it found."""
     cdef fq_img_libinfo li

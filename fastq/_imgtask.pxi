@@ -1,5 +1,5 @@
 # Included at the end of fastq/_image.pyx: the native sample task of an image
-# Pipeline (csrc/fq_imgtask.h), handed to fastq._core.NativeRun as a pair of
+# Pipeline (csrc/task/fq_imgtask.h), handed to fastq._core.NativeRun as a pair of
 # C pointers (task function, context).  Everything the context points into is
 # kept alive by the ImageTask object, which NativeRun references until joined.
 from libc.stdint cimport int32_t, uint32_t

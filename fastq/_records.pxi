@@ -1,5 +1,5 @@
 # Included at the end of fastq/_image.pyx (after _imgtask.pxi): native record
-# readers (csrc/fq_tfrecord.h) exposed as fq_sample_reader objects for an
+# readers (csrc/records/fq_tfrecord.h) exposed as fq_sample_reader objects for an
 # ImageTask of kind "reader".  Each reader object owns every buffer its C
 # struct points into; the ImageTask keeps the reader alive until it is freed.
 
@@ -128,7 +128,7 @@ def parse_example(data, features):
 
 cdef class TFRecordReader(SampleReader):
     """The native reader over an indexed set of TFRecord shards (see
-    fastq.dataset_sources.TFRecord, which builds the index)."""
+    fastq.sources.TFRecord, which builds the index)."""
     cdef fq_tfr *r
     cdef fq_tfr_feature feats[16]
     cdef size_t extra_offset[16]
@@ -264,7 +264,7 @@ def tar_scan(path):
 
 cdef class TarReader(SampleReader):
     """The native reader over an index of tar samples (see
-    fastq.dataset_sources.WebDataset, which builds the index)."""
+    fastq.sources.WebDataset, which builds the index)."""
     cdef fq_tarset *s
     cdef const char **_paths
     cdef const char **_keys
@@ -421,7 +421,7 @@ cdef class FileReader(SampleReader):
 
 cdef class ReadAhead(SampleReader):
     """`io_threads` threads reading up to `depth` samples of the epoch order
-    ahead of the decoding workers (csrc/fq_readahead.h).  One per ImageTask:
+    ahead of the decoding workers (csrc/records/fq_readahead.h).  One per ImageTask:
     it follows that task's epoch order."""
     cdef fq_ra *ra
     cdef object inner
@@ -526,7 +526,7 @@ def shuffle_buffer_apply(stream, fill_draws, drain_draws):
 
 cdef class TFRecordStreamReader(SampleReader):
     """The native stream reader over TFRecord shards without a record index
-    (csrc/fq_tfr_stream.h; see fastq.dataset_sources.TFRecord(index=False))."""
+    (csrc/records/fq_tfr_stream.h; see fastq.sources.TFRecord(index=False))."""
     cdef fq_tfs *t
     cdef fq_tfr_feature feats[16]
     cdef size_t extra_offset[16]

@@ -54,7 +54,7 @@ if [ "${ASAN_REUSE:-0}" = 1 ] && ls "$src"/fastq/_core.*.so >/dev/null 2>&1; the
     cp -r tests "$src/"
 else
     # -- a private copy of the sources, built with the sanitizers --------------------------
-    # (tests/image_ref.py puts its own checkout on sys.path: the tests run from the copy so
+    # (tests/helpers/image_ref.py puts its own checkout on sys.path: the tests run from the copy so
     # that they import the sanitized build, never the checkout's in-place one)
     rm -rf "$src"
     mkdir -p "$src"

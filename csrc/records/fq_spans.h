@@ -1,6 +1,6 @@
 /* fq_spans.h - bytes fetched from object storage, lent to the native readers.
  *
- * A remote source's fetcher (Python: fastq/sources/remote/fetch.py) downloads byte
+ * A remote source's fetcher (Python: fastq/sources/fetch.py) downloads byte
  * ranges of objects - whole objects (Files) or chunks of a shard that hold several
  * samples (TFRecord, WebDataset) - and puts each buffer here as an *entry*: object,
  * offset, length, pointer, a token naming the buffer, and the samples it was

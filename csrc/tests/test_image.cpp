@@ -1,9 +1,10 @@
 /* test_image.cpp - C++ driver for the fq_image C API (no Python), meant to run under
  * AddressSanitizer + UndefinedBehaviorSanitizer.  Build and run from the repo root:
  *
- *   mkdir -p build && gcc -std=c11 -g -fsanitize=address,undefined -Icsrc -c csrc/fq_common.c -o build/fq_common_san.o && \
+ *   mkdir -p build && (cd build && gcc -std=c11 -g -fsanitize=address,undefined -I../csrc \
+ *       -c ../csrc/core/fq_common.c ../csrc/core/fq_io.c ../csrc/core/fq_cpu.c) && \
  *   g++ -std=c++17 -g -O1 -Wall -Wextra -fsanitize=address,undefined -fno-omit-frame-pointer \
- *       -Icsrc -I/usr/include/opencv4 csrc/tests/test_image.cpp csrc/fq_image*.cpp build/fq_common_san.o \
+ *       -Icsrc -I/usr/include/opencv4 csrc/tests/test_image.cpp $(find csrc/image -name '*.cpp') build/fq_common.o build/fq_io.o build/fq_cpu.o \
  *       -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o build/test_image_san && \
  *   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./build/test_image_san
  *

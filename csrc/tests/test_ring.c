@@ -1,8 +1,8 @@
 /* test_ring.c - stress and edge-case tests for fq_ring + fq_pool, no Python.
  *
- * Built and run by .ci/run under AddressSanitizer+UBSan and ThreadSanitizer:
- *   gcc -std=c11 -O1 -g -fsanitize=address,undefined -Icsrc csrc/fq_common.c csrc/fq_ring.c \
- *       csrc/fq_pool.c csrc/tests/fq_testtask.c csrc/tests/test_ring.c -o test_ring -pthread && ./test_ring
+ * Built and run by csrc/tests/run_sanitizers.sh under AddressSanitizer+UBSan and ThreadSanitizer:
+ *   gcc -std=c11 -O1 -g -fsanitize=address,undefined -Icsrc $(find csrc/core csrc/ring -name '*.c') \
+ *       csrc/tests/fq_testtask.c csrc/tests/test_ring.c -o test_ring -pthread && ./test_ring
  * Exit status 0 and a final "N passed, 0 failed" line mean success.
  */
 #define _GNU_SOURCE /* sched_getaffinity, SCHED_BATCH, gettid for the scheduling test */

@@ -13,9 +13,9 @@ The server: :class:`fastq.bench.objserver.ObjectServerProcess`, one process per 
 Rows (each its own pipeline in this process, reference task, ``workers`` workers, batch 64):
 
 * local: ``fastq.sources.Files`` / ``WebDataset`` / ``TFRecord`` on the local files;
-* per latency, fastq's remote sources (the API of issue 34: ``Files(["s3://..."])``,
+* per latency, fastq's remote sources (docs/cloud.md: ``Files(["s3://..."])``,
   ``WebDataset("s3://.../train-*.tar")``, ``TFRecord("s3://.../train-*.tfrecord")``, each with
-  ``storage_options`` naming the server); while this build has none, the row says
+  ``storage_options`` naming the server); a build without them prints
   "fastq remote sources not available in this build" and the run goes on;
 * per latency, peers when installed: the ``webdataset`` library streaming the shards over HTTP
   (its own ``curl`` pipe) into ``fastq.sources.Stream``; a 32-thread ``urllib`` pool fetching

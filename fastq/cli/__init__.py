@@ -5,7 +5,7 @@
     fastq info                                                                   (info.py)
     fastq prepare SRC DST [--format folder|tfrecord|tar] ...                     (prepare.py)
 
-Adding a subcommand is one module and one line: write ``fastq/cli/x.py`` with
+Adding a subcommand is one module and one line: write ``fastq/cli/<name>.py`` with
 ``def cmd_x(args) -> int`` and ``@command("x", help=..., args=[arg(...), ...])``
 (from :mod:`fastq.cli.base`) above it, and import the module below (the import
 order is the order of ``fastq --help``).  Errors the user can fix (missing folder,

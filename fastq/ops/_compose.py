@@ -13,7 +13,7 @@ from fastq.ops._color import Normalize
 # permutation), then the children that run draw, in the order they run; children that do
 # not run draw nothing.  Size rule (checked by the C core, naming the op): the children of
 # RandomApply and RandomOrder keep the image size; the alternatives of RandomChoice all keep
-# it or all give one fixed size.  Explain: docs/ops.md "Composition".
+# it or all give one fixed size.  Explain: docs/ops.md "Compositions".
 
 
 def _rows(ops):

@@ -21,7 +21,7 @@ __all__ = ["ImageSource", "Files", "Bytes", "Arrays", "IMAGE_OPTIONS", "image_op
 # The options a Pipeline over a native image source takes (Pipeline(source, ...,
 # name=value)): name, default, description.  This one table is the source of the
 # Pipeline docstring, of the typo check for unknown keywords, and of the defaults
-# of _ImageBackend (tests/test_api.py checks that they agree).
+# of _ImageBackend (tests/core/test_api.py checks that they agree).
 IMAGE_OPTIONS: Tuple[Tuple[str, Any, str], ...] = (
     ("ops", (), "a list of fastq.ops ops (or a single op), run on each image in order "
                 "(docs/ops.md).  It must end at a fixed size (a crop or Resize((h, w))), except "
@@ -72,7 +72,7 @@ IMAGE_OPTIONS: Tuple[Tuple[str, Any, str], ...] = (
 
 def image_options_markdown() -> str:
     """The IMAGE_OPTIONS table as the markdown table of docs/ops.md ("Pipeline options");
-    tests/test_api.py checks that the file holds exactly this text."""
+    tests/core/test_api.py checks that the file holds exactly this text."""
     rows = ["| option | default | meaning |", "|---|---|---|"]
     for name, default, text in IMAGE_OPTIONS:
         rows.append(f"| `{name}` | `{default!r}` | {text} |")
@@ -322,7 +322,7 @@ class Arrays(ImageSource):
 
 
 class _ImageBackend(Backend):
-    # keep in step with IMAGE_OPTIONS (tests/test_api.py checks it)
+    # keep in step with IMAGE_OPTIONS (tests/core/test_api.py checks it)
     def __init__(self, source, config, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
                  shuffle=False, on_error="raise", max_attempts=16, max_pixels=None, dct_scaling=True,
                  return_index=False, label_dtype=None, pad=None, pad_multiple=1, pad_fill=0, max_image_size=None):

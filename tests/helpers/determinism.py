@@ -1,5 +1,5 @@
 """The determinism check that op tests share: one chain over in-memory images, run with 1
-and with 2 workers, must give the same batches bit for bit (docs/ops.md, "Determinism")."""
+and with 2 workers, must give the same batches bit for bit (docs/ops.md, "The path of one sample")."""
 import numpy as np
 
 import fastq

@@ -1,5 +1,5 @@
 """Mutated image corpus and a pipeline runner for tests/image/test_fuzz_decode.py
-(also runnable as a script to print the counts: ``python3 tests/fuzz_corpus.py``).
+(also runnable as a script to print the counts: ``python3 tests/helpers/fuzz_corpus.py``).
 
 Seeds are small crops of a bundled photo encoded by pip cv2 as baseline JPEG (4:2:0,
 4:2:2, 4:4:4, gray, quality 20, optimised Huffman, restart intervals), progressive

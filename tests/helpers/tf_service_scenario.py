@@ -1,7 +1,7 @@
 """A tf.data service trainer for tests/tf/test_tf_service.py, run as its own process (so a
 hang is bounded by the test's subprocess timeout and a crash cannot take pytest down).
 
-    python tests/tf_service_scenario.py MODE DISPATCHER FILES_JSON [--kill-pid PID --kill-after K]
+    python tests/helpers/tf_service_scenario.py MODE DISPATCHER FILES_JSON [--kill-pid PID --kill-after K]
 
 MODE: off (processing_mode "off": every worker produces the whole dataset) or dynamic
 ("distributed_epoch": the files are handed out to workers one split at a time).

@@ -1,5 +1,5 @@
 """The AVX2 float32 NHWC write (csrc/image/batch/fq_image_write_simd.cpp) against numpy: every value
-must equal float32(((v / 255) - mean) / std) computed in float64 (tests/helpers/image_ref.finish,
+must equal float32(((v / 255) - mean) / std) computed in float64 (tests/helpers/image_ref.py, finish(),
 the definition of the write), bit for bit, with and without flips, for several
 mean/std choices, 1 and 3 channels, widths that exercise the vector tails; and equal to
 the table write (set_simd_write(False)) of the same build."""

@@ -2,7 +2,7 @@
 127.0.0.1 (an in-process WorkerServer would hide what only a process boundary shows:
 every op and callback must exist in the worker's own binary).
 
-The trainer is tests/tf_service_scenario.py, also its own process, so each scenario is
+The trainer is tests/helpers/tf_service_scenario.py, also its own process, so each scenario is
 bounded by a subprocess timeout; it compares every element it receives with a fastq
 Pipeline over the same files.  Every server runs with --timeout and is terminated
 (then killed) by the fixture that started it.
