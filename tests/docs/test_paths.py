@@ -85,8 +85,33 @@ def _sources():
         yield rel, (_comments(rel, text) if kind == "code" else text)
 
 
+def _generated(rel):
+    """Build outputs are not the repository's text: Cython's C/C++ next to its .pyx (and, in
+    a git checkout, any file git ignores)."""
+    stem, ext = os.path.splitext(rel)
+    if ext in (".c", ".cpp") and os.path.isfile(os.path.join(ROOT, stem + ".pyx")):
+        return True
+    return rel in _ignored()
+
+
+_IGNORED = None
+
+
+def _ignored():
+    global _IGNORED
+    if _IGNORED is None:
+        _IGNORED = set()
+        if os.path.exists(os.path.join(ROOT, ".git")):  # a checkout (a worktree has a .git file)
+            import subprocess
+            res = subprocess.run(["git", "ls-files", "--others", "--ignored", "--exclude-standard"], cwd=ROOT,
+                                 capture_output=True, text=True)
+            if res.returncode == 0:
+                _IGNORED = set(res.stdout.split("\n"))
+    return _IGNORED
+
+
 def _tracked_or_present(rel):
-    return os.path.isfile(os.path.join(ROOT, rel))
+    return os.path.isfile(os.path.join(ROOT, rel)) and not _generated(rel)
 
 
 def _exists(tok):
