@@ -14,7 +14,7 @@
 ``profile``     the single-thread per-stage profile (``--profile``)
 ``entropy``     entropy-coded bytes a crop decode reads from a JPEG (``--profile``)
 ``hires``       ``--task hires --hires-forms``: original / prepared / max-side copies in one run
-``feed``        ``--task feed``: feeders driving a synthetic trainer that shares the CPUs (issue 28)
+``feed``        ``--task feed``: feeders driving a synthetic trainer that shares the CPUs
 ``demo``        ``python -m fastq.bench.demo``: fastq against a Python + cv2 loop
 ``objserver``   an S3-compatible / Azure / plain HTTP test server with fault injection (a package:
                 one module per dialect)

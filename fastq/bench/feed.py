@@ -1,5 +1,5 @@
 """``fastq bench --task feed``: how fast a feeder keeps a training loop going when the two
-share the CPUs (issue 28), measured without a GPU.
+share the CPUs, measured without a GPU.
 
 The consumer is a synthetic trainer.  Per batch it
 
@@ -555,7 +555,7 @@ def print_report(res, out=print):
     cores = res["machine"]["usable_cores"]
     out("")
     out(f"ideal = min(trainer alone, feeder alone x ({cores} - C/max(C, D)) / {cores}), C as the trainer alone took "
-        f"it (issue 28); tight = min(trainer alone, x = feeder alone x ({cores} - x/batch x C) / {cores}): the "
+        f"it; tight = min(trainer alone, x = feeder alone x ({cores} - x/batch x C) / {cores}): the "
         f"CPU the trainer leaves at the rate it gets; medians of {res['task']['rounds']} round(s), each ratio "
         f"paired within its round")
     for s in settings:
