@@ -13,12 +13,16 @@ from fastq.cli.base import CliError, _csv, _positive_int, arg, command
         help="a folder (searched recursively for image files), a glob pattern (quote it) or a text file "
              "with one image path per line; or TFRecord shards (*.tfrecord, *-of-* files: a glob, a shard or "
              "a folder of them); omitted: a generated set of ImageNet-like JPEGs (--task hires: 300 camera-like JPEGs, 1800-3200 px)"),
-    arg("--task", default="reference", choices=list(TASKS) + ["feed", "remote"],
+    arg("--task", default="reference", choices=list(TASKS) + ["feed", "remote", "migrate"],
         help="what each peer does to every image (default: reference; detection and segmentation: boxes / label "
              "maps, batch 8, on a generated set with annotations, no DATA; feed: the reference task feeding a "
              "synthetic training loop that shares the CPUs, see docs/cli.md; remote: the reference task from "
              "local files against the same files, WebDataset and TFRecord shards behind an S3-compatible server "
-             "at 0, 20 and 50 ms per request, generated set only, see fastq/bench/remote.py)"),
+             "at 0, 20 and 50 ms per request, generated set only, see fastq/bench/remote.py; migrate: fastq's "
+             "translations against the original libraries in one sitting, rows torchvision reference preset, "
+             "timm rand-m9-mstd0.5-inc1 and keras flip+rotation+zoom (DataLoader / image_dataset_from_directory "
+             "vs fastq.torch / fastq.keras), img/s and CPU ms per image with their ratios, generated set only, "
+             "see fastq/bench/migrate.py)"),
     arg("--peers", type=_csv,
         help="comma-separated peers: fastq, fastq_normal, tfdata, tfdata_n, tensorpack, tensorpack_zmq, torch, "
              f"pyloop, dali, fastq@N (default: {','.join(DEFAULT_PEERS)}; --task randaugment: "
@@ -63,6 +67,8 @@ def cmd_bench(a):
     rounds, n = a.rounds, a.images
     if a.task == "remote":
         return _remote(a)
+    if a.task == "migrate":
+        return _migrate(a)
     feed = a.task == "feed"
     if a.quick:
         rounds, n = 1, n or (512 if feed else 128)  # feed: enough batches of 64 to time some after the start
@@ -168,3 +174,16 @@ def _remote(a):
                            data_dir=a.data_dir, json_path=a.json, raw_seconds=0.3, progress=not a.no_progress)
     return remote.main(images=a.images or 2000, rounds=a.rounds, workers=a.workers, data_dir=a.data_dir,
                        json_path=a.json, progress=not a.no_progress)
+
+
+def _migrate(a):
+    """``--task migrate`` (fastq.bench.migrate): torch / timm / Keras loaders against fastq's
+    translations of them; --quick: 96 images, 1 round, batch 32; --workers default 2."""
+    from fastq.bench import migrate
+    if (a.data is not None or a.peers or a.scaling or a.plot or a.profile or a.hires_forms or a.feed_settings
+            or a.run_ahead != RUN_AHEAD):
+        raise CliError("--task migrate runs its own rows on a generated set: no DATA, --peers, --scaling, --plot, "
+                       "--profile, --hires-forms, --feed-settings or --run-ahead")
+    res = migrate.main(images=a.images, rounds=a.rounds, workers=a.workers or 2, quick=a.quick, data_dir=a.data_dir,
+                       json_path=a.json, progress=not a.no_progress, timeout=a.timeout)
+    return 0 if res["rows"] else 1
