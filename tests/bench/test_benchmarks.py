@@ -26,6 +26,9 @@ SCRIPTS = {
     "bench_images.py": "test_bench_images",
     "bench_instance_masks.py": "test_bench_instance_masks",
     "bench_mask_sampling.py": "test_bench_mask_sampling",
+    "bench_migrate_keras.py": "test_bench_migrate_keras",
+    "bench_migrate_torch.py": "test_bench_migrate_torch",
+    "bench_first_epoch.py": "test_bench_first_epoch",
     "bench_prepare.py": "test_bench_prepare",
     "bench_remote.py": "test_bench_remote",
     "bench_pyfunc.py": "test_bench_pyfunc",
@@ -243,6 +246,25 @@ def test_bench_instance_masks(tmp_path):
 def test_bench_tp_ops(tmp_path):
     out = run("bench_tp_ops.py", "--images", "6", "--runs", "1", tmp=tmp_path)
     assert "TensorpackColor (224x224)" in out and "scalar path" in out and "whole chain (dct_scaling=False)" in out
+
+
+def test_bench_migrate_torch(tmp_path):
+    """the torchvision and timm rows (fastq.bench.migrate) on a few photos, and the PSNR table"""
+    out = run("bench_migrate_torch.py", "--quick", "--n", "24", "--epochs", "1", "--batch-size", "8",
+              "--root", str(tmp_path / "tree"), tmp=tmp_path)
+    assert "torchvision" in out and "timm" in out and "ratio" in out, out
+
+
+def test_bench_migrate_keras(tmp_path):
+    out = run("bench_migrate_keras.py", "--quick", "--images", "24", "--batch-size", "8", tmp=tmp_path)
+    assert "keras" in out.lower() and "ratio" in out, out
+
+
+def test_bench_first_epoch(tmp_path, data_dir):
+    pytest.importorskip("obstore", reason="bench_first_epoch.py needs obstore (requirements-dev.txt)")
+    out = run("bench_first_epoch.py", "--images", "160", "--shards", "2", "--rounds", "1", "--latency", "0",
+              "--data-dir", data_dir, tmp=tmp_path)
+    assert "spool" in out.lower(), out
 
 
 def test_huffman_floor(tmp_path):
