@@ -1,4 +1,4 @@
-"""Pillow's resize (the pil_* interpolations): the AVX2 passes
+"""Pillow's resize (the pil_* interpolations) and affine sampler: the AVX2 passes
 (csrc/image/geometry/fq_image_resize_pil_avx2.cpp) give the scalar passes' bytes, switched
 at run time with fastq._image.set_cpu_level: random sizes (shrinks, enlargements, one axis,
 both in either pass order), 1 and 3 channels (what compile_ops takes), every filter, saturating and strided inputs.
@@ -66,3 +66,26 @@ def test_avx2_equals_scalar_large_shrinks_and_photo_sizes(interp):
         arr = _image_of(rng, ih, iw, 3)
         scalar, simd = _both(arr, oh, ow, interp)
         assert np.array_equal(scalar, simd), ((ih, iw), (oh, ow), interp)
+
+
+@pytest.mark.parametrize("resample", ["bilinear", "bicubic"])
+def test_pil_affine_avx2_equals_scalar(resample):
+    """timm's geometric ops on Pillow's affine sampler (fq_image_pil_affine.cpp): its AVX2 copy
+    for 3 channels gives the scalar bytes, random sizes and magnitudes (edges, fills, the last
+    column and row)"""
+    rng = np.random.default_rng(11)
+    op = O.TimmRandAugment(num_layers=1, magnitude=60, prob=1.0, magnitude_std=float("inf"), magnitude_max=60,
+                           ops=["Rotate", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel"],
+                           interpolation=resample, translate_const=20)
+    for case in range(80):
+        h, w = (int(v) for v in rng.integers(1, 70, 2))
+        img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        if case % 3 == 0:
+            img = (img > 127).astype(np.uint8) * 255
+        spec = _image.ImageSpec(O.compile_ops([O.CenterCrop((h, w)), op], dtype="uint8"))
+        prev = _image.set_cpu_level("baseline")
+        try:
+            scalar = spec.process_array(img, 3, 0, case)[0]
+        finally:
+            _image.set_cpu_level(prev)
+        assert np.array_equal(scalar, spec.process_array(img, 3, 0, case)[0]), (case, (h, w))
