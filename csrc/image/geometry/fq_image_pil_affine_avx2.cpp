@@ -27,13 +27,20 @@ FQ_AVX2 inline __m128i px3(const uint8_t *p)
     return _mm_setr_epi32(p[0], p[1], p[2], 0);
 }
 
-/* the 3 bytes at p as int32 lanes 0..2 from a 4-byte load (lane 3 is zeroed); only where
- * p[3] is still in the image's memory (not the last column) */
+/* the 3 bytes at p as int32 lanes 0..2 from a 4-byte load; only where p[3] is still in the
+ * image's memory (not the last column) */
 FQ_AVX2 inline __m128i px4(const uint8_t *p)
 {
     int32_t u;
     std::memcpy(&u, p, 4);
-    return _mm_blend_epi32(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(u)), _mm_setzero_si128(), 8);
+    return _mm_cvtepu8_epi32(_mm_cvtsi32_si128(u)); /* lane 3: the next byte, never stored */
+}
+
+/* pixel j of the 16 bytes at a row's pixel x (x + j's 3 bytes as int32 lanes 0..2) */
+FQ_AVX2 inline __m128i pxj(__m128i row, int j)
+{
+    const char z = (char)-128, b = (char)(3 * j);
+    return _mm_shuffle_epi8(row, _mm_setr_epi8(b, z, z, z, (char)(b + 1), z, z, z, (char)(b + 2), z, z, z, z, z, z, z));
 }
 
 /* v2 + d (p2 + d (p3 + d p4)) of four integer samples, the coefficients exact in int32 */
@@ -98,17 +105,23 @@ FQ_AVX2 void bicubic_px(const cv::Mat &s, int x, int y, double dx, double dy, ui
     /* row 0 clamped; a later row outside the image repeats the one before; the 4-byte loads
      * stay in the image but at the last column */
     const bool edge = xs[3] == (W - 1) * 3;
+    /* the 4 pixels side by side and 16 bytes readable in the row: one load */
+    const bool inside = x >= 0 && (size_t)x * 3 + 16 <= (size_t)W * 3;
     const uint8_t *r = s.ptr<uint8_t>(clampi(y, H));
     __m256d v[4];
     for (int j = 0; j < 4; j++) {
         if (j > 0)
             r = y + j >= 0 && y + j < H ? s.ptr<uint8_t>(y + j) : nullptr;
-        if (!r)
+        if (!r) {
             v[j] = v[j - 1];
-        else if (!edge)
+        } else if (inside) {
+            const __m128i q = _mm_loadu_si128((const __m128i *)(r + xs[0]));
+            v[j] = cubic8(pxj(q, 0), pxj(q, 1), pxj(q, 2), pxj(q, 3), vx);
+        } else if (!edge) {
             v[j] = cubic8(px4(r + xs[0]), px4(r + xs[1]), px4(r + xs[2]), px4(r + xs[3]), vx);
-        else
+        } else {
             v[j] = cubic8(px3(r + xs[0]), px3(r + xs[1]), px3(r + xs[2]), px3(r + xs[3]), vx);
+        }
     }
     const __m256d t = cubic(v[0], v[1], v[2], v[3], _mm256_set1_pd(dy));
     /* t <= 0 -> 0, t >= 255 -> 255, else truncated: the same after clamping */
