@@ -90,8 +90,20 @@ FQ_AVX2 void bilinear_px(const cv::Mat &s, int x, int y, double dx, double dy, u
     const uint8_t *r0 = s.ptr<uint8_t>(clampi(y, H));
     const uint8_t *r1 = y + 1 >= 0 && y + 1 < H ? s.ptr<uint8_t>(y + 1) : nullptr;
     const __m256d vx = _mm256_set1_pd(dx);
-    const __m256d v1 = lerp(_mm256_cvtepi32_pd(px3(r0 + x0)), _mm256_cvtepi32_pd(px3(r0 + x1)), vx);
-    const __m256d v2 = r1 ? lerp(_mm256_cvtepi32_pd(px3(r1 + x0)), _mm256_cvtepi32_pd(px3(r1 + x1)), vx) : v1;
+    __m256d v1, v2;
+    if (x >= 0 && (size_t)x * 3 + 8 <= (size_t)W * 3) { /* both pixels in one 8-byte load */
+        const __m128i q0 = _mm_loadl_epi64((const __m128i *)(r0 + x0));
+        v1 = lerp(_mm256_cvtepi32_pd(pxj(q0, 0)), _mm256_cvtepi32_pd(pxj(q0, 1)), vx);
+        if (r1) {
+            const __m128i q1 = _mm_loadl_epi64((const __m128i *)(r1 + x0));
+            v2 = lerp(_mm256_cvtepi32_pd(pxj(q1, 0)), _mm256_cvtepi32_pd(pxj(q1, 1)), vx);
+        } else {
+            v2 = v1;
+        }
+    } else {
+        v1 = lerp(_mm256_cvtepi32_pd(px3(r0 + x0)), _mm256_cvtepi32_pd(px3(r0 + x1)), vx);
+        v2 = r1 ? lerp(_mm256_cvtepi32_pd(px3(r1 + x0)), _mm256_cvtepi32_pd(px3(r1 + x1)), vx) : v1;
+    }
     store3(lerp(v1, v2, _mm256_set1_pd(dy)), o);
 }
 
