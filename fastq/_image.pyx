@@ -486,6 +486,8 @@ def cpu_dispatch():
         "write_float32": pick(simd and (eff & FQ_CPU_AVX2), "AVX2+FMA"),
         "tensorpack_color": pick(fq_img_simd_tp_enabled() and (eff & FQ_CPU_AVX2), "AVX2"),
         "resize_cubic": "AVX2" if resize == "on" else "baseline (cv::resize: " + resize + ")",
+        "resize_pil": pick(eff & FQ_CPU_AVX2, "AVX2"),
+        "pil_affine": pick(eff & FQ_CPU_AVX2, "AVX2 (RGB)"),
         "mix_float16": pick(eff & FQ_CPU_F16C, "F16C"),
         "crc32c": pick(eff & FQ_CPU_SSE42, "SSE4.2"),
     }

@@ -11,7 +11,8 @@ digests of all runs must be equal.
 `run` needs numpy and fastq only (no cv2), so it runs under qemu-x86_64 -cpu MODEL.
 Families covered (kernel in brackets): colour table ops and policies [AVX-512 VBMI
 lut], the warp / Sharpness / Color / Contrast mean [AVX2], random erasing, TensorpackColor
-[AVX2] and TensorpackCrop's bicubic resize [AVX2], the float32 write [AVX2+FMA], MixUp /
+[AVX2] and TensorpackCrop's bicubic resize [AVX2], Pillow's resize (pil_*) and timm's
+Pillow affine sampler [AVX2], the float32 write [AVX2+FMA], MixUp /
 CutMix in float16 [F16C], and the TFRecord reader's CRC-32C [SSE4.2].
 """
 import hashlib
@@ -65,6 +66,10 @@ def chains():
         "erasing": ([R, O.Cutout(8), O.RandomErasing(p=1.0, value="random")], "uint8"),
         "tensorpack": ([O.TensorpackCrop(56), O.TensorpackColor()], "uint8"),
         "resize_bicubic": ([O.Resize((77, 61), interpolation="bicubic")], "uint8"),
+        "resize_pil": ([O.Resize((77, 61), interpolation="pil_bicubic"),
+                        O.Resize((40, 90), interpolation="pil_bilinear")], "uint8"),
+        "pil_affine": ([R, O.TimmRandAugment(num_layers=2, magnitude=9, prob=1.0,
+                                             ops=["Rotate", "ShearX", "TranslateYRel"])], "uint8"),
         "write_float32": ([O.RandomResizedCrop(48), O.HorizontalFlip(), O.Normalize()], "float32"),
         "write_float32_plain": ([O.Resize((40, 40))], "float32"),
     }

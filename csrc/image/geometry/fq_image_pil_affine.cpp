@@ -8,10 +8,14 @@
  * the bottom repeats the row before it (the first row read is clamped); bilinear:
  * a + (b - a) d per axis (x first), truncated; bicubic: Pillow's cubic with a = -1
  * (p1 = v2, p2 = v3 - v1, p3 = 2 (v1 - v2) + v3 - v4, p4 = v2 - v1 + v4 - v3, Horner in
- * d), clamped to [0, 255] and truncated.  Scalar; pure function of its arguments. */
+ * d), clamped to [0, 255] and truncated.  Scalar, and for 3 channels an AVX2 copy
+ * (fq_image_pil_affine_avx2.cpp) where fq_cpu_has(FQ_CPU_AVX2); pure function of its
+ * arguments. */
 #include "image/internal/fq_image_aug.h"
 
 #include <cmath>
+
+#include "core/fq_cpu.h"
 
 namespace {
 
@@ -81,6 +85,10 @@ namespace fqi {
 void pil_affine(const cv::Mat &src, cv::Mat &dst, const double a[6], bool bicubic, const uint8_t fill[3])
 {
     const int H = src.rows, W = src.cols, c = src.channels();
+    if (c == 3 && fq_cpu_has(FQ_CPU_AVX2)) { /* the same bytes (fq_image_pil_affine_avx2.cpp) */
+        pil_affine_rgb_avx2(src, dst, a, bicubic, fill);
+        return;
+    }
     for (int y = 0; y < dst.rows; y++) {
         uint8_t *o = dst.ptr<uint8_t>(y);
         const double yc = y + 0.5;

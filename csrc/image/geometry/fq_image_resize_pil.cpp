@@ -33,6 +33,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/fq_cpu.h"
+
 namespace fqi {
 namespace {
 
@@ -199,8 +201,13 @@ void horizontal(const uint8_t *src, size_t sstep, int rows, const Axis &ax, int 
 }
 
 void horizontal_any(int C, const uint8_t *src, size_t sstep, int rows, const Axis &ax, int out_w, uint8_t *dst,
-                    size_t dstep)
+                    size_t dstep, int in_w, bool avx2)
 {
+    if (avx2) {
+        resize_pil_h_avx2(src, sstep, rows, C, in_w, ax.start.data(), ax.len.data(), ax.k.data(), ax.ksize, out_w,
+                          dst, dstep);
+        return;
+    }
     switch (C) {
     case 1: horizontal<1>(src, sstep, rows, ax, out_w, dst, dstep); break;
     case 2: horizontal<2>(src, sstep, rows, ax, out_w, dst, dstep); break;
@@ -211,8 +218,12 @@ void horizontal_any(int C, const uint8_t *src, size_t sstep, int rows, const Axi
 
 /* src rows indexed by ax.start (relative to src) -> out_h rows of dst; n = bytes per row */
 void vertical(const uint8_t *src, size_t sstep, size_t n, const Axis &ax, int out_h, uint8_t *dst, size_t dstep,
-              std::vector<int32_t> &acc)
+              std::vector<int32_t> &acc, bool avx2)
 {
+    if (avx2) {
+        resize_pil_v_avx2(src, sstep, n, ax.start.data(), ax.len.data(), ax.k.data(), ax.ksize, out_h, dst, dstep);
+        return;
+    }
     acc.resize(n);
     int32_t *a = acc.data();
     for (int yy = 0; yy < out_h; yy++) {
@@ -310,13 +321,15 @@ bool resize_pil_u8(const cv::Mat &src, cv::Mat &dst, int interp)
         src.copyTo(dst);
         return true;
     }
+    /* the AVX2 passes (fq_image_resize_pil_avx2.cpp) give the same bytes; asked once per call */
+    const bool avx2 = fq_cpu_has(FQ_CPU_AVX2) != 0;
     make_axis(in_h, out_h, flt, sc.v);
     if (need_h && need_v && vertical_first(in_h, in_w, out_h, out_w)) {
         make_axis(in_w, out_w, flt, sc.h);
         const size_t row = (size_t)in_w * C;
         sc.tmp.resize(row * (size_t)out_h);
-        vertical(src.data, src.step[0], row, sc.v, out_h, sc.tmp.data(), row, sc.acc);
-        horizontal_any(C, sc.tmp.data(), row, out_h, sc.h, out_w, dst.data, dst.step[0]);
+        vertical(src.data, src.step[0], row, sc.v, out_h, sc.tmp.data(), row, sc.acc, avx2);
+        horizontal_any(C, sc.tmp.data(), row, out_h, sc.h, out_w, dst.data, dst.step[0], in_w, avx2);
         return true;
     }
     const int first = sc.v.start[0];
@@ -326,18 +339,18 @@ bool resize_pil_u8(const cv::Mat &src, cv::Mat &dst, int interp)
     if (need_h) {
         make_axis(in_w, out_w, flt, sc.h);
         if (!need_v) { /* every row, straight into dst */
-            horizontal_any(C, src.data, src.step[0], in_h, sc.h, out_w, dst.data, dst.step[0]);
+            horizontal_any(C, src.data, src.step[0], in_h, sc.h, out_w, dst.data, dst.step[0], in_w, avx2);
             return true;
         }
         const uint8_t *hsrc = src.ptr<uint8_t>(first);
         const size_t row = (size_t)out_w * C;
         sc.tmp.resize(row * (size_t)(last - first));
-        horizontal_any(C, hsrc, src.step[0], last - first, sc.h, out_w, sc.tmp.data(), row);
+        horizontal_any(C, hsrc, src.step[0], last - first, sc.h, out_w, sc.tmp.data(), row, in_w, avx2);
         for (int &s : sc.v.start)
             s -= first;
         vsrc = sc.tmp.data(), vstep = row;
     }
-    vertical(vsrc, vstep, (size_t)dst.cols * C, sc.v, out_h, dst.data, dst.step[0], sc.acc);
+    vertical(vsrc, vstep, (size_t)dst.cols * C, sc.v, out_h, dst.data, dst.step[0], sc.acc, avx2);
     return true;
 }
 

@@ -350,6 +350,10 @@ void timm_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 /* Pillow's Image.transform(AFFINE, a, BILINEAR / BICUBIC, fillcolor=fill) of src into dst
  * (dst: its own buffer, any size; 1 or 3 channels) */
 void pil_affine(const cv::Mat &src, cv::Mat &dst, const double a[6], bool bicubic, const uint8_t fill[3]);
+/* the same for 3 channels with AVX2 (geometry/fq_image_pil_affine_avx2.cpp: the channels as
+ * the lanes of the same double operations, the same bytes); checks no CPU feature:
+ * pil_affine calls it only after fq_cpu_has(FQ_CPU_AVX2) */
+void pil_affine_rgb_avx2(const cv::Mat &src, cv::Mat &dst, const double a[6], bool bicubic, const uint8_t fill[3]);
 
 }  // namespace fqi
 

@@ -25,6 +25,17 @@ inline bool is_pil_interp(int interp) { return interp >= FQ_INTERP_PIL_NEAREST &
  * in the calling thread's buffers; may throw std::bad_alloc (Exec's callers catch it). */
 bool resize_pil_u8(const cv::Mat &src, cv::Mat &dst, int interp);
 
+/* The two convolution passes with AVX2 (fq_image_resize_pil_avx2.cpp), the same sums as
+ * the scalar passes: compiled for AVX2 and checking nothing, called by resize_pil_u8 only
+ * after fq_cpu_has(FQ_CPU_AVX2).  A window of an axis: out index i reads len[i] taps from
+ * source index start[i] with the 22-bit weights k[i * ksize ...].
+ * horizontal: rows rows of C (1 to 4) channels, in_w pixels wide -> out_w pixels;
+ * vertical: out_h rows of n bytes, each the window's rows of src. */
+void resize_pil_h_avx2(const uint8_t *src, size_t sstep, int rows, int C, int in_w, const int *start,
+                       const int *len, const int32_t *k, int ksize, int out_w, uint8_t *dst, size_t dstep);
+void resize_pil_v_avx2(const uint8_t *src, size_t sstep, size_t n, const int *start, const int *len,
+                       const int32_t *k, int ksize, int out_h, uint8_t *dst, size_t dstep);
+
 }  // namespace fqi
 
 #endif

@@ -1,0 +1,173 @@
+/* fq_image_pil_affine_avx2.cpp - Pillow's affine bilinear / bicubic sampler of
+ * fq_image_pil_affine.cpp for 3-channel images with AVX2: the same double operations in
+ * the same order, the three channels as three of four lanes (IEEE double addition,
+ * subtraction and multiplication round the same in a vector lane; no FMA: the target is
+ * "avx2" alone, and each product and sum is its own instruction), so the same bytes.
+ * The coordinates are the scalar code's expressions; the integer cubic coefficients are
+ * computed in int32 lanes (exact) and converted, as the scalar code converts them.
+ * Compiled with target("avx2"), checking no CPU feature (core/fq_cpu.h): pil_affine calls
+ * it only after fq_cpu_has(FQ_CPU_AVX2). */
+#include "image/internal/fq_image_aug.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#define FQ_AVX2 __attribute__((target("avx2")))
+
+namespace {
+
+inline int pil_floor(double v) { return v < 0.0 ? (int)std::floor(v) : (int)v; }
+inline int clampi(int v, int n) { return v < 0 ? 0 : (v < n ? v : n - 1); }
+
+/* the 3 bytes at p as int32 lanes 0..2 (lane 3: 0); never reads past p[2] */
+FQ_AVX2 inline __m128i px3(const uint8_t *p)
+{
+    return _mm_setr_epi32(p[0], p[1], p[2], 0);
+}
+
+/* the 3 bytes at p as int32 lanes 0..2 from a 4-byte load; only where p[3] is still in the
+ * image's memory (not the last column) */
+FQ_AVX2 inline __m128i px4(const uint8_t *p)
+{
+    int32_t u;
+    std::memcpy(&u, p, 4);
+    return _mm_cvtepu8_epi32(_mm_cvtsi32_si128(u)); /* lane 3: the next byte, never stored */
+}
+
+/* pixel j of the 16 bytes at a row's pixel x (x + j's 3 bytes as int32 lanes 0..2) */
+FQ_AVX2 inline __m128i pxj(__m128i row, int j)
+{
+    const char z = (char)-128, b = (char)(3 * j);
+    return _mm_shuffle_epi8(row, _mm_setr_epi8(b, z, z, z, (char)(b + 1), z, z, z, (char)(b + 2), z, z, z, z, z, z, z));
+}
+
+/* v2 + d (p2 + d (p3 + d p4)) of four integer samples, the coefficients exact in int32 */
+FQ_AVX2 inline __m256d cubic8(__m128i v1, __m128i v2, __m128i v3, __m128i v4, __m256d d)
+{
+    const __m128i p2 = _mm_sub_epi32(v3, v1);
+    const __m128i p3 = _mm_sub_epi32(_mm_add_epi32(_mm_slli_epi32(_mm_sub_epi32(v1, v2), 1), v3), v4);
+    const __m128i p4 = _mm_add_epi32(_mm_sub_epi32(_mm_sub_epi32(v2, v1), v3), v4);
+    __m256d t = _mm256_mul_pd(d, _mm256_cvtepi32_pd(p4));
+    t = _mm256_mul_pd(d, _mm256_add_pd(_mm256_cvtepi32_pd(p3), t));
+    t = _mm256_mul_pd(d, _mm256_add_pd(_mm256_cvtepi32_pd(p2), t));
+    return _mm256_add_pd(_mm256_cvtepi32_pd(v2), t);
+}
+
+/* the scalar cubic of doubles: p2 = -v1 + v3, p3 = 2 (v1 - v2) + v3 - v4,
+ * p4 = -v1 + v2 - v3 + v4, left to right (-a + b is b - a exactly) */
+FQ_AVX2 inline __m256d cubic(__m256d v1, __m256d v2, __m256d v3, __m256d v4, __m256d d)
+{
+    const __m256d p2 = _mm256_sub_pd(v3, v1);
+    const __m256d v12 = _mm256_sub_pd(v1, v2);
+    const __m256d p3 = _mm256_sub_pd(_mm256_add_pd(_mm256_add_pd(v12, v12), v3), v4);
+    const __m256d p4 = _mm256_add_pd(_mm256_sub_pd(_mm256_sub_pd(v2, v1), v3), v4);
+    __m256d t = _mm256_mul_pd(d, p4);
+    t = _mm256_mul_pd(d, _mm256_add_pd(p3, t));
+    t = _mm256_mul_pd(d, _mm256_add_pd(p2, t));
+    return _mm256_add_pd(v2, t);
+}
+
+/* truncated to int32 lanes, the low 3 stored as bytes (values in [0, 255]) */
+FQ_AVX2 inline void store3(__m256d v, uint8_t *o)
+{
+    const __m128i i = _mm256_cvttpd_epi32(v);
+    const __m128i b = _mm_packus_epi16(_mm_packs_epi32(i, i), i);
+    const uint32_t u = (uint32_t)_mm_cvtsi128_si32(b);
+    o[0] = (uint8_t)u, o[1] = (uint8_t)(u >> 8), o[2] = (uint8_t)(u >> 16);
+}
+
+FQ_AVX2 inline __m256d lerp(__m256d a, __m256d b, __m256d d)
+{
+    return _mm256_add_pd(a, _mm256_mul_pd(_mm256_sub_pd(b, a), d));
+}
+
+FQ_AVX2 void bilinear_px(const cv::Mat &s, int x, int y, double dx, double dy, uint8_t *o)
+{
+    const int W = s.cols, H = s.rows;
+    const int x0 = clampi(x, W) * 3, x1 = clampi(x + 1, W) * 3;
+    const uint8_t *r0 = s.ptr<uint8_t>(clampi(y, H));
+    const uint8_t *r1 = y + 1 >= 0 && y + 1 < H ? s.ptr<uint8_t>(y + 1) : nullptr;
+    const __m256d vx = _mm256_set1_pd(dx);
+    __m256d v1, v2;
+    if (x >= 0 && (size_t)x * 3 + 8 <= (size_t)W * 3) { /* both pixels in one 8-byte load */
+        const __m128i q0 = _mm_loadl_epi64((const __m128i *)(r0 + x0));
+        v1 = lerp(_mm256_cvtepi32_pd(pxj(q0, 0)), _mm256_cvtepi32_pd(pxj(q0, 1)), vx);
+        if (r1) {
+            const __m128i q1 = _mm_loadl_epi64((const __m128i *)(r1 + x0));
+            v2 = lerp(_mm256_cvtepi32_pd(pxj(q1, 0)), _mm256_cvtepi32_pd(pxj(q1, 1)), vx);
+        } else {
+            v2 = v1;
+        }
+    } else {
+        v1 = lerp(_mm256_cvtepi32_pd(px3(r0 + x0)), _mm256_cvtepi32_pd(px3(r0 + x1)), vx);
+        v2 = r1 ? lerp(_mm256_cvtepi32_pd(px3(r1 + x0)), _mm256_cvtepi32_pd(px3(r1 + x1)), vx) : v1;
+    }
+    store3(lerp(v1, v2, _mm256_set1_pd(dy)), o);
+}
+
+FQ_AVX2 void bicubic_px(const cv::Mat &s, int x, int y, double dx, double dy, uint8_t *o)
+{
+    const int W = s.cols, H = s.rows;
+    int xs[4];
+    for (int j = 0; j < 4; j++)
+        xs[j] = clampi(x + j, W) * 3;
+    const __m256d vx = _mm256_set1_pd(dx);
+    /* row 0 clamped; a later row outside the image repeats the one before; the 4-byte loads
+     * stay in the image but at the last column */
+    const bool edge = xs[3] == (W - 1) * 3;
+    /* the 4 pixels side by side and 16 bytes readable in the row: one load */
+    const bool inside = x >= 0 && (size_t)x * 3 + 16 <= (size_t)W * 3;
+    const uint8_t *r = s.ptr<uint8_t>(clampi(y, H));
+    __m256d v[4];
+    for (int j = 0; j < 4; j++) {
+        if (j > 0)
+            r = y + j >= 0 && y + j < H ? s.ptr<uint8_t>(y + j) : nullptr;
+        if (!r) {
+            v[j] = v[j - 1];
+        } else if (inside) {
+            const __m128i q = _mm_loadu_si128((const __m128i *)(r + xs[0]));
+            v[j] = cubic8(pxj(q, 0), pxj(q, 1), pxj(q, 2), pxj(q, 3), vx);
+        } else if (!edge) {
+            v[j] = cubic8(px4(r + xs[0]), px4(r + xs[1]), px4(r + xs[2]), px4(r + xs[3]), vx);
+        } else {
+            v[j] = cubic8(px3(r + xs[0]), px3(r + xs[1]), px3(r + xs[2]), px3(r + xs[3]), vx);
+        }
+    }
+    const __m256d t = cubic(v[0], v[1], v[2], v[3], _mm256_set1_pd(dy));
+    /* t <= 0 -> 0, t >= 255 -> 255, else truncated: the same after clamping */
+    store3(_mm256_min_pd(_mm256_max_pd(t, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), o);
+}
+
+}  // namespace
+
+namespace fqi {
+
+FQ_AVX2 void pil_affine_rgb_avx2(const cv::Mat &src, cv::Mat &dst, const double a[6], bool bicubic,
+                                 const uint8_t fill[3])
+{
+    const int H = src.rows, W = src.cols;
+    for (int y = 0; y < dst.rows; y++) {
+        uint8_t *o = dst.ptr<uint8_t>(y);
+        const double yc = y + 0.5;
+        for (int x = 0; x < dst.cols; x++, o += 3) {
+            const double xc = x + 0.5;
+            double xin = a[0] * xc + a[1] * yc + a[2];
+            double yin = a[3] * xc + a[4] * yc + a[5];
+            if (!(xin >= 0.0 && xin < W && yin >= 0.0 && yin < H)) { /* NaN: outside too */
+                o[0] = fill[0], o[1] = fill[1], o[2] = fill[2];
+                continue;
+            }
+            xin -= 0.5, yin -= 0.5;
+            const int xi = pil_floor(xin), yi = pil_floor(yin);
+            const double dx = xin - xi, dy = yin - yi;
+            if (!bicubic)
+                bilinear_px(src, xi, yi, dx, dy, o);
+            else
+                bicubic_px(src, xi - 1, yi - 1, dx, dy, o);
+        }
+    }
+}
+
+}  // namespace fqi
