@@ -500,24 +500,24 @@ constexpr fq_op_field kNormalizeFields[] = {FQ_FIELD(fq_op_normalize, mean), FQ_
 /* One record per op kind, in kind order: kind k is kOps[k - 1] (the names of enum
  * fq_op_kind are those of the first ten; a new op is appended). */
 constexpr fqi::OpImpl kOps[] = {
-    {"RandomResizedCrop", FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_rrc, kRrcFields), rrc_check, rrc_geometry, rrc_plan,
+    {"RandomResizedCrop", FQ_RULE_RRC, FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_rrc, kRrcFields), rrc_check, rrc_geometry, rrc_plan,
      rrc_exec},
-    {"Resize", 0, FQ_PARAMS(fq_op_resize, kResizeFields), resize_check, resize_geometry, resize_plan, resize_exec},
-    {"CenterCrop", FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_center_crop, kCenterCropFields), center_crop_check,
+    {"Resize", FQ_RULE_RESIZE, 0, FQ_PARAMS(fq_op_resize, kResizeFields), resize_check, resize_geometry, resize_plan, resize_exec},
+    {"CenterCrop", FQ_RULE_CROP, FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_center_crop, kCenterCropFields), center_crop_check,
      center_crop_geometry, center_crop_plan, center_crop_exec},
-    {"RandomCrop", FQ_EXPLAIN_BOX | FQ_EXPLAIN_PAD, FQ_PARAMS(fq_op_random_crop, kRandomCropFields),
+    {"RandomCrop", FQ_RULE_RCROP, FQ_EXPLAIN_BOX | FQ_EXPLAIN_PAD, FQ_PARAMS(fq_op_random_crop, kRandomCropFields),
      random_crop_check, random_crop_geometry, random_crop_plan, random_crop_exec},
-    {"HorizontalFlip", FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
+    {"HorizontalFlip", FQ_RULE_HFLIP, FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
      hflip_exec},
-    {"VerticalFlip", FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
+    {"VerticalFlip", FQ_RULE_VFLIP, FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
      vflip_exec},
-    {"ColorJitter", FQ_EXPLAIN_JITTER, FQ_PARAMS(fq_op_color_jitter, kColorJitterFields), color_jitter_check,
+    {"ColorJitter", FQ_RULE_PIXEL, FQ_EXPLAIN_JITTER, FQ_PARAMS(fq_op_color_jitter, kColorJitterFields), color_jitter_check,
      keeps_size, color_jitter_plan, color_jitter_exec},
-    {"RandomAffine", FQ_EXPLAIN_AFFINE, FQ_PARAMS(fq_op_random_affine, kRandomAffineFields), random_affine_check,
+    {"RandomAffine", FQ_RULE_AFFINE, FQ_EXPLAIN_AFFINE, FQ_PARAMS(fq_op_random_affine, kRandomAffineFields), random_affine_check,
      keeps_size, random_affine_plan, random_affine_exec},
-    {"Grayscale", FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
+    {"Grayscale", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
      grayscale_exec},
-    {"Normalize", 0, FQ_PARAMS(fq_op_normalize, kNormalizeFields), normalize_check, keeps_size, no_draw, no_exec},
+    {"Normalize", FQ_RULE_PIXEL, 0, FQ_PARAMS(fq_op_normalize, kNormalizeFields), normalize_check, keeps_size, no_draw, no_exec},
 };
 constexpr int kNumOps = (int)(sizeof kOps / sizeof kOps[0]);
 

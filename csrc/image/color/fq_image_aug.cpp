@@ -47,7 +47,6 @@ struct AugSolarizeAdd {
     double p;
 };
 
-
 bool is_int(double v) { return std::isfinite(v) && v == std::floor(v); }
 bool valid_prob(double p) { return std::isfinite(p) && p >= 0 && p <= 1; }
 bool valid_level(const double *l) { return std::isfinite(l[0]) && std::isfinite(l[1]) && l[0] <= l[1]; }
@@ -414,104 +413,104 @@ constexpr unsigned kAM = FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE;
 
 /* kind FQ_OP_NORMALIZE + 1 + i is kAugOps[i]; append only (kinds are part of packed chains) */
 constexpr fqi::OpImpl kAugOps[] = {
-    {"Invert", FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, invert_exec},
-    {"AutoContrast", FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob,
+    {"Invert", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, invert_exec},
+    {"AutoContrast", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob,
      autocontrast_exec},
-    {"Equalize", FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, equalize_exec},
-    {"Posterize", kAM, FQ_PARAMS(AugPosterize, kPosterizeFields), posterize_check, keeps_size, plan_posterize,
+    {"Equalize", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, equalize_exec},
+    {"Posterize", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugPosterize, kPosterizeFields), posterize_check, keeps_size, plan_posterize,
      posterize_exec},
-    {"Solarize", kAM, FQ_PARAMS(AugLevel, kLevelFields), solarize_check, keeps_size, plan_level, solarize_exec},
-    {"SolarizeAdd", kAM, FQ_PARAMS(AugSolarizeAdd, kSolarizeAddFields), solarize_add_check, keeps_size,
+    {"Solarize", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), solarize_check, keeps_size, plan_level, solarize_exec},
+    {"SolarizeAdd", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugSolarizeAdd, kSolarizeAddFields), solarize_add_check, keeps_size,
      plan_solarize_add, solarize_add_exec},
-    {"Brightness", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, brightness_exec},
-    {"Color", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, color_exec},
-    {"Contrast", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, contrast_exec},
-    {"Sharpness", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, sharpness_exec},
-    {"Rotate", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::rotate_check, keeps_size, fqi::plan_rotate,
+    {"Brightness", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, brightness_exec},
+    {"Color", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, color_exec},
+    {"Contrast", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, contrast_exec},
+    {"Sharpness", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, sharpness_exec},
+    {"Rotate", FQ_RULE_GEOM, kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::rotate_check, keeps_size, fqi::plan_rotate,
      fqi::geom_exec},
-    {"ShearX", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_x,
+    {"ShearX", FQ_RULE_GEOM, kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_x,
      fqi::geom_exec},
-    {"ShearY", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_y,
+    {"ShearY", FQ_RULE_GEOM, kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_y,
      fqi::geom_exec},
-    {"TranslateX", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_x,
+    {"TranslateX", FQ_RULE_GEOM, kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_x,
      geom_exec},
-    {"TranslateY", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_y,
+    {"TranslateY", FQ_RULE_GEOM, kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_y,
      geom_exec},
-    {"RandAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugRandAugment, kRandAugmentFields), fqi::rand_augment_check,
+    {"RandAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugRandAugment, kRandAugmentFields), fqi::rand_augment_check,
      keeps_size, fqi::rand_augment_plan, fqi::policy_exec},
-    {"TrivialAugmentWide", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTrivialAugment, kTrivialFields),
+    {"TrivialAugmentWide", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTrivialAugment, kTrivialFields),
      fqi::trivial_augment_check, keeps_size, fqi::trivial_augment_plan, fqi::policy_exec},
-    {"Gamma", kAM, FQ_PARAMS(fqi::AugGamma, kGammaFields), fqi::gamma_check, keeps_size, fqi::plan_gamma,
+    {"Gamma", FQ_RULE_PIXEL, kAM, FQ_PARAMS(fqi::AugGamma, kGammaFields), fqi::gamma_check, keeps_size, fqi::plan_gamma,
      fqi::gamma_exec},
-    {"Cutout", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX, FQ_PARAMS(fqi::AugCutout, kCutoutFields), fqi::cutout_check,
+    {"Cutout", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX, FQ_PARAMS(fqi::AugCutout, kCutoutFields), fqi::cutout_check,
      keeps_size, fqi::plan_cutout, fqi::cutout_exec},
-    {"Lighting", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_LIGHTING, FQ_PARAMS(fqi::AugLighting, kLightingFields),
+    {"Lighting", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_LIGHTING, FQ_PARAMS(fqi::AugLighting, kLightingFields),
      fqi::lighting_check, keeps_size, fqi::plan_lighting, fqi::lighting_exec},
-    {"AutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugAutoAugment, kAutoAugmentFields), fqi::auto_augment_check,
+    {"AutoAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugAutoAugment, kAutoAugmentFields), fqi::auto_augment_check,
      keeps_size, fqi::auto_augment_plan, fqi::policy_exec},
-    {"GaussianBlur", kAM, FQ_PARAMS(fqi::AugBlur, kBlurFields), fqi::blur_check, keeps_size, fqi::plan_blur,
+    {"GaussianBlur", FQ_RULE_PIXEL, kAM, FQ_PARAMS(fqi::AugBlur, kBlurFields), fqi::blur_check, keeps_size, fqi::plan_blur,
      fqi::blur_exec},
     /* RandomErasing (fq_image_aug_erase.cpp): planned here, written by the final write */
-    {"RandomErasing", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX | FQ_EXPLAIN_ERASE,
+    {"RandomErasing", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX | FQ_EXPLAIN_ERASE,
      FQ_PARAMS(fqi::AugErase, fqi::kEraseFields), fqi::erase_check, keeps_size, fqi::plan_erase, fqi::erase_exec},
     /* custom ops (fq_image_custom.cpp): a user C function / a Python callable of the spec's side table */
-    {"CustomOp", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
+    {"CustomOp", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
      fqi::custom_check, keeps_size, fqi::custom_plan, fqi::custom_exec},
-    {"PyFunc", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
+    {"PyFunc", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
      fqi::custom_check, keeps_size, fqi::custom_plan, fqi::custom_exec},
     /* compose: the compositions (fq_image_compose.cpp; the subtree's geometry is compose_tree's) */
-    {"RandomApply", FQ_EXPLAIN_COMPOSE | FQ_EXPLAIN_APPLIED, FQ_PARAMS(fqi::ComposeApply, fqi::kComposeApplyFields),
+    {"RandomApply", FQ_RULE_REFUSED, FQ_EXPLAIN_COMPOSE | FQ_EXPLAIN_APPLIED, FQ_PARAMS(fqi::ComposeApply, fqi::kComposeApplyFields),
      fqi::random_apply_check, keeps_size, fqi::random_apply_plan, fqi::compose_exec},
-    {"RandomChoice", FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeChoice, fqi::kComposeChoiceFields),
+    {"RandomChoice", FQ_RULE_REFUSED, FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeChoice, fqi::kComposeChoiceFields),
      fqi::random_choice_check, keeps_size, fqi::random_choice_plan, fqi::compose_exec},
-    {"RandomOrder", FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeOrder, fqi::kComposeOrderFields), fqi::random_order_check,
+    {"RandomOrder", FQ_RULE_REFUSED, FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeOrder, fqi::kComposeOrderFields), fqi::random_order_check,
      keeps_size, fqi::random_order_plan, fqi::compose_exec},
     /* targets (issue 19): detection geometry ops, fq_image_det.cpp */
-    {"ResizeShortestEdge", FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetResizeShortestEdge, fqi::kDetRseFields),
+    {"ResizeShortestEdge", FQ_RULE_RESIZE, FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetResizeShortestEdge, fqi::kDetRseFields),
      fqi::rse_check, fqi::rse_geometry, fqi::rse_plan, fqi::rse_exec},
-    {"Pad", FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetPad, fqi::kDetPadFields), fqi::pad_check, fqi::pad_geometry,
+    {"Pad", FQ_RULE_PAD, FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetPad, fqi::kDetPadFields), fqi::pad_check, fqi::pad_geometry,
      fqi::pad_plan, fqi::pad_exec},
-    {"ScaleJitter", FQ_EXPLAIN_BOX | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetScaleJitter, fqi::kDetScaleJitterFields),
+    {"ScaleJitter", FQ_RULE_SCALE_JITTER, FQ_EXPLAIN_BOX | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetScaleJitter, fqi::kDetScaleJitterFields),
      fqi::sj_check, fqi::sj_geometry, fqi::sj_plan, fqi::sj_exec},
-    {"RandomZoomOut", kAM | FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetZoomOut, fqi::kDetZoomOutFields),
+    {"RandomZoomOut", FQ_RULE_ZOOM_OUT, kAM | FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetZoomOut, fqi::kDetZoomOutFields),
      fqi::zoom_out_check, fqi::zoom_out_geometry, fqi::zoom_out_plan, fqi::zoom_out_exec},
     /* tensorpack: fbresnet_augmentor's crop and fused colour ops (fq_image_aug_tp.cpp) */
-    {"TensorpackCrop", FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_TENSORPACK,
+    {"TensorpackCrop", FQ_RULE_REFUSED, FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_TENSORPACK,
      FQ_PARAMS(fqi::TpCrop, fqi::kTpCropFields), fqi::tp_crop_check, fqi::tp_crop_geometry, fqi::tp_crop_plan,
      fqi::tp_crop_exec},
-    {"TensorpackColor", FQ_EXPLAIN_TENSORPACK, FQ_PARAMS(fqi::TpColor, fqi::kTpColorFields), fqi::tp_color_check,
+    {"TensorpackColor", FQ_RULE_PIXEL, FQ_EXPLAIN_TENSORPACK, FQ_PARAMS(fqi::TpColor, fqi::kTpColorFields), fqi::tp_color_check,
      keeps_size, fqi::tp_color_plan, fqi::tp_color_exec},
     /* topic tfpolicy (fq_image_aug_tf*.cpp): GaussianNoise (rng_key: the noise stream) */
-    {"GaussianNoise", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_CUSTOM,
+    {"GaussianNoise", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_CUSTOM,
      FQ_PARAMS(fqi::AugNoise, fqi::kNoiseFields), fqi::noise_check, keeps_size, fqi::plan_noise, fqi::noise_exec},
     /* TF Model Garden policies (fq_image_aug_tf_policy.cpp) */
-    {"TFRandAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFRandAugment, kTFRandFields), fqi::tf_rand_augment_check,
+    {"TFRandAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFRandAugment, kTFRandFields), fqi::tf_rand_augment_check,
      keeps_size, fqi::tf_rand_augment_plan, fqi::tf_policy_exec},
-    {"TFAutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFAutoAugment, kTFAutoFields), fqi::tf_auto_augment_check,
+    {"TFAutoAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFAutoAugment, kTFAutoFields), fqi::tf_auto_augment_check,
      keeps_size, fqi::tf_auto_augment_plan, fqi::tf_policy_exec},
     /* RandomIoUCrop (fq_image_iou_crop.cpp): make_plan plans it from the sample's boxes */
-    {"RandomIoUCrop", FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_IOU_CROP,
+    {"RandomIoUCrop", FQ_RULE_IOU_CROP, FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_IOU_CROP,
      FQ_PARAMS(fqi::IouCrop, fqi::kIouCropFields), fqi::iou_crop_check, fqi::iou_crop_geometry,
      fqi::iou_crop_plan_noboxes, fqi::iou_crop_exec},
     /* timm's policies (fq_image_aug_timm_policy.cpp) */
-    {"TimmRandAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmRandAugment, kTimmRandFields),
+    {"TimmRandAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmRandAugment, kTimmRandFields),
      fqi::timm_rand_augment_check, keeps_size, fqi::timm_rand_augment_plan, fqi::timm_policy_exec},
-    {"TimmAutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAutoAugment, kTimmAutoFields),
+    {"TimmAutoAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAutoAugment, kTimmAutoFields),
      fqi::timm_auto_augment_check, keeps_size, fqi::timm_auto_augment_plan, fqi::timm_policy_exec},
-    {"TimmAugMix", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAugMix, kTimmAugMixFields), fqi::timm_augmix_check,
+    {"TimmAugMix", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAugMix, kTimmAugMixFields), fqi::timm_augmix_check,
      keeps_size, fqi::timm_augmix_plan, fqi::timm_augmix_exec},
     /* Keras 3 preprocessing layers (fq_image_keras_geom.cpp, fq_image_keras_color.cpp): Keras's
        draws and float32 arithmetic (TF's ImageProjectiveTransformV3 sampling for the warps) */
-    {"KerasRandomZoom", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields),
+    {"KerasRandomZoom", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields),
      fqi::keras_zoom_check, keeps_size, fqi::keras_zoom_plan, fqi::keras_geom_exec},
-    {"KerasRandomTranslation", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
+    {"KerasRandomTranslation", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
      FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields), fqi::keras_translation_check, keeps_size,
      fqi::keras_translation_plan, fqi::keras_geom_exec},
-    {"KerasRandomRotation", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields),
+    {"KerasRandomRotation", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields),
      fqi::keras_rotation_check, keeps_size, fqi::keras_rotation_plan, fqi::keras_geom_exec},
-    {"KerasRandomContrast", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields),
+    {"KerasRandomContrast", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields),
      fqi::keras_color_check, keeps_size, fqi::keras_color_plan, fqi::keras_contrast_exec},
-    {"KerasRandomBrightness", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
+    {"KerasRandomBrightness", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
      FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields), fqi::keras_color_check, keeps_size, fqi::keras_color_plan,
      fqi::keras_brightness_exec},
 };
@@ -590,9 +589,9 @@ void aug_apply(Exec &e, int kind, double value, const double fill[3])
     std::memset(&r, 0, sizeof r);
     r.kind = kind, r.applied = 1;
     r.in_h = r.out_h = e.cur.rows, r.in_w = r.out_w = e.cur.cols;
-    const int i = kind - FQ_OP_NORMALIZE - 1;
-    if (i >= 10 && i <= 14) /* Rotate .. TranslateY, in GeomKind order */
-        geom_matrix(i - 10, &value, e.cur.rows, e.cur.cols, r.matrix);
+    const int g = aug_geom_kind(kind);
+    if (g >= 0)
+        geom_matrix(g, &value, e.cur.rows, e.cur.cols, r.matrix);
     r.factor[0] = value;
     impl->exec(e, op, r);
 }

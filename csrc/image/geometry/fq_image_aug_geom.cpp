@@ -56,6 +56,14 @@ void inverse_affine(double angle, double tx, double ty, double shx, double shy, 
 
 /* the inverse map of geometric op kind G (GeomKind) at level v (trunc'ed for the
  * translations, as torchvision's int()) for an h x w image, into m */
+/* Rotate .. TranslateY are aug records 10 .. 14, in GeomKind order (static_assert in
+ * fq_image_aug.cpp) */
+int aug_geom_kind(int kind)
+{
+    const int g = kind - FQ_OP_NORMALIZE - 1 - 10;
+    return g >= G_ROTATE && g <= G_TRANSLATE_Y ? g : -1;
+}
+
 void geom_matrix(int G, double *v, double h, double w, double *m)
 {
     const double r2d = 180.0 / 3.14159265358979323846;

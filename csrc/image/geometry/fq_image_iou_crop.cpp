@@ -181,7 +181,7 @@ int iou_crop_chain_check(const fq_op *ops, int n_ops, fq_err *err)
         if (!is_iou_crop(ops[i].kind))
             continue;
         for (int j = 0; j < i; j++)
-            if (fqt::rule_of(ops[j].kind, nullptr) == fqt::R_REFUSED)
+            if (fqt::rule_of(ops[j].kind, nullptr) == FQ_RULE_REFUSED)
                 return fq_set_err(err, FQ_E_INVALID,
                                   "op %d (RandomIoUCrop): op %d (%s) before it has no target rule; RandomIoUCrop "
                                   "draws its crop from the boxes as they enter it, so every op before it must "

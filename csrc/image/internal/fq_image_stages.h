@@ -44,6 +44,28 @@ struct fq_img_spec {
     int n_custom;
 };
 
+/* How an op moves detection targets (boxes, keypoints, masks, image_info; the rules:
+ * fq_image_targets*.cpp, docs/targets.md).  Each record names its own: FQ_RULE_REFUSED
+ * (no rule: a chain with it cannot carry targets), FQ_RULE_PIXEL (targets unchanged), else
+ * the geometric rule that moves them.  fq_tgt_rule maps these to refused / pixel / geometric. */
+enum TargetRule {
+    FQ_RULE_REFUSED = 0,
+    FQ_RULE_PIXEL,
+    FQ_RULE_RRC,
+    FQ_RULE_RESIZE,
+    FQ_RULE_CROP,
+    FQ_RULE_RCROP,
+    FQ_RULE_PAD,
+    FQ_RULE_HFLIP,
+    FQ_RULE_VFLIP,
+    FQ_RULE_AFFINE,
+    FQ_RULE_GEOM, /* Rotate .. TranslateY: the GeomKind of the kind (aug_geom_kind) */
+    FQ_RULE_SCALE_JITTER,
+    FQ_RULE_ZOOM_OUT,
+    FQ_RULE_IOU_CROP, /* a crop; boxes whose centre is outside it are dropped */
+    FQ_RULE_COUNT
+};
+
 namespace fqi {
 
 /* Every random draw of one sample, one explain record per op (fq_image_plan.cpp). */
@@ -90,6 +112,7 @@ enum Geometry {
  * kind is its place in the table (1-based). */
 struct OpImpl {
     const char *name;  /* the Python class name */
+    TargetRule rule;   /* its target rule (FQ_RULE_REFUSED: none, said explicitly) */
     unsigned explain;  /* FQ_EXPLAIN_* fields its explain record fills */
     size_t params_size;        /* sizeof its parameter struct */
     const fq_op_field *fields; /* the struct's fields, in order (FQ_FIELD) */
@@ -119,6 +142,8 @@ const fq_op_desc *op_desc(int kind);
 int aug_op_count();
 const OpImpl *aug_op_impl(int i);
 const fq_op_desc *aug_op_desc(int i);
+/* The GeomKind of kind for Rotate .. TranslateY (FQ_RULE_GEOM), else -1. */
+int aug_geom_kind(int kind);
 
 /* The parameters of op as its kind's struct P (a struct of doubles at the start of
  * fq_op.raw; the named union members of fq_op are the same memory). */
