@@ -108,9 +108,10 @@ enum Geometry {
 };
 
 /* The whole implementation of one op kind: a new op is its parameter struct, its field
- * list and one record in fq_image_ops.cpp (plus its Python class in fastq/ops/).  Its
- * kind is its place in the table (1-based). */
+ * list and one record in a table (plus its Python class in fastq/ops/).  Its kind is
+ * written in the record and is its place in the table (records_dense checks it). */
 struct OpImpl {
+    int kind;          /* its op kind: fixed forever (saved specs and packed chains hold it) */
     const char *name;  /* the Python class name */
     TargetRule rule;   /* its target rule (FQ_RULE_REFUSED: none, said explicitly) */
     unsigned explain;  /* FQ_EXPLAIN_* fields its explain record fills */
@@ -128,6 +129,22 @@ struct OpImpl {
     /* run it on e.cur (r: its plan; may record computed values, e.g. contrast_mean) */
     void (*exec)(Exec &e, const fq_op &op, fq_img_op_explain &r);
 };
+
+/* Compile-time checks of a record table (static_assert by each table): kinds first,
+ * first + 1, ... in table order (unique and dense, so a kind never moves), names unique,
+ * every rule a TargetRule. */
+constexpr bool name_eq(const char *a, const char *b) { return *a == *b && (*a == 0 || name_eq(a + 1, b + 1)); }
+constexpr bool records_dense(const OpImpl *t, int n, int first)
+{
+    for (int i = 0; i < n; i++) {
+        if (t[i].kind != first + i || t[i].rule < FQ_RULE_REFUSED || t[i].rule >= FQ_RULE_COUNT)
+            return false;
+        for (int j = 0; j < i; j++)
+            if (name_eq(t[i].name, t[j].name))
+                return false;
+    }
+    return true;
+}
 
 /* The record of kind, or nullptr for an unknown kind (FQ_OP_NORMALIZE has one: it is
  * checked here and applied by the output tables). */
