@@ -28,8 +28,8 @@ extern "C" {
 
 /* ---- ops ---------------------------------------------------------------- */
 
-/* Op kinds are 1 .. fq_img_op_count(), the places of the op records in the table of
- * image/fq_image_ops.cpp (the one place an op is declared in C).  The names below are
+/* Op kinds are 1 .. fq_img_op_count(), each written in its op's record (the one place an
+ * op is declared in C: its family's array, assembled by image/api/fq_image_op_table.cpp).  The names below are
  * those of the first ten kinds, for C callers; any kind is found by its name with
  * fq_img_op_kind(), and its parameters are described by fq_img_op_desc(). */
 enum fq_op_kind {

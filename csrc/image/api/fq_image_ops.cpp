@@ -6,9 +6,7 @@
 #include "image/internal/fq_image_aug.h" /* apply_lut */
 #include "image/internal/fq_image_resize_pil.h"
 
-#include <array>
 #include <cmath>
-#include <utility>
 #include <cstring>
 
 #include <opencv2/imgproc.hpp>
@@ -520,43 +518,14 @@ constexpr fqi::OpImpl kOps[] = {
     {FQ_OP_NORMALIZE, "Normalize", FQ_RULE_PIXEL, 0, FQ_PARAMS(fq_op_normalize, kNormalizeFields), normalize_check, keeps_size, no_draw, no_exec},
 };
 constexpr int kNumOps = (int)(sizeof kOps / sizeof kOps[0]);
-
-constexpr bool all_fields_cover()
-{
-    for (int i = 0; i < kNumOps; i++)
-        if (!fqi::fields_cover(kOps[i].fields, kOps[i].n_fields, kOps[i].params_size))
-            return false;
-    return true;
-}
-static_assert(all_fields_cover(), "an op's field list must cover its parameter struct, in order");
-static_assert(fqi::records_dense(kOps, kNumOps, 1), "kinds 1, 2, ... in table order, names unique, rules valid");
-static_assert(kNumOps == FQ_OP_NORMALIZE, "the named kinds of enum fq_op_kind have records; fq_image_aug.cpp follows");
-
-/* The public descriptors (fq_img_op_desc), made from the records at compile time. */
-template <size_t... I>
-constexpr std::array<fq_op_desc, sizeof...(I)> make_descs(std::index_sequence<I...>)
-{
-    return {{fq_op_desc{(int)I + 1, kOps[I].name, kOps[I].params_size, kOps[I].n_fields, kOps[I].fields}...}};
-}
-constexpr std::array<fq_op_desc, kNumOps> kDescs = make_descs(std::make_index_sequence<kNumOps>{});
+static_assert(kNumOps == FQ_OP_NORMALIZE && kOps[kNumOps - 1].kind == FQ_OP_NORMALIZE,
+              "the named kinds of enum fq_op_kind have records here");
 
 }  // namespace
 
+FQ_OP_FAMILY(kOpsTorchvision, kOps)
+
 namespace fqi {
-
-const OpImpl *op_impl(int kind)
-{
-    /* the table is in kind order; the enum's names are checked against it by the tests */
-    /* then the augmentation primitives of fq_image_aug.cpp */
-    return kind > FQ_OP_NONE && kind <= kNumOps ? &kOps[kind - 1] : aug_op_impl(kind - kNumOps - 1);
-}
-
-int op_count() { return kNumOps + aug_op_count(); }
-
-const fq_op_desc *op_desc(int kind)
-{
-    return kind > FQ_OP_NONE && kind <= kNumOps ? &kDescs[kind - 1] : aug_op_desc(kind - kNumOps - 1);
-}
 
 int cv_border(int b)
 {

@@ -1,8 +1,8 @@
 /* fq_image_aug.cpp - the uint8 augmentation primitives (AutoContrast ... TranslateY):
  * the pixel ops here, the geometric ones and Cutout in fq_image_aug_geom.cpp;
  * their parameter structs, field lists, check / plan / exec and their op records,
- * kinds FQ_OP_NORMALIZE + 1 ... (fqi::aug_op_impl; fq_image_ops.cpp chains this table
- * after its own).  Semantics: torchvision.transforms.v2.functional on uint8 tensors
+ * kinds FQ_OP_NORMALIZE + 1 ... (family kOpsAug; fq_image_ops.cpp assembles the
+ * families).  Semantics: torchvision.transforms.v2.functional on uint8 tensors
  * (SolarizeAdd: TF Model Garden), computed in float32 as torch does; the exact
  * definitions and the measured differences are in docs/ops.md.  Pure functions of
  * their arguments (thread-safe). */
@@ -12,10 +12,8 @@
 #include "image/internal/fq_image_keras.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
-#include <utility>
 
 #include <opencv2/imgproc.hpp>
 
@@ -411,7 +409,7 @@ constexpr fq_op_field kTimmAugMixFields[] = {
 #define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
 constexpr unsigned kAM = FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE;
 
-/* kind FQ_OP_NORMALIZE + 1 + i is kAugOps[i]; append only (kinds are part of packed chains) */
+/* kinds are part of packed chains and saved specs: a record's kind never changes */
 constexpr fqi::OpImpl kAugOps[] = {
     {11, "Invert", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, invert_exec},
     {12, "AutoContrast", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob,
@@ -516,28 +514,13 @@ constexpr fqi::OpImpl kAugOps[] = {
 };
 constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
 
-constexpr bool all_fields_cover()
-{
-    for (int i = 0; i < kNumAug; i++)
-        if (!fqi::fields_cover(kAugOps[i].fields, kAugOps[i].n_fields, kAugOps[i].params_size))
-            return false;
-    return true;
-}
-static_assert(all_fields_cover(), "an op's field list must cover its parameter struct, in order");
-
-static_assert(fqi::records_dense(kAugOps, kNumAug, FQ_OP_NORMALIZE + 1), "kinds dense in table order, names unique");
-static_assert(fqi::name_eq(kAugOps[10].name, "Rotate") && fqi::name_eq(kAugOps[14].name, "TranslateY"),
-              "aug_apply maps records 10..14 to GeomKind");
-
-template <size_t... I>
-constexpr std::array<fq_op_desc, sizeof...(I)> make_descs(std::index_sequence<I...>)
-{
-    return {{fq_op_desc{FQ_OP_NORMALIZE + 1 + (int)I, kAugOps[I].name, kAugOps[I].params_size, kAugOps[I].n_fields,
-                        kAugOps[I].fields}...}};
-}
-constexpr std::array<fq_op_desc, kNumAug> kAugDescs = make_descs(std::make_index_sequence<kNumAug>{});
+static_assert(fqi::family_find(kAugOps, kNumAug, "Rotate")->kind == FQ_OP_NORMALIZE + 1 + 10 &&
+                  fqi::family_find(kAugOps, kNumAug, "TranslateY")->kind == FQ_OP_NORMALIZE + 1 + 14,
+              "aug_geom_kind maps kinds FQ_OP_NORMALIZE + 11 .. 15 to GeomKind");
 
 }  // namespace
+
+FQ_OP_FAMILY(kOpsAug, kAugOps)
 
 namespace fqi {
 
@@ -571,9 +554,6 @@ void apply_lut(Exec &e, const uint8_t lut[256])
     e.set(d);
 }
 
-int aug_op_count() { return kNumAug; }
-const OpImpl *aug_op_impl(int i) { return i >= 0 && i < kNumAug ? &kAugOps[i] : nullptr; }
-const fq_op_desc *aug_op_desc(int i) { return i >= 0 && i < kNumAug ? &kAugDescs[i] : nullptr; }
 
 void aug_apply(Exec &e, int kind, double value, const double fill[3])
 {

@@ -108,8 +108,8 @@ enum Geometry {
 };
 
 /* The whole implementation of one op kind: a new op is its parameter struct, its field
- * list and one record in a table (plus its Python class in fastq/ops/).  Its kind is
- * written in the record and is its place in the table (records_dense checks it). */
+ * list and one record in its family's array (FQ_OP_FAMILY, below; plus its Python class
+ * in fastq/ops/).  Its kind is written in the record and never changes. */
 struct OpImpl {
     int kind;          /* its op kind: fixed forever (saved specs and packed chains hold it) */
     const char *name;  /* the Python class name */
@@ -130,22 +130,6 @@ struct OpImpl {
     void (*exec)(Exec &e, const fq_op &op, fq_img_op_explain &r);
 };
 
-/* Compile-time checks of a record table (static_assert by each table): kinds first,
- * first + 1, ... in table order (unique and dense, so a kind never moves), names unique,
- * every rule a TargetRule. */
-constexpr bool name_eq(const char *a, const char *b) { return *a == *b && (*a == 0 || name_eq(a + 1, b + 1)); }
-constexpr bool records_dense(const OpImpl *t, int n, int first)
-{
-    for (int i = 0; i < n; i++) {
-        if (t[i].kind != first + i || t[i].rule < FQ_RULE_REFUSED || t[i].rule >= FQ_RULE_COUNT)
-            return false;
-        for (int j = 0; j < i; j++)
-            if (name_eq(t[i].name, t[j].name))
-                return false;
-    }
-    return true;
-}
-
 /* The record of kind, or nullptr for an unknown kind (FQ_OP_NORMALIZE has one: it is
  * checked here and applied by the output tables). */
 const OpImpl *op_impl(int kind);
@@ -154,11 +138,6 @@ int op_count();
 /* The public descriptor of kind (fq_img_op_desc), nullptr for an unknown kind. */
 const fq_op_desc *op_desc(int kind);
 
-/* The augmentation primitives' table (fq_image_aug.cpp): record / descriptor i of
- * kind FQ_OP_NORMALIZE + 1 + i (nullptr outside 0 .. aug_op_count() - 1). */
-int aug_op_count();
-const OpImpl *aug_op_impl(int i);
-const fq_op_desc *aug_op_desc(int i);
 /* The GeomKind of kind for Rotate .. TranslateY (FQ_RULE_GEOM), else -1. */
 int aug_geom_kind(int kind);
 
@@ -199,6 +178,58 @@ constexpr bool fields_cover(const fq_op_field *f, int n, size_t size)
     }
     return at == size && size <= sizeof(((fq_op *)nullptr)->raw);
 }
+
+/* ---- op families ---------------------------------------------------------------------
+ * Each family's records sit in its own source, beside the ops' code (FQ_OP_FAMILY); the
+ * central table (fq_image_op_table.cpp: kFamilies) assembles them by kind when first used and
+ * checks that the kinds of all families together are 1 .. op_count(), each once, and the
+ * names unique.  Adding an op to a family is one record in that family's array. */
+struct OpFamily {
+    const char *name;
+    const OpImpl *ops;
+    int n;
+};
+
+constexpr bool name_eq(const char *a, const char *b) { return *a == *b && (*a == 0 || name_eq(a + 1, b + 1)); }
+
+/* A family's compile-time check: kinds >= 1 and increasing (so each once), names unique,
+ * rules valid, each field list covering its parameter struct in order. */
+constexpr bool family_ok(const OpImpl *t, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (t[i].kind < 1 || (i > 0 && t[i].kind <= t[i - 1].kind))
+            return false;
+        if (t[i].rule < FQ_RULE_REFUSED || t[i].rule >= FQ_RULE_COUNT)
+            return false;
+        if (!fields_cover(t[i].fields, t[i].n_fields, t[i].params_size))
+            return false;
+        for (int j = 0; j < i; j++)
+            if (name_eq(t[i].name, t[j].name))
+                return false;
+    }
+    return true;
+}
+
+/* The record of the family's op called name, nullptr when none (for static_asserts). */
+constexpr const OpImpl *family_find(const OpImpl *t, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (name_eq(t[i].name, name))
+            return &t[i];
+    return nullptr;
+}
+
+/* Define family var (declared below) from the constexpr array records, at global scope. */
+#define FQ_OP_FAMILY(var, records)                                                                                 \
+    static_assert(fqi::family_ok(records, (int)(sizeof records / sizeof records[0])),                              \
+                  #var ": kinds increasing, names unique, rules valid, fields covering the parameters");           \
+    namespace fqi {                                                                                                \
+    const OpFamily var = {#var, records, (int)(sizeof records / sizeof records[0])};                               \
+    }
+
+/* the families (each defined in the source named; listed in fq_image_op_table.cpp) */
+extern const OpFamily kOpsTorchvision; /* api/fq_image_ops.cpp: the ten kinds of enum fq_op_kind */
+extern const OpFamily kOpsAug;         /* color/fq_image_aug.cpp: the augmentation primitives, ... */
 
 /* Draw every random parameter of sample (seed, epoch, index) for an H x W source.
  * Errors: FQ_E_TOO_LARGE, FQ_E_INVALID (op-specific, e.g. RandomCrop larger than the image). */
