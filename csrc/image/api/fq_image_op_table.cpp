@@ -13,7 +13,25 @@ namespace {
 
 /* the families (a new family: its FQ_OP_FAMILY in its source, a line here and its extern
  * in fq_image_stages.h; a new op in a family: its record only) */
-const fqi::OpFamily *const kFamilies[] = {&fqi::kOpsTorchvision, &fqi::kOpsAug};
+const fqi::OpFamily *const kFamilies[] = {
+    &fqi::kOpsTorchvision,
+    &fqi::kOpsAug,
+    &fqi::kOpsGeom,
+    &fqi::kOpsLut,
+    &fqi::kOpsBlur,
+    &fqi::kOpsPolicy,
+    &fqi::kOpsErase,
+    &fqi::kOpsCustom,
+    &fqi::kOpsCompose,
+    &fqi::kOpsDet,
+    &fqi::kOpsIouCrop,
+    &fqi::kOpsTensorpack,
+    &fqi::kOpsNoise,
+    &fqi::kOpsModelGarden,
+    &fqi::kOpsTimm,
+    &fqi::kOpsKerasGeom,
+    &fqi::kOpsKerasColor,
+};
 
 struct Table {
     std::vector<const fqi::OpImpl *> impl; /* by kind; [0] unused */

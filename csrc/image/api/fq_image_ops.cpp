@@ -43,7 +43,7 @@ int fixed_size(double h, double w, int *oh, int *ow)
     return GEOM_FIXED;
 }
 
-int keeps_size(const fq_op &, int *, int *) { return GEOM_KEEP; }
+using fqi::keeps_size;
 
 /* ---- RandomResizedCrop ------------------------------------------------------ */
 
@@ -492,30 +492,33 @@ constexpr fq_op_field kRandomAffineFields[] = {
     FQ_FIELD(fq_op_random_affine, fill),    FQ_FIELD(fq_op_random_affine, interp)};
 constexpr fq_op_field kNormalizeFields[] = {FQ_FIELD(fq_op_normalize, mean), FQ_FIELD(fq_op_normalize, std)};
 
-/* params_size, fields, n_fields of parameter struct S */
-#define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
 
 /* One record per op kind, in kind order: kind k is kOps[k - 1] (the names of enum
  * fq_op_kind are those of the first ten; a new op is appended). */
 constexpr fqi::OpImpl kOps[] = {
-    {FQ_OP_RANDOM_RESIZED_CROP, "RandomResizedCrop", FQ_RULE_RRC, FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_rrc, kRrcFields), rrc_check, rrc_geometry, rrc_plan,
-     rrc_exec},
-    {FQ_OP_RESIZE, "Resize", FQ_RULE_RESIZE, 0, FQ_PARAMS(fq_op_resize, kResizeFields), resize_check, resize_geometry, resize_plan, resize_exec},
-    {FQ_OP_CENTER_CROP, "CenterCrop", FQ_RULE_CROP, FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_center_crop, kCenterCropFields), center_crop_check,
-     center_crop_geometry, center_crop_plan, center_crop_exec},
-    {FQ_OP_RANDOM_CROP, "RandomCrop", FQ_RULE_RCROP, FQ_EXPLAIN_BOX | FQ_EXPLAIN_PAD, FQ_PARAMS(fq_op_random_crop, kRandomCropFields),
-     random_crop_check, random_crop_geometry, random_crop_plan, random_crop_exec},
-    {FQ_OP_HFLIP, "HorizontalFlip", FQ_RULE_HFLIP, FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
-     hflip_exec},
-    {FQ_OP_VFLIP, "VerticalFlip", FQ_RULE_VFLIP, FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
-     vflip_exec},
-    {FQ_OP_COLOR_JITTER, "ColorJitter", FQ_RULE_PIXEL, FQ_EXPLAIN_JITTER, FQ_PARAMS(fq_op_color_jitter, kColorJitterFields), color_jitter_check,
-     keeps_size, color_jitter_plan, color_jitter_exec},
-    {FQ_OP_RANDOM_AFFINE, "RandomAffine", FQ_RULE_AFFINE, FQ_EXPLAIN_AFFINE, FQ_PARAMS(fq_op_random_affine, kRandomAffineFields), random_affine_check,
-     keeps_size, random_affine_plan, random_affine_exec},
-    {FQ_OP_GRAYSCALE, "Grayscale", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
-     grayscale_exec},
-    {FQ_OP_NORMALIZE, "Normalize", FQ_RULE_PIXEL, 0, FQ_PARAMS(fq_op_normalize, kNormalizeFields), normalize_check, keeps_size, no_draw, no_exec},
+    {FQ_OP_RANDOM_RESIZED_CROP, "RandomResizedCrop", FQ_RULE_RRC, FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_rrc, kRrcFields),
+     rrc_check, rrc_geometry, rrc_plan, rrc_exec},
+    {FQ_OP_RESIZE, "Resize", FQ_RULE_RESIZE, 0, FQ_PARAMS(fq_op_resize, kResizeFields), resize_check, resize_geometry,
+     resize_plan, resize_exec},
+    {FQ_OP_CENTER_CROP, "CenterCrop", FQ_RULE_CROP, FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_center_crop, kCenterCropFields),
+     center_crop_check, center_crop_geometry, center_crop_plan, center_crop_exec},
+    {FQ_OP_RANDOM_CROP, "RandomCrop", FQ_RULE_RCROP, FQ_EXPLAIN_BOX | FQ_EXPLAIN_PAD,
+     FQ_PARAMS(fq_op_random_crop, kRandomCropFields), random_crop_check, random_crop_geometry, random_crop_plan,
+     random_crop_exec},
+    {FQ_OP_HFLIP, "HorizontalFlip", FQ_RULE_HFLIP, FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check,
+     keeps_size, prob_plan, hflip_exec},
+    {FQ_OP_VFLIP, "VerticalFlip", FQ_RULE_VFLIP, FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check,
+     keeps_size, prob_plan, vflip_exec},
+    {FQ_OP_COLOR_JITTER, "ColorJitter", FQ_RULE_PIXEL, FQ_EXPLAIN_JITTER,
+     FQ_PARAMS(fq_op_color_jitter, kColorJitterFields), color_jitter_check, keeps_size, color_jitter_plan,
+     color_jitter_exec},
+    {FQ_OP_RANDOM_AFFINE, "RandomAffine", FQ_RULE_AFFINE, FQ_EXPLAIN_AFFINE,
+     FQ_PARAMS(fq_op_random_affine, kRandomAffineFields), random_affine_check, keeps_size, random_affine_plan,
+     random_affine_exec},
+    {FQ_OP_GRAYSCALE, "Grayscale", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check,
+     keeps_size, prob_plan, grayscale_exec},
+    {FQ_OP_NORMALIZE, "Normalize", FQ_RULE_PIXEL, 0, FQ_PARAMS(fq_op_normalize, kNormalizeFields), normalize_check,
+     keeps_size, no_draw, no_exec},
 };
 constexpr int kNumOps = (int)(sizeof kOps / sizeof kOps[0]);
 static_assert(kNumOps == FQ_OP_NORMALIZE && kOps[kNumOps - 1].kind == FQ_OP_NORMALIZE,

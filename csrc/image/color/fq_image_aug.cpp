@@ -89,7 +89,7 @@ const char *solarize_add_check(const fq_op &op)
     return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
 }
 
-int keeps_size(const fq_op &, int *, int *) { return GEOM_KEEP; }
+using fqi::keeps_size;
 
 /* ---- planning: u < p decides; then the level (if a range) --------------------------- */
 
@@ -358,165 +358,32 @@ constexpr fq_op_field kPosterizeFields[] = {FQ_FIELD(AugPosterize, bits), FQ_FIE
 constexpr fq_op_field kLevelFields[] = {FQ_FIELD(AugLevel, level), FQ_FIELD(AugLevel, p)};
 constexpr fq_op_field kSolarizeAddFields[] = {FQ_FIELD(AugSolarizeAdd, addition), FQ_FIELD(AugSolarizeAdd, threshold),
                                               FQ_FIELD(AugSolarizeAdd, p)};
-constexpr fq_op_field kGeomFields[] = {FQ_FIELD(fqi::AugGeom, level), FQ_FIELD(fqi::AugGeom, fill),
-                                       FQ_FIELD(fqi::AugGeom, p)};
-constexpr fq_op_field kGammaFields[] = {FQ_FIELD(fqi::AugGamma, gamma), FQ_FIELD(fqi::AugGamma, gain),
-                                        FQ_FIELD(fqi::AugGamma, p)};
-constexpr fq_op_field kCutoutFields[] = {FQ_FIELD(fqi::AugCutout, pad_size), FQ_FIELD(fqi::AugCutout, fill),
-                                         FQ_FIELD(fqi::AugCutout, p)};
-constexpr fq_op_field kLightingFields[] = {FQ_FIELD(fqi::AugLighting, std), FQ_FIELD(fqi::AugLighting, eigval),
-                                           FQ_FIELD(fqi::AugLighting, eigvec), FQ_FIELD(fqi::AugLighting, p)};
-constexpr fq_op_field kRandAugmentFields[] = {
-    FQ_FIELD(fqi::AugRandAugment, num_ops), FQ_FIELD(fqi::AugRandAugment, magnitude),
-    FQ_FIELD(fqi::AugRandAugment, num_bins), FQ_FIELD(fqi::AugRandAugment, fill)};
-constexpr fq_op_field kAutoAugmentFields[] = {FQ_FIELD(fqi::AugAutoAugment, policy),
-                                              FQ_FIELD(fqi::AugAutoAugment, fill)};
-constexpr fq_op_field kBlurFields[] = {FQ_FIELD(fqi::AugBlur, ksize), FQ_FIELD(fqi::AugBlur, sigma),
-                                       FQ_FIELD(fqi::AugBlur, p)};
-constexpr fq_op_field kTrivialFields[] = {FQ_FIELD(fqi::AugTrivialAugment, num_bins),
-                                          FQ_FIELD(fqi::AugTrivialAugment, fill)};
 
-/* topic tfpolicy */
-constexpr fq_op_field kTFRandFields[] = {
-    FQ_FIELD(fqi::AugTFRandAugment, num_layers), FQ_FIELD(fqi::AugTFRandAugment, magnitude),
-    FQ_FIELD(fqi::AugTFRandAugment, cutout_const), FQ_FIELD(fqi::AugTFRandAugment, translate_const),
-    FQ_FIELD(fqi::AugTFRandAugment, prob_to_apply), FQ_FIELD(fqi::AugTFRandAugment, fill),
-    FQ_FIELD(fqi::AugTFRandAugment, magnitude_std), FQ_FIELD(fqi::AugTFRandAugment, exclude)};
-constexpr fq_op_field kTFAutoFields[] = {FQ_FIELD(fqi::AugTFAutoAugment, policy),
-                                         FQ_FIELD(fqi::AugTFAutoAugment, cutout_const),
-                                         FQ_FIELD(fqi::AugTFAutoAugment, translate_const),
-                                         FQ_FIELD(fqi::AugTFAutoAugment, fill)};
-/* timm's policies */
-constexpr fq_op_field kTimmRandFields[] = {
-    FQ_FIELD(fqi::AugTimmRandAugment, num_layers), FQ_FIELD(fqi::AugTimmRandAugment, magnitude),
-    FQ_FIELD(fqi::AugTimmRandAugment, prob), FQ_FIELD(fqi::AugTimmRandAugment, magnitude_std),
-    FQ_FIELD(fqi::AugTimmRandAugment, magnitude_max), FQ_FIELD(fqi::AugTimmRandAugment, translate_pct),
-    FQ_FIELD(fqi::AugTimmRandAugment, translate_const), FQ_FIELD(fqi::AugTimmRandAugment, interp),
-    FQ_FIELD(fqi::AugTimmRandAugment, fill), FQ_FIELD(fqi::AugTimmRandAugment, ops),
-    FQ_FIELD(fqi::AugTimmRandAugment, weighted)};
-constexpr fq_op_field kTimmAutoFields[] = {
-    FQ_FIELD(fqi::AugTimmAutoAugment, policy), FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_std),
-    FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_max), FQ_FIELD(fqi::AugTimmAutoAugment, translate_pct),
-    FQ_FIELD(fqi::AugTimmAutoAugment, translate_const), FQ_FIELD(fqi::AugTimmAutoAugment, interp),
-    FQ_FIELD(fqi::AugTimmAutoAugment, fill)};
-constexpr fq_op_field kTimmAugMixFields[] = {
-    FQ_FIELD(fqi::AugTimmAugMix, magnitude), FQ_FIELD(fqi::AugTimmAugMix, width), FQ_FIELD(fqi::AugTimmAugMix, depth),
-    FQ_FIELD(fqi::AugTimmAugMix, alpha), FQ_FIELD(fqi::AugTimmAugMix, magnitude_std),
-    FQ_FIELD(fqi::AugTimmAugMix, magnitude_max), FQ_FIELD(fqi::AugTimmAugMix, translate_pct),
-    FQ_FIELD(fqi::AugTimmAugMix, translate_const), FQ_FIELD(fqi::AugTimmAugMix, interp),
-    FQ_FIELD(fqi::AugTimmAugMix, fill), FQ_FIELD(fqi::AugTimmAugMix, ops)};
-
-#define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
 constexpr unsigned kAM = FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE;
 
 /* kinds are part of packed chains and saved specs: a record's kind never changes */
 constexpr fqi::OpImpl kAugOps[] = {
-    {11, "Invert", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, invert_exec},
-    {12, "AutoContrast", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob,
-     autocontrast_exec},
-    {13, "Equalize", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, equalize_exec},
-    {14, "Posterize", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugPosterize, kPosterizeFields), posterize_check, keeps_size, plan_posterize,
-     posterize_exec},
-    {15, "Solarize", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), solarize_check, keeps_size, plan_level, solarize_exec},
-    {16, "SolarizeAdd", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugSolarizeAdd, kSolarizeAddFields), solarize_add_check, keeps_size,
-     plan_solarize_add, solarize_add_exec},
-    {17, "Brightness", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, brightness_exec},
-    {18, "Color", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, color_exec},
-    {19, "Contrast", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, contrast_exec},
-    {20, "Sharpness", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, sharpness_exec},
-    {21, "Rotate", FQ_RULE_GEOM, kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::rotate_check, keeps_size, fqi::plan_rotate,
-     fqi::geom_exec},
-    {22, "ShearX", FQ_RULE_GEOM, kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_x,
-     fqi::geom_exec},
-    {23, "ShearY", FQ_RULE_GEOM, kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_y,
-     fqi::geom_exec},
-    {24, "TranslateX", FQ_RULE_GEOM, kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_x,
-     geom_exec},
-    {25, "TranslateY", FQ_RULE_GEOM, kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_y,
-     geom_exec},
-    {26, "RandAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugRandAugment, kRandAugmentFields), fqi::rand_augment_check,
-     keeps_size, fqi::rand_augment_plan, fqi::policy_exec},
-    {27, "TrivialAugmentWide", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTrivialAugment, kTrivialFields),
-     fqi::trivial_augment_check, keeps_size, fqi::trivial_augment_plan, fqi::policy_exec},
-    {28, "Gamma", FQ_RULE_PIXEL, kAM, FQ_PARAMS(fqi::AugGamma, kGammaFields), fqi::gamma_check, keeps_size, fqi::plan_gamma,
-     fqi::gamma_exec},
-    {29, "Cutout", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX, FQ_PARAMS(fqi::AugCutout, kCutoutFields), fqi::cutout_check,
-     keeps_size, fqi::plan_cutout, fqi::cutout_exec},
-    {30, "Lighting", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_LIGHTING, FQ_PARAMS(fqi::AugLighting, kLightingFields),
-     fqi::lighting_check, keeps_size, fqi::plan_lighting, fqi::lighting_exec},
-    {31, "AutoAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugAutoAugment, kAutoAugmentFields), fqi::auto_augment_check,
-     keeps_size, fqi::auto_augment_plan, fqi::policy_exec},
-    {32, "GaussianBlur", FQ_RULE_PIXEL, kAM, FQ_PARAMS(fqi::AugBlur, kBlurFields), fqi::blur_check, keeps_size, fqi::plan_blur,
-     fqi::blur_exec},
-    /* RandomErasing (fq_image_aug_erase.cpp): planned here, written by the final write */
-    {33, "RandomErasing", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX | FQ_EXPLAIN_ERASE,
-     FQ_PARAMS(fqi::AugErase, fqi::kEraseFields), fqi::erase_check, keeps_size, fqi::plan_erase, fqi::erase_exec},
-    /* custom ops (fq_image_custom.cpp): a user C function / a Python callable of the spec's side table */
-    {34, "CustomOp", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
-     fqi::custom_check, keeps_size, fqi::custom_plan, fqi::custom_exec},
-    {35, "PyFunc", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
-     fqi::custom_check, keeps_size, fqi::custom_plan, fqi::custom_exec},
-    /* compose: the compositions (fq_image_compose.cpp; the subtree's geometry is compose_tree's) */
-    {36, "RandomApply", FQ_RULE_REFUSED, FQ_EXPLAIN_COMPOSE | FQ_EXPLAIN_APPLIED, FQ_PARAMS(fqi::ComposeApply, fqi::kComposeApplyFields),
-     fqi::random_apply_check, keeps_size, fqi::random_apply_plan, fqi::compose_exec},
-    {37, "RandomChoice", FQ_RULE_REFUSED, FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeChoice, fqi::kComposeChoiceFields),
-     fqi::random_choice_check, keeps_size, fqi::random_choice_plan, fqi::compose_exec},
-    {38, "RandomOrder", FQ_RULE_REFUSED, FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeOrder, fqi::kComposeOrderFields), fqi::random_order_check,
-     keeps_size, fqi::random_order_plan, fqi::compose_exec},
-    /* targets (issue 19): detection geometry ops, fq_image_det.cpp */
-    {39, "ResizeShortestEdge", FQ_RULE_RESIZE, FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetResizeShortestEdge, fqi::kDetRseFields),
-     fqi::rse_check, fqi::rse_geometry, fqi::rse_plan, fqi::rse_exec},
-    {40, "Pad", FQ_RULE_PAD, FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetPad, fqi::kDetPadFields), fqi::pad_check, fqi::pad_geometry,
-     fqi::pad_plan, fqi::pad_exec},
-    {41, "ScaleJitter", FQ_RULE_SCALE_JITTER, FQ_EXPLAIN_BOX | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetScaleJitter, fqi::kDetScaleJitterFields),
-     fqi::sj_check, fqi::sj_geometry, fqi::sj_plan, fqi::sj_exec},
-    {42, "RandomZoomOut", FQ_RULE_ZOOM_OUT, kAM | FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetZoomOut, fqi::kDetZoomOutFields),
-     fqi::zoom_out_check, fqi::zoom_out_geometry, fqi::zoom_out_plan, fqi::zoom_out_exec},
-    /* tensorpack: fbresnet_augmentor's crop and fused colour ops (fq_image_aug_tp.cpp) */
-    {43, "TensorpackCrop", FQ_RULE_REFUSED, FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_TENSORPACK,
-     FQ_PARAMS(fqi::TpCrop, fqi::kTpCropFields), fqi::tp_crop_check, fqi::tp_crop_geometry, fqi::tp_crop_plan,
-     fqi::tp_crop_exec},
-    {44, "TensorpackColor", FQ_RULE_PIXEL, FQ_EXPLAIN_TENSORPACK, FQ_PARAMS(fqi::TpColor, fqi::kTpColorFields), fqi::tp_color_check,
-     keeps_size, fqi::tp_color_plan, fqi::tp_color_exec},
-    /* topic tfpolicy (fq_image_aug_tf*.cpp): GaussianNoise (rng_key: the noise stream) */
-    {45, "GaussianNoise", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_CUSTOM,
-     FQ_PARAMS(fqi::AugNoise, fqi::kNoiseFields), fqi::noise_check, keeps_size, fqi::plan_noise, fqi::noise_exec},
-    /* TF Model Garden policies (fq_image_aug_tf_policy.cpp) */
-    {46, "TFRandAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFRandAugment, kTFRandFields), fqi::tf_rand_augment_check,
-     keeps_size, fqi::tf_rand_augment_plan, fqi::tf_policy_exec},
-    {47, "TFAutoAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFAutoAugment, kTFAutoFields), fqi::tf_auto_augment_check,
-     keeps_size, fqi::tf_auto_augment_plan, fqi::tf_policy_exec},
-    /* RandomIoUCrop (fq_image_iou_crop.cpp): make_plan plans it from the sample's boxes */
-    {48, "RandomIoUCrop", FQ_RULE_IOU_CROP, FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_IOU_CROP,
-     FQ_PARAMS(fqi::IouCrop, fqi::kIouCropFields), fqi::iou_crop_check, fqi::iou_crop_geometry,
-     fqi::iou_crop_plan_noboxes, fqi::iou_crop_exec},
-    /* timm's policies (fq_image_aug_timm_policy.cpp) */
-    {49, "TimmRandAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmRandAugment, kTimmRandFields),
-     fqi::timm_rand_augment_check, keeps_size, fqi::timm_rand_augment_plan, fqi::timm_policy_exec},
-    {50, "TimmAutoAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAutoAugment, kTimmAutoFields),
-     fqi::timm_auto_augment_check, keeps_size, fqi::timm_auto_augment_plan, fqi::timm_policy_exec},
-    {51, "TimmAugMix", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAugMix, kTimmAugMixFields), fqi::timm_augmix_check,
-     keeps_size, fqi::timm_augmix_plan, fqi::timm_augmix_exec},
-    /* Keras 3 preprocessing layers (fq_image_keras_geom.cpp, fq_image_keras_color.cpp): Keras's
-       draws and float32 arithmetic (TF's ImageProjectiveTransformV3 sampling for the warps) */
-    {52, "KerasRandomZoom", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields),
-     fqi::keras_zoom_check, keeps_size, fqi::keras_zoom_plan, fqi::keras_geom_exec},
-    {53, "KerasRandomTranslation", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
-     FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields), fqi::keras_translation_check, keeps_size,
-     fqi::keras_translation_plan, fqi::keras_geom_exec},
-    {54, "KerasRandomRotation", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields),
-     fqi::keras_rotation_check, keeps_size, fqi::keras_rotation_plan, fqi::keras_geom_exec},
-    {55, "KerasRandomContrast", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields),
-     fqi::keras_color_check, keeps_size, fqi::keras_color_plan, fqi::keras_contrast_exec},
-    {56, "KerasRandomBrightness", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
-     FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields), fqi::keras_color_check, keeps_size, fqi::keras_color_plan,
-     fqi::keras_brightness_exec},
+    {11, "Invert", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size,
+     plan_prob, invert_exec},
+    {12, "AutoContrast", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size,
+     plan_prob, autocontrast_exec},
+    {13, "Equalize", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size,
+     plan_prob, equalize_exec},
+    {14, "Posterize", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugPosterize, kPosterizeFields), posterize_check, keeps_size,
+     plan_posterize, posterize_exec},
+    {15, "Solarize", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), solarize_check, keeps_size, plan_level,
+     solarize_exec},
+    {16, "SolarizeAdd", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugSolarizeAdd, kSolarizeAddFields), solarize_add_check,
+     keeps_size, plan_solarize_add, solarize_add_exec},
+    {17, "Brightness", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level,
+     brightness_exec},
+    {18, "Color", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level,
+     color_exec},
+    {19, "Contrast", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level,
+     contrast_exec},
+    {20, "Sharpness", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level,
+     sharpness_exec},
 };
-constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
-
-static_assert(fqi::family_find(kAugOps, kNumAug, "Rotate")->kind == FQ_OP_NORMALIZE + 1 + 10 &&
-                  fqi::family_find(kAugOps, kNumAug, "TranslateY")->kind == FQ_OP_NORMALIZE + 1 + 14,
-              "aug_geom_kind maps kinds FQ_OP_NORMALIZE + 11 .. 15 to GeomKind");
 
 }  // namespace
 

@@ -344,3 +344,16 @@ void tf_apply(Exec &e, int kind, double v, double extra, const double fill[3])
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, GaussianNoise (TF Model Garden's noise): kinds fixed
+ * forever; fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fqi::OpImpl kNoiseRecords[] = {
+    {45, "GaussianNoise", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_CUSTOM,
+     FQ_PARAMS(fqi::AugNoise, fqi::kNoiseFields), fqi::noise_check, fqi::keeps_size, fqi::plan_noise, fqi::noise_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsNoise, kNoiseRecords)

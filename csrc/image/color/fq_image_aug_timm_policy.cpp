@@ -446,3 +446,39 @@ void timm_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, timm's RandAugment / AutoAugment / AugMix: kinds fixed
+ * forever; fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fq_op_field kTimmRandFields[] = {
+    FQ_FIELD(fqi::AugTimmRandAugment, num_layers), FQ_FIELD(fqi::AugTimmRandAugment, magnitude),
+    FQ_FIELD(fqi::AugTimmRandAugment, prob), FQ_FIELD(fqi::AugTimmRandAugment, magnitude_std),
+    FQ_FIELD(fqi::AugTimmRandAugment, magnitude_max), FQ_FIELD(fqi::AugTimmRandAugment, translate_pct),
+    FQ_FIELD(fqi::AugTimmRandAugment, translate_const), FQ_FIELD(fqi::AugTimmRandAugment, interp),
+    FQ_FIELD(fqi::AugTimmRandAugment, fill), FQ_FIELD(fqi::AugTimmRandAugment, ops),
+    FQ_FIELD(fqi::AugTimmRandAugment, weighted)};
+constexpr fq_op_field kTimmAutoFields[] = {
+    FQ_FIELD(fqi::AugTimmAutoAugment, policy), FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_std),
+    FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_max), FQ_FIELD(fqi::AugTimmAutoAugment, translate_pct),
+    FQ_FIELD(fqi::AugTimmAutoAugment, translate_const), FQ_FIELD(fqi::AugTimmAutoAugment, interp),
+    FQ_FIELD(fqi::AugTimmAutoAugment, fill)};
+constexpr fq_op_field kTimmAugMixFields[] = {
+    FQ_FIELD(fqi::AugTimmAugMix, magnitude), FQ_FIELD(fqi::AugTimmAugMix, width), FQ_FIELD(fqi::AugTimmAugMix, depth),
+    FQ_FIELD(fqi::AugTimmAugMix, alpha), FQ_FIELD(fqi::AugTimmAugMix, magnitude_std),
+    FQ_FIELD(fqi::AugTimmAugMix, magnitude_max), FQ_FIELD(fqi::AugTimmAugMix, translate_pct),
+    FQ_FIELD(fqi::AugTimmAugMix, translate_const), FQ_FIELD(fqi::AugTimmAugMix, interp),
+    FQ_FIELD(fqi::AugTimmAugMix, fill), FQ_FIELD(fqi::AugTimmAugMix, ops)};
+
+constexpr fqi::OpImpl kTimmRecords[] = {
+    {49, "TimmRandAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmRandAugment, kTimmRandFields),
+     fqi::timm_rand_augment_check, fqi::keeps_size, fqi::timm_rand_augment_plan, fqi::timm_policy_exec},
+    {50, "TimmAutoAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAutoAugment, kTimmAutoFields),
+     fqi::timm_auto_augment_check, fqi::keeps_size, fqi::timm_auto_augment_plan, fqi::timm_policy_exec},
+    {51, "TimmAugMix", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAugMix, kTimmAugMixFields),
+     fqi::timm_augmix_check, fqi::keeps_size, fqi::timm_augmix_plan, fqi::timm_augmix_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsTimm, kTimmRecords)

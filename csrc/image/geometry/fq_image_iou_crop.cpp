@@ -216,3 +216,18 @@ int fq_img_spec_needs_boxes(const fq_img_spec *spec)
 }
 
 }  // extern "C"
+
+/* ---- the records of this family, RandomIoUCrop: kinds fixed forever;
+ * fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fqi::OpImpl kIouCropRecords[] = {
+    {48, "RandomIoUCrop", FQ_RULE_IOU_CROP,
+     FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_IOU_CROP,
+     FQ_PARAMS(fqi::IouCrop, fqi::kIouCropFields), fqi::iou_crop_check, fqi::iou_crop_geometry,
+     fqi::iou_crop_plan_noboxes, fqi::iou_crop_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsIouCrop, kIouCropRecords)

@@ -179,6 +179,12 @@ constexpr bool fields_cover(const fq_op_field *f, int n, size_t size)
     return at == size && size <= sizeof(((fq_op *)nullptr)->raw);
 }
 
+/* params_size, fields, n_fields of a record for parameter struct S */
+#define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
+
+/* the geometry of an op that keeps the size */
+inline int keeps_size(const fq_op &, int *, int *) { return GEOM_KEEP; }
+
 /* ---- op families ---------------------------------------------------------------------
  * Each family's records sit in its own source, beside the ops' code (FQ_OP_FAMILY); the
  * central table (fq_image_op_table.cpp: kFamilies) assembles them by kind when first used and
@@ -227,9 +233,32 @@ constexpr const OpImpl *family_find(const OpImpl *t, int n, const char *name)
     const OpFamily var = {#var, records, (int)(sizeof records / sizeof records[0])};                               \
     }
 
-/* the families (each defined in the source named; listed in fq_image_op_table.cpp) */
+/* the families, each defined (FQ_OP_FAMILY) in the source named and listed in
+ * fq_image_op_table.cpp */
 extern const OpFamily kOpsTorchvision; /* api/fq_image_ops.cpp: the ten kinds of enum fq_op_kind */
-extern const OpFamily kOpsAug;         /* color/fq_image_aug.cpp: the augmentation primitives, ... */
+extern const OpFamily kOpsAug; /* color/fq_image_aug.cpp: the colour primitives Invert .. Sharpness */
+/* geometry/fq_image_aug_geom.cpp: the geometric primitives Rotate .. TranslateY and Cutout */
+extern const OpFamily kOpsGeom;
+extern const OpFamily kOpsLut; /* color/fq_image_aug_lut.cpp: Gamma / Lighting */
+extern const OpFamily kOpsBlur; /* color/fq_image_aug_filter.cpp: GaussianBlur */
+/* color/fq_image_aug_policy.cpp: torchvision's RandAugment / TrivialAugmentWide / AutoAugment */
+extern const OpFamily kOpsPolicy;
+extern const OpFamily kOpsErase; /* color/fq_image_aug_erase.cpp: RandomErasing */
+extern const OpFamily kOpsCustom; /* api/fq_image_custom.cpp: CustomOp / PyFunc */
+/* api/fq_image_compose.cpp: the compositions RandomApply / RandomChoice / RandomOrder */
+extern const OpFamily kOpsCompose;
+/* geometry/fq_image_det.cpp: detection geometry: ResizeShortestEdge / Pad / ScaleJitter / RandomZoomOut */
+extern const OpFamily kOpsDet;
+extern const OpFamily kOpsIouCrop; /* geometry/fq_image_iou_crop.cpp: RandomIoUCrop */
+/* color/fq_image_aug_tp.cpp: tensorpack's fbresnet_augmentor crop and fused colour ops */
+extern const OpFamily kOpsTensorpack;
+extern const OpFamily kOpsNoise; /* color/fq_image_aug_tf.cpp: GaussianNoise (TF Model Garden's noise) */
+/* color/fq_image_aug_tf_policy.cpp: TF Model Garden's RandAugment / AutoAugment */
+extern const OpFamily kOpsModelGarden;
+extern const OpFamily kOpsTimm; /* color/fq_image_aug_timm_policy.cpp: timm's RandAugment / AutoAugment / AugMix */
+/* geometry/fq_image_keras_geom.cpp: Keras 3's RandomZoom / RandomTranslation / RandomRotation */
+extern const OpFamily kOpsKerasGeom;
+extern const OpFamily kOpsKerasColor; /* color/fq_image_keras_color.cpp: Keras 3's RandomContrast / RandomBrightness */
 
 /* Draw every random parameter of sample (seed, epoch, index) for an H x W source.
  * Errors: FQ_E_TOO_LARGE, FQ_E_INVALID (op-specific, e.g. RandomCrop larger than the image). */
@@ -281,7 +310,7 @@ int compose_n(const fq_op &op);
  * one fixed size); *geom / *h / *w: what top-level item i does (GEOM_*), per item start.
  * FQ_OK or FQ_E_INVALID with the op index and reason. */
 int compose_tree(const fq_op *ops, int n, int *span, int *parent, int *geom, int *gh, int *gw, fq_err *err);
-/* The compositions' records (kAugOps, fq_image_aug.cpp) */
+/* The compositions' functions (their records: family kOpsCompose, fq_image_compose.cpp) */
 const char *random_apply_check(const fq_op &op);
 const char *random_choice_check(const fq_op &op);
 const char *random_order_check(const fq_op &op);
