@@ -33,7 +33,7 @@ uint64_t fq_img_segment_decode_count(void);
  * table write; the switch is for tests and benchmarks. */
 void fq_img_simd_write_set(int on);
 int fq_img_simd_write_enabled(void);
-/* The same for TensorpackColor's AVX2 path (csrc/fq_image_aug_tp_simd.cpp; FASTQ_SIMD_TP),
+/* The same for TensorpackColor's AVX2 path (csrc/image/color/fq_image_aug_tensorpack_simd.cpp; FASTQ_SIMD_TP),
  * bit-identical to its scalar path. */
 void fq_img_simd_tp_set(int on);
 int fq_img_simd_tp_enabled(void);

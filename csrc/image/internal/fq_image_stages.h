@@ -250,10 +250,10 @@ extern const OpFamily kOpsCompose;
 /* geometry/fq_image_det.cpp: detection geometry: ResizeShortestEdge / Pad / ScaleJitter / RandomZoomOut */
 extern const OpFamily kOpsDet;
 extern const OpFamily kOpsIouCrop; /* geometry/fq_image_iou_crop.cpp: RandomIoUCrop */
-/* color/fq_image_aug_tp.cpp: tensorpack's fbresnet_augmentor crop and fused colour ops */
+/* color/fq_image_aug_tensorpack.cpp: tensorpack's fbresnet_augmentor crop and fused colour ops */
 extern const OpFamily kOpsTensorpack;
-extern const OpFamily kOpsNoise; /* color/fq_image_aug_tf.cpp: GaussianNoise (TF Model Garden's noise) */
-/* color/fq_image_aug_tf_policy.cpp: TF Model Garden's RandAugment / AutoAugment */
+extern const OpFamily kOpsNoise; /* color/fq_image_aug_model_garden.cpp: GaussianNoise (TF Model Garden's noise) */
+/* color/fq_image_aug_model_garden_policy.cpp: TF Model Garden's RandAugment / AutoAugment */
 extern const OpFamily kOpsModelGarden;
 extern const OpFamily kOpsTimm; /* color/fq_image_aug_timm_policy.cpp: timm's RandAugment / AutoAugment / AugMix */
 /* geometry/fq_image_keras_geom.cpp: Keras 3's RandomZoom / RandomTranslation / RandomRotation */

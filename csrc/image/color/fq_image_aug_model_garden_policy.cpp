@@ -1,4 +1,4 @@
-/* fq_image_aug_tf_policy.cpp - TF Model Garden's RandAugment (magnitude_std, exclude_ops)
+/* fq_image_aug_model_garden_policy.cpp - TF Model Garden's RandAugment (magnitude_std, exclude_ops)
  * and AutoAugment (v0, reduced_imagenet, simple, reduced_cifar10, svhn,
  * panoptic_deeplab_policy, vit, test, deit3_three_augment) of official/vision/ops/augment.py
  * (tf-models-official 2.20) with TF's own op definitions where they differ from

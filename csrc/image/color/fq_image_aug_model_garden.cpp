@@ -1,6 +1,6 @@
-/* fq_image_aug_tf.cpp - GaussianNoise (torchvision 0.29 v2 gaussian_noise, its uint8
+/* fq_image_aug_model_garden.cpp - GaussianNoise (torchvision 0.29 v2 gaussian_noise, its uint8
  * kernel) and the ops of TF Model Garden's policies where TF's definitions differ from the
- * shared primitives (tf_apply; fq_image_aug_tf_policy.cpp draws them).  Semantics:
+ * shared primitives (tf_apply; fq_image_aug_model_garden_policy.cpp draws them).  Semantics:
  * docs/ops.md.  Pure functions of their arguments (thread-safe). */
 #include "image/internal/fq_image_aug.h"
 
