@@ -1,8 +1,8 @@
-/* fq_image_aug.cpp - the uint8 augmentation primitives (AutoContrast ... TranslateY):
- * the pixel ops here, the geometric ones and Cutout in fq_image_aug_geom.cpp;
- * their parameter structs, field lists, check / plan / exec and their op records,
- * kinds FQ_OP_NORMALIZE + 1 ... (family kOpsAug; fq_image_ops.cpp assembles the
- * families).  Semantics: torchvision.transforms.v2.functional on uint8 tensors
+/* fq_image_aug.cpp - the uint8 colour primitives Invert .. Sharpness (kinds
+ * FQ_OP_NORMALIZE + 1 .. + 10): their parameter structs, field lists, check / plan /
+ * exec and their records (family kOpsAug; fq_image_op_table.cpp assembles the
+ * families), and the shared LUT helpers (apply_lut{,s}, aug_apply).  The geometric
+ * primitives and Cutout: fq_image_aug_geom.cpp.  Semantics: torchvision.transforms.v2.functional on uint8 tensors
  * (SolarizeAdd: TF Model Garden), computed in float32 as torch does; the exact
  * definitions and the measured differences are in docs/ops.md.  Pure functions of
  * their arguments (thread-safe). */
@@ -351,7 +351,7 @@ void sharpness_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
     e.set(d);
 }
 
-/* ---- the table ---------------------------------------------------------------------- */
+/* ---- the records of this family (kOpsAug) ---------------------------------------- */
 
 constexpr fq_op_field kProbFields[] = {FQ_FIELD(AugProb, p)};
 constexpr fq_op_field kPosterizeFields[] = {FQ_FIELD(AugPosterize, bits), FQ_FIELD(AugPosterize, p)};
