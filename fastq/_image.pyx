@@ -250,7 +250,7 @@ cdef dict _op_explain(const fq_img_op_explain *r):
     return d
 
 
-# timm's op names of TimmRandAugment (csrc/image/color/fq_image_aug_timm_policy.cpp TimmOp order)
+# timm's op names of TimmRandAugment (csrc/image/color/fq_image_aug_timm.h TimmOp order)
 TIMM_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "PosterizeIncreasing", "PosterizeOriginal",
             "Solarize", "SolarizeIncreasing", "SolarizeAdd", "Color", "ColorIncreasing", "Contrast",
             "ContrastIncreasing", "Brightness", "BrightnessIncreasing", "Sharpness", "SharpnessIncreasing", "ShearX",

@@ -254,7 +254,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# ---- tensorpack: fbresnet_augmentor as fastq ops (csrc/image/color/fq_image_aug_tp.cpp) -----------
+# ---- tensorpack: fbresnet_augmentor as fastq ops (csrc/image/color/fq_image_aug_tensorpack.cpp) -----------
 
 def fbresnet_augmentor(size: int = 224, training: bool = True, max_attempts: int = 10) -> list:
     """tensorpack's ``fbresnet_augmentor(isTrain)`` (examples/ImageNetModels/imagenet_utils.py)

@@ -28,8 +28,8 @@ extern "C" {
 
 /* ---- ops ---------------------------------------------------------------- */
 
-/* Op kinds are 1 .. fq_img_op_count(), the places of the op records in the table of
- * image/fq_image_ops.cpp (the one place an op is declared in C).  The names below are
+/* Op kinds are 1 .. fq_img_op_count(), each written in its op's record (the one place an
+ * op is declared in C: its family's array, assembled by image/api/fq_image_op_table.cpp).  The names below are
  * those of the first ten kinds, for C callers; any kind is found by its name with
  * fq_img_op_kind(), and its parameters are described by fq_img_op_desc(). */
 enum fq_op_kind {
@@ -380,7 +380,7 @@ enum fq_img_explain_fields {
                                   op's rng key (its stream starts there; fq_image_custom.cpp) */
     FQ_EXPLAIN_COMPOSE = 1024  /* a composition: the first parameter is its number of direct children
                                   (the op subtrees that follow it); n_run, run (fq_image_compose.cpp) */
-    /* tensorpack (fq_image_aug_tp.cpp): TensorpackCrop: applied (1: the sampler found a box, 0: the
+    /* tensorpack (fq_image_aug_tensorpack.cpp): TensorpackCrop: applied (1: the sampler found a box, 0: the
        fallback), params[0] tries drawn, params[1], params[2] the fallback's resized h, w (box: its
        centre crop in those coordinates); TensorpackColor: order[k] (0 brightness, 1 contrast,
        2 saturation, 3 lighting), factor[0..2] the brightness, contrast, saturation factors,

@@ -1,6 +1,6 @@
 """Erasing and noise: Cutout (TF Model Garden), RandomErasing (on the output values;
 csrc/image/color/fq_image_aug_erase.cpp), GaussianBlur and GaussianNoise
-(csrc/image/color/fq_image_aug_filter.cpp, fq_image_aug_tf.cpp)."""
+(csrc/image/color/fq_image_aug_filter.cpp, fq_image_aug_model_garden.cpp)."""
 import numbers
 from typing import Any, Sequence, Tuple, Union
 

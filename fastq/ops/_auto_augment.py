@@ -1,6 +1,6 @@
 """Policies: torchvision v2's RandAugment / TrivialAugmentWide / AutoAugment
 (csrc/image/color/fq_image_aug_policy.cpp) and TF Model Garden's RandAugment / AutoAugment
-(csrc/image/color/fq_image_aug_tf_policy.cpp)."""
+(csrc/image/color/fq_image_aug_model_garden_policy.cpp)."""
 from typing import Optional, Sequence
 
 from fastq import _image
@@ -70,7 +70,7 @@ class AutoAugment(Op):
         return {"policy": 0, "fill": self.fill}
 
 
-# ---- TF Model Garden policies (csrc/image/fq_image_aug_tf*.cpp) ----------------------------
+# ---- TF Model Garden policies (csrc/image/color/fq_image_aug_model_garden*.cpp) ----------------------------
 
 TF_POLICY_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize", "Color", "Contrast",
                  "Brightness", "Sharpness", "ShearX", "ShearY", "TranslateX", "TranslateY", "Cutout", "SolarizeAdd")

@@ -320,7 +320,7 @@ class Lighting(Op):
         return {"std": self.std, "eigval": self.eigval, "eigvec": self.eigvec, "p": self.p}
 
 
-# ---- tensorpack: fbresnet_augmentor's colour stage (csrc/image/color/fq_image_aug_tp.cpp) --------
+# ---- tensorpack: fbresnet_augmentor's colour stage (csrc/image/color/fq_image_aug_tensorpack.cpp) --------
 
 # fbresnet_augmentor's Lighting constants, for the BGR images tensorpack sees: LIGHTING_EIGVAL
 # reversed and LIGHTING_EIGVEC[::-1, ::-1]

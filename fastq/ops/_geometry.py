@@ -1,6 +1,6 @@
 """Geometry ops: crops, resizes, flips, affine maps, the policy primitives Rotate /
 Shear / Translate, the detection geometry ops (csrc/image/geometry/fq_image_det.cpp) and
-tensorpack's crop (csrc/image/color/fq_image_aug_tp.cpp)."""
+tensorpack's crop (csrc/image/color/fq_image_aug_tensorpack.cpp)."""
 import numbers
 from typing import Any, Optional, Sequence, Tuple, Union
 
@@ -425,7 +425,7 @@ class RandomIoUCrop(Op):
                 "n_options": len(self.sampler_options), "trials": self.trials}
 
 
-# ---- tensorpack: fbresnet_augmentor's crop (csrc/image/color/fq_image_aug_tp.cpp) ----------------
+# ---- tensorpack: fbresnet_augmentor's crop (csrc/image/color/fq_image_aug_tensorpack.cpp) ----------------
 
 class TensorpackCrop(Op):
     """tensorpack ``imgaug.GoogleNetRandomCropAndResize(crop_area_fraction, aspect_ratio_range,

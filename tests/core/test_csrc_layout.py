@@ -102,7 +102,7 @@ def test_sources_sit_where_setup_py_finds_them():
 
 
 def test_a_stage_header_is_included_only_by_its_stage():
-    """A header in a stage folder (csrc/image/color/fq_image_aug_tp.h) is private to that
+    """A header in a stage folder (csrc/image/color/fq_image_aug_tensorpack.h) is private to that
     stage; what several stages share is in internal/, what other components include at
     the component's top."""
     bad = []

@@ -1,5 +1,5 @@
-"""TensorpackColor's AVX2 path (csrc/image/color/fq_image_aug_tp_simd.cpp) against its scalar path
-(csrc/image/color/fq_image_aug_tp.cpp, the one non-x86 builds run, and the one the tensorpack replay
+"""TensorpackColor's AVX2 path (csrc/image/color/fq_image_aug_tensorpack_simd.cpp) against its scalar path
+(csrc/image/color/fq_image_aug_tensorpack.cpp, the one non-x86 builds run, and the one the tensorpack replay
 in tests/tensorpack/test_tensorpack_parity.py bounds): the same bytes and the same recorded contrast mean
 (a double: the grey sum is compared to the last bit), on widths that are and are not multiples
 of the 16-pixel block, strided (cropped) inputs, saturated images, wide parameter ranges, and

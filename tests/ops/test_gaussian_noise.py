@@ -1,4 +1,4 @@
-"""GaussianNoise (csrc/image/color/fq_image_aug_tf.cpp) against torchvision 0.29 v2
+"""GaussianNoise (csrc/image/color/fq_image_aug_model_garden.cpp) against torchvision 0.29 v2
 ``gaussian_noise`` with its ``torch.randn_like`` replaced by fastq's noise field (replayed
 here from the explain record's ``rng_key``: SplitMix64 stream, Box-Muller): the uint8
 kernel must match exactly, the float kernel on ``x / 255`` to within one level (the uint8

@@ -1,5 +1,5 @@
-"""TFRandAugment / TFAutoAugment (csrc/image/color/fq_image_aug_tf_policy.cpp, ops in
-fq_image_aug_tf.cpp) against TF Model Garden's own op functions (official/vision/ops/
+"""TFRandAugment / TFAutoAugment (csrc/image/color/fq_image_aug_model_garden_policy.cpp, ops in
+fq_image_aug_model_garden.cpp) against TF Model Garden's own op functions (official/vision/ops/
 augment.py of tf-models-official 2.20, vendored unmodified in tests/helpers/
 tf_augment_ref.py; run on TF 2.21): each sample's explain record (ops and TF arguments
 drawn) is replayed through them and the images compared; the arguments are TF's

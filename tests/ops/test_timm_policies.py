@@ -1,5 +1,5 @@
-"""TimmRandAugment (csrc/image/color/fq_image_aug_timm_policy.cpp, sampler in
-csrc/image/geometry/fq_image_pil_affine.cpp) against timm 1.0's own auto_augment.py
+"""TimmRandAugment (csrc/image/color/fq_image_aug_timm_policy.cpp, its ops in
+fq_image_aug_timm_ops.cpp, sampler in csrc/image/geometry/fq_image_pil_affine.cpp) against timm 1.0's own auto_augment.py
 (AugmentOp, RandAugment, rand_augment_transform, create_transform) on Pillow.
 
 * each timm op at fixed magnitudes, both signs, both resamples: fastq's image vs timm's

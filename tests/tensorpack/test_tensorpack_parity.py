@@ -1,5 +1,5 @@
 """tensorpack parity of fbresnet_augmentor (fastq.tensorpack.fbresnet_augmentor, the ops
-TensorpackCrop / TensorpackColor, csrc/image/color/fq_image_aug_tp.cpp) and RandomResizedCrop's
+TensorpackCrop / TensorpackColor, csrc/image/color/fq_image_aug_tensorpack.cpp) and RandomResizedCrop's
 max_attempts.
 
 The draws fastq made (explain records) are replayed through tensorpack 0.11's own imgaug

@@ -190,3 +190,21 @@ int compose_tree(const fq_op *ops, int n, int *span, int *parent, int *geom, int
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, the compositions RandomApply / RandomChoice /
+ * RandomOrder: kinds fixed forever; fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fqi::OpImpl kComposeRecords[] = {
+    {36, "RandomApply", FQ_RULE_REFUSED, FQ_EXPLAIN_COMPOSE | FQ_EXPLAIN_APPLIED,
+     FQ_PARAMS(fqi::ComposeApply, fqi::kComposeApplyFields), fqi::random_apply_check, fqi::keeps_size,
+     fqi::random_apply_plan, fqi::compose_exec},
+    {37, "RandomChoice", FQ_RULE_REFUSED, FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeChoice, fqi::kComposeChoiceFields),
+     fqi::random_choice_check, fqi::keeps_size, fqi::random_choice_plan, fqi::compose_exec},
+    {38, "RandomOrder", FQ_RULE_REFUSED, FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeOrder, fqi::kComposeOrderFields),
+     fqi::random_order_check, fqi::keeps_size, fqi::random_order_plan, fqi::compose_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsCompose, kComposeRecords)

@@ -271,3 +271,20 @@ extern "C" int fq_img_custom_probe(const char *library, const char *symbol, fq_e
         dlclose(h);
     return rc;
 }
+
+/* ---- the records of this family, CustomOp / PyFunc: kinds fixed forever;
+ * fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fqi::OpImpl kCustomRecords[] = {
+    {34, "CustomOp", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM,
+     FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields), fqi::custom_check, fqi::keeps_size, fqi::custom_plan,
+     fqi::custom_exec},
+    {35, "PyFunc", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM,
+     FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields), fqi::custom_check, fqi::keeps_size, fqi::custom_plan,
+     fqi::custom_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsCustom, kCustomRecords)

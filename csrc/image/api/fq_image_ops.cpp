@@ -6,9 +6,7 @@
 #include "image/internal/fq_image_aug.h" /* apply_lut */
 #include "image/internal/fq_image_resize_pil.h"
 
-#include <array>
 #include <cmath>
-#include <utility>
 #include <cstring>
 
 #include <opencv2/imgproc.hpp>
@@ -45,7 +43,7 @@ int fixed_size(double h, double w, int *oh, int *ow)
     return GEOM_FIXED;
 }
 
-int keeps_size(const fq_op &, int *, int *) { return GEOM_KEEP; }
+using fqi::keeps_size;
 
 /* ---- RandomResizedCrop ------------------------------------------------------ */
 
@@ -494,68 +492,43 @@ constexpr fq_op_field kRandomAffineFields[] = {
     FQ_FIELD(fq_op_random_affine, fill),    FQ_FIELD(fq_op_random_affine, interp)};
 constexpr fq_op_field kNormalizeFields[] = {FQ_FIELD(fq_op_normalize, mean), FQ_FIELD(fq_op_normalize, std)};
 
-/* params_size, fields, n_fields of parameter struct S */
-#define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
 
 /* One record per op kind, in kind order: kind k is kOps[k - 1] (the names of enum
  * fq_op_kind are those of the first ten; a new op is appended). */
 constexpr fqi::OpImpl kOps[] = {
-    {"RandomResizedCrop", FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_rrc, kRrcFields), rrc_check, rrc_geometry, rrc_plan,
-     rrc_exec},
-    {"Resize", 0, FQ_PARAMS(fq_op_resize, kResizeFields), resize_check, resize_geometry, resize_plan, resize_exec},
-    {"CenterCrop", FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_center_crop, kCenterCropFields), center_crop_check,
-     center_crop_geometry, center_crop_plan, center_crop_exec},
-    {"RandomCrop", FQ_EXPLAIN_BOX | FQ_EXPLAIN_PAD, FQ_PARAMS(fq_op_random_crop, kRandomCropFields),
-     random_crop_check, random_crop_geometry, random_crop_plan, random_crop_exec},
-    {"HorizontalFlip", FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
-     hflip_exec},
-    {"VerticalFlip", FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
-     vflip_exec},
-    {"ColorJitter", FQ_EXPLAIN_JITTER, FQ_PARAMS(fq_op_color_jitter, kColorJitterFields), color_jitter_check,
-     keeps_size, color_jitter_plan, color_jitter_exec},
-    {"RandomAffine", FQ_EXPLAIN_AFFINE, FQ_PARAMS(fq_op_random_affine, kRandomAffineFields), random_affine_check,
-     keeps_size, random_affine_plan, random_affine_exec},
-    {"Grayscale", FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check, keeps_size, prob_plan,
-     grayscale_exec},
-    {"Normalize", 0, FQ_PARAMS(fq_op_normalize, kNormalizeFields), normalize_check, keeps_size, no_draw, no_exec},
+    {FQ_OP_RANDOM_RESIZED_CROP, "RandomResizedCrop", FQ_RULE_RRC, FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_rrc, kRrcFields),
+     rrc_check, rrc_geometry, rrc_plan, rrc_exec},
+    {FQ_OP_RESIZE, "Resize", FQ_RULE_RESIZE, 0, FQ_PARAMS(fq_op_resize, kResizeFields), resize_check, resize_geometry,
+     resize_plan, resize_exec},
+    {FQ_OP_CENTER_CROP, "CenterCrop", FQ_RULE_CROP, FQ_EXPLAIN_BOX, FQ_PARAMS(fq_op_center_crop, kCenterCropFields),
+     center_crop_check, center_crop_geometry, center_crop_plan, center_crop_exec},
+    {FQ_OP_RANDOM_CROP, "RandomCrop", FQ_RULE_RCROP, FQ_EXPLAIN_BOX | FQ_EXPLAIN_PAD,
+     FQ_PARAMS(fq_op_random_crop, kRandomCropFields), random_crop_check, random_crop_geometry, random_crop_plan,
+     random_crop_exec},
+    {FQ_OP_HFLIP, "HorizontalFlip", FQ_RULE_HFLIP, FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check,
+     keeps_size, prob_plan, hflip_exec},
+    {FQ_OP_VFLIP, "VerticalFlip", FQ_RULE_VFLIP, FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check,
+     keeps_size, prob_plan, vflip_exec},
+    {FQ_OP_COLOR_JITTER, "ColorJitter", FQ_RULE_PIXEL, FQ_EXPLAIN_JITTER,
+     FQ_PARAMS(fq_op_color_jitter, kColorJitterFields), color_jitter_check, keeps_size, color_jitter_plan,
+     color_jitter_exec},
+    {FQ_OP_RANDOM_AFFINE, "RandomAffine", FQ_RULE_AFFINE, FQ_EXPLAIN_AFFINE,
+     FQ_PARAMS(fq_op_random_affine, kRandomAffineFields), random_affine_check, keeps_size, random_affine_plan,
+     random_affine_exec},
+    {FQ_OP_GRAYSCALE, "Grayscale", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(fq_op_prob, kProbFields), prob_check,
+     keeps_size, prob_plan, grayscale_exec},
+    {FQ_OP_NORMALIZE, "Normalize", FQ_RULE_PIXEL, 0, FQ_PARAMS(fq_op_normalize, kNormalizeFields), normalize_check,
+     keeps_size, no_draw, no_exec},
 };
 constexpr int kNumOps = (int)(sizeof kOps / sizeof kOps[0]);
-
-constexpr bool all_fields_cover()
-{
-    for (int i = 0; i < kNumOps; i++)
-        if (!fqi::fields_cover(kOps[i].fields, kOps[i].n_fields, kOps[i].params_size))
-            return false;
-    return true;
-}
-static_assert(all_fields_cover(), "an op's field list must cover its parameter struct, in order");
-static_assert(kNumOps == FQ_OP_NORMALIZE, "the named kinds of enum fq_op_kind have records; fq_image_aug.cpp follows");
-
-/* The public descriptors (fq_img_op_desc), made from the records at compile time. */
-template <size_t... I>
-constexpr std::array<fq_op_desc, sizeof...(I)> make_descs(std::index_sequence<I...>)
-{
-    return {{fq_op_desc{(int)I + 1, kOps[I].name, kOps[I].params_size, kOps[I].n_fields, kOps[I].fields}...}};
-}
-constexpr std::array<fq_op_desc, kNumOps> kDescs = make_descs(std::make_index_sequence<kNumOps>{});
+static_assert(kNumOps == FQ_OP_NORMALIZE && kOps[kNumOps - 1].kind == FQ_OP_NORMALIZE,
+              "the named kinds of enum fq_op_kind have records here");
 
 }  // namespace
 
+FQ_OP_FAMILY(kOpsTorchvision, kOps)
+
 namespace fqi {
-
-const OpImpl *op_impl(int kind)
-{
-    /* the table is in kind order; the enum's names are checked against it by the tests */
-    /* then the augmentation primitives of fq_image_aug.cpp */
-    return kind > FQ_OP_NONE && kind <= kNumOps ? &kOps[kind - 1] : aug_op_impl(kind - kNumOps - 1);
-}
-
-int op_count() { return kNumOps + aug_op_count(); }
-
-const fq_op_desc *op_desc(int kind)
-{
-    return kind > FQ_OP_NONE && kind <= kNumOps ? &kDescs[kind - 1] : aug_op_desc(kind - kNumOps - 1);
-}
 
 int cv_border(int b)
 {

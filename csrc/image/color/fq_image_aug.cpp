@@ -1,8 +1,8 @@
-/* fq_image_aug.cpp - the uint8 augmentation primitives (AutoContrast ... TranslateY):
- * the pixel ops here, the geometric ones and Cutout in fq_image_aug_geom.cpp;
- * their parameter structs, field lists, check / plan / exec and their op records,
- * kinds FQ_OP_NORMALIZE + 1 ... (fqi::aug_op_impl; fq_image_ops.cpp chains this table
- * after its own).  Semantics: torchvision.transforms.v2.functional on uint8 tensors
+/* fq_image_aug.cpp - the uint8 colour primitives Invert .. Sharpness (kinds
+ * FQ_OP_NORMALIZE + 1 .. + 10): their parameter structs, field lists, check / plan /
+ * exec and their records (family kOpsAug; fq_image_op_table.cpp assembles the
+ * families), and the shared LUT helpers (apply_lut{,s}, aug_apply).  The geometric
+ * primitives and Cutout: fq_image_aug_geom.cpp.  Semantics: torchvision.transforms.v2.functional on uint8 tensors
  * (SolarizeAdd: TF Model Garden), computed in float32 as torch does; the exact
  * definitions and the measured differences are in docs/ops.md.  Pure functions of
  * their arguments (thread-safe). */
@@ -12,10 +12,8 @@
 #include "image/internal/fq_image_keras.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
-#include <utility>
 
 #include <opencv2/imgproc.hpp>
 
@@ -46,7 +44,6 @@ struct AugSolarizeAdd {
     double threshold;
     double p;
 };
-
 
 bool is_int(double v) { return std::isfinite(v) && v == std::floor(v); }
 bool valid_prob(double p) { return std::isfinite(p) && p >= 0 && p <= 1; }
@@ -92,7 +89,7 @@ const char *solarize_add_check(const fq_op &op)
     return valid_prob(q.p) ? nullptr : "p must be in [0, 1]";
 }
 
-int keeps_size(const fq_op &, int *, int *) { return GEOM_KEEP; }
+using fqi::keeps_size;
 
 /* ---- planning: u < p decides; then the level (if a range) --------------------------- */
 
@@ -354,191 +351,43 @@ void sharpness_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
     e.set(d);
 }
 
-/* ---- the table ---------------------------------------------------------------------- */
+/* ---- the records of this family (kOpsAug) ---------------------------------------- */
 
 constexpr fq_op_field kProbFields[] = {FQ_FIELD(AugProb, p)};
 constexpr fq_op_field kPosterizeFields[] = {FQ_FIELD(AugPosterize, bits), FQ_FIELD(AugPosterize, p)};
 constexpr fq_op_field kLevelFields[] = {FQ_FIELD(AugLevel, level), FQ_FIELD(AugLevel, p)};
 constexpr fq_op_field kSolarizeAddFields[] = {FQ_FIELD(AugSolarizeAdd, addition), FQ_FIELD(AugSolarizeAdd, threshold),
                                               FQ_FIELD(AugSolarizeAdd, p)};
-constexpr fq_op_field kGeomFields[] = {FQ_FIELD(fqi::AugGeom, level), FQ_FIELD(fqi::AugGeom, fill),
-                                       FQ_FIELD(fqi::AugGeom, p)};
-constexpr fq_op_field kGammaFields[] = {FQ_FIELD(fqi::AugGamma, gamma), FQ_FIELD(fqi::AugGamma, gain),
-                                        FQ_FIELD(fqi::AugGamma, p)};
-constexpr fq_op_field kCutoutFields[] = {FQ_FIELD(fqi::AugCutout, pad_size), FQ_FIELD(fqi::AugCutout, fill),
-                                         FQ_FIELD(fqi::AugCutout, p)};
-constexpr fq_op_field kLightingFields[] = {FQ_FIELD(fqi::AugLighting, std), FQ_FIELD(fqi::AugLighting, eigval),
-                                           FQ_FIELD(fqi::AugLighting, eigvec), FQ_FIELD(fqi::AugLighting, p)};
-constexpr fq_op_field kRandAugmentFields[] = {
-    FQ_FIELD(fqi::AugRandAugment, num_ops), FQ_FIELD(fqi::AugRandAugment, magnitude),
-    FQ_FIELD(fqi::AugRandAugment, num_bins), FQ_FIELD(fqi::AugRandAugment, fill)};
-constexpr fq_op_field kAutoAugmentFields[] = {FQ_FIELD(fqi::AugAutoAugment, policy),
-                                              FQ_FIELD(fqi::AugAutoAugment, fill)};
-constexpr fq_op_field kBlurFields[] = {FQ_FIELD(fqi::AugBlur, ksize), FQ_FIELD(fqi::AugBlur, sigma),
-                                       FQ_FIELD(fqi::AugBlur, p)};
-constexpr fq_op_field kTrivialFields[] = {FQ_FIELD(fqi::AugTrivialAugment, num_bins),
-                                          FQ_FIELD(fqi::AugTrivialAugment, fill)};
 
-/* topic tfpolicy */
-constexpr fq_op_field kTFRandFields[] = {
-    FQ_FIELD(fqi::AugTFRandAugment, num_layers), FQ_FIELD(fqi::AugTFRandAugment, magnitude),
-    FQ_FIELD(fqi::AugTFRandAugment, cutout_const), FQ_FIELD(fqi::AugTFRandAugment, translate_const),
-    FQ_FIELD(fqi::AugTFRandAugment, prob_to_apply), FQ_FIELD(fqi::AugTFRandAugment, fill),
-    FQ_FIELD(fqi::AugTFRandAugment, magnitude_std), FQ_FIELD(fqi::AugTFRandAugment, exclude)};
-constexpr fq_op_field kTFAutoFields[] = {FQ_FIELD(fqi::AugTFAutoAugment, policy),
-                                         FQ_FIELD(fqi::AugTFAutoAugment, cutout_const),
-                                         FQ_FIELD(fqi::AugTFAutoAugment, translate_const),
-                                         FQ_FIELD(fqi::AugTFAutoAugment, fill)};
-/* timm's policies */
-constexpr fq_op_field kTimmRandFields[] = {
-    FQ_FIELD(fqi::AugTimmRandAugment, num_layers), FQ_FIELD(fqi::AugTimmRandAugment, magnitude),
-    FQ_FIELD(fqi::AugTimmRandAugment, prob), FQ_FIELD(fqi::AugTimmRandAugment, magnitude_std),
-    FQ_FIELD(fqi::AugTimmRandAugment, magnitude_max), FQ_FIELD(fqi::AugTimmRandAugment, translate_pct),
-    FQ_FIELD(fqi::AugTimmRandAugment, translate_const), FQ_FIELD(fqi::AugTimmRandAugment, interp),
-    FQ_FIELD(fqi::AugTimmRandAugment, fill), FQ_FIELD(fqi::AugTimmRandAugment, ops),
-    FQ_FIELD(fqi::AugTimmRandAugment, weighted)};
-constexpr fq_op_field kTimmAutoFields[] = {
-    FQ_FIELD(fqi::AugTimmAutoAugment, policy), FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_std),
-    FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_max), FQ_FIELD(fqi::AugTimmAutoAugment, translate_pct),
-    FQ_FIELD(fqi::AugTimmAutoAugment, translate_const), FQ_FIELD(fqi::AugTimmAutoAugment, interp),
-    FQ_FIELD(fqi::AugTimmAutoAugment, fill)};
-constexpr fq_op_field kTimmAugMixFields[] = {
-    FQ_FIELD(fqi::AugTimmAugMix, magnitude), FQ_FIELD(fqi::AugTimmAugMix, width), FQ_FIELD(fqi::AugTimmAugMix, depth),
-    FQ_FIELD(fqi::AugTimmAugMix, alpha), FQ_FIELD(fqi::AugTimmAugMix, magnitude_std),
-    FQ_FIELD(fqi::AugTimmAugMix, magnitude_max), FQ_FIELD(fqi::AugTimmAugMix, translate_pct),
-    FQ_FIELD(fqi::AugTimmAugMix, translate_const), FQ_FIELD(fqi::AugTimmAugMix, interp),
-    FQ_FIELD(fqi::AugTimmAugMix, fill), FQ_FIELD(fqi::AugTimmAugMix, ops)};
-
-#define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
 constexpr unsigned kAM = FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE;
 
-/* kind FQ_OP_NORMALIZE + 1 + i is kAugOps[i]; append only (kinds are part of packed chains) */
+/* kinds are part of packed chains and saved specs: a record's kind never changes */
 constexpr fqi::OpImpl kAugOps[] = {
-    {"Invert", FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, invert_exec},
-    {"AutoContrast", FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob,
-     autocontrast_exec},
-    {"Equalize", FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size, plan_prob, equalize_exec},
-    {"Posterize", kAM, FQ_PARAMS(AugPosterize, kPosterizeFields), posterize_check, keeps_size, plan_posterize,
-     posterize_exec},
-    {"Solarize", kAM, FQ_PARAMS(AugLevel, kLevelFields), solarize_check, keeps_size, plan_level, solarize_exec},
-    {"SolarizeAdd", kAM, FQ_PARAMS(AugSolarizeAdd, kSolarizeAddFields), solarize_add_check, keeps_size,
-     plan_solarize_add, solarize_add_exec},
-    {"Brightness", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, brightness_exec},
-    {"Color", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, color_exec},
-    {"Contrast", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, contrast_exec},
-    {"Sharpness", kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level, sharpness_exec},
-    {"Rotate", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::rotate_check, keeps_size, fqi::plan_rotate,
-     fqi::geom_exec},
-    {"ShearX", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_x,
-     fqi::geom_exec},
-    {"ShearY", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::shear_check, keeps_size, fqi::plan_shear_y,
-     fqi::geom_exec},
-    {"TranslateX", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_x,
-     geom_exec},
-    {"TranslateY", kAM, FQ_PARAMS(fqi::AugGeom, kGeomFields), fqi::translate_check, keeps_size, fqi::plan_translate_y,
-     geom_exec},
-    {"RandAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugRandAugment, kRandAugmentFields), fqi::rand_augment_check,
-     keeps_size, fqi::rand_augment_plan, fqi::policy_exec},
-    {"TrivialAugmentWide", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTrivialAugment, kTrivialFields),
-     fqi::trivial_augment_check, keeps_size, fqi::trivial_augment_plan, fqi::policy_exec},
-    {"Gamma", kAM, FQ_PARAMS(fqi::AugGamma, kGammaFields), fqi::gamma_check, keeps_size, fqi::plan_gamma,
-     fqi::gamma_exec},
-    {"Cutout", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX, FQ_PARAMS(fqi::AugCutout, kCutoutFields), fqi::cutout_check,
-     keeps_size, fqi::plan_cutout, fqi::cutout_exec},
-    {"Lighting", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_LIGHTING, FQ_PARAMS(fqi::AugLighting, kLightingFields),
-     fqi::lighting_check, keeps_size, fqi::plan_lighting, fqi::lighting_exec},
-    {"AutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugAutoAugment, kAutoAugmentFields), fqi::auto_augment_check,
-     keeps_size, fqi::auto_augment_plan, fqi::policy_exec},
-    {"GaussianBlur", kAM, FQ_PARAMS(fqi::AugBlur, kBlurFields), fqi::blur_check, keeps_size, fqi::plan_blur,
-     fqi::blur_exec},
-    /* RandomErasing (fq_image_aug_erase.cpp): planned here, written by the final write */
-    {"RandomErasing", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX | FQ_EXPLAIN_ERASE,
-     FQ_PARAMS(fqi::AugErase, fqi::kEraseFields), fqi::erase_check, keeps_size, fqi::plan_erase, fqi::erase_exec},
-    /* custom ops (fq_image_custom.cpp): a user C function / a Python callable of the spec's side table */
-    {"CustomOp", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
-     fqi::custom_check, keeps_size, fqi::custom_plan, fqi::custom_exec},
-    {"PyFunc", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_CUSTOM, FQ_PARAMS(fqi::AugCustom, fqi::kCustomFields),
-     fqi::custom_check, keeps_size, fqi::custom_plan, fqi::custom_exec},
-    /* compose: the compositions (fq_image_compose.cpp; the subtree's geometry is compose_tree's) */
-    {"RandomApply", FQ_EXPLAIN_COMPOSE | FQ_EXPLAIN_APPLIED, FQ_PARAMS(fqi::ComposeApply, fqi::kComposeApplyFields),
-     fqi::random_apply_check, keeps_size, fqi::random_apply_plan, fqi::compose_exec},
-    {"RandomChoice", FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeChoice, fqi::kComposeChoiceFields),
-     fqi::random_choice_check, keeps_size, fqi::random_choice_plan, fqi::compose_exec},
-    {"RandomOrder", FQ_EXPLAIN_COMPOSE, FQ_PARAMS(fqi::ComposeOrder, fqi::kComposeOrderFields), fqi::random_order_check,
-     keeps_size, fqi::random_order_plan, fqi::compose_exec},
-    /* targets (issue 19): detection geometry ops, fq_image_det.cpp */
-    {"ResizeShortestEdge", FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetResizeShortestEdge, fqi::kDetRseFields),
-     fqi::rse_check, fqi::rse_geometry, fqi::rse_plan, fqi::rse_exec},
-    {"Pad", FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetPad, fqi::kDetPadFields), fqi::pad_check, fqi::pad_geometry,
-     fqi::pad_plan, fqi::pad_exec},
-    {"ScaleJitter", FQ_EXPLAIN_BOX | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::DetScaleJitter, fqi::kDetScaleJitterFields),
-     fqi::sj_check, fqi::sj_geometry, fqi::sj_plan, fqi::sj_exec},
-    {"RandomZoomOut", kAM | FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetZoomOut, fqi::kDetZoomOutFields),
-     fqi::zoom_out_check, fqi::zoom_out_geometry, fqi::zoom_out_plan, fqi::zoom_out_exec},
-    /* tensorpack: fbresnet_augmentor's crop and fused colour ops (fq_image_aug_tp.cpp) */
-    {"TensorpackCrop", FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_TENSORPACK,
-     FQ_PARAMS(fqi::TpCrop, fqi::kTpCropFields), fqi::tp_crop_check, fqi::tp_crop_geometry, fqi::tp_crop_plan,
-     fqi::tp_crop_exec},
-    {"TensorpackColor", FQ_EXPLAIN_TENSORPACK, FQ_PARAMS(fqi::TpColor, fqi::kTpColorFields), fqi::tp_color_check,
-     keeps_size, fqi::tp_color_plan, fqi::tp_color_exec},
-    /* topic tfpolicy (fq_image_aug_tf*.cpp): GaussianNoise (rng_key: the noise stream) */
-    {"GaussianNoise", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_CUSTOM,
-     FQ_PARAMS(fqi::AugNoise, fqi::kNoiseFields), fqi::noise_check, keeps_size, fqi::plan_noise, fqi::noise_exec},
-    /* TF Model Garden policies (fq_image_aug_tf_policy.cpp) */
-    {"TFRandAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFRandAugment, kTFRandFields), fqi::tf_rand_augment_check,
-     keeps_size, fqi::tf_rand_augment_plan, fqi::tf_policy_exec},
-    {"TFAutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFAutoAugment, kTFAutoFields), fqi::tf_auto_augment_check,
-     keeps_size, fqi::tf_auto_augment_plan, fqi::tf_policy_exec},
-    /* RandomIoUCrop (fq_image_iou_crop.cpp): make_plan plans it from the sample's boxes */
-    {"RandomIoUCrop", FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_IOU_CROP,
-     FQ_PARAMS(fqi::IouCrop, fqi::kIouCropFields), fqi::iou_crop_check, fqi::iou_crop_geometry,
-     fqi::iou_crop_plan_noboxes, fqi::iou_crop_exec},
-    /* timm's policies (fq_image_aug_timm_policy.cpp) */
-    {"TimmRandAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmRandAugment, kTimmRandFields),
-     fqi::timm_rand_augment_check, keeps_size, fqi::timm_rand_augment_plan, fqi::timm_policy_exec},
-    {"TimmAutoAugment", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAutoAugment, kTimmAutoFields),
-     fqi::timm_auto_augment_check, keeps_size, fqi::timm_auto_augment_plan, fqi::timm_policy_exec},
-    {"TimmAugMix", FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAugMix, kTimmAugMixFields), fqi::timm_augmix_check,
-     keeps_size, fqi::timm_augmix_plan, fqi::timm_augmix_exec},
-    /* Keras 3 preprocessing layers (fq_image_keras_geom.cpp, fq_image_keras_color.cpp): Keras's
-       draws and float32 arithmetic (TF's ImageProjectiveTransformV3 sampling for the warps) */
-    {"KerasRandomZoom", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields),
-     fqi::keras_zoom_check, keeps_size, fqi::keras_zoom_plan, fqi::keras_geom_exec},
-    {"KerasRandomTranslation", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
-     FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields), fqi::keras_translation_check, keeps_size,
-     fqi::keras_translation_plan, fqi::keras_geom_exec},
-    {"KerasRandomRotation", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields),
-     fqi::keras_rotation_check, keeps_size, fqi::keras_rotation_plan, fqi::keras_geom_exec},
-    {"KerasRandomContrast", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS, FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields),
-     fqi::keras_color_check, keeps_size, fqi::keras_color_plan, fqi::keras_contrast_exec},
-    {"KerasRandomBrightness", FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
-     FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields), fqi::keras_color_check, keeps_size, fqi::keras_color_plan,
-     fqi::keras_brightness_exec},
+    {11, "Invert", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size,
+     plan_prob, invert_exec},
+    {12, "AutoContrast", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size,
+     plan_prob, autocontrast_exec},
+    {13, "Equalize", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size,
+     plan_prob, equalize_exec},
+    {14, "Posterize", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugPosterize, kPosterizeFields), posterize_check, keeps_size,
+     plan_posterize, posterize_exec},
+    {15, "Solarize", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), solarize_check, keeps_size, plan_level,
+     solarize_exec},
+    {16, "SolarizeAdd", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugSolarizeAdd, kSolarizeAddFields), solarize_add_check,
+     keeps_size, plan_solarize_add, solarize_add_exec},
+    {17, "Brightness", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level,
+     brightness_exec},
+    {18, "Color", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level,
+     color_exec},
+    {19, "Contrast", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level,
+     contrast_exec},
+    {20, "Sharpness", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level,
+     sharpness_exec},
 };
-constexpr int kNumAug = (int)(sizeof kAugOps / sizeof kAugOps[0]);
-
-constexpr bool all_fields_cover()
-{
-    for (int i = 0; i < kNumAug; i++)
-        if (!fqi::fields_cover(kAugOps[i].fields, kAugOps[i].n_fields, kAugOps[i].params_size))
-            return false;
-    return true;
-}
-static_assert(all_fields_cover(), "an op's field list must cover its parameter struct, in order");
-
-constexpr bool same(const char *a, const char *b) { return *a == *b && (*a == 0 || same(a + 1, b + 1)); }
-static_assert(same(kAugOps[10].name, "Rotate") && same(kAugOps[14].name, "TranslateY"),
-              "aug_apply maps records 10..14 to GeomKind");
-
-template <size_t... I>
-constexpr std::array<fq_op_desc, sizeof...(I)> make_descs(std::index_sequence<I...>)
-{
-    return {{fq_op_desc{FQ_OP_NORMALIZE + 1 + (int)I, kAugOps[I].name, kAugOps[I].params_size, kAugOps[I].n_fields,
-                        kAugOps[I].fields}...}};
-}
-constexpr std::array<fq_op_desc, kNumAug> kAugDescs = make_descs(std::make_index_sequence<kNumAug>{});
 
 }  // namespace
+
+FQ_OP_FAMILY(kOpsAug, kAugOps)
 
 namespace fqi {
 
@@ -572,9 +421,6 @@ void apply_lut(Exec &e, const uint8_t lut[256])
     e.set(d);
 }
 
-int aug_op_count() { return kNumAug; }
-const OpImpl *aug_op_impl(int i) { return i >= 0 && i < kNumAug ? &kAugOps[i] : nullptr; }
-const fq_op_desc *aug_op_desc(int i) { return i >= 0 && i < kNumAug ? &kAugDescs[i] : nullptr; }
 
 void aug_apply(Exec &e, int kind, double value, const double fill[3])
 {
@@ -590,9 +436,9 @@ void aug_apply(Exec &e, int kind, double value, const double fill[3])
     std::memset(&r, 0, sizeof r);
     r.kind = kind, r.applied = 1;
     r.in_h = r.out_h = e.cur.rows, r.in_w = r.out_w = e.cur.cols;
-    const int i = kind - FQ_OP_NORMALIZE - 1;
-    if (i >= 10 && i <= 14) /* Rotate .. TranslateY, in GeomKind order */
-        geom_matrix(i - 10, &value, e.cur.rows, e.cur.cols, r.matrix);
+    const int g = aug_geom_kind(kind);
+    if (g >= 0)
+        geom_matrix(g, &value, e.cur.rows, e.cur.cols, r.matrix);
     r.factor[0] = value;
     impl->exec(e, op, r);
 }

@@ -66,3 +66,16 @@ int plan_erase(const fq_op &op, fq_rng *rng, int64_t, int *ph, int *pw, fq_img_o
 void erase_exec(Exec &, const fq_op &, fq_img_op_explain &) {}
 
 }  // namespace fqi
+
+/* ---- the records of this family, RandomErasing: kinds fixed forever;
+ * fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fqi::OpImpl kEraseRecords[] = {
+    {33, "RandomErasing", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX | FQ_EXPLAIN_ERASE,
+     FQ_PARAMS(fqi::AugErase, fqi::kEraseFields), fqi::erase_check, fqi::keeps_size, fqi::plan_erase, fqi::erase_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsErase, kEraseRecords)

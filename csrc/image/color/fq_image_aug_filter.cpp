@@ -77,3 +77,19 @@ void blur_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, GaussianBlur: kinds fixed forever;
+ * fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fq_op_field kBlurFields[] = {FQ_FIELD(fqi::AugBlur, ksize), FQ_FIELD(fqi::AugBlur, sigma),
+                                       FQ_FIELD(fqi::AugBlur, p)};
+
+constexpr fqi::OpImpl kBlurRecords[] = {
+    {32, "GaussianBlur", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::AugBlur, kBlurFields),
+     fqi::blur_check, fqi::keeps_size, fqi::plan_blur, fqi::blur_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsBlur, kBlurRecords)

@@ -1,6 +1,6 @@
 /* fq_image_aug_lut.cpp - the augmentation primitives that are one lookup table per
  * channel with a drawn parameter: Gamma (torchvision v2 adjust_gamma) and Lighting
- * (tensorpack's AlexNet PCA noise).  Their records are in kAugOps (fq_image_aug.cpp);
+ * (tensorpack's AlexNet PCA noise).  Their records end this file (family kOpsLut);
  * semantics: docs/ops.md.  Pure functions of their arguments (thread-safe). */
 #include "image/internal/fq_image_aug.h"
 
@@ -95,3 +95,24 @@ void lighting_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, Gamma / Lighting: kinds fixed forever;
+ * fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fq_op_field kGammaFields[] = {FQ_FIELD(fqi::AugGamma, gamma), FQ_FIELD(fqi::AugGamma, gain),
+                                        FQ_FIELD(fqi::AugGamma, p)};
+constexpr fq_op_field kLightingFields[] = {FQ_FIELD(fqi::AugLighting, std), FQ_FIELD(fqi::AugLighting, eigval),
+                                           FQ_FIELD(fqi::AugLighting, eigvec), FQ_FIELD(fqi::AugLighting, p)};
+
+constexpr fqi::OpImpl kLutRecords[] = {
+    {28, "Gamma", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::AugGamma, kGammaFields),
+     fqi::gamma_check, fqi::keeps_size, fqi::plan_gamma, fqi::gamma_exec},
+    {30, "Lighting", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_LIGHTING,
+     FQ_PARAMS(fqi::AugLighting, kLightingFields), fqi::lighting_check, fqi::keeps_size, fqi::plan_lighting,
+     fqi::lighting_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsLut, kLutRecords)

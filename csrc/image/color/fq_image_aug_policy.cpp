@@ -199,3 +199,28 @@ void policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, torchvision's RandAugment / TrivialAugmentWide /
+ * AutoAugment: kinds fixed forever; fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fq_op_field kRandAugmentFields[] = {
+    FQ_FIELD(fqi::AugRandAugment, num_ops), FQ_FIELD(fqi::AugRandAugment, magnitude),
+    FQ_FIELD(fqi::AugRandAugment, num_bins), FQ_FIELD(fqi::AugRandAugment, fill)};
+constexpr fq_op_field kTrivialFields[] = {FQ_FIELD(fqi::AugTrivialAugment, num_bins),
+                                          FQ_FIELD(fqi::AugTrivialAugment, fill)};
+constexpr fq_op_field kAutoAugmentFields[] = {FQ_FIELD(fqi::AugAutoAugment, policy),
+                                              FQ_FIELD(fqi::AugAutoAugment, fill)};
+
+constexpr fqi::OpImpl kPolicyRecords[] = {
+    {26, "RandAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugRandAugment, kRandAugmentFields),
+     fqi::rand_augment_check, fqi::keeps_size, fqi::rand_augment_plan, fqi::policy_exec},
+    {27, "TrivialAugmentWide", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTrivialAugment, kTrivialFields),
+     fqi::trivial_augment_check, fqi::keeps_size, fqi::trivial_augment_plan, fqi::policy_exec},
+    {31, "AutoAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugAutoAugment, kAutoAugmentFields),
+     fqi::auto_augment_check, fqi::keeps_size, fqi::auto_augment_plan, fqi::policy_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsPolicy, kPolicyRecords)

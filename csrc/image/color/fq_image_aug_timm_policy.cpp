@@ -1,16 +1,13 @@
-/* fq_image_aug_timm_policy.cpp - timm's RandAugment, AutoAugment (original, originalr,
- * v0, v0r) and AugMix (basic mode) (timm.data.auto_augment, timm 1.0)
- * with timm's own ops: PIL semantics (ImageOps.autocontrast / equalize / invert /
- * posterize / solarize, timm's solarize_add, ImageEnhance Color / Contrast / Brightness /
- * Sharpness = Image.blend(degenerate, image, factor) in float32, Image.transform(AFFINE)
- * and Image.rotate with bilinear / bicubic and fillcolor = img_mean: pil_affine) and
- * timm's level functions.  The plan draws every choice from the sample's stream; the
+/* fq_image_aug_timm_policy.cpp - timm's policy drivers: RandAugment, AutoAugment
+ * (original, originalr, v0, v0r, 3a) and AugMix (basic mode) (timm.data.auto_augment,
+ * timm 1.0) over timm's own ops (PIL semantics: fq_image_aug_timm_ops.cpp) and timm's
+ * level functions.  The plan draws every choice from the sample's stream; the
  * explain record holds them: order[k] = t + 1 (t: the op's index in kTimmNames; negative:
  * drawn but skipped by its prob), factor[k] = the op's argument (signed), matrix[k] = the
  * magnitude it came from (after the noise and the clip), params[k] = 1 when the geometric
  * op resampled bicubic; AutoAugment: params[4] = the sub-policy; AugMix: see
  * timm_augmix_plan.  Semantics: docs/ops.md.  Pure functions of their arguments. */
-#include "image/internal/fq_image_aug.h"
+#include "image/color/fq_image_aug_timm.h"
 
 #include <cmath>
 #include <cstdio>
@@ -27,15 +24,7 @@ using fqi::AugTimmAutoAugment;
 using fqi::AugTimmRandAugment;
 using fqi::Exec;
 using fqi::params;
-
-/* timm's NAME_TO_OP names that fastq implements; the Python list TIMM_OPS has this order */
-enum TimmOp { M_AUTOCONTRAST, M_EQUALIZE, M_INVERT, M_ROTATE, M_POSTERIZE, M_POSTERIZE_INC, M_POSTERIZE_ORIG,
-              M_SOLARIZE, M_SOLARIZE_INC, M_SOLARIZE_ADD, M_COLOR, M_COLOR_INC, M_CONTRAST, M_CONTRAST_INC,
-              M_BRIGHTNESS, M_BRIGHTNESS_INC, M_SHARPNESS, M_SHARPNESS_INC, M_SHEAR_X, M_SHEAR_Y, M_TRANSLATE_X,
-              M_TRANSLATE_Y, M_TRANSLATE_X_REL, M_TRANSLATE_Y_REL, M_DESATURATE, M_GAUSSIAN_BLUR,
-              M_GAUSSIAN_BLUR_RAND, M_COUNT };
-
-bool geometric(int t) { return t == M_ROTATE || (t >= M_SHEAR_X && t <= M_TRANSLATE_Y_REL); }
+using namespace fqi::timm;
 
 /* timm's _randomly_negate: -v if random() > 0.5 */
 double negate(fq_rng *rng, double v) { return fq_rng_uniform(rng) > 0.5 ? -v : v; }
@@ -79,320 +68,6 @@ double level_to_arg(fq_rng *rng, int t, double level, const Hp &q)
     }
 }
 
-/* ---- the ops (PIL semantics) ------------------------------------------------------- */
-
-void lut_op(Exec &e, int t, double v)
-{
-    uint8_t lut[256];
-    if (t == M_POSTERIZE || t == M_POSTERIZE_INC || t == M_POSTERIZE_ORIG) {
-        if (v >= 8)
-            return; /* timm's posterize returns the image */
-        /* bits 0: mask 0, all black (Pillow < 13; Pillow 13's ImageOps.posterize raises) */
-        const int bits = v <= 0 ? 0 : (int)v, mask = ~((1 << (8 - bits)) - 1) & 0xff;
-        for (int i = 0; i < 256; i++)
-            lut[i] = (uint8_t)(i & mask);
-    } else if (t == M_SOLARIZE || t == M_SOLARIZE_INC) {
-        for (int i = 0; i < 256; i++)
-            lut[i] = (double)i < v ? (uint8_t)i : (uint8_t)(255 - i);
-    } else { /* SolarizeAdd, threshold 128 */
-        for (int i = 0; i < 256; i++)
-            lut[i] = i < 128 ? (uint8_t)std::fmin(255.0, i + v) : (uint8_t)i;
-    }
-    fqi::apply_lut(e, lut);
-}
-
-/* ImageOps.autocontrast(cutoff=0): per channel lo / hi present; lut = int(i * scale + offset) */
-void pil_autocontrast(Exec &e)
-{
-    const int c = e.cur.channels();
-    int hist[3][256] = {};
-    for (int y = 0; y < e.cur.rows; y++) {
-        const uint8_t *s = e.cur.ptr<uint8_t>(y);
-        for (int x = 0; x < e.cur.cols * c; x += c)
-            for (int k = 0; k < c; k++)
-                hist[k][s[x + k]]++;
-    }
-    uint8_t lut[3][256];
-    for (int k = 0; k < c; k++) {
-        int lo = 0, hi = 255;
-        while (lo < 255 && !hist[k][lo])
-            lo++;
-        while (hi > 0 && !hist[k][hi])
-            hi--;
-        if (hi <= lo) {
-            for (int i = 0; i < 256; i++)
-                lut[k][i] = (uint8_t)i;
-            continue;
-        }
-        const double scale = 255.0 / (hi - lo), offset = -lo * scale;
-        for (int i = 0; i < 256; i++) {
-            const int v = (int)(i * scale + offset); /* python int(): truncation */
-            lut[k][i] = (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v));
-        }
-    }
-    fqi::apply_luts(e, lut);
-}
-
-/* Image.blend(degenerate, image, alpha) (Pillow's Blend.c: float32 alpha; a + alpha (b - a)) */
-inline uint8_t blend(int d, int i, float a)
-{
-    const float t = (float)d + a * (float)(i - d);
-    if (a >= 0.f && a <= 1.f)
-        return (uint8_t)t;
-    return t <= 0.f ? 0 : (t >= 255.f ? 255 : (uint8_t)t);
-}
-
-/* Pillow's RGB -> L (ITU-R 601-2, 16-bit fixed point, rounded) */
-inline int pil_gray(const uint8_t *s) { return (s[0] * 19595 + s[1] * 38470 + s[2] * 7471 + 0x8000) >> 16; }
-
-/* Pillow's SMOOTH (3x3, 1 1 1 / 1 5 1 / 1 1 1, / 13) of element i of interior row m:
- * float32, rows below, middle, above (Filter.c's order), + 0.5, truncated */
-inline uint8_t pil_smooth(const uint8_t *u, const uint8_t *m, const uint8_t *b, int i, int c)
-{
-    const float k1 = (float)(1.0 / 13.0), k5 = (float)(5.0 / 13.0);
-    float ss = 0.5f;
-    ss += (float)b[i - c] * k1 + (float)b[i] * k1 + (float)b[i + c] * k1;
-    ss += (float)m[i - c] * k1 + (float)m[i] * k5 + (float)m[i + c] * k1;
-    ss += (float)u[i - c] * k1 + (float)u[i] * k1 + (float)u[i + c] * k1;
-    return ss <= 0.f ? 0 : (ss >= 255.f ? 255 : (uint8_t)ss);
-}
-
-void pil_enhance(Exec &e, int t, double factor)
-{
-    const float a = (float)factor;
-    const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
-    if (a == 1.f)
-        return; /* Image.blend with alpha 1: a copy of the image */
-    if (t == M_BRIGHTNESS || t == M_BRIGHTNESS_INC) {
-        uint8_t lut[256];
-        for (int i = 0; i < 256; i++)
-            lut[i] = blend(0, i, a);
-        fqi::apply_lut(e, lut);
-        return;
-    }
-    if (t == M_CONTRAST || t == M_CONTRAST_INC) { /* degenerate: int(mean of L + 0.5) */
-        int64_t sum = 0;
-        for (int y = 0; y < H; y++) {
-            const uint8_t *s = e.cur.ptr<uint8_t>(y);
-            for (int x = 0; x < W; x++)
-                sum += c == 3 ? pil_gray(s + 3 * x) : s[x * c];
-        }
-        const int mean = (int)((double)sum / ((double)H * W) + 0.5);
-        uint8_t lut[256];
-        for (int i = 0; i < 256; i++)
-            lut[i] = blend(mean, i, a);
-        fqi::apply_lut(e, lut);
-        return;
-    }
-    if (t == M_COLOR || t == M_COLOR_INC) { /* degenerate: L, back to RGB */
-        if (c != 3)
-            return; /* L: the degenerate is the image */
-        cv::Mat d = e.next(H, W, e.cur.type());
-        for (int y = 0; y < H; y++) {
-            const uint8_t *s = e.cur.ptr<uint8_t>(y);
-            uint8_t *o = d.ptr<uint8_t>(y);
-            for (int x = 0; x < W; x++) {
-                const int g = pil_gray(s + 3 * x);
-                for (int k = 0; k < 3; k++)
-                    o[3 * x + k] = blend(g, s[3 * x + k], a);
-            }
-        }
-        e.set(d);
-        return;
-    }
-    /* Sharpness: degenerate = SMOOTH (borders: the image's, which blend to themselves) */
-    cv::Mat d = e.next(H, W, e.cur.type());
-    for (int y = 0; y < H; y++) {
-        const uint8_t *m = e.cur.ptr<uint8_t>(y);
-        uint8_t *o = d.ptr<uint8_t>(y);
-        if (y == 0 || y == H - 1 || W < 3) {
-            for (int i = 0; i < W * c; i++)
-                o[i] = blend(m[i], m[i], a);
-            continue;
-        }
-        const uint8_t *u = e.cur.ptr<uint8_t>(y - 1), *b = e.cur.ptr<uint8_t>(y + 1);
-        for (int i = 0; i < c; i++)
-            o[i] = blend(m[i], m[i], a), o[(W - 1) * c + i] = blend(m[(W - 1) * c + i], m[(W - 1) * c + i], a);
-        for (int i = c; i < (W - 1) * c; i++)
-            o[i] = blend(pil_smooth(u, m, b, i, c), m[i], a);
-    }
-    e.set(d);
-}
-
-/* Pillow's ImageFilter.GaussianBlur(radius) (ImagingGaussianBlur: 3 box blurs per axis of
- * the fractional radius that matches the variance, float32 as Pillow; each box blur line in
- * 8.24 fixed point, the edges extended; rows first, then columns) */
-float pil_box_radius(float radius, int passes)
-{
-    const float sigma2 = radius * radius / passes;
-    const float L = (float)std::sqrt(12.0 * (double)sigma2 + 1.0);
-    const float l = (float)std::floor(((double)L - 1.0) / 2.0);
-    float a = (2 * l + 1) * (l * (l + 1) - 3 * sigma2);
-    a /= 6 * (sigma2 - (l + 1) * (l + 1));
-    return l + a;
-}
-
-/* one line of n values (in, out contiguous) */
-void pil_box_line(const uint8_t *in, uint8_t *out, int n, int radius, uint32_t ww, uint32_t fw)
-{
-    const int last = n - 1;
-    const int edgeA = radius + 1 < n ? radius + 1 : n, edgeB = n - radius - 1 > 0 ? n - radius - 1 : 0;
-    uint32_t acc = (uint32_t)in[0] * (uint32_t)(radius + 1);
-    for (int x = 0; x < edgeA - 1; x++)
-        acc += in[x];
-    acc += (uint32_t)in[last] * (uint32_t)(radius - edgeA + 1);
-    auto step = [&](int x, int sub, int add, int left, int right) {
-        acc += (uint32_t)((int)in[add] - (int)in[sub]);
-        const uint32_t bulk = acc * ww + (uint32_t)(in[left] + in[right]) * fw;
-        out[x] = (uint8_t)((bulk + (1u << 23)) >> 24);
-    };
-    if (edgeA <= edgeB) {
-        for (int x = 0; x < edgeA; x++)
-            step(x, 0, x + radius, 0, x + radius + 1);
-        for (int x = edgeA; x < edgeB; x++)
-            step(x, x - radius - 1, x + radius, x - radius - 1, x + radius + 1);
-        for (int x = edgeB; x <= last; x++)
-            step(x, x - radius - 1, last, x - radius - 1, last);
-    } else {
-        for (int x = 0; x < edgeB; x++)
-            step(x, 0, x + radius, 0, x + radius + 1);
-        for (int x = edgeB; x < edgeA; x++)
-            step(x, 0, last, 0, last);
-        for (int x = edgeA; x <= last; x++)
-            step(x, x - radius - 1, last, x - radius - 1, last);
-    }
-}
-
-void pil_gaussian_blur(Exec &e, double radius_d)
-{
-    if (radius_d == 0)
-        return; /* GaussianBlur.filter: a copy */
-    const float fr = pil_box_radius((float)radius_d, 3);
-    if (fr == 0)
-        return;
-    const int H = e.cur.rows, W = e.cur.cols, c = e.cur.channels();
-    const int radius = (int)fr;
-    const uint32_t ww = (uint32_t)((float)(1u << 24) / (fr * 2 + 1));
-    const uint32_t fw = ((1u << 24) - (uint32_t)(radius * 2 + 1) * ww) / 2;
-    cv::Mat d = e.next(H, W, e.cur.type());
-    e.cur.copyTo(d);
-    std::vector<uint8_t> a((size_t)(H > W ? H : W)), b(a.size());
-    for (int pass = 0; pass < 6; pass++) { /* 3 along rows, 3 along columns */
-        const bool rows = pass < 3;
-        const int lines = rows ? H : W, n = rows ? W : H;
-        for (int i = 0; i < lines; i++)
-            for (int k = 0; k < c; k++) {
-                for (int x = 0; x < n; x++)
-                    a[x] = rows ? d.ptr<uint8_t>(i)[x * c + k] : d.ptr<uint8_t>(x)[i * c + k];
-                pil_box_line(a.data(), b.data(), n, radius, ww, fw);
-                for (int x = 0; x < n; x++)
-                    (rows ? d.ptr<uint8_t>(i)[x * c + k] : d.ptr<uint8_t>(x)[i * c + k]) = b[x];
-            }
-    }
-    e.set(d);
-}
-
-/* python's round(v, 15) (correctly rounded decimal, as CPython's dtoa) */
-double round15(double v)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.15f", v);
-    return std::strtod(buf, nullptr);
-}
-
-/* Image.rotate(deg, resample, fillcolor) (expand False, centre (w/2, h/2)) */
-void pil_rotate(Exec &e, double deg, bool bicubic, const uint8_t fill[3])
-{
-    double ang = std::fmod(deg, 360.0); /* python's %: the sign of the divisor */
-    if (ang < 0)
-        ang += 360.0;
-    if (ang == 0)
-        return;
-    const int H = e.cur.rows, W = e.cur.cols;
-    cv::Mat d = e.next(H, W, e.cur.type());
-    if (ang == 180 || ((ang == 90 || ang == 270) && W == H)) { /* Pillow transposes */
-        const int c = e.cur.channels();
-        for (int y = 0; y < H; y++) {
-            uint8_t *o = d.ptr<uint8_t>(y);
-            for (int x = 0; x < W; x++) {
-                int sx, sy;
-                if (ang == 180)
-                    sx = W - 1 - x, sy = H - 1 - y;
-                else if (ang == 90) /* counter-clockwise */
-                    sx = W - 1 - y, sy = x;
-                else
-                    sx = y, sy = H - 1 - x;
-                std::memcpy(o + (size_t)x * c, e.cur.ptr<uint8_t>(sy) + (size_t)sx * c, c);
-            }
-        }
-        e.set(d);
-        return;
-    }
-    const double cx = W / 2.0, cy = H / 2.0;
-    const double r = -(ang * (3.141592653589793 / 180.0));
-    double m[6] = {round15(std::cos(r)), round15(std::sin(r)), 0.0, round15(-std::sin(r)), round15(std::cos(r)), 0.0};
-    m[2] = m[0] * -cx + m[1] * -cy + m[2];
-    m[5] = m[3] * -cx + m[4] * -cy + m[5];
-    m[2] += cx;
-    m[5] += cy;
-    fqi::pil_affine(e.cur, d, m, bicubic, fill);
-    e.set(d);
-}
-
-void geometric_op(Exec &e, int t, double v, bool bicubic, const uint8_t fill[3])
-{
-    if (t == M_ROTATE) {
-        pil_rotate(e, v, bicubic, fill);
-        return;
-    }
-    double m[6] = {1, 0, 0, 0, 1, 0};
-    switch (t) {
-    case M_SHEAR_X: m[1] = v; break;
-    case M_SHEAR_Y: m[3] = v; break;
-    case M_TRANSLATE_X: m[2] = v; break;
-    case M_TRANSLATE_Y: m[5] = v; break;
-    case M_TRANSLATE_X_REL: m[2] = v * e.cur.cols; break;
-    case M_TRANSLATE_Y_REL: m[5] = v * e.cur.rows; break;
-    default: break;
-    }
-    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
-    fqi::pil_affine(e.cur, d, m, bicubic, fill);
-    e.set(d);
-}
-
-/* op t at timm's argument v; extra: the resample (1 bicubic) of a geometric op, the radius
- * drawn by GaussianBlurRand */
-void timm_apply(Exec &e, int t, double v, double extra, const uint8_t fill[3])
-{
-    const bool bicubic = extra != 0;
-    if (t == M_GAUSSIAN_BLUR_RAND) {
-        pil_gaussian_blur(e, extra);
-        return;
-    }
-    static const double nofill[3] = {0, 0, 0};
-    switch (t) {
-    case M_AUTOCONTRAST: pil_autocontrast(e); return;
-    case M_EQUALIZE: fqi::aug_apply(e, fq_img_op_kind("Equalize"), 0, nofill); return; /* PIL's equalize */
-    case M_INVERT: fqi::aug_apply(e, fq_img_op_kind("Invert"), 0, nofill); return;
-    case M_POSTERIZE:
-    case M_POSTERIZE_INC:
-    case M_POSTERIZE_ORIG:
-    case M_SOLARIZE:
-    case M_SOLARIZE_INC:
-    case M_SOLARIZE_ADD: lut_op(e, t, v); return;
-    case M_COLOR:
-    case M_COLOR_INC:
-    case M_CONTRAST:
-    case M_CONTRAST_INC:
-    case M_BRIGHTNESS:
-    case M_BRIGHTNESS_INC:
-    case M_SHARPNESS:
-    case M_SHARPNESS_INC: pil_enhance(e, t, v); return;
-    case M_DESATURATE: pil_enhance(e, M_COLOR, std::fmin(1.0, std::fmax(0.0, 1.0 - v))); return;
-    case M_GAUSSIAN_BLUR: pil_gaussian_blur(e, v); return;
-    default: geometric_op(e, t, v, bicubic, fill); return;
-    }
-}
 
 /* AugmentOp.__call__ into slot k of the record: skipped if prob < 1 and u > prob; the
  * magnitude: gauss(M, std) (Box-Muller, cosine branch) or uniform(0, M) (std inf: -1),
@@ -771,3 +446,39 @@ void timm_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, timm's RandAugment / AutoAugment / AugMix: kinds fixed
+ * forever; fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fq_op_field kTimmRandFields[] = {
+    FQ_FIELD(fqi::AugTimmRandAugment, num_layers), FQ_FIELD(fqi::AugTimmRandAugment, magnitude),
+    FQ_FIELD(fqi::AugTimmRandAugment, prob), FQ_FIELD(fqi::AugTimmRandAugment, magnitude_std),
+    FQ_FIELD(fqi::AugTimmRandAugment, magnitude_max), FQ_FIELD(fqi::AugTimmRandAugment, translate_pct),
+    FQ_FIELD(fqi::AugTimmRandAugment, translate_const), FQ_FIELD(fqi::AugTimmRandAugment, interp),
+    FQ_FIELD(fqi::AugTimmRandAugment, fill), FQ_FIELD(fqi::AugTimmRandAugment, ops),
+    FQ_FIELD(fqi::AugTimmRandAugment, weighted)};
+constexpr fq_op_field kTimmAutoFields[] = {
+    FQ_FIELD(fqi::AugTimmAutoAugment, policy), FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_std),
+    FQ_FIELD(fqi::AugTimmAutoAugment, magnitude_max), FQ_FIELD(fqi::AugTimmAutoAugment, translate_pct),
+    FQ_FIELD(fqi::AugTimmAutoAugment, translate_const), FQ_FIELD(fqi::AugTimmAutoAugment, interp),
+    FQ_FIELD(fqi::AugTimmAutoAugment, fill)};
+constexpr fq_op_field kTimmAugMixFields[] = {
+    FQ_FIELD(fqi::AugTimmAugMix, magnitude), FQ_FIELD(fqi::AugTimmAugMix, width), FQ_FIELD(fqi::AugTimmAugMix, depth),
+    FQ_FIELD(fqi::AugTimmAugMix, alpha), FQ_FIELD(fqi::AugTimmAugMix, magnitude_std),
+    FQ_FIELD(fqi::AugTimmAugMix, magnitude_max), FQ_FIELD(fqi::AugTimmAugMix, translate_pct),
+    FQ_FIELD(fqi::AugTimmAugMix, translate_const), FQ_FIELD(fqi::AugTimmAugMix, interp),
+    FQ_FIELD(fqi::AugTimmAugMix, fill), FQ_FIELD(fqi::AugTimmAugMix, ops)};
+
+constexpr fqi::OpImpl kTimmRecords[] = {
+    {49, "TimmRandAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmRandAugment, kTimmRandFields),
+     fqi::timm_rand_augment_check, fqi::keeps_size, fqi::timm_rand_augment_plan, fqi::timm_policy_exec},
+    {50, "TimmAutoAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAutoAugment, kTimmAutoFields),
+     fqi::timm_auto_augment_check, fqi::keeps_size, fqi::timm_auto_augment_plan, fqi::timm_policy_exec},
+    {51, "TimmAugMix", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTimmAugMix, kTimmAugMixFields),
+     fqi::timm_augmix_check, fqi::keeps_size, fqi::timm_augmix_plan, fqi::timm_augmix_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsTimm, kTimmRecords)

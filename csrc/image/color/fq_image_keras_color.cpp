@@ -76,3 +76,20 @@ void keras_brightness_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, Keras 3's RandomContrast / RandomBrightness: kinds
+ * fixed forever; fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fqi::OpImpl kKerasColorRecords[] = {
+    {55, "KerasRandomContrast", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
+     FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields), fqi::keras_color_check, fqi::keeps_size, fqi::keras_color_plan,
+     fqi::keras_contrast_exec},
+    {56, "KerasRandomBrightness", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
+     FQ_PARAMS(fqi::KerasColor, fqi::kKerasColorFields), fqi::keras_color_check, fqi::keeps_size, fqi::keras_color_plan,
+     fqi::keras_brightness_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsKerasColor, kKerasColorRecords)

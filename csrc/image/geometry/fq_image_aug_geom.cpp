@@ -56,6 +56,14 @@ void inverse_affine(double angle, double tx, double ty, double shx, double shy, 
 
 /* the inverse map of geometric op kind G (GeomKind) at level v (trunc'ed for the
  * translations, as torchvision's int()) for an h x w image, into m */
+/* Rotate .. TranslateY are aug records 10 .. 14, in GeomKind order (static_assert in
+ * fq_image_aug.cpp) */
+int aug_geom_kind(int kind)
+{
+    const int g = kind - FQ_OP_NORMALIZE - 1 - 10;
+    return g >= G_ROTATE && g <= G_TRANSLATE_Y ? g : -1;
+}
+
 void geom_matrix(int G, double *v, double h, double w, double *m)
 {
     const double r2d = 180.0 / 3.14159265358979323846;
@@ -189,3 +197,37 @@ FQ_GEOM_PLAN(plan_translate_x, G_TRANSLATE_X)
 FQ_GEOM_PLAN(plan_translate_y, G_TRANSLATE_Y)
 
 }  // namespace fqi
+
+/* ---- the records of this family, the geometric primitives Rotate .. TranslateY and
+ * Cutout: kinds fixed forever; fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fq_op_field kGeomFields[] = {FQ_FIELD(fqi::AugGeom, level), FQ_FIELD(fqi::AugGeom, fill),
+                                       FQ_FIELD(fqi::AugGeom, p)};
+constexpr fq_op_field kCutoutFields[] = {FQ_FIELD(fqi::AugCutout, pad_size), FQ_FIELD(fqi::AugCutout, fill),
+                                         FQ_FIELD(fqi::AugCutout, p)};
+
+constexpr fqi::OpImpl kGeomRecords[] = {
+    {21, "Rotate", FQ_RULE_GEOM, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::AugGeom, kGeomFields),
+     fqi::rotate_check, fqi::keeps_size, fqi::plan_rotate, fqi::geom_exec},
+    {22, "ShearX", FQ_RULE_GEOM, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::AugGeom, kGeomFields),
+     fqi::shear_check, fqi::keeps_size, fqi::plan_shear_x, fqi::geom_exec},
+    {23, "ShearY", FQ_RULE_GEOM, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::AugGeom, kGeomFields),
+     fqi::shear_check, fqi::keeps_size, fqi::plan_shear_y, fqi::geom_exec},
+    {24, "TranslateX", FQ_RULE_GEOM, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::AugGeom, kGeomFields),
+     fqi::translate_check, fqi::keeps_size, fqi::plan_translate_x, fqi::geom_exec},
+    {25, "TranslateY", FQ_RULE_GEOM, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE, FQ_PARAMS(fqi::AugGeom, kGeomFields),
+     fqi::translate_check, fqi::keeps_size, fqi::plan_translate_y, fqi::geom_exec},
+    {29, "Cutout", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_BOX, FQ_PARAMS(fqi::AugCutout, kCutoutFields),
+     fqi::cutout_check, fqi::keeps_size, fqi::plan_cutout, fqi::cutout_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsGeom, kGeomRecords)
+static_assert(fqi::family_find(kGeomRecords, 6, "Rotate")->kind == FQ_OP_NORMALIZE + 1 + 10 &&
+                  fqi::family_find(kGeomRecords, 6, "ShearX")->kind == FQ_OP_NORMALIZE + 1 + 11 &&
+                  fqi::family_find(kGeomRecords, 6, "ShearY")->kind == FQ_OP_NORMALIZE + 1 + 12 &&
+                  fqi::family_find(kGeomRecords, 6, "TranslateX")->kind == FQ_OP_NORMALIZE + 1 + 13 &&
+                  fqi::family_find(kGeomRecords, 6, "TranslateY")->kind == FQ_OP_NORMALIZE + 1 + 14,
+              "aug_geom_kind maps kinds FQ_OP_NORMALIZE + 11 .. 15 to GeomKind, in order");

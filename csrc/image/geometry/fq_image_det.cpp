@@ -1,6 +1,6 @@
 /* fq_image_det.cpp - detection geometry ops: ResizeShortestEdge (detectron2 / tensorpack
- * CustomResize) and Pad (top-left, to a fixed size or a multiple).  Their records are at
- * the end of kAugOps (fq_image_aug.cpp); their target rules in fq_image_targets*.cpp.
+ * CustomResize) and Pad (top-left, to a fixed size or a multiple).  Their records (with
+ * their target rules) are at the end of this file (family kOpsDet).
  * ScaleJitter: TF Model Garden resize_and_crop_image.  Semantics: docs/ops.md.  Pure functions of their arguments (thread-safe). */
 #include "image/internal/fq_image_det.h"
 
@@ -232,3 +232,26 @@ void zoom_out_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, * detection geometry, ResizeShortestEdge / Pad /
+ * ScaleJitter / RandomZoomOut: kinds fixed forever; fq_image_op_table.cpp assembles the
+ * families */
+namespace {
+
+constexpr fqi::OpImpl kDetRecords[] = {
+    {39, "ResizeShortestEdge", FQ_RULE_RESIZE, FQ_EXPLAIN_MAGNITUDE,
+     FQ_PARAMS(fqi::DetResizeShortestEdge, fqi::kDetRseFields), fqi::rse_check, fqi::rse_geometry, fqi::rse_plan,
+     fqi::rse_exec},
+    {40, "Pad", FQ_RULE_PAD, FQ_EXPLAIN_PAD, FQ_PARAMS(fqi::DetPad, fqi::kDetPadFields), fqi::pad_check,
+     fqi::pad_geometry, fqi::pad_plan, fqi::pad_exec},
+    {41, "ScaleJitter", FQ_RULE_SCALE_JITTER, FQ_EXPLAIN_BOX | FQ_EXPLAIN_MAGNITUDE,
+     FQ_PARAMS(fqi::DetScaleJitter, fqi::kDetScaleJitterFields), fqi::sj_check, fqi::sj_geometry, fqi::sj_plan,
+     fqi::sj_exec},
+    {42, "RandomZoomOut", FQ_RULE_ZOOM_OUT, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_PAD,
+     FQ_PARAMS(fqi::DetZoomOut, fqi::kDetZoomOutFields), fqi::zoom_out_check, fqi::zoom_out_geometry,
+     fqi::zoom_out_plan, fqi::zoom_out_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsDet, kDetRecords)

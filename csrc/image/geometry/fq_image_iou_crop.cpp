@@ -181,7 +181,7 @@ int iou_crop_chain_check(const fq_op *ops, int n_ops, fq_err *err)
         if (!is_iou_crop(ops[i].kind))
             continue;
         for (int j = 0; j < i; j++)
-            if (fqt::rule_of(ops[j].kind, nullptr) == fqt::R_REFUSED)
+            if (fqt::rule_of(ops[j].kind, nullptr) == FQ_RULE_REFUSED)
                 return fq_set_err(err, FQ_E_INVALID,
                                   "op %d (RandomIoUCrop): op %d (%s) before it has no target rule; RandomIoUCrop "
                                   "draws its crop from the boxes as they enter it, so every op before it must "
@@ -216,3 +216,18 @@ int fq_img_spec_needs_boxes(const fq_img_spec *spec)
 }
 
 }  // extern "C"
+
+/* ---- the records of this family, RandomIoUCrop: kinds fixed forever;
+ * fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fqi::OpImpl kIouCropRecords[] = {
+    {48, "RandomIoUCrop", FQ_RULE_IOU_CROP,
+     FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_IOU_CROP,
+     FQ_PARAMS(fqi::IouCrop, fqi::kIouCropFields), fqi::iou_crop_check, fqi::iou_crop_geometry,
+     fqi::iou_crop_plan_noboxes, fqi::iou_crop_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsIouCrop, kIouCropRecords)

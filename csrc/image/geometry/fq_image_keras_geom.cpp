@@ -396,3 +396,23 @@ void keras_geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, Keras 3's RandomZoom / RandomTranslation /
+ * RandomRotation: kinds fixed forever; fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fqi::OpImpl kKerasGeomRecords[] = {
+    {52, "KerasRandomZoom", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
+     FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields), fqi::keras_zoom_check, fqi::keeps_size, fqi::keras_zoom_plan,
+     fqi::keras_geom_exec},
+    {53, "KerasRandomTranslation", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
+     FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields), fqi::keras_translation_check, fqi::keeps_size,
+     fqi::keras_translation_plan, fqi::keras_geom_exec},
+    {54, "KerasRandomRotation", FQ_RULE_REFUSED, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_KERAS,
+     FQ_PARAMS(fqi::KerasGeom, fqi::kKerasGeomFields), fqi::keras_rotation_check, fqi::keeps_size,
+     fqi::keras_rotation_plan, fqi::keras_geom_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsKerasGeom, kKerasGeomRecords)

@@ -237,7 +237,7 @@ const char *custom_check(const fq_op &op);
 int custom_plan(const fq_op &op, fq_rng *rng, int64_t max_pixels, int *h, int *w, fq_img_op_explain &r, fq_err *err);
 void custom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 
-/* ---- tensorpack: fbresnet_augmentor's crop and colour ops (fq_image_aug_tp.cpp) ----- */
+/* ---- tensorpack: fbresnet_augmentor's crop and colour ops (fq_image_aug_tensorpack.cpp) ----- */
 
 struct TpCrop {            /* imgaug.GoogleNetRandomCropAndResize */
     double size;           /* target_shape: output size x size */
@@ -272,7 +272,7 @@ void tp_color_exec(Exec &e, const fq_op &op, fq_img_op_explain &r);
 /* the JPEG decoder (fq_image_plan.cpp): true when op is a TensorpackCrop whose sampler found a box
  * (r0.applied), which is then decoded as RandomResizedCrop's (box + resize); *interp its interpolation */
 bool tp_crop_box(const fq_op &op, const fq_img_op_explain &r0, int *interp);
-/* ---- topic tfpolicy: GaussianNoise, TF Model Garden policies (fq_image_aug_tf*.cpp) ---- */
+/* ---- topic tfpolicy: GaussianNoise, TF Model Garden policies (fq_image_aug_model_garden*.cpp) ---- */
 struct AugNoise {     /* torchvision v2 GaussianNoise on the [0, 1] scale */
     double mean, sigma;
     double clip;      /* 1: clip to [0, 1] (the uint8 result saturates either way) */

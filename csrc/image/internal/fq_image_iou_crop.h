@@ -1,8 +1,8 @@
 /* fq_image_iou_crop.h - private declarations of RandomIoUCrop (fq_image_iou_crop.cpp), the
  * SSD crop of torchvision v2 whose draw depends on the sample's boxes: make_plan
  * (fq_image_plan.cpp) calls iou_crop_plan with them instead of the record's plan.  Its
- * record is appended to kAugOps (fq_image_aug.cpp); its target rule is R_IOU_CROP
- * (fq_image_targets.cpp).  Semantics: docs/ops.md, docs/targets.md. */
+ * record (target rule FQ_RULE_IOU_CROP, applied by fq_image_targets.cpp) is at the end of
+ * fq_image_iou_crop.cpp (family kOpsIouCrop).  Semantics: docs/ops.md, docs/targets.md. */
 #ifndef FQ_IMAGE_IOU_CROP_H
 #define FQ_IMAGE_IOU_CROP_H
 

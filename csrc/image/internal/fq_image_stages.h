@@ -44,6 +44,28 @@ struct fq_img_spec {
     int n_custom;
 };
 
+/* How an op moves detection targets (boxes, keypoints, masks, image_info; the rules:
+ * fq_image_targets*.cpp, docs/targets.md).  Each record names its own: FQ_RULE_REFUSED
+ * (no rule: a chain with it cannot carry targets), FQ_RULE_PIXEL (targets unchanged), else
+ * the geometric rule that moves them.  fq_tgt_rule maps these to refused / pixel / geometric. */
+enum TargetRule {
+    FQ_RULE_REFUSED = 0,
+    FQ_RULE_PIXEL,
+    FQ_RULE_RRC,
+    FQ_RULE_RESIZE,
+    FQ_RULE_CROP,
+    FQ_RULE_RCROP,
+    FQ_RULE_PAD,
+    FQ_RULE_HFLIP,
+    FQ_RULE_VFLIP,
+    FQ_RULE_AFFINE,
+    FQ_RULE_GEOM, /* Rotate .. TranslateY: the GeomKind of the kind (aug_geom_kind) */
+    FQ_RULE_SCALE_JITTER,
+    FQ_RULE_ZOOM_OUT,
+    FQ_RULE_IOU_CROP, /* a crop; boxes whose centre is outside it are dropped */
+    FQ_RULE_COUNT
+};
+
 namespace fqi {
 
 /* Every random draw of one sample, one explain record per op (fq_image_plan.cpp). */
@@ -86,10 +108,12 @@ enum Geometry {
 };
 
 /* The whole implementation of one op kind: a new op is its parameter struct, its field
- * list and one record in fq_image_ops.cpp (plus its Python class in fastq/ops/).  Its
- * kind is its place in the table (1-based). */
+ * list and one record in its family's array (FQ_OP_FAMILY, below; plus its Python class
+ * in fastq/ops/).  Its kind is written in the record and never changes. */
 struct OpImpl {
+    int kind;          /* its op kind: fixed forever (saved specs and packed chains hold it) */
     const char *name;  /* the Python class name */
+    TargetRule rule;   /* its target rule (FQ_RULE_REFUSED: none, said explicitly) */
     unsigned explain;  /* FQ_EXPLAIN_* fields its explain record fills */
     size_t params_size;        /* sizeof its parameter struct */
     const fq_op_field *fields; /* the struct's fields, in order (FQ_FIELD) */
@@ -114,11 +138,8 @@ int op_count();
 /* The public descriptor of kind (fq_img_op_desc), nullptr for an unknown kind. */
 const fq_op_desc *op_desc(int kind);
 
-/* The augmentation primitives' table (fq_image_aug.cpp): record / descriptor i of
- * kind FQ_OP_NORMALIZE + 1 + i (nullptr outside 0 .. aug_op_count() - 1). */
-int aug_op_count();
-const OpImpl *aug_op_impl(int i);
-const fq_op_desc *aug_op_desc(int i);
+/* The GeomKind of kind for Rotate .. TranslateY (FQ_RULE_GEOM), else -1. */
+int aug_geom_kind(int kind);
 
 /* The parameters of op as its kind's struct P (a struct of doubles at the start of
  * fq_op.raw; the named union members of fq_op are the same memory). */
@@ -157,6 +178,87 @@ constexpr bool fields_cover(const fq_op_field *f, int n, size_t size)
     }
     return at == size && size <= sizeof(((fq_op *)nullptr)->raw);
 }
+
+/* params_size, fields, n_fields of a record for parameter struct S */
+#define FQ_PARAMS(S, fields) sizeof(S), fields, (int)(sizeof fields / sizeof fields[0])
+
+/* the geometry of an op that keeps the size */
+inline int keeps_size(const fq_op &, int *, int *) { return GEOM_KEEP; }
+
+/* ---- op families ---------------------------------------------------------------------
+ * Each family's records sit in its own source, beside the ops' code (FQ_OP_FAMILY); the
+ * central table (fq_image_op_table.cpp: kFamilies) assembles them by kind when first used and
+ * checks that the kinds of all families together are 1 .. op_count(), each once, and the
+ * names unique.  Adding an op to a family is one record in that family's array. */
+struct OpFamily {
+    const char *name;
+    const OpImpl *ops;
+    int n;
+};
+
+constexpr bool name_eq(const char *a, const char *b) { return *a == *b && (*a == 0 || name_eq(a + 1, b + 1)); }
+
+/* A family's compile-time check: kinds >= 1 and increasing (so each once), names unique,
+ * rules valid, each field list covering its parameter struct in order. */
+constexpr bool family_ok(const OpImpl *t, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (t[i].kind < 1 || (i > 0 && t[i].kind <= t[i - 1].kind))
+            return false;
+        if (t[i].rule < FQ_RULE_REFUSED || t[i].rule >= FQ_RULE_COUNT)
+            return false;
+        if (!fields_cover(t[i].fields, t[i].n_fields, t[i].params_size))
+            return false;
+        for (int j = 0; j < i; j++)
+            if (name_eq(t[i].name, t[j].name))
+                return false;
+    }
+    return true;
+}
+
+/* The record of the family's op called name, nullptr when none (for static_asserts). */
+constexpr const OpImpl *family_find(const OpImpl *t, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (name_eq(t[i].name, name))
+            return &t[i];
+    return nullptr;
+}
+
+/* Define family var (declared below) from the constexpr array records, at global scope. */
+#define FQ_OP_FAMILY(var, records)                                                                                 \
+    static_assert(fqi::family_ok(records, (int)(sizeof records / sizeof records[0])),                              \
+                  #var ": kinds increasing, names unique, rules valid, fields covering the parameters");           \
+    namespace fqi {                                                                                                \
+    const OpFamily var = {#var, records, (int)(sizeof records / sizeof records[0])};                               \
+    }
+
+/* the families, each defined (FQ_OP_FAMILY) in the source named and listed in
+ * fq_image_op_table.cpp */
+extern const OpFamily kOpsTorchvision; /* api/fq_image_ops.cpp: the ten kinds of enum fq_op_kind */
+extern const OpFamily kOpsAug; /* color/fq_image_aug.cpp: the colour primitives Invert .. Sharpness */
+/* geometry/fq_image_aug_geom.cpp: the geometric primitives Rotate .. TranslateY and Cutout */
+extern const OpFamily kOpsGeom;
+extern const OpFamily kOpsLut; /* color/fq_image_aug_lut.cpp: Gamma / Lighting */
+extern const OpFamily kOpsBlur; /* color/fq_image_aug_filter.cpp: GaussianBlur */
+/* color/fq_image_aug_policy.cpp: torchvision's RandAugment / TrivialAugmentWide / AutoAugment */
+extern const OpFamily kOpsPolicy;
+extern const OpFamily kOpsErase; /* color/fq_image_aug_erase.cpp: RandomErasing */
+extern const OpFamily kOpsCustom; /* api/fq_image_custom.cpp: CustomOp / PyFunc */
+/* api/fq_image_compose.cpp: the compositions RandomApply / RandomChoice / RandomOrder */
+extern const OpFamily kOpsCompose;
+/* geometry/fq_image_det.cpp: detection geometry: ResizeShortestEdge / Pad / ScaleJitter / RandomZoomOut */
+extern const OpFamily kOpsDet;
+extern const OpFamily kOpsIouCrop; /* geometry/fq_image_iou_crop.cpp: RandomIoUCrop */
+/* color/fq_image_aug_tensorpack.cpp: tensorpack's fbresnet_augmentor crop and fused colour ops */
+extern const OpFamily kOpsTensorpack;
+extern const OpFamily kOpsNoise; /* color/fq_image_aug_model_garden.cpp: GaussianNoise (TF Model Garden's noise) */
+/* color/fq_image_aug_model_garden_policy.cpp: TF Model Garden's RandAugment / AutoAugment */
+extern const OpFamily kOpsModelGarden;
+extern const OpFamily kOpsTimm; /* color/fq_image_aug_timm_policy.cpp: timm's RandAugment / AutoAugment / AugMix */
+/* geometry/fq_image_keras_geom.cpp: Keras 3's RandomZoom / RandomTranslation / RandomRotation */
+extern const OpFamily kOpsKerasGeom;
+extern const OpFamily kOpsKerasColor; /* color/fq_image_keras_color.cpp: Keras 3's RandomContrast / RandomBrightness */
 
 /* Draw every random parameter of sample (seed, epoch, index) for an H x W source.
  * Errors: FQ_E_TOO_LARGE, FQ_E_INVALID (op-specific, e.g. RandomCrop larger than the image). */
@@ -208,7 +310,7 @@ int compose_n(const fq_op &op);
  * one fixed size); *geom / *h / *w: what top-level item i does (GEOM_*), per item start.
  * FQ_OK or FQ_E_INVALID with the op index and reason. */
 int compose_tree(const fq_op *ops, int n, int *span, int *parent, int *geom, int *gh, int *gw, fq_err *err);
-/* The compositions' records (kAugOps, fq_image_aug.cpp) */
+/* The compositions' functions (their records: family kOpsCompose, fq_image_compose.cpp) */
 const char *random_apply_check(const fq_op &op);
 const char *random_choice_check(const fq_op &op);
 const char *random_order_check(const fq_op &op);

@@ -9,11 +9,8 @@
 
 namespace fqt {
 
-/* the rule of an op kind: R_REFUSED (no rule), R_PIXEL (targets unchanged), else how it moves */
-enum Rule { R_REFUSED, R_PIXEL, R_RRC, R_RESIZE, R_CROP, R_RCROP, R_PAD, R_HFLIP, R_VFLIP, R_AFFINE, R_GEOM, R_SCALE_JITTER, R_ZOOM_OUT,
-           R_IOU_CROP };
-
-/* The rule of kind (by its name); *geom (may be NULL) = fqi::GeomKind for R_GEOM, else -1. */
+/* The target rule of kind, from its record (OpImpl::rule; FQ_RULE_REFUSED for an
+ * unknown kind); *geom (may be NULL) = fqi::GeomKind for FQ_RULE_GEOM, else -1. */
 int rule_of(int kind, int *geom);
 /* FQ_OK when every op of ex has a rule and sane sizes. */
 int check(const fq_img_explain *ex, fq_err *err);

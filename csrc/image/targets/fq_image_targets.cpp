@@ -1,7 +1,7 @@
-/* fq_image_targets.cpp - the target-rule table (which op kinds move targets, which are
- * pixel-only) and the box / keypoint / image_info rules: every geometric record of an
- * explain record is turned into a forward 2x3 map in continuous pixel coordinates
- * (op_map); boxes and keypoints are moved by it, clipped to the op's output after every
+/* fq_image_targets.cpp - the target rules (each op's record names its own, OpImpl::rule:
+ * which op kinds move targets, which are pixel-only) and the box / keypoint / image_info
+ * rules: every geometric record of an explain record is turned into a forward 2x3 map in
+ * continuous pixel coordinates (op_map); boxes and keypoints are moved by it, clipped to the op's output after every
  * op (torchvision v2's clamp).  Masks: fq_image_targets_mask.cpp.  Rules: docs/targets.md. */
 #include "image/fq_image_targets.h"
 
@@ -13,77 +13,17 @@
 
 namespace fqt {
 
-namespace {
-
-struct RuleName {
-    const char *name;
-    int rule;
-};
-
-/* the one list: a kind not named here is refused (future ops opt in) */
-const RuleName kRules[] = {
-    {"RandomResizedCrop", R_RRC},
-    {"Resize", R_RESIZE},
-    {"CenterCrop", R_CROP},
-    {"RandomCrop", R_RCROP},
-    {"HorizontalFlip", R_HFLIP},
-    {"VerticalFlip", R_VFLIP},
-    {"RandomAffine", R_AFFINE},
-    {"Rotate", R_GEOM},
-    {"ShearX", R_GEOM},
-    {"ShearY", R_GEOM},
-    {"TranslateX", R_GEOM},
-    {"TranslateY", R_GEOM},
-    {"ResizeShortestEdge", R_RESIZE},
-    {"Pad", R_PAD},
-    {"ScaleJitter", R_SCALE_JITTER},
-    {"RandomZoomOut", R_ZOOM_OUT},
-    {"RandomIoUCrop", R_IOU_CROP}, /* a crop; boxes whose centre is outside it are dropped */
-    /* pixel-only: targets unchanged */
-    {"ColorJitter", R_PIXEL},
-    {"Grayscale", R_PIXEL},
-    {"Normalize", R_PIXEL},
-    {"Invert", R_PIXEL},
-    {"AutoContrast", R_PIXEL},
-    {"Equalize", R_PIXEL},
-    {"Posterize", R_PIXEL},
-    {"Solarize", R_PIXEL},
-    {"SolarizeAdd", R_PIXEL},
-    {"Brightness", R_PIXEL},
-    {"Color", R_PIXEL},
-    {"Contrast", R_PIXEL},
-    {"Sharpness", R_PIXEL},
-    {"Gamma", R_PIXEL},
-    {"Lighting", R_PIXEL},
-    {"GaussianBlur", R_PIXEL},
-    {"Cutout", R_PIXEL}, /* erases pixels, moves nothing (torchvision RandomErasing keeps boxes) */
-    {"RandomErasing", R_PIXEL}, /* the same, on the output values */
-    {"TensorpackColor", R_PIXEL},
-    {"GaussianNoise", R_PIXEL},
-    {"KerasRandomContrast", R_PIXEL},
-    {"KerasRandomBrightness", R_PIXEL},
-};
-
-const char *const kGeomNames[] = {"Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY"}; /* fqi::GeomKind */
-
-}  // namespace
-
+/* the rule lives in the op's own record: a record without one says FQ_RULE_REFUSED */
 int rule_of(int kind, int *geom)
 {
-    const char *name = fq_img_op_name(kind);
+    const fqi::OpImpl *impl = fqi::op_impl(kind);
     if (geom)
         *geom = -1;
-    if (!name || std::strcmp(name, "?") == 0)
-        return R_REFUSED;
-    for (const RuleName &r : kRules)
-        if (std::strcmp(r.name, name) == 0) {
-            if (geom && r.rule == R_GEOM)
-                for (int g = 0; g < 5; g++)
-                    if (std::strcmp(kGeomNames[g], name) == 0)
-                        *geom = g;
-            return r.rule;
-        }
-    return R_REFUSED;
+    if (!impl)
+        return FQ_RULE_REFUSED;
+    if (geom && impl->rule == FQ_RULE_GEOM)
+        *geom = fqi::aug_geom_kind(kind);
+    return impl->rule;
 }
 
 int check(const fq_img_explain *ex, fq_err *err)
@@ -94,7 +34,7 @@ int check(const fq_img_explain *ex, fq_err *err)
         return fq_set_err(err, FQ_E_INVALID, "targets: explain record with %d ops", ex->n_ops);
     for (int i = 0; i < ex->n_ops; i++) {
         const fq_img_op_explain &r = ex->ops[i];
-        if (rule_of(r.kind, nullptr) == R_REFUSED)
+        if (rule_of(r.kind, nullptr) == FQ_RULE_REFUSED)
             return fq_set_err(err, FQ_E_UNSUPPORTED,
                               "targets: op %d (%s) has no target rule (policies may draw geometric ops; "
                               "boxes, keypoints and masks cannot follow it)",
@@ -122,53 +62,53 @@ bool op_map(const fq_img_op_explain &r, double M[6])
     const double iw = r.in_w, ih = r.in_h, ow = r.out_w, oh = r.out_h;
     M[0] = 1, M[1] = 0, M[2] = 0, M[3] = 0, M[4] = 1, M[5] = 0;
     switch (rule) {
-    case R_RRC:
+    case FQ_RULE_RRC:
         M[0] = ow / r.box[2], M[2] = -r.box[0] * M[0];
         M[4] = oh / r.box[3], M[5] = -r.box[1] * M[4];
         return true;
-    case R_RESIZE:
+    case FQ_RULE_RESIZE:
         M[0] = ow / iw, M[4] = oh / ih;
         return true;
-    case R_SCALE_JITTER: /* box = (x offset, y offset, scaled w, scaled h) */
+    case FQ_RULE_SCALE_JITTER: /* box = (x offset, y offset, scaled w, scaled h) */
         M[0] = r.box[2] / iw, M[2] = -r.box[0];
         M[4] = r.box[3] / ih, M[5] = -r.box[1];
         return true;
-    case R_IOU_CROP:
+    case FQ_RULE_IOU_CROP:
         if (!r.applied)
             return false;
         M[2] = -r.box[0], M[5] = -r.box[1];
         return true;
-    case R_CROP:
+    case FQ_RULE_CROP:
         M[2] = -r.box[0], M[5] = -r.box[1];
         return true;
-    case R_RCROP:
+    case FQ_RULE_RCROP:
         M[2] = -(r.box[0] - r.pad[0]), M[5] = -(r.box[1] - r.pad[1]);
         return true;
-    case R_PAD:
+    case FQ_RULE_PAD:
         return true; /* top-left: coordinates kept, only the canvas grows */
-    case R_ZOOM_OUT:
+    case FQ_RULE_ZOOM_OUT:
         if (!r.applied)
             return false;
         M[2] = r.pad[0], M[5] = r.pad[1];
         return true;
-    case R_HFLIP:
+    case FQ_RULE_HFLIP:
         if (!r.applied)
             return false;
         M[0] = -1, M[2] = iw;
         return true;
-    case R_VFLIP:
+    case FQ_RULE_VFLIP:
         if (!r.applied)
             return false;
         M[4] = -1, M[5] = ih;
         return true;
-    case R_AFFINE: {
+    case FQ_RULE_AFFINE: {
         /* r.matrix maps pixel indices (centres at integers) forward; continuous = index + 0.5 */
         const double *m = r.matrix;
         M[0] = m[0], M[1] = m[1], M[2] = m[2] + 0.5 - 0.5 * (m[0] + m[1]);
         M[3] = m[3], M[4] = m[4], M[5] = m[5] + 0.5 - 0.5 * (m[3] + m[4]);
         return true;
     }
-    case R_GEOM: {
+    case FQ_RULE_GEOM: {
         if (!r.applied)
             return false;
         /* the inverse map in centred coordinates (u = x - W/2), recomputed from the level
@@ -236,9 +176,9 @@ int box_through(const fq_img_op_explain *ops, int n, double b[4])
     Box cur{b[0], b[1], b[2], b[3]};
     for (int j = 0; j < n; j++) {
         const int rule = rule_of(ops[j].kind, nullptr);
-        if (rule == R_REFUSED)
+        if (rule == FQ_RULE_REFUSED)
             return -1;
-        if (rule == R_IOU_CROP && !iou_crop_keeps(ops[j], cur.x0, cur.y0, cur.x1, cur.y1))
+        if (rule == FQ_RULE_IOU_CROP && !iou_crop_keeps(ops[j], cur.x0, cur.y0, cur.x1, cur.y1))
             return 0;
         double M[6];
         if (op_map(ops[j], M))
@@ -255,7 +195,7 @@ extern "C" {
 int fq_tgt_rule(int kind)
 {
     const int r = fqt::rule_of(kind, nullptr);
-    return r == fqt::R_REFUSED ? FQ_TGT_REFUSED : (r == fqt::R_PIXEL ? FQ_TGT_PIXEL : FQ_TGT_GEOMETRIC);
+    return r == FQ_RULE_REFUSED ? FQ_TGT_REFUSED : (r == FQ_RULE_PIXEL ? FQ_TGT_PIXEL : FQ_TGT_GEOMETRIC);
 }
 
 int fq_tgt_check(const fq_img_explain *ex, fq_err *err) { return fqt::check(ex, err); }
@@ -265,7 +205,7 @@ int fq_tgt_check_ops(const fq_op *ops, int n_ops, fq_err *err)
     if (n_ops < 0 || (n_ops > 0 && !ops))
         return fq_set_err(err, FQ_E_INVALID, "fq_tgt_check_ops: bad arguments");
     for (int i = 0; i < n_ops; i++)
-        if (fqt::rule_of(ops[i].kind, nullptr) == fqt::R_REFUSED)
+        if (fqt::rule_of(ops[i].kind, nullptr) == FQ_RULE_REFUSED)
             return fq_set_err(err, FQ_E_UNSUPPORTED,
                               "targets: op %d (%s) has no target rule (policies may draw geometric ops; "
                               "boxes, keypoints and masks cannot follow it)",
@@ -305,7 +245,7 @@ int fq_tgt_boxes(const fq_img_explain *ex, const float *boxes, const int32_t *cl
         moves[j] = fqt::op_map(ex->ops[j], maps[j]);
     bool iou[FQ_IMG_MAX_OPS]; /* RandomIoUCrop records: the centre rule first */
     for (int j = 0; j < ex->n_ops; j++)
-        iou[j] = fqt::rule_of(ex->ops[j].kind, nullptr) == fqt::R_IOU_CROP;
+        iou[j] = fqt::rule_of(ex->ops[j].kind, nullptr) == FQ_RULE_IOU_CROP;
     int kept = 0, dropped_over = 0;
     for (int i = 0; i < n; i++) {
         const float *b = boxes + 4 * i;
@@ -395,7 +335,7 @@ int fq_tgt_keypoints(const fq_img_explain *ex, const float *kps, int n, int k, c
             if (!(nx >= 0 && nx <= ow && ny >= 0 && ny <= oh))
                 q[2] = 0;
         }
-        if (flip_index && fqt::rule_of(ex->ops[j].kind, nullptr) == fqt::R_HFLIP)
+        if (flip_index && fqt::rule_of(ex->ops[j].kind, nullptr) == FQ_RULE_HFLIP)
             for (int i = 0; i < n; i++) {
                 float *row = out + (int64_t)3 * k * i;
                 std::memcpy(tmp, row, sizeof(float) * 3 * k);
@@ -418,9 +358,9 @@ int fq_tgt_image_info(const fq_img_explain *ex, double out[8], fq_err *err)
     for (int j = 0; j < ex->n_ops; j++) {
         const fq_img_op_explain &r = ex->ops[j];
         const int rule = fqt::rule_of(r.kind, nullptr);
-        if (rule == fqt::R_HFLIP || rule == fqt::R_VFLIP || rule == fqt::R_PIXEL)
+        if (rule == FQ_RULE_HFLIP || rule == FQ_RULE_VFLIP || rule == FQ_RULE_PIXEL)
             continue;
-        if ((rule == fqt::R_AFFINE) || (rule == fqt::R_GEOM && r.applied))
+        if ((rule == FQ_RULE_AFFINE) || (rule == FQ_RULE_GEOM && r.applied))
             return fq_set_err(err, FQ_E_UNSUPPORTED,
                               "image_info: op %d (%s) is not a resize / crop / pad (no scale + offset form)", j,
                               fq_img_op_name(r.kind));

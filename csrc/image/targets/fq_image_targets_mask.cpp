@@ -114,49 +114,49 @@ cv::Mat replay(const fq_img_op_explain &r, const cv::Mat &m, unsigned fill, int 
 {
     int geom = -1;
     switch (fqt::rule_of(r.kind, &geom)) {
-    case fqt::R_RRC:
+    case FQ_RULE_RRC:
         return resize_nearest(m(cv::Rect(r.box[0], r.box[1], r.box[2], r.box[3])), r.out_w, r.out_h, sampling);
-    case fqt::R_RESIZE:
+    case FQ_RULE_RESIZE:
         if (m.rows == r.out_h && m.cols == r.out_w)
             return m;
         return resize_nearest(m, r.out_w, r.out_h, sampling);
-    case fqt::R_SCALE_JITTER: {
+    case FQ_RULE_SCALE_JITTER: {
         const int b[4] = {r.box[0], r.box[1], r.out_w, r.out_h};
         return crop_fill(resize_nearest(m, r.box[2], r.box[3], sampling), b, fill);
     }
-    case fqt::R_IOU_CROP:
+    case FQ_RULE_IOU_CROP:
         return r.applied ? crop_fill(m, r.box, fill) : m;
-    case fqt::R_CROP:
+    case FQ_RULE_CROP:
         return crop_fill(m, r.box, fill);
-    case fqt::R_RCROP: {
+    case FQ_RULE_RCROP: {
         const int b[4] = {r.box[0] - r.pad[0], r.box[1] - r.pad[1], r.box[2], r.box[3]};
         return crop_fill(m, b, fill);
     }
-    case fqt::R_ZOOM_OUT: {
+    case FQ_RULE_ZOOM_OUT: {
         if (!r.applied)
             return m;
         const int b[4] = {-r.pad[0], -r.pad[1], r.out_w, r.out_h};
         return crop_fill(m, b, fill);
     }
-    case fqt::R_PAD: {
+    case FQ_RULE_PAD: {
         const int b[4] = {0, 0, r.out_w, r.out_h};
         return crop_fill(m, b, fill);
     }
-    case fqt::R_HFLIP:
-    case fqt::R_VFLIP: {
+    case FQ_RULE_HFLIP:
+    case FQ_RULE_VFLIP: {
         if (!r.applied)
             return m;
         cv::Mat d;
-        cv::flip(m, d, fqt::rule_of(r.kind, nullptr) == fqt::R_HFLIP ? 1 : 0);
+        cv::flip(m, d, fqt::rule_of(r.kind, nullptr) == FQ_RULE_HFLIP ? 1 : 0);
         return d;
     }
-    case fqt::R_AFFINE: {
+    case FQ_RULE_AFFINE: {
         cv::Mat d, M(2, 3, CV_64F, const_cast<double *>(r.matrix));
         cv::warpAffine(m, d, M, cv::Size(m.cols, m.rows), cv::INTER_NEAREST, cv::BORDER_CONSTANT,
                        cv::Scalar::all(fill));
         return d;
     }
-    case fqt::R_GEOM: {
+    case FQ_RULE_GEOM: {
         if (!r.applied)
             return m;
         double v = r.factor[0], mat[6];

@@ -1,4 +1,4 @@
-/* fq_image_aug_tf_policy.cpp - TF Model Garden's RandAugment (magnitude_std, exclude_ops)
+/* fq_image_aug_model_garden_policy.cpp - TF Model Garden's RandAugment (magnitude_std, exclude_ops)
  * and AutoAugment (v0, reduced_imagenet, simple, reduced_cifar10, svhn,
  * panoptic_deeplab_policy, vit, test, deit3_three_augment) of official/vision/ops/augment.py
  * (tf-models-official 2.20) with TF's own op definitions where they differ from
@@ -340,3 +340,28 @@ void tf_policy_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, TF Model Garden's RandAugment / AutoAugment: kinds
+ * fixed forever; fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fq_op_field kTFRandFields[] = {
+    FQ_FIELD(fqi::AugTFRandAugment, num_layers), FQ_FIELD(fqi::AugTFRandAugment, magnitude),
+    FQ_FIELD(fqi::AugTFRandAugment, cutout_const), FQ_FIELD(fqi::AugTFRandAugment, translate_const),
+    FQ_FIELD(fqi::AugTFRandAugment, prob_to_apply), FQ_FIELD(fqi::AugTFRandAugment, fill),
+    FQ_FIELD(fqi::AugTFRandAugment, magnitude_std), FQ_FIELD(fqi::AugTFRandAugment, exclude)};
+constexpr fq_op_field kTFAutoFields[] = {FQ_FIELD(fqi::AugTFAutoAugment, policy),
+                                         FQ_FIELD(fqi::AugTFAutoAugment, cutout_const),
+                                         FQ_FIELD(fqi::AugTFAutoAugment, translate_const),
+                                         FQ_FIELD(fqi::AugTFAutoAugment, fill)};
+
+constexpr fqi::OpImpl kModelGardenRecords[] = {
+    {46, "TFRandAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFRandAugment, kTFRandFields),
+     fqi::tf_rand_augment_check, fqi::keeps_size, fqi::tf_rand_augment_plan, fqi::tf_policy_exec},
+    {47, "TFAutoAugment", FQ_RULE_REFUSED, FQ_EXPLAIN_POLICY, FQ_PARAMS(fqi::AugTFAutoAugment, kTFAutoFields),
+     fqi::tf_auto_augment_check, fqi::keeps_size, fqi::tf_auto_augment_plan, fqi::tf_policy_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsModelGarden, kModelGardenRecords)

@@ -1,11 +1,11 @@
-/* fq_image_aug_tp.cpp - tensorpack's fbresnet_augmentor (examples/ImageNetModels/imagenet_utils.py)
+/* fq_image_aug_tensorpack.cpp - tensorpack's fbresnet_augmentor (examples/ImageNetModels/imagenet_utils.py)
  * as two ops: TensorpackCrop (imgaug.GoogleNetRandomCropAndResize) and TensorpackColor
  * (ToFloat32, RandomOrderAug([BrightnessScale, Contrast(rgb=False), Saturation(rgb=False),
  * Lighting]) with tensorpack's default clip=True, ToUint8).  Their records are at the end of
- * kAugOps (fq_image_aug.cpp); semantics and the measured differences: docs/ops.md.  Every
+ * this file (family kOpsTensorpack); semantics and the measured differences: docs/ops.md.  Every
  * draw comes from the sample's fq_rng; pure functions of their arguments (thread-safe). */
 #include "image/internal/fq_image_aug.h"
-#include "image/color/fq_image_aug_tp.h"
+#include "image/color/fq_image_aug_tensorpack.h"
 
 #include <algorithm>
 #include <cmath>
@@ -233,7 +233,7 @@ void tp_color_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
     float inc[3];
     for (int k = 0; k < 3; k++)
         inc[k] = q.bgr != 0 ? inc_tp[2 - k] : inc_tp[k];
-    if (c == 3) { /* the vectorized path (fq_image_aug_tp_simd.cpp): the same bytes */
+    if (c == 3) { /* the vectorized path (fq_image_aug_tensorpack_simd.cpp): the same bytes */
         cv::Mat d = e.next(H, W, e.cur.type());
         const float ca = (float)r.factor[1], cb = (float)(1.0 - r.factor[1]);
         const float sa = (float)r.factor[2], sb = (float)(1.0 - r.factor[2]);
@@ -265,3 +265,19 @@ void tp_color_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, tensorpack's fbresnet_augmentor crop and fused colour
+ * ops: kinds fixed forever; fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fqi::OpImpl kTensorpackRecords[] = {
+    {43, "TensorpackCrop", FQ_RULE_REFUSED, FQ_EXPLAIN_BOX | FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_TENSORPACK,
+     FQ_PARAMS(fqi::TpCrop, fqi::kTpCropFields), fqi::tp_crop_check, fqi::tp_crop_geometry, fqi::tp_crop_plan,
+     fqi::tp_crop_exec},
+    {44, "TensorpackColor", FQ_RULE_PIXEL, FQ_EXPLAIN_TENSORPACK, FQ_PARAMS(fqi::TpColor, fqi::kTpColorFields),
+     fqi::tp_color_check, fqi::keeps_size, fqi::tp_color_plan, fqi::tp_color_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsTensorpack, kTensorpackRecords)

@@ -1,6 +1,6 @@
-/* fq_image_aug_tf.cpp - GaussianNoise (torchvision 0.29 v2 gaussian_noise, its uint8
+/* fq_image_aug_model_garden.cpp - GaussianNoise (torchvision 0.29 v2 gaussian_noise, its uint8
  * kernel) and the ops of TF Model Garden's policies where TF's definitions differ from the
- * shared primitives (tf_apply; fq_image_aug_tf_policy.cpp draws them).  Semantics:
+ * shared primitives (tf_apply; fq_image_aug_model_garden_policy.cpp draws them).  Semantics:
  * docs/ops.md.  Pure functions of their arguments (thread-safe). */
 #include "image/internal/fq_image_aug.h"
 
@@ -344,3 +344,16 @@ void tf_apply(Exec &e, int kind, double v, double extra, const double fill[3])
 }
 
 }  // namespace fqi
+
+/* ---- the records of this family, GaussianNoise (TF Model Garden's noise): kinds fixed
+ * forever; fq_image_op_table.cpp assembles the families */
+namespace {
+
+constexpr fqi::OpImpl kNoiseRecords[] = {
+    {45, "GaussianNoise", FQ_RULE_PIXEL, FQ_EXPLAIN_APPLIED | FQ_EXPLAIN_MAGNITUDE | FQ_EXPLAIN_CUSTOM,
+     FQ_PARAMS(fqi::AugNoise, fqi::kNoiseFields), fqi::noise_check, fqi::keeps_size, fqi::plan_noise, fqi::noise_exec},
+};
+
+}  // namespace
+
+FQ_OP_FAMILY(kOpsNoise, kNoiseRecords)

@@ -1,6 +1,6 @@
-/* fq_image_aug_tp_simd.cpp - TensorpackColor with AVX2 (declared in fq_image_aug_tp.h).
+/* fq_image_aug_tensorpack_simd.cpp - TensorpackColor with AVX2 (declared in fq_image_aug_tensorpack.h).
  *
- * Bit-identical to the scalar steps of fq_image_aug_tp.cpp: every value goes through the same
+ * Bit-identical to the scalar steps of fq_image_aug_tensorpack.cpp: every value goes through the same
  * float32 multiplications and additions in the same order (separate mul/add intrinsics, no FMA:
  * the functions are compiled for "avx2" only, so no contraction is possible), clips are
  * max(v, 0) then min(v, 255) (the same value as the scalar clip; at most the sign of a zero
@@ -21,7 +21,7 @@
  *
  * Dispatch: the FQ_TP_AVX2 functions check nothing; tp_color_simd, compiled for the baseline,
  * calls them only after fq_cpu_has(FQ_CPU_AVX2) (core/fq_cpu.h; FASTQ_CPU can mask it). */
-#include "image/color/fq_image_aug_tp.h"
+#include "image/color/fq_image_aug_tensorpack.h"
 
 #include <atomic>
 #include <cstdint>
