@@ -1,5 +1,5 @@
 /* fq_image_prepare.h - restart-segment decoding switches and the lossless "prepare"
- * re-encode (csrc/fq_image_rst.cpp, csrc/fq_image_prepare.cpp).  C API, no Python.h.
+ * re-encode (csrc/image/decode/fq_image_rst.cpp, csrc/image/decode/fq_image_prepare.cpp).  C API, no Python.h.
  *
  * Segment decoding: for a baseline Huffman JPEG with a restart interval that divides
  * the MCUs per row, the crop decode builds a small JPEG holding only the restart
@@ -28,7 +28,7 @@ int fq_img_segment_decode_enabled(void);
 /* Number of crop decodes that went through a segment mini-JPEG since load. */
 uint64_t fq_img_segment_decode_count(void);
 
-/* Turn the SIMD float32 write (csrc/fq_image_write_simd.cpp) on/off for the process
+/* Turn the SIMD float32 write (csrc/image/batch/fq_image_write_simd.cpp) on/off for the process
  * (default on unless FASTQ_SIMD_WRITE is "0" at load).  It is bit-identical to the
  * table write; the switch is for tests and benchmarks. */
 void fq_img_simd_write_set(int on);
@@ -37,7 +37,7 @@ int fq_img_simd_write_enabled(void);
  * bit-identical to its scalar path. */
 void fq_img_simd_tp_set(int on);
 int fq_img_simd_tp_enabled(void);
-/* The same for the AVX2 bicubic resize of 8-bit 3-channel images (csrc/fq_image_resize_cubic.cpp;
+/* The same for the AVX2 bicubic resize of 8-bit 3-channel images (csrc/image/geometry/fq_image_resize_cubic.cpp;
  * FASTQ_SIMD_RESIZE), byte for byte cv::resize(INTER_CUBIC) of OpenCV 4.6.0.
  * fq_img_simd_resize_unavailable() is "" where the path can run, else why not (no AVX2, another
  * OpenCV version or CPU baseline, not x86-64); a static string. */
