@@ -12,7 +12,8 @@ digests of all runs must be equal.
 Families covered (kernel in brackets): colour table ops and policies [AVX-512 VBMI
 lut], the warp / Sharpness / Color / Contrast mean [AVX2], random erasing, TensorpackColor
 [AVX2] and TensorpackCrop's bicubic resize [AVX2], Pillow's resize (pil_*) and timm's
-Pillow affine sampler [AVX2], the float32 write [AVX2+FMA], MixUp /
+Pillow affine sampler [AVX2], timm's policies and the Keras layers (their
+scalar kernels, on every level), the float32 write [AVX2+FMA], MixUp /
 CutMix in float16 [F16C], and the TFRecord reader's CRC-32C [SSE4.2].
 """
 import hashlib
@@ -70,6 +71,9 @@ def chains():
                         O.Resize((40, 90), interpolation="pil_bilinear")], "uint8"),
         "pil_affine": ([R, O.TimmRandAugment(num_layers=2, magnitude=9, prob=1.0,
                                              ops=["Rotate", "ShearX", "TranslateYRel"])], "uint8"),
+        "timm_policies": ([R, O.TimmRandAugment(), O.TimmAugMix()], "uint8"),
+        "keras_layers": ([R, O.KerasRandomRotation(0.1), O.KerasRandomZoom(0.2), O.KerasRandomContrast(0.3),
+                          O.KerasRandomBrightness(0.2)], "uint8"),
         "write_float32": ([O.RandomResizedCrop(48), O.HorizontalFlip(), O.Normalize()], "float32"),
         "write_float32_plain": ([O.Resize((40, 40))], "float32"),
     }
