@@ -171,7 +171,10 @@ def consumer_slowdown(paths, work, priority, pairs=11, steps=6):
     C = next(s for s in feed.DEFAULT_SETTINGS if s.name == "busy-input").launch_ms * 1e3
     workers = fastq.scheduling.resolve(priority).default_workers
     many = list(paths) * 300  # one long epoch: no epoch boundary during the measurement
-    p = fastq.Pipeline(fastq.sources.Files(many, list(range(len(many)))), batch_size=32 * min(workers, 8),
+    # 64 images per worker and batch: a batch takes several times the trainer's step to make, so
+    # the ring stays short of full on a fast machine too (32 left it full after ~25% of the steps
+    # in 1 of 2-3 runs on an AVX-512 machine, before and after the migration work)
+    p = fastq.Pipeline(fastq.sources.Files(many, list(range(len(many)))), batch_size=64 * min(workers, 8),
                        queue_size=3, ops=REFERENCE.fastq_ops(), dtype="float32", shuffle=True, seed=0,
                        pin_memory=False, worker_priority=priority)
 
