@@ -85,10 +85,12 @@ namespace fqi {
 void pil_affine(const cv::Mat &src, cv::Mat &dst, const double a[6], bool bicubic, const uint8_t fill[3])
 {
     const int H = src.rows, W = src.cols, c = src.channels();
+#if defined(__x86_64__) || defined(__i386__) /* the AVX2 copy exists on x86 only */
     if (c == 3 && fq_cpu_has(FQ_CPU_AVX2)) { /* the same bytes (fq_image_pil_affine_avx2.cpp) */
         pil_affine_rgb_avx2(src, dst, a, bicubic, fill);
         return;
     }
+#endif
     for (int y = 0; y < dst.rows; y++) {
         uint8_t *o = dst.ptr<uint8_t>(y);
         const double yc = y + 0.5;

@@ -7,6 +7,7 @@
  * computed in int32 lanes (exact) and converted, as the scalar code converts them.
  * Compiled with target("avx2"), checking no CPU feature (core/fq_cpu.h): pil_affine calls
  * it only after fq_cpu_has(FQ_CPU_AVX2). */
+#if defined(__x86_64__) || defined(__i386__) /* an AVX2 kernel: nothing to compile on other architectures */
 #include "image/internal/fq_image_aug.h"
 
 #include <immintrin.h>
@@ -171,3 +172,4 @@ FQ_AVX2 void pil_affine_rgb_avx2(const cv::Mat &src, cv::Mat &dst, const double 
 }
 
 }  // namespace fqi
+#endif /* x86 */

@@ -203,11 +203,15 @@ void horizontal(const uint8_t *src, size_t sstep, int rows, const Axis &ax, int 
 void horizontal_any(int C, const uint8_t *src, size_t sstep, int rows, const Axis &ax, int out_w, uint8_t *dst,
                     size_t dstep, int in_w, bool avx2)
 {
+#if defined(__x86_64__) || defined(__i386__) /* the AVX2 passes exist on x86 only; elsewhere avx2 is always false */
     if (avx2) {
         resize_pil_h_avx2(src, sstep, rows, C, in_w, ax.start.data(), ax.len.data(), ax.k.data(), ax.ksize, out_w,
                           dst, dstep);
         return;
     }
+#else
+    (void)avx2;
+#endif
     switch (C) {
     case 1: horizontal<1>(src, sstep, rows, ax, out_w, dst, dstep); break;
     case 2: horizontal<2>(src, sstep, rows, ax, out_w, dst, dstep); break;
@@ -220,10 +224,14 @@ void horizontal_any(int C, const uint8_t *src, size_t sstep, int rows, const Axi
 void vertical(const uint8_t *src, size_t sstep, size_t n, const Axis &ax, int out_h, uint8_t *dst, size_t dstep,
               std::vector<int32_t> &acc, bool avx2)
 {
+#if defined(__x86_64__) || defined(__i386__)
     if (avx2) {
         resize_pil_v_avx2(src, sstep, n, ax.start.data(), ax.len.data(), ax.k.data(), ax.ksize, out_h, dst, dstep);
         return;
     }
+#else
+    (void)avx2;
+#endif
     acc.resize(n);
     int32_t *a = acc.data();
     for (int yy = 0; yy < out_h; yy++) {

@@ -18,6 +18,7 @@
  *
  * Compiled with target("avx2") and checking no CPU feature (core/fq_cpu.h): called by
  * resize_pil_u8 only after fq_cpu_has(FQ_CPU_AVX2). */
+#if defined(__x86_64__) || defined(__i386__) /* an AVX2 kernel: nothing to compile on other architectures */
 #include "image/internal/fq_image_resize_pil.h"
 
 #include <immintrin.h>
@@ -215,3 +216,4 @@ FQ_AVX2 void resize_pil_v_avx2(const uint8_t *src, size_t sstep, size_t n, const
 }
 
 }  // namespace fqi
+#endif /* x86 */
