@@ -104,7 +104,7 @@ class Translation:
         The Pipeline options that give the framework's output (dtype, layout, channels,
         dct_scaling...).
     tail : callable or None
-        ``tail(image, label, seed) -> (output, label)``: runs the Python steps on one
+        ``tail(image, label) -> (output, label)``: runs the Python steps on one
         sample of the native chain's output (``image`` a numpy array in the form given by
         ``prefix_options``); None when fully native.
     prefix_options : dict

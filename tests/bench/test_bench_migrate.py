@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from helpers.cli_runner import installed, run_cli  # noqa: I100
+from helpers.cli_runner import run_cli  # noqa: I100
 
 ROWS = ["torchvision reference preset", "timm rand-m9-mstd0.5-inc1", "keras flip+rotation+zoom"]
 
@@ -26,8 +26,6 @@ def test_it_refuses_what_it_does_not_take(extra):
 @pytest.mark.slow
 @pytest.mark.tf
 @pytest.mark.torch
-@pytest.mark.skipif(not installed("torch", "torchvision", "timm", "keras", "tensorflow"),
-                    reason="the migrate rows need torch, torchvision, timm, keras and tensorflow")
 def test_quick_run_prints_and_returns_every_row(tmp_path):
     out = tmp_path / "m.json"
     r = run_cli("bench", "--task", "migrate", "--quick", "--no-progress", "--data-dir", str(tmp_path / "data"),
