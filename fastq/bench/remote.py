@@ -42,7 +42,8 @@ left once the server's own limit is taken out.  For single objects also remote /
 client can beat that on one machine.
 
 Every row also reports the longest wait for a batch in its timed epochs, the remote source's
-requests per image (the next epoch's prefetch included), and this process's CPU time per
+requests per image (every GET since the pipeline started over every image it yielded, so
+an epoch's prefetch of the next one counts, and stays below one epoch), and this process's CPU time per
 image (``getrusage``: the pipeline's workers and fetcher; every server runs in a process of
 its own), also as a ratio to local Files in the same run.
 """
@@ -126,7 +127,10 @@ def prepare_data(paths, shards, d):
 def _pipeline(src, workers, task, shuffle=True):
     """(run_epoch, close) of the reference task on a fastq source.  run_epoch() -> images;
     run_epoch.last: the largest gap between two batches of the last epoch (from its start to
-    the first batch included, seconds) and its remote requests (None: not a remote source)."""
+    the first batch included, seconds), and the remote requests and images of every epoch so
+    far (requests None: not a remote source).  Requests are counted from the pipeline's start,
+    not per epoch: an epoch's prefetches of the next one are made inside it, so one epoch's
+    window can hold fewer requests than its objects though none is ever skipped."""
     import fastq
     p = fastq.Pipeline(src, batch_size=task.batch, queue_size=4, workers=workers, ops=task.fastq_ops(),
                        dtype="float32", seed=0, shuffle=shuffle, pin_memory=False)
@@ -135,17 +139,18 @@ def _pipeline(src, workers, task, shuffle=True):
         r = p.stats().get("remote")
         return r["requests"] if r else None
 
+    seen = [0]
+
     def run_epoch():
         n, gap = 0, 0.0
-        r0 = requests()
         t = time.perf_counter()
         for images, lab in p:
             now = time.perf_counter()
             gap, t = max(gap, now - t), now
             n += images.shape[0]
             del images, lab
-        r1 = requests()
-        run_epoch.last = {"max_gap_s": gap, "requests": None if r0 is None else r1 - r0}
+        seen[0] += n
+        run_epoch.last = {"max_gap_s": gap, "requests": requests(), "objects": seen[0]}
         return n
     run_epoch.last = {}
     return run_epoch, p.close
@@ -339,7 +344,7 @@ def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, othe
                 if "max_gap_s" in last:
                     r["gaps"].append(last["max_gap_s"])
                 if last.get("requests") is not None:
-                    r["req_per_obj"].append(last["requests"] / k)
+                    r["req_per_obj"].append(last["requests"] / last["objects"])
             out(f"round {rd + 1}: " + "  ".join(f"{k} {v['runs'][-1]:.0f}" for k, v in rows.items()), flush=True)
     finally:
         for r in rows.values():
@@ -450,7 +455,7 @@ def print_report(res, out=print):
         out(f"{name:34s} {r['images_per_s']:8.0f} {rl:>13s} {rb:>22s} {rs:>20s} {gap:>10s} {rpo:>8s} {cpu:>11s} "
             f"{cr:>13s}")
     out("max gap: the longest wait for a batch in a timed epoch (its first batch included), over the rounds; "
-        "req/obj: the remote source's GETs in the timed epoch (the next epoch's prefetch included) per image; "
+        "req/obj: the remote source's GETs since the pipeline started per image yielded (prefetch ahead included); "
         "CPU: this process's user + system time per image (the servers run in processes of their own)")
     out("shared bound (single objects): 1 / (1/local + 1/raw), what both fit in when the server "
         "runs on the same cores as the decoding")
