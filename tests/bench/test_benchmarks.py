@@ -285,3 +285,32 @@ def test_huffman_floor(tmp_path):
     bad.write_bytes(b"not a jpeg")
     r = subprocess.run([exe, str(bad)], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
+
+
+def test_readme_results_table_from_one_sitting():
+    """scripts/readme_results.py: --help, and its table from the JSON shapes `fastq bench` writes
+    (a peer that did not run is named as such, never left out)."""
+    import importlib.util
+    import subprocess
+    import sys
+    path = os.path.join(ROOT, "scripts", "readme_results.py")
+    out = subprocess.run([sys.executable, path, "--help"], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("usage: readme_results.py") and "--quick" in out
+    spec = importlib.util.spec_from_file_location("readme_results", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    def peers(**kw):
+        return {k: {"images_per_s": v[0], "fastq_over_peer": v[1], "cpu_us_per_image": v[2]} for k, v in kw.items()}
+    ref = {"peers": peers(fastq=(3000, None, 600), tfdata=(1500, 2.0, 1200), tensorpack=(1200, 2.5, 900),
+                          pyloop=(600, 5.0, 800)), "not_installed": ["dali"], "failed": {}}
+    ra = {"peers": peers(fastq=(2000, None, 900), dali=(800, 2.5, 1000)), "not_installed": [], "failed": {"torch": "x"}}
+    fb = {"peers": peers(fastq=(2000, None, 900), tensorpack=(500, 4.0, 1000)), "not_installed": [], "failed": {}}
+    mig = {"rows": {"torchvision reference preset": {"ratio": 3.9}, "keras flip+rotation+zoom": {"ratio": 4.8}}}
+    rows = dict(mod.table(ref, ra, fb, mig))
+    assert rows["reference task, 2 workers: fastq 3000 images/s, against tf.data native (AUTOTUNE)"] == "2.00x"
+    assert rows["reference task against NVIDIA DALI's CPU pipeline"] == "not installed here"
+    assert rows["CPU time per image: fastq 600 µs, tf.data 1200 µs"] == "2.00x less"
+    assert rows["RandAugment against DALI CPU / torchvision `DataLoader`"] == "2.50x / failed in this run"
+    assert rows["your torchvision / timm / Keras recipe, translated, against its own loader"] == \
+        "3.90x / not measured / 4.80x"
