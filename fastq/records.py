@@ -79,7 +79,7 @@ def encode_example(features):
 def tfrecord_frame(record):
     """One TFRecord record: length (uint64 LE), masked CRC-32C of the length, the data,
     masked CRC-32C of the data (the framing tf.io.TFRecordWriter writes)."""
-    from fastq import _image
+    from fastq._native import _image
     n = struct.pack("<Q", len(record))
     return n + struct.pack("<I", _image.masked_crc32c(n)) + record + struct.pack("<I", _image.masked_crc32c(record))
 

@@ -68,7 +68,7 @@ def encode_odapi_example(image: bytes, height: int, width: int, boxes: Any, clas
 
 def _records(path):
     """(index, memoryview of the record) of one shard, framing and CRCs checked."""
-    from fastq import _image
+    from fastq._native import _image
     offsets, lengths, tail = _image.tfrecord_scan(path)
     if tail is not None:
         raise OdapiFormatError(f"{path}: TFRecord framing error after record {len(offsets) - 1}: {tail[1]}")

@@ -29,7 +29,7 @@ One namespace, one module per family (as torchvision's ``transforms/v2/``): ``_b
 ``_custom`` (CustomOp, PyFunc) and ``_compile`` (``compile_ops``).  Every name is defined
 once there and re-exported here; the public classes and functions keep
 ``__module__ == "fastq.ops"``, so pickles and reprs name ``fastq.ops.X`` whatever file
-holds it.  The modules import only ``fastq._image`` and each other, never upward.
+holds it.  The modules import only ``fastq._native._image`` and each other, never upward.
 """
 from fastq.ops._base import (BORDERS, DEFAULT_MAX_PIXELS, FQ_OP_DTYPE, IMAGENET_MEAN, IMAGENET_STD, INTERPOLATIONS,
                              K_CENTER_CROP, K_COLOR_JITTER, K_GRAYSCALE, K_HFLIP, K_NORMALIZE, K_RANDOM_AFFINE,

@@ -3,7 +3,7 @@
 (csrc/image/color/fq_image_aug_model_garden_policy.cpp)."""
 from typing import Optional, Sequence
 
-from fastq import _image
+from fastq._native import _image
 from fastq.ops._base import Fill, Op, _K, _fail, _fill, _int_in, _num, _prob
 
 

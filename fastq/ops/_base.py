@@ -5,7 +5,7 @@ import math
 import numbers
 from typing import Any, Dict, Sequence, Tuple, Union
 
-from fastq import _image
+from fastq._native import _image
 
 # The C core's constants (csrc/image/fq_image.h), read from the extension rather than retyped:
 # FQ_OP_DTYPE is the numpy mirror of `struct fq_op` (kind, padding, the parameter union
@@ -126,7 +126,7 @@ class Op:
     def fields(self) -> Dict[str, Any]:  # pragma: no cover - abstract
         """The C parameters of this op as a dict keyed by the field names of its C
         descriptor (``_image.OP_FIELDS[type(self).__name__]``: names and shapes, all
-        float64); ``fastq._image.pack_ops`` fills ``fq_op`` by those descriptors
+        float64); ``fastq._native._image.pack_ops`` fills ``fq_op`` by those descriptors
         (tests/ops/test_op_descriptors.py holds the two together)."""
         raise NotImplementedError
 

@@ -3,7 +3,7 @@ function) (csrc/image/api/fq_image_custom.cpp, docs/custom_ops.md)."""
 import math
 from typing import Sequence
 
-from fastq import _image
+from fastq._native import _image
 from fastq.ops._base import Op, _K, _fail, _prob
 
 

@@ -152,7 +152,7 @@ def test_the_graph_sees_function_level_and_relative_imports(tmp_path):
 
 def test_no_import_cycle_in_fastq():
     graph = import_graph()
-    assert "fastq._core" in graph["fastq.pipeline"] and "fastq.bench.runner" in graph and "fastq.cli.prepare" in graph and "fastq.sources.tfrecord" in graph
+    assert "fastq._native._core" in graph["fastq.pipeline"] and "fastq.bench.runner" in graph and "fastq.cli.prepare" in graph and "fastq.sources.tfrecord" in graph
     assert "fastq.prepare" in graph["fastq.cli.prepare"]  # the CLI uses the library
     assert "fastq.prepare" in graph["fastq.bench.hires"]  # (a function-level import)
     assert "fastq.cli.bench" in graph["fastq.cli"] and "fastq.bench.hires" in graph["fastq.cli.bench"]
@@ -184,11 +184,11 @@ def test_the_tools_use_no_private_helper_of_the_library():
     """fastq.bench and fastq.cli (and the scripts under benchmarks/ and examples/) import
     what the library exports, not its underscore helpers; within their own package they
     may share private ones (fastq.bench.data._progress_bar in fastq.bench.hires).  The
-    compiled modules (fastq._core, _image, _cuda, the test-only _testing) are modules, not
+    compiled modules (fastq._native._core, _image, _cuda, the test-only _testing) are modules, not
     helpers."""
     modules = _modules()
-    # the test-only compiled module fastq._testing (tests/native/_testing.pyx; bench_core uses it)
-    modules.update({f"fastq.{f[:-4]}": None for f in os.listdir(os.path.join(ROOT, "tests", "native"))
+    # the test-only compiled module fastq._native._testing (tests/native/_testing.pyx; bench_core uses it)
+    modules.update({f"fastq._native.{f[:-4]}": None for f in os.listdir(os.path.join(ROOT, "tests", "native"))
                     if f.endswith(".pyx")})
     tools = ("fastq.bench", "fastq.cli")
     files = {n: p for n, p in modules.items() if p and (n.startswith(tools) or n == "fastq.__main__")}
@@ -208,8 +208,8 @@ def test_the_tools_use_no_private_helper_of_the_library():
 
 
 def test_the_private_import_finder(tmp_path):
-    modules = {"fastq": "", "fastq.prepare": "", "fastq._image": "", "fastq.bench": "", "fastq.bench.data": ""}
-    tree = ast.parse("from fastq import _image\nfrom fastq.prepare import _progress_bar, prepare_tree\n"
+    modules = {"fastq": "", "fastq.prepare": "", "fastq._native._image": "", "fastq.bench": "", "fastq.bench.data": ""}
+    tree = ast.parse("from fastq._native import _image\nfrom fastq.prepare import _progress_bar, prepare_tree\n"
                      "def f():\n    from .data import _write\n")
     assert private_imports(tree, "fastq.bench.hires", False, modules) == [("fastq.prepare", "_progress_bar"),
                                                                        ("fastq.bench.data", "_write")]
@@ -223,9 +223,9 @@ def test_the_op_package_imports_nothing_above_it():
     fams = sorted(n for n in graph if n.startswith("fastq.ops."))
     assert {"fastq.ops._base", "fastq.ops._geometry", "fastq.ops._compile"} <= set(fams)
     for name in ["fastq.ops"] + fams:
-        bad = sorted(d for d in graph[name] if d != "fastq._image" and not d.startswith("fastq.ops."))
+        bad = sorted(d for d in graph[name] if d != "fastq._native._image" and not d.startswith("fastq.ops."))
         assert not bad, f"{name} imports {bad}"
-    bad = sorted(d for d in graph["fastq.mix"] if d not in ("fastq._image", "fastq.ops"))
+    bad = sorted(d for d in graph["fastq.mix"] if d not in ("fastq._native._image", "fastq.ops"))
     assert not bad, f"fastq.mix imports {bad}"
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import fastq
 import fastq.ops as fops
-from fastq import _image
+from fastq._native import _image
 
 N, H, W, K = 22, 12, 10, 5
 

@@ -1,6 +1,6 @@
 """An op is declared once in C (its parameter struct, field list and record in
 csrc/image/api/fq_image_ops.cpp) and once in Python (its class in fastq/ops/).
-fastq._image.pack_ops packs by the C descriptors (fq_img_op_desc); these tests hold the
+fastq._native._image.pack_ops packs by the C descriptors (fq_img_op_desc); these tests hold the
 two declarations together: every op class fills exactly the fields of its C op, with
 the shapes the C struct has, and every C op has a class."""
 import inspect
@@ -8,7 +8,7 @@ import inspect
 import numpy as np
 import pytest
 
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 
 # one instance per op class, with non-default arguments where the class has them

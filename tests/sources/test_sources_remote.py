@@ -230,7 +230,7 @@ def test_faults_lose_nothing(data, server):
 
 
 def test_fetched_buffer_is_lent_without_copy():
-    from fastq import _image
+    from fastq._native import _image
     sp = _image.Spans(2, 4)
     buf = np.arange(1000, dtype=np.uint8)
     addr = sp.put(1, 100, buf, False, 7, [2, 3])
@@ -250,7 +250,7 @@ def test_a_demand_met_before_the_fetcher_takes_it_is_dropped():
     fetcher would fetch them a second time)."""
     import threading
     import time
-    from fastq import _image
+    from fastq._native import _image
     sp = _image.Spans(2, 4)
     got = {}
     t = threading.Thread(target=lambda: got.setdefault("v", sp.get(2, 1, 100, 10)))

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import fastq.ops as O
-from fastq import _image, errors
+from fastq._native import _image
+from fastq import errors
 from fastq import targets as T
 from fastq.annotations.rle import rle_decode, rle_encode
 from helpers.mask_ref import nearest_centre

@@ -28,7 +28,7 @@ from torchvision.transforms.v2 import functional as F
 
 import fastq
 import fastq.ops as O
-from fastq import _image
+from fastq._native import _image
 from fastq import targets as T
 from fastq.sources import Arrays
 from helpers.golden_ref import RefRng

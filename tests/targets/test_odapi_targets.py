@@ -14,7 +14,8 @@ import pytest
 
 import fastq
 import fastq.ops as O
-from fastq import _image, errors
+from fastq._native import _image
+from fastq import errors
 from helpers.determinism import rows_by_index  # noqa: I100
 from fastq import targets as T
 from fastq.annotations.odapi import BBOX_KEYS, CLASS_KEY, encode_odapi_example, load_odapi

@@ -5,7 +5,7 @@ What is checked against what:
   same C producers) - bit for bit, for 1 and 2 workers, with mix= and pad="batch", and
   across tf.train.Checkpoint save / restore in the middle of an epoch;
 * zero copy: the tensors' data pointers (DLPack) against the ring's slot addresses
-  (fastq._testing, the test-only module);
+  (fastq._native._testing, the test-only module);
 * "no Python per batch": the kernel's calls into Python are counted (one begin and one end
   per epoch), the dataset graph has no PyFunc node, and the iteration progresses while
   another thread holds the GIL (the from_generator feed, as a control, does not);
