@@ -34,7 +34,7 @@ import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from fastq.records import encode_example, tfrecord_frame
+from fastq.tfrecord_codec import encode_example, tfrecord_frame
 
 __all__ = ["prepare_tree", "prepare_file", "prepare_shards", "DEFAULT_INTERVAL", "DEFAULT_QUALITY", "DEFAULT_SHARD_SIZE", "FORMATS"]
 

@@ -28,7 +28,7 @@ N_IMAGES = 8
 
 def make(d):
     import cv2
-    from fastq import records
+    from fastq import tfrecord_codec
     os.makedirs(d, exist_ok=True)
     rng = np.random.default_rng(44)
     names, frames = [], []
@@ -43,7 +43,7 @@ def make(d):
         with open(os.path.join(d, name), "wb") as f:
             f.write(buf.tobytes())
         names.append(name)
-        frames.append(records.tfrecord_frame(records.encode_example(
+        frames.append(tfrecord_codec.tfrecord_frame(tfrecord_codec.encode_example(
             {"image/encoded": buf.tobytes(), "image/class/label": [i % 3]})))
     with open(os.path.join(d, "data.tfrecord"), "wb") as f:
         f.write(b"".join(frames))

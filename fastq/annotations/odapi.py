@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from fastq.annotations._table import SEG_NONE, SEG_RLE, Annotations, _offsets, build
-from fastq.records import encode_example, parse_example
+from fastq.tfrecord_codec import encode_example, parse_example
 
 __all__ = ["BBOX_KEYS", "CLASS_KEY", "CROWD_KEY", "MASK_KEY", "SEG_KEY", "encode_odapi_example", "load_odapi",
            "OdapiFormatError"]

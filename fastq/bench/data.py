@@ -9,7 +9,7 @@ import re
 import sys
 import time
 
-from fastq.records import parse_example
+from fastq.tfrecord_codec import parse_example
 
 __all__ = ["BenchInputError", "GENERATED", "IMAGE_EXTENSIONS", "default_data_dir", "generated_dataset", "find_images",
            "find_tfrecords", "TFRecordInput", "TFRecordData", "PyRecords"]

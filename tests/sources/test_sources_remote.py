@@ -450,9 +450,9 @@ def test_ctrl_c_while_waiting_for_the_server_interrupts_within_a_second(data, se
 
 @pytest.fixture(scope="module")
 def tfr(data):
-    """TFRecord shards of the same JPEGs (written with fastq.records, whose framing and
-    Example encoding tests/sources/test_records.py checks against TensorFlow's)."""
-    from fastq.records import encode_example, tfrecord_frame
+    """TFRecord shards of the same JPEGs (written with fastq.tfrecord_codec, whose framing and
+    Example encoding tests/sources/test_tfrecord_codec.py checks against TensorFlow's)."""
+    from fastq.tfrecord_codec import encode_example, tfrecord_frame
     d = os.path.join(data["dir"], "tfr")
     os.makedirs(d, exist_ok=True)
     objects, paths = {}, []

@@ -333,7 +333,7 @@ def test_error_and_skip_policy(jpegs):
 def test_tfrecord_odapi_shards(tmp_path, stream):
     """TFRecord + OdapiTargets (boxes from the reader), indexed and stream modes."""
     from fastq.annotations.odapi import encode_odapi_example
-    from fastq.records import tfrecord_frame
+    from fastq.tfrecord_codec import tfrecord_frame
     from fastq.targets import OdapiTargets
     rng = np.random.default_rng(2)
     recs = []

@@ -492,7 +492,7 @@ def test_odapi_png_instance_masks_through_load_odapi(tmp_path):
 
     import fastq
     from fastq.annotations.odapi import OdapiFormatError, encode_odapi_example, load_odapi
-    from fastq.records import tfrecord_frame
+    from fastq.tfrecord_codec import tfrecord_frame
     from fastq.sources import Bytes
 
     rng = np.random.default_rng(14)

@@ -354,7 +354,7 @@ def test_odapi_tfrecord_targets_draw_from_the_records_boxes(tmp_path):
     torchvision's draw on the denormalized boxes."""
     import cv2
     from fastq.annotations.odapi import encode_odapi_example, load_odapi
-    from fastq.records import tfrecord_frame
+    from fastq.tfrecord_codec import tfrecord_frame
     imgs, boxes = _data(n=12, seed=5)
     shard, jpegs = tmp_path / "d.tfrecord", []
     frames = []

@@ -1,4 +1,4 @@
-"""fastq.records, the one pure-Python tf.train.Example encoder / parser and TFRecord
+"""fastq.tfrecord_codec, the one pure-Python tf.train.Example encoder / parser and TFRecord
 framer, against TensorFlow's own: tf.train.Example, tf.io.parse_single_example,
 tf.io.TFRecordWriter and tf.data.TFRecordDataset."""
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 
 import tensorflow as tf
 
-from fastq.records import encode_example, parse_example, tfrecord_frame
+from fastq.tfrecord_codec import encode_example, parse_example, tfrecord_frame
 
 pytestmark = pytest.mark.tf
 

@@ -11,7 +11,7 @@ encoder, framer and parser that the rest of fastq's Python uses.
 
 The native readers (fastq.sources.TFRecord) do not use this module: they parse in C.
 Both directions are checked against TensorFlow's ``tf.train.Example``,
-``tf.io.parse_single_example`` and ``tf.io.TFRecordWriter`` in tests/sources/test_records.py.
+``tf.io.parse_single_example`` and ``tf.io.TFRecordWriter`` in tests/sources/test_tfrecord_codec.py.
 """
 import struct
 
