@@ -340,7 +340,7 @@ class Pipeline:
         else:
             out.update({"queue_size": self.queue_size, "batch_size": self.batch_size})
         out.update(self._backend.stats())
-        if self._tf_feed:  # fastq.tf.dataset: which feed, and why (fastq/tf/__init__.py)
+        if self._tf_feed:  # fastq.tf.dataset: which feed, and why (fastq/tf/_dataset.py)
             out["tf_feed"] = dict(self._tf_feed)
         prod = self._state.producers
         if prod is not None and hasattr(prod, "stats"):

@@ -405,7 +405,7 @@ def test_fallback_when_the_kernel_cannot_be_built(jpegs, monkeypatch, caplog):
         raise tf_ops.KernelBuildError("no C++ compiler found (test)")
 
     monkeypatch.setattr(_tf_native, "library", no_kernel)
-    monkeypatch.setattr(fqtf, "_LOGGED_REASONS", set())
+    monkeypatch.setattr("fastq.tf._dataset._LOGGED_REASONS", set())
     p = make(jpegs)
     with caplog.at_level("WARNING", logger="fastq.tf"):
         ds = fqtf.dataset(p)
