@@ -1,4 +1,4 @@
-"""High-resolution sources (issue 22): the ``hires`` task's camera-like JPEGs
+"""High-resolution sources: the ``hires`` task's camera-like JPEGs
 (fastq.bench.testdata.make_hires_dataset: 1800-3200 px, sensor noise, quality 92)
 as they are, ``fastq prepare``d losslessly, and as training-resolution copies
 (``fastq prepare --max-side N``), in one run (docs/prepare.md).

@@ -1,4 +1,4 @@
-"""Per-op CPU time of tensorpack's fbresnet chain in fastq (issue 18, `fastq bench --task
+"""Per-op CPU time of tensorpack's fbresnet chain in fastq (the task of `fastq bench --task
 fbresnet`): each op of fastq.tensorpack.fbresnet_augmentor(224) alone on one thread, in
 microseconds per image (thread CPU time, median of runs), minus the cost of the same call
 with no op (the Python call + explain record).  Inputs: 224x224 RGB arrays for the colour
