@@ -7,6 +7,9 @@ from typing import Any, Dict, Sequence, Tuple, Union
 
 from fastq._native import _image
 
+# the public names of this family (fastq.ops re-exports them)
+__all__ = ["Op", "FQ_OP_DTYPE", "IMAGENET_MEAN", "IMAGENET_STD", "DEFAULT_MAX_PIXELS"]
+
 # The C core's constants (csrc/image/fq_image.h), read from the extension rather than retyped:
 # FQ_OP_DTYPE is the numpy mirror of `struct fq_op` (kind, padding, the parameter union
 # as 16 doubles "f"); DEFAULT_MAX_PIXELS = 2**26 = 67,108,864 pixels (e.g. 8192 x 8192).
@@ -133,6 +136,13 @@ class Op:
     def pack(self) -> Tuple[int, Tuple[Tuple[str, Any], ...]]:
         """``(kind, ((field, value), ...))``: the C ``fq_op`` of this op, by field name."""
         return self.kind, tuple(sorted(self.fields().items()))
+
+    @classmethod
+    def _example(cls):
+        """An instance of this op, with non-default arguments where it has them: what
+        tests/ops/test_op_descriptors.py checks against the C descriptor, for every op
+        class (a class whose defaults are its example needs no override)."""
+        return cls()
 
     def __repr__(self):
         items = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items() if not k.startswith("_"))

@@ -12,6 +12,9 @@ from fastq.ops._base import DEFAULT_MAX_PIXELS, MAX_OPS, Op, _size
 from fastq.ops._compose import _rows
 from fastq.ops._geometry import CenterCrop
 
+# the public names of this family (fastq.ops re-exports them)
+__all__ = ["compile_ops", "CompiledOps", "channels_order"]
+
 DTYPES = _image.DTYPES  # ("uint8", "float32", "float16", "bfloat16")
 _LAYOUTS = {"NHWC": "NHWC", "HWC": "NHWC", "NCHW": "NCHW", "CHW": "NCHW"}
 

@@ -8,6 +8,9 @@ from typing import Sequence
 from fastq._native import _image
 from fastq.ops._base import Op, _K, _fail, _prob
 
+# the public names of this family (fastq.ops re-exports them)
+__all__ = ["CustomOp", "PyFunc"]
+
 # the C header of CustomOp's ABI (csrc/image/fastq_custom_op.h; setup.py installs a copy in the
 # package's include folder)
 HEADER = "fastq_custom_op.h"
@@ -76,6 +79,10 @@ class CustomOp(Op):
     def __hash__(self):
         return hash(self._key())
 
+    @classmethod
+    def _example(cls):
+        return cls("/nonexistent/libmyop.so", "my_op", params=[1.5, -2], p=0.5)
+
 
 class PyFunc(Op):
     """A Python function run on each sample: ``fn(image, rng)`` with ``image`` a
@@ -107,3 +114,7 @@ class PyFunc(Op):
 
     def __hash__(self):
         return hash((id(self.fn), self.p))
+
+    @classmethod
+    def _example(cls):
+        return cls(lambda image, rng: None, p=0.5)
