@@ -13,7 +13,7 @@ from fastq.ops._base import (IMAGENET_MEAN, IMAGENET_STD, K_COLOR_JITTER, K_GRAY
 __all__ = ["ColorJitter", "Grayscale", "Normalize", "Gamma", "Lighting", "LIGHTING_EIGVAL", "LIGHTING_EIGVEC",
            "Invert", "AutoContrast", "Equalize", "Posterize", "Solarize", "SolarizeAdd", "Brightness", "Color",
            "Contrast", "Sharpness", "KerasRandomContrast", "KerasRandomBrightness", "TensorpackColor",
-           "TP_EIGVAL_BGR", "TP_EIGVEC_BGR"]
+           "TP_EIGVAL_BGR", "TP_EIGVEC_BGR", "RandomChannelPermutation"]
 
 
 class Grayscale(Op):
@@ -203,6 +203,20 @@ class Equalize(_Prob):
     @classmethod
     def _example(cls):
         return cls(0.75)
+
+
+class RandomChannelPermutation(_Prob):
+    """torchvision v2 ``RandomChannelPermutation``: the 3 channels in a random order, drawn per
+    sample (Fisher-Yates over the sample's stream; every permutation has probability 1/6),
+    applied with probability ``p`` (torchvision has no ``p``: the default 1).  Output channel
+    ``c`` is input channel ``perm[c]``; explain: ``magnitude`` = ``100 perm[0] + 10 perm[1] +
+    perm[2]``.  Targets: unchanged (pixel-only).  A 1-channel image is left as it is."""
+
+    kind = _K["RandomChannelPermutation"]
+
+    @classmethod
+    def _example(cls):
+        return cls(p=0.5)
 
 
 class Posterize(Op):
