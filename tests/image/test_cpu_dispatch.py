@@ -145,7 +145,7 @@ def test_set_cpu_level_at_run_time_gives_the_same_bytes(images):
 
 
 def test_an_unknown_fastq_cpu_warns_and_selects_the_baseline():
-    code = "from fastq import _image; import json; print(json.dumps(_image.cpu_dispatch()))"
+    code = "from fastq._native import _image; import json; print(json.dumps(_image.cpu_dispatch()))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(FASTQ_CPU="AVX2"),
                        timeout=120)
     assert r.returncode == 0, r.stderr

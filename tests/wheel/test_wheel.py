@@ -98,7 +98,7 @@ def test_test_only_module_builds_against_the_installed_wheel(venv, tmp_path):
     its native pattern task runs through the wheel's ring and pool: the
     test-only module and the shipped one agree on the Ring layout."""
     py, site = venv
-    code = "from fastq import _testing"
+    code = "from fastq._native import _testing"
     res = subprocess.run([py, "-c", code], capture_output=True, text=True, env=clean_env(), cwd=str(tmp_path))
     assert res.returncode != 0 and "_testing" in res.stderr, res.stderr
     # a private copy of the install, so that the other tests keep seeing the wheel alone
