@@ -161,9 +161,9 @@ CXX_FLAGS = FLAGS + ["-std=c++17"]
 # Cython-generated code triggers these; our own csrc/ files are built with the full set.
 CYTHON_FLAGS = CXX_FLAGS + ["-Wno-unused-function", "-Wno-unused-parameter",
                             "-Wno-missing-field-initializers", "-Wno-unreachable-code"]
-# fastq._image also exports fastq_capi_v1 (csrc/image/fq_capi.h): the image C API as one
+# fastq._native._image also exports fastq_capi_v1 (csrc/image/fq_capi.h): the image C API as one
 # versioned table, for the TensorFlow kernel that fastq.tf.ops builds at first use;
-# fastq._core exports fastq_ring_capi_v1 (csrc/ring/fq_ring_capi.h), the ring's consumer
+# fastq._native._core exports fastq_ring_capi_v1 (csrc/ring/fq_ring_capi.h), the ring's consumer
 # side, for the kernel's dataset op (fastq.tf.dataset).
 EXPORTS_MAP = "{ global: PyInit_*; fastq_capi_v1; fastq_ring_capi_v1; local: *; };\n"
 # What fastq.tf.ops compiles against the installed TensorFlow, as paths under csrc/: shipped
@@ -260,7 +260,7 @@ def _config():
 
     only = os.environ.get("FASTQ_ONLY")  # development knob: build just one extension
     want = lambda name: only in (None, "", name)  # noqa: E731
-    need_image = want("_image") and os.path.exists("fastq/_image.pyx")
+    need_image = want("_image") and os.path.exists("fastq/_native/_image.pyx")
     inc, libdirs, libs, extra_libdirs = _native() if need_image else ([], [], [], [])
 
     # csrc/ is compiled once, one static library per component folder, linked by the
@@ -280,7 +280,8 @@ def _config():
         include_dirs=["csrc", numpy.get_include()],
         depends=sorted(glob.glob("csrc/*/*.[ch]") + glob.glob("csrc/*/*.cpp") + glob.glob("csrc/*/*/*.[ch]")
                        + glob.glob("csrc/*/*/*.cpp")
-                       + glob.glob("fastq/*.pxd") + glob.glob("fastq/includes/*.pxd") + glob.glob("fastq/*.pxi")),
+                       + glob.glob("fastq/_native/*.pxd") + glob.glob("fastq/_native/includes/*.pxd")
+                       + glob.glob("fastq/_native/*.pxi")),
         extra_compile_args=CYTHON_FLAGS,
         extra_link_args=LINK,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
@@ -288,23 +289,23 @@ def _config():
     )
     exts = []
     if want("_core"):
-        exts.append(Extension("fastq._core", ["fastq/_core.pyx"], libraries=libs_of("ring", "core"), **common))
+        exts.append(Extension("fastq._native._core", ["fastq/_native/_core.pyx"], libraries=libs_of("ring", "core"), **common))
     if need_image:
-        exts.append(Extension("fastq._image", ["fastq/_image.pyx"],
+        exts.append(Extension("fastq._native._image", ["fastq/_native/_image.pyx"],
                               library_dirs=libdirs + extra_libdirs,
                               libraries=libs_of("records", "task", "image", "ring", "core") + libs, **common))
-    if want("_cuda") and os.path.exists("fastq/_cuda.pyx"):
+    if want("_cuda") and os.path.exists("fastq/_native/_cuda.pyx"):
         # CUDA is loaded at run time with dlopen: no CUDA headers or libraries at build time.
-        exts.append(Extension("fastq._cuda", ["fastq/_cuda.pyx"], libraries=libs_of("cuda", "core") + ["dl"], **common))
+        exts.append(Extension("fastq._native._cuda", ["fastq/_native/_cuda.pyx"], libraries=libs_of("cuda", "core") + ["dl"], **common))
     if os.environ.get("FASTQ_TESTING") == "1" and want("_testing"):
-        # fastq._testing: native helpers for fastq's own tests (tests/native/_testing.pyx),
+        # fastq._native._testing: native helpers for fastq's own tests (tests/native/_testing.pyx),
         # built into the package only for development; the wheel never contains it.
         if not os.path.exists("tests/native/_testing.pyx"):
             sys.exit("setup.py: FASTQ_TESTING=1 needs tests/native/_testing.pyx (a git checkout; "
                      "the sdist has no tests)")
         clibs.append(("fastq_testing", {"sources": ["csrc/tests/fq_testtask.c"], "include_dirs": ["csrc", "csrc/tests"],
                                         "cflags": C_FLAGS, "obj_deps": {"": headers}}))
-        exts.append(Extension("fastq._testing", ["tests/native/_testing.pyx"],
+        exts.append(Extension("fastq._native._testing", ["tests/native/_testing.pyx"],
                               libraries=["fastq_testing"] + libs_of("ring", "core"),
                               **{**common, "include_dirs": common["include_dirs"] + ["csrc/tests"]}))
     ext_modules = cythonize(exts, language_level=3, include_path=["."],

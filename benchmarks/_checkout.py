@@ -1,7 +1,7 @@
 """Which fastq the scripts of this folder measure (imported first by each of them).
 
 Run from a checkout (``python benchmarks/bench_<name>.py``): when the checkout's fastq is built
-in place (its compiled modules next to fastq/__init__.py), the checkout goes first on
+in place (its compiled modules in fastq/_native/), the checkout goes first on
 sys.path, so that its own build is measured.  When it is not built, the checkout is kept
 off sys.path and the installed fastq (the wheel, for example) is used; a line on stderr
 says which.  With neither, the script stops and says what to run.  A copy of this folder
@@ -17,8 +17,8 @@ PKG = os.path.join(REPO, "fastq")
 
 
 def built(pkg=PKG):
-    """True when pkg holds the compiled modules fastq needs (fastq._core, fastq._image)."""
-    return all(any(os.path.exists(os.path.join(pkg, m + s)) for s in importlib.machinery.EXTENSION_SUFFIXES)
+    """True when pkg holds the compiled modules fastq needs (fastq._native._core, fastq._native._image)."""
+    return all(any(os.path.exists(os.path.join(pkg, "_native", m + s)) for s in importlib.machinery.EXTENSION_SUFFIXES)
                for m in ("_core", "_image"))
 
 
@@ -38,8 +38,8 @@ def choose(script):
     spec = importlib.util.find_spec("fastq")
     origin = spec.origin if spec is not None else None
     if not origin or os.path.abspath(origin).startswith(PKG + os.sep):
-        sys.exit(f"{script}: the fastq of this checkout ({PKG}) is not built (no compiled fastq._core / "
-                 f"fastq._image next to it), and no installed fastq was found.  Either build it in place:\n"
+        sys.exit(f"{script}: the fastq of this checkout ({PKG}) is not built (no compiled fastq._native._core / "
+                 f"fastq._native._image in it), and no installed fastq was found.  Either build it in place:\n"
                  f"    cd {REPO} && python setup.py build_ext --inplace    (scripts/setup.sh installs what "
                  f"the build needs)\nor install the wheel:\n"
                  f"    pip install dist/fastq_loader-*.whl    (from bash scripts/build_wheel.sh)")

@@ -17,7 +17,7 @@ Three measurements, side by side in one run, each repeated --repeats times
 
 Usage:  python benchmarks/bench_core.py [--repeats 5] [--batches 2000]
 
-Needs a development build with the test-only module fastq._testing (the native
+Needs a development build with the test-only module fastq._native._testing (the native
 pattern producers): FASTQ_TESTING=1 python3 setup.py build_ext --inplace.
 """
 import argparse
@@ -31,7 +31,7 @@ import numpy as np
 
 import _checkout  # noqa: F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
 import fastq  # noqa: E402
-from fastq import _core  # noqa: E402
+from fastq._native import _core  # noqa: E402
 
 _testing = None  # the test-only native pattern producers, imported by main() after --help
 
@@ -39,9 +39,9 @@ _testing = None  # the test-only native pattern producers, imported by main() af
 def _import_testing():
     global _testing
     try:
-        from fastq import _testing
+        from fastq._native import _testing
     except ImportError:
-        raise SystemExit("bench_core.py needs fastq._testing (not in the wheel): in a checkout, run "
+        raise SystemExit("bench_core.py needs fastq._native._testing (not in the wheel): in a checkout, run "
                          "FASTQ_TESTING=1 python3 setup.py build_ext --inplace") from None
 
 

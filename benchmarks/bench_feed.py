@@ -1,5 +1,5 @@
 """Feeding a training loop that shares the CPUs: fastq (default scheduling, normal
-priority, nice 10) against tf.data (AUTOTUNE) and torch DataLoader, one run (issue 28).
+priority, nice 10) against tf.data (AUTOTUNE) and torch DataLoader, one run.
 
 A thin wrapper over ``fastq.bench.feed`` (the code behind ``fastq bench --task feed``):
 a synthetic trainer spends, per batch of the reference task, C ms of CPU holding the GIL
@@ -29,7 +29,7 @@ import _checkout  # noqa: E402,F401  (benchmarks/_checkout.py: this checkout's f
 from fastq import bench  # noqa: E402
 from fastq.bench import feed  # noqa: E402
 
-REFERENCE_TARGET = 0.98  # issue 28: the reference task alone keeps >= 0.98 of its rate under the new defaults
+REFERENCE_TARGET = 0.98  # target: the reference task alone keeps >= 0.98 of its rate under the new defaults
 
 
 def reference_check(paths, rounds, workers, timeout, out=print):

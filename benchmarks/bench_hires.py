@@ -1,4 +1,4 @@
-"""High-resolution sources (issue 22): the ``hires`` task's camera-like JPEGs
+"""High-resolution sources: the ``hires`` task's camera-like JPEGs
 (fastq.bench.testdata.make_hires_dataset: 1800-3200 px, sensor noise, quality 92)
 as they are, ``fastq prepare``d losslessly, and as training-resolution copies
 (``fastq prepare --max-side N``), in one run (docs/prepare.md).
@@ -48,7 +48,8 @@ from fastq.bench.tasks import REFERENCE, SIZE  # noqa: E402
 
 def single_thread(sets, passes):
     """Median over passes of the mean thread-CPU-µs/image per config {name: (blobs, segment decode)}."""
-    from fastq import _image, ops as O
+    from fastq._native import _image
+    from fastq import ops as O
     _image.set_opencv_threads(1)
     spec = _image.ImageSpec(O.compile_ops(REFERENCE.fastq_ops()))
     names = list(sets)
@@ -88,7 +89,8 @@ def main():
     a = ap.parse_args()
     import cv2
     from skimage.metrics import structural_similarity
-    from fastq import _image, ops as O
+    from fastq._native import _image
+    from fastq import ops as O
     from fastq.bench import testdata
     from fastq.prepare import prepare_tree
     sides = [int(s) for s in a.max_side.split(",") if s]

@@ -1,4 +1,4 @@
-"""Single-thread speed of the native per-sample image path (fastq._image) on the
+"""Single-thread speed of the native per-sample image path (fastq._native._image) on the
 reference task (fastq.bench.tasks.REFERENCE): JPEG 300-800 px -> RandomResizedCrop 224
 bilinear -> HorizontalFlip -> Normalize (ImageNet) float32 NHWC.  Files are read into
 memory first (decode + augment + write only).  The peer in the same run is the cv2 code
@@ -13,7 +13,7 @@ import time
 import _checkout  # noqa: E402,F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
 
 from fastq import ops as O  # noqa: E402
-from fastq._image import ImageSpec, set_opencv_threads  # noqa: E402
+from fastq._native._image import ImageSpec, set_opencv_threads  # noqa: E402
 from fastq.bench.peers import Cv2Sample  # noqa: E402
 from fastq.bench.tasks import REFERENCE  # noqa: E402
 from fastq.bench.testdata import cached_jpeg_dataset  # noqa: E402

@@ -3,7 +3,7 @@
 A thin wrapper over ``fastq.bench`` (the code behind ``fastq bench``): same tasks,
 peers and method.  It keeps this script's defaults -- every peer including
 fastq with 1 worker and tf.data with map parallelism = cores, the dataset cached
-in ``<repo>/bench_data/``, and issue 3's ratio targets printed as met / MISSED.
+in ``<repo>/bench_data/``, and the ratio targets (benchmarks/README.md) printed as met / MISSED.
 
 Usage:
   python benchmarks/bench_images.py                 # 2000 images, 3 rounds

@@ -5,8 +5,8 @@ Targets(masks=...), RandomResizedCrop(512) + HorizontalFlip, uint8, batch 8) on 
 generated dense set, one fresh process per measurement: a warm-up epoch, then --epochs
 epochs; images/s and CPU microseconds per image of the whole process.  Variants, in an
 order that alternates every round: this checkout with mask_sampling="center" (the
-default since issue 29) and "legacy" (OpenCV's INTER_NEAREST, the code before it), and,
-with --base DIR, another checkout built in place (e.g. the commit before issue 29) with
+default) and "legacy" (OpenCV's INTER_NEAREST, the earlier default), and,
+with --base DIR, another checkout built in place (e.g. one from before "center") with
 its own default.  Medians over --rounds, and ratios to the first variant's.
 
     python benchmarks/bench_mask_sampling.py --images 512 --rounds 7 --epochs 3 \\

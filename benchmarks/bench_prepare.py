@@ -72,7 +72,8 @@ def identity(orig, prep, batch):
     """(samples equal, batches equal) between the original and prepared files."""
     import numpy as np
     import fastq
-    from fastq import _image, ops as O
+    from fastq._native import _image
+    from fastq import ops as O
     spec = _image.ImageSpec(O.compile_ops(chain()))
     c0 = _image.segment_decode_count()
     same = 0
@@ -100,7 +101,8 @@ def single_thread(sets, passes):
     {name: (blobs, segment_decode, simd_write[, chain name])}.  Paired and interleaved: for every
     image the configs run back to back (in an order rotated per image), so that a
     change of load on a shared machine hits all of them alike."""
-    from fastq import _image, ops as O
+    from fastq._native import _image
+    from fastq import ops as O
     _image.set_opencv_threads(1)
     specs = {"task": _image.ImageSpec(O.compile_ops(chain())),
              # decode-dominated: the same crop boxes, nearest resize, uint8 memcpy write
@@ -135,7 +137,8 @@ def write_stage(passes):
     """CPU-µs per 224x224x3 array through CenterCrop(224) + flip + Normalize (float32):
     the write dominates; table vs SIMD, paired."""
     import numpy as np
-    from fastq import _image, ops as O
+    from fastq._native import _image
+    from fastq import ops as O
     img = np.random.default_rng(0).integers(0, 256, (SIZE, SIZE, 3), np.uint8)
     spec = _image.ImageSpec(O.compile_ops([O.CenterCrop(SIZE), O.HorizontalFlip(),
                                            O.Normalize(O.IMAGENET_MEAN, O.IMAGENET_STD)]))

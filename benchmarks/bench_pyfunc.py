@@ -22,7 +22,7 @@ import numpy as np
 import _checkout  # noqa: E402,F401  (benchmarks/_checkout.py: this checkout's fastq if built, else the installed one)
 
 import fastq  # noqa: E402
-from fastq import _image  # noqa: E402
+from fastq._native import _image  # noqa: E402
 from fastq import ops as O  # noqa: E402
 
 

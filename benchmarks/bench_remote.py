@@ -1,4 +1,4 @@
-"""Object storage (issue 34): the reference task from local files against the same data
+"""Object storage: the reference task from local files against the same data
 behind an S3-compatible server at 0 / 20 / 50 ms per request, for shards and single objects.
 
 A thin wrapper over ``fastq.bench.remote`` (the code behind ``fastq bench --task remote``;

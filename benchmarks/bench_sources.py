@@ -33,7 +33,7 @@ machine shared with other load, where images/s does not).
 Data: the JPEGs of bench_images.py (bench_data/jpeg_<n>_seed0, built once by
 fastq.bench.generated_dataset), written once into bench_data/tfrecord_<n>_<shards>/
 (tf.train.Example records with image/encoded, image/format and image/class/label,
-written with fastq.records, byte for byte what tf.io.TFRecordWriter writes) and linked
+written with fastq.tfrecord_codec, byte for byte what tf.io.TFRecordWriter writes) and linked
 into bench_data/folder_<n>/class_<k>/.
 """
 import argparse
@@ -53,7 +53,7 @@ CLASSES = 10
 
 
 def make_tfrecords(paths, shards, d):
-    from fastq.records import encode_example, tfrecord_frame
+    from fastq.tfrecord_codec import encode_example, tfrecord_frame
     done = os.path.join(d, "DONE")
     out = [os.path.join(d, f"train-{s:05d}-of-{shards:05d}") for s in range(shards)]
     if os.path.exists(done):

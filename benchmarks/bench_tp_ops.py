@@ -1,11 +1,11 @@
-"""Per-op CPU time of tensorpack's fbresnet chain in fastq (issue 18, `fastq bench --task
+"""Per-op CPU time of tensorpack's fbresnet chain in fastq (the task of `fastq bench --task
 fbresnet`): each op of fastq.tensorpack.fbresnet_augmentor(224) alone on one thread, in
 microseconds per image (thread CPU time, median of runs), minus the cost of the same call
 with no op (the Python call + explain record).  Inputs: 224x224 RGB arrays for the colour
 op and the flip, generated ImageNet-like JPEGs (300-800 px) for the crop and the decode.
-TensorpackColor is also timed on its scalar path (the same bytes; fastq._image.set_simd_tp), and
+TensorpackColor is also timed on its scalar path (the same bytes; fastq._native._image.set_simd_tp), and
 TensorpackCrop and the chain on OpenCV's cv::resize instead of fastq's AVX2 bicubic (the same
-bytes; fastq._image.set_simd_resize), so the vectorized paths' gains are same-run ratios.  The crop's JPEG rows minus its array row is the
+bytes; fastq._native._image.set_simd_resize), so the vectorized paths' gains are same-run ratios.  The crop's JPEG rows minus its array row is the
 (region) decode.
 
 Usage: python benchmarks/bench_tp_ops.py [--images 200] [--runs 5]
@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 
 import fastq.tensorpack as ftp  # noqa: E402
 from fastq import ops as O  # noqa: E402
-from fastq._image import ImageSpec, set_opencv_threads, set_simd_resize, set_simd_tp  # noqa: E402
+from fastq._native._image import ImageSpec, set_opencv_threads, set_simd_resize, set_simd_tp  # noqa: E402
 from fastq.bench.testdata import cached_jpeg_dataset  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 /* huffman_floor.c - what libjpeg-turbo's entropy (Huffman) decoding alone costs on a set of
- * JPEGs, against full decodes at DCT scales 8/8, 2/8 and 1/8 (issue 22: the floor under
+ * JPEGs, against full decodes at DCT scales 8/8, 2/8 and 1/8 (the floor under
  * any crop decode of files without restart markers, which must Huffman-decode every MCU down
  * to the crop's bottom row; DALI's CPU decoder and fastq's both use libjpeg-turbo).
  *

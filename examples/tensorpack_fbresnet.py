@@ -41,7 +41,7 @@ from tensorpack.dataflow import imgaug  # noqa: E402
 from tensorpack.dataflow.imgaug.transform import CropTransform, FlipTransform, ResizeTransform  # noqa: E402
 
 import fastq  # noqa: E402
-from fastq import _image  # noqa: E402
+from fastq._native import _image  # noqa: E402
 from fastq import ops as fops  # noqa: E402
 from fastq.bench import testdata  # noqa: E402
 from fastq.tensorpack import QueueInput, fbresnet_augmentor  # noqa: E402

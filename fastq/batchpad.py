@@ -54,7 +54,8 @@ def _rse_size(h: int, w: int, s: float, max_size: int) -> Tuple[int, int]:
 def _op_bound(op: Any, hw: Optional[Tuple[int, int]], exact: bool) -> Tuple[Optional[Tuple[int, int]], bool, str]:
     """(the largest output size of `op` for inputs of at most hw, or None: unbounded; whether every
     output has that size; why unbounded).  exact: every input is exactly hw."""
-    from fastq import _image, ops as O
+    from fastq._native import _image
+    from fastq import ops as O
     name = type(op).__name__
     if isinstance(op, O.ResizeShortestEdge):
         m = op.max_size or 0
@@ -193,7 +194,7 @@ class BatchPad:
 
     def apply(self, batch: Tuple[np.ndarray, ...]) -> Tuple[np.ndarray, ...]:
         """Repack the batch in place (GIL released) and return views of the slot."""
-        from fastq import _image
+        from fastq._native import _image
         sizes = batch[self.sizes_index]
         n = sizes.shape[0]
         if n == 0:

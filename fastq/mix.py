@@ -216,7 +216,7 @@ class _BoundMix:
     LABEL = 1  # the labels are the output after the image (every fastq source)
 
     def __init__(self, mix: MixUpCutMix, backend: Any, batch_size: int, native: bool) -> None:
-        from fastq import _image
+        from fastq._native import _image
         self.mix = mix
         self.backend = backend
         self.batch_size = batch_size
@@ -272,7 +272,7 @@ class _BoundMix:
         return list(specs) + [self.soft_spec] if self.in_ring else list(specs)
 
     def apply(self, arrays: Tuple[np.ndarray, ...], epoch: int, batch_index: int) -> Tuple[np.ndarray, ...]:
-        from fastq import _image
+        from fastq._native import _image
         images, labels = arrays[0], arrays[self.LABEL]
         n = images.shape[0]
         self._check_rows(n, epoch, batch_index)
@@ -311,7 +311,7 @@ class _BoundMix:
         return f"the sample in row {row}"
 
     def explain(self, epoch: int, batch_index: int, rows: int) -> Dict[str, Any]:
-        from fastq import _image
+        from fastq._native import _image
         h, w = self.hw
         self._check_rows(rows, epoch, batch_index)
         draws = _image.mix_draws(self.params, self.seed, epoch, batch_index, rows, h, w)

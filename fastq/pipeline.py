@@ -44,7 +44,7 @@ from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Tuple,
 
 import numpy as np
 
-from fastq import _core
+from fastq._native import _core
 from fastq.errors import ForkedPipelineError, PipelineClosedError, SupersededIterationError
 from fastq.sources.base import Source
 from fastq.backend import BackendConfig
@@ -328,7 +328,7 @@ class Pipeline:
         plus the source's own (e.g. skipped samples), ``stages``: time per
         stage, who waits on whom, and a verdict (see fastq.stages), and ``cpu``:
         which CPU-specific kernels run and the FASTQ_CPU mask in effect
-        (fastq._image.cpu_dispatch())."""
+        (fastq._native._image.cpu_dispatch())."""
         self._check_pid()
         out = {"epoch": self._epoch, "workers": self._effective_workers(), "closed": self._state.closed}
         out.update(self._pin_status)
@@ -340,7 +340,7 @@ class Pipeline:
         else:
             out.update({"queue_size": self.queue_size, "batch_size": self.batch_size})
         out.update(self._backend.stats())
-        if self._tf_feed:  # fastq.tf.dataset: which feed, and why (fastq/tf/__init__.py)
+        if self._tf_feed:  # fastq.tf.dataset: which feed, and why (fastq/tf/_dataset.py)
             out["tf_feed"] = dict(self._tf_feed)
         prod = self._state.producers
         if prod is not None and hasattr(prod, "stats"):
@@ -355,7 +355,7 @@ class Pipeline:
         from fastq.stages import stage_report
         out["stages"] = stage_report(out, active_s)
         try:
-            from fastq import _image
+            from fastq._native import _image
         except ImportError:  # a build without the image module: no image kernels either
             pass
         else:

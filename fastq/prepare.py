@@ -34,7 +34,7 @@ import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from fastq.records import encode_example, tfrecord_frame
+from fastq.tfrecord_codec import encode_example, tfrecord_frame
 
 __all__ = ["prepare_tree", "prepare_file", "prepare_shards", "DEFAULT_INTERVAL", "DEFAULT_QUALITY", "DEFAULT_SHARD_SIZE", "FORMATS"]
 
@@ -89,7 +89,7 @@ def _resize_settings(max_side, max_pixels, quality):
 def _encode_jpeg(data, interval, resize):
     """(bytes or None to keep data, info, action) for one JPEG: "resized" (training-
     resolution copy), "rewritten" (lossless restart markers) or "kept"."""
-    from fastq import _image
+    from fastq._native import _image
     if resize is not None:
         new, info = _image.downscale_jpeg(data, resize["max_side"] or 0, resize["max_pixels"] or 0,
                                           resize["quality"], interval)
@@ -269,7 +269,8 @@ _IMAGE_FORMATS = {".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".bmp": "BMP",
 
 def _image_size(data, path):
     """(height, width) of a non-JPEG image, from fastq's decoder (explain of a 1-pixel crop)."""
-    from fastq import _image, ops as O
+    from fastq._native import _image
+    from fastq import ops as O
     spec = _image.ImageSpec(O.compile_ops([O.CenterCrop(1)], dtype="uint8"))
     _, ex = spec.process_encoded(data, 0, 0, 0)
     return int(ex["src_shape"][0]), int(ex["src_shape"][1])

@@ -145,7 +145,7 @@ class Resolved:
             name, prio, cpus, reserved, default_workers
 
     def run_args(self) -> Dict[str, Any]:
-        """Keyword arguments of fastq._core.NativeRun."""
+        """Keyword arguments of fastq._native._core.NativeRun."""
         return {"policy": self.prio.policy, "nice": self.prio.nice, "cpus": self.cpus}
 
     def describe(self, run_stats: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:

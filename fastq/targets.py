@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from fastq import _image
+from fastq._native import _image
 
 __all__ = ["transform_boxes", "transform_keypoints", "transform_mask", "image_info", "rule", "check_ops", "Targets",
            "transform_polygons", "transform_rle", "MASK_SAMPLINGS"]

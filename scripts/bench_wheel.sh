@@ -24,7 +24,7 @@ if [ -n "${FASTQ_BASE_WHEEL:-}" ]; then
     BASE=$T/base
     echo "baseline (\"debian\" rows): $FASTQ_BASE_WHEEL; vendored: $WHEEL"
 else
-    ls fastq/_image*.so >/dev/null 2>&1 || { echo "build fastq in place first (python3 setup.py build_ext --inplace)" >&2; exit 1; }
+    ls fastq/_native/_image*.so >/dev/null 2>&1 || { echo "build fastq in place first (python3 setup.py build_ext --inplace)" >&2; exit 1; }
 fi
 # a copy of the benchmark outside the checkout, so that its children import the fastq
 # named by PYTHONPATH (the in-tree script prefers the checkout's in-place build)
@@ -34,7 +34,7 @@ REPO=$PWD
 declare -A PP=([debian]="$BASE" [vendored]="$T/vendored")
 cd "$T"  # nothing of the checkout on sys.path but what PYTHONPATH names
 for b in debian vendored; do
-    echo "$b: $(PYTHONPATH=${PP[$b]} $PY -c 'import fastq._image as m; print(m.__file__)')"
+    echo "$b: $(PYTHONPATH=${PP[$b]} $PY -c 'import fastq._native._image as m; print(m.__file__)')"
 done
 for r in $(seq "$ROUNDS"); do
     order="debian vendored"

@@ -42,7 +42,7 @@ case ${1:-} in
     *) echo "usage: scripts/build_wheel.sh [--check | --sdist-only]" >&2; exit 2 ;;
 esac
 PY=${PYTHON:-python3}
-unset FASTQ_TESTING   # the test-only module fastq._testing never goes into the wheel
+unset FASTQ_TESTING   # the test-only module fastq._native._testing never goes into the wheel
 OUT=${FASTQ_WHEEL_DIR:-dist}
 TOOLCHAIN=${FASTQ_TOOLCHAIN:-system}
 ARCH=${FASTQ_TARGET_ARCH:-$(uname -m)}

@@ -5,7 +5,7 @@ comparing runs under different CPU feature sets (issue 44): the FASTQ_CPU masks
 digests of all runs must be equal.
 
     python cpu_dispatch_batches.py make DIR           # small JPEGs + a TFRecord shard (host)
-    python cpu_dispatch_batches.py run DIR OUT.json   # digests + fastq._image.cpu_dispatch()
+    python cpu_dispatch_batches.py run DIR OUT.json   # digests + fastq._native._image.cpu_dispatch()
     python cpu_dispatch_batches.py compare A.json B.json ...   # exit 1 if a digest differs
 
 `run` needs numpy and fastq only (no cv2), so it runs under qemu-x86_64 -cpu MODEL.
@@ -28,7 +28,7 @@ N_IMAGES = 8
 
 def make(d):
     import cv2
-    from fastq import records
+    from fastq import tfrecord_codec
     os.makedirs(d, exist_ok=True)
     rng = np.random.default_rng(44)
     names, frames = [], []
@@ -43,7 +43,7 @@ def make(d):
         with open(os.path.join(d, name), "wb") as f:
             f.write(buf.tobytes())
         names.append(name)
-        frames.append(records.tfrecord_frame(records.encode_example(
+        frames.append(tfrecord_codec.tfrecord_frame(tfrecord_codec.encode_example(
             {"image/encoded": buf.tobytes(), "image/class/label": [i % 3]})))
     with open(os.path.join(d, "data.tfrecord"), "wb") as f:
         f.write(b"".join(frames))
@@ -91,7 +91,7 @@ def _digest(batches):
 
 def run(d, out):
     import fastq
-    from fastq import _image
+    from fastq._native import _image
     with open(os.path.join(d, "files.json")) as f:
         paths = [os.path.join(d, n) for n in json.load(f)]
     labels = [i % 3 for i in range(len(paths))]

@@ -10,7 +10,7 @@
 #   scripts/setup.sh --full   everything (scripts/test.sh, the test command): also the wheel
 #                             tools (nasm, cmake, ninja, auditwheel...), clang for the
 #                             fuzzers, requirements-dev.txt (TensorFlow, torch, JAX, mypy...;
-#                             several GB), and the test-only module fastq._testing.
+#                             several GB), and the test-only module fastq._native._testing.
 #   scripts/setup.sh --wheel  only what scripts/build_wheel.sh needs (a compiler, nasm, xz,
 #                             bzip2, patch, binutils; requirements-wheel.txt); builds nothing.
 #   scripts/setup.sh --wait-for-apt   only waits until apt/dpkg are free (see below).
@@ -142,13 +142,13 @@ if [ $WHEEL = 1 ]; then
 fi
 if [ $FULL = 1 ]; then
     REQ=requirements-dev.txt
-    BUILD_ENV="FASTQ_TESTING=1"  # adds the test-only module fastq._testing
-    CHECK="import fastq, fastq._core, fastq._image, fastq._testing"
-    WHAT="in place, system libraries; with the test-only module fastq._testing"
+    BUILD_ENV="FASTQ_TESTING=1"  # adds the test-only module fastq._native._testing
+    CHECK="import fastq, fastq._native._core, fastq._native._image, fastq._native._testing"
+    WHAT="in place, system libraries; with the test-only module fastq._native._testing"
 else
     REQ=requirements-demo.txt
     BUILD_ENV="FASTQ_TESTING="
-    CHECK="import fastq, fastq._core, fastq._image"
+    CHECK="import fastq, fastq._native._core, fastq._native._image"
     WHAT="in place, system libraries"
 fi
 echo "== installing Python packages ($REQ)"

@@ -12,7 +12,7 @@
 #
 # bash scripts/test.sh --quick [pytest args]: the everyday tier (docs/testing.md).  Nothing
 # is installed: it builds the development build in place (setup.py build_ext --inplace,
-# with the test-only fastq._testing; ccache when installed) and runs the tests not marked
+# with the test-only fastq._native._testing; ccache when installed) and runs the tests not marked
 # `slow` (-m "not slow"; a -m among the arguments replaces it), then prints one summary
 # line.  Under 5 minutes on a 2-core machine once `scripts/setup.sh --full` has installed
 # the packages.  The full suite above stays what CI and the README run.

@@ -8,7 +8,7 @@
 #   1. the wheel: FASTQ_TOOLCHAIN=zig FASTQ_TARGET_ARCH=aarch64 scripts/build_wheel.sh
 #      (or FASTQ_AARCH64_WHEEL=path to test a given one); `auditwheel show` must say
 #      manylinux_2_17_aarch64;
-#   2. it is unzipped into a scratch site dir, with fastq._testing cross-built next to it
+#   2. it is unzipped into a scratch site dir, with fastq._native._testing cross-built next to it
 #      (scripts/build_testing_module.sh in the cross environment);
 #   3. under `qemu-aarch64 -L SYSROOT`: import, then scripts/crossarch_batches.py runs
 #      fixed op chains over JPEG, progressive JPEG, PNG, WebP, TIFF, BMP and PPM files and
@@ -70,7 +70,7 @@ $PY -m pip install -q --no-deps --disable-pip-version-check --target "$T/x86" "$
 arm() { QEMU_LD_PREFIX=$SYSROOT PYTHONPATH="$T/site:$SYSROOT/site${ARM_PYTHONPATH:+:$ARM_PYTHONPATH}" \
         qemu-aarch64 "$SYSROOT/usr/bin/python3.11" "$@"; }
 echo "== import under qemu-aarch64" >&2
-(cd "$T" && arm -c 'import platform, fastq, fastq._core, fastq._image, fastq._testing; print(platform.machine(), fastq.__version__, fastq.__file__)')
+(cd "$T" && arm -c 'import platform, fastq, fastq._native._core, fastq._native._image, fastq._native._testing; print(platform.machine(), fastq.__version__, fastq.__file__)')
 
 echo "== every format, op by op: aarch64 (qemu) vs x86-64, same seed" >&2
 t=$SECONDS

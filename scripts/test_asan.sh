@@ -48,7 +48,7 @@ reports="$ASAN_WORK/reports"
 rm -rf "$reports"
 mkdir -p "$reports"
 
-if [ "${ASAN_REUSE:-0}" = 1 ] && ls "$src"/fastq/_core.*.so >/dev/null 2>&1; then
+if [ "${ASAN_REUSE:-0}" = 1 ] && ls "$src"/fastq/_native/_core.*.so >/dev/null 2>&1; then
     echo "test_asan.sh: reusing the sanitized build in $src"
     rm -rf "$src/tests"
     cp -r tests "$src/"
@@ -60,13 +60,13 @@ else
     mkdir -p "$src"
     cp -r setup.py pyproject.toml fastq csrc tests "$src/"
     find "$src" \( -name '*.so' -o -name '__pycache__' \) -prune -exec rm -rf {} +
-    rm -f "$src"/fastq/_*.cpp "$src"/fastq/_*.c
+    rm -f "$src"/fastq/_native/_*.cpp "$src"/fastq/_native/_*.c
     rm -rf "$src/csrc/tests/bin"
     echo "test_asan.sh: building the extensions with ASan+UBSan in $src"
     (cd "$src" && FASTQ_TESTING=1 FASTQ_SANITIZE=address,undefined FASTQ_DEBUG=1 nice -n 10 "$PY" setup.py -q build_ext --inplace \
         -j "$JOBS" > "$ASAN_WORK/build.log" 2>&1) || { tail -50 "$ASAN_WORK/build.log" >&2; exit 1; }
     for m in _core _image _testing; do
-        so=$(ls "$src"/fastq/$m.*.so)
+        so=$(ls "$src"/fastq/_native/$m.*.so)
         deps=$(ldd "$so")
         grep -q libasan <<<"$deps" || { echo "test_asan.sh: $so is not linked against libasan" >&2; exit 1; }
     done

@@ -7,7 +7,7 @@
 # $PYTHON must have fastq installed and the test requirements (requirements-dev.txt
 # minus the build tools; torch and jax only for tests/device/test_dlpack.py, mypy only for
 # tests/core/test_typing.py) plus Cython and setuptools for step 1.
-#   1. scripts/build_testing_module.sh builds the test-only fastq._testing next to the
+#   1. scripts/build_testing_module.sh builds the test-only fastq._native._testing next to the
 #      installed package (the wheel never contains it);
 #   2. the checkout's tracked files are copied into a scratch tree without
 #      fastq/__init__.py: the tests read files from the tree (docs, examples, csrc

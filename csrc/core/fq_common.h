@@ -3,7 +3,7 @@
  * Every fallible fastq C function returns an int status (FQ_OK == 0 on success)
  * and, on failure, fills the caller-supplied fq_err with the same code and a
  * human-readable message.  The Cython layer turns (code, message) into a Python
- * exception in exactly one place (fastq/_core.pyx: raise_fq_error, cimported by
+ * exception in exactly one place (fastq/_native/_core.pyx: raise_fq_error, cimported by
  * the other extensions); a failed sample's index travels as err.index.
  *
  * No Python.h here or anywhere under csrc/.

@@ -4,9 +4,9 @@
  * Why a table: the wheel's extension modules export nothing but PyInit_* (a linker
  * version script; fastq links OpenCV and libjpeg-turbo statically and hides them), so a
  * TensorFlow kernel library built on the user's machine (csrc/tf/fq_tf_kernel.cc) cannot
- * link against fastq's functions.  fastq._image exports exactly one more symbol,
+ * link against fastq's functions.  fastq._native._image exports exactly one more symbol,
  * FQ_CAPI_SYMBOL, a const fq_capi_v1; the kernel finds it with
- * dlopen(<fastq._image's file>, RTLD_NOLOAD | RTLD_NOW) + dlsym, so it calls the very
+ * dlopen(<fastq._native._image's file>, RTLD_NOLOAD | RTLD_NOW) + dlsym, so it calls the very
  * code (and OpenCV instance) the Pipeline runs, and needs no OpenCV headers itself.
  *
  * ABI rules: abi_version changes when a field changes meaning; new fields are only ever
@@ -72,7 +72,7 @@ typedef struct fq_capi_v1 {
     void (*buf_free)(void *buf);
 } fq_capi_v1;
 
-/* The table itself: the one symbol fastq._image exports besides PyInit__image. */
+/* The table itself: the one symbol fastq._native._image exports besides PyInit__image. */
 __attribute__((visibility("default"))) extern const fq_capi_v1 fastq_capi_v1;
 
 #ifdef __cplusplus

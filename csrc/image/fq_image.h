@@ -48,7 +48,7 @@ enum fq_op_kind {
 
 /* Parameters of each op, by name.  Every field is a double (integer-valued where the
  * name says so: sizes, paddings, flags, enum values) laid out from the start of
- * fq_op.raw, the flat array of 16 doubles that fastq._image.FQ_OP_DTYPE mirrors ("f");
+ * fq_op.raw, the flat array of 16 doubles that fastq._native._image.FQ_OP_DTYPE mirrors ("f");
  * the C core validates every field (integers, ranges) in fq_img_spec_create.  The
  * structs below are those of the first ten kinds (C callers fill them by name); an
  * op's field descriptor (fq_img_op_desc) says the same for every kind, and is what
@@ -106,7 +106,7 @@ typedef struct fq_op_normalize { /* FQ_OP_NORMALIZE: out = (x/255 - mean[c]) / s
 
 /* One op of a chain: kind (the tag) + the parameters of that kind.  Layout is fixed
  * (136 bytes: int kind, 4 bytes padding, 16 doubles) so that the Python side can build
- * an array of them with a numpy structured dtype (fastq._image.FQ_OP_DTYPE); raw is
+ * an array of them with a numpy structured dtype (fastq._native._image.FQ_OP_DTYPE); raw is
  * that flat view, for packing and fuzzing only, never for reading a parameter. */
 typedef struct fq_op {
     int kind; /* FQ_OP_* */

@@ -1,5 +1,5 @@
 /* fq_ring_capi.c - the one exported table of the ring's consumer API (see fq_ring_capi.h).
- * Part of libfastq_ring.a; fastq._core references the table (fastq/_core.pyx reads its ABI
+ * Part of libfastq_ring.a; fastq._native._core references the table (fastq/_native/_core.pyx reads its ABI
  * version), so the object is linked there, and setup.py's version script exports it.
  * Static const data: no initialization order, no locking. */
 #include "ring/fq_ring_capi.h"

@@ -4,10 +4,10 @@
  *
  * Why a table: fastq's extension modules export nothing but PyInit_* and these tables (a
  * linker version script), and the kernel is compiled on the user's machine against the
- * installed TensorFlow, so it cannot link fastq.  fastq._core (the module that owns every
+ * installed TensorFlow, so it cannot link fastq.  fastq._native._core (the module that owns every
  * Ring) exports FQ_RING_CAPI_SYMBOL, a const fq_ring_capi_v1; the kernel finds it with
- * dlopen(<fastq._core's file>, RTLD_NOLOAD | RTLD_NOW) + dlsym, exactly as it finds the
- * image table (image/fq_capi.h) in fastq._image, so it runs on the very ring objects the
+ * dlopen(<fastq._native._core's file>, RTLD_NOLOAD | RTLD_NOW) + dlsym, exactly as it finds the
+ * image table (image/fq_capi.h) in fastq._native._image, so it runs on the very ring objects the
  * Python layer created.
  *
  * ABI rules (as fq_capi.h): abi_version changes when a field changes meaning; new fields
@@ -52,7 +52,7 @@ typedef struct fq_ring_capi_v1 {
     const char *(*code_name)(int code);
 } fq_ring_capi_v1;
 
-/* The table itself: exported by fastq._core (besides PyInit__core). */
+/* The table itself: exported by fastq._native._core (besides PyInit__core). */
 __attribute__((visibility("default"))) extern const fq_ring_capi_v1 fastq_ring_capi_v1;
 
 #ifdef __cplusplus

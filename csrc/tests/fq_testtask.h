@@ -3,7 +3,7 @@
  * It fills each row with a pattern derived from (item, block, byte offset) so
  * that a consumer can verify that every sample arrived exactly once, in the
  * right row and untorn.  Used by the C stress test (csrc/tests/test_ring.c),
- * the Python tests (through the test-only extension fastq._testing, built
+ * the Python tests (through the test-only extension fastq._native._testing, built
  * from tests/native/_testing.pyx when FASTQ_TESTING=1) and the ring microbenchmark.
  */
 #ifndef FQ_TESTTASK_H

@@ -431,7 +431,7 @@ absl::Status EpochReader::Deliver(int slot, int n, std::vector<Tensor> *out)
 
 /* ---- entry points for fastq/tf/__init__.py (ctypes) ---------------------------------------- */
 
-/* Find fastq._core's ring table, as fastq_tf_bind finds fastq._image's image table. */
+/* Find fastq._native._core's ring table, as fastq_tf_bind finds fastq._native._image's image table. */
 extern "C" __attribute__((visibility("default"))) int fastq_tf_bind_ring(const char *core_so, char *msg,
                                                                           size_t msglen)
 {
@@ -440,7 +440,7 @@ extern "C" __attribute__((visibility("default"))) int fastq_tf_bind_ring(const c
     void *h = dlopen(core_so, RTLD_NOLOAD | RTLD_NOW);
     if (!h) {
         const char *e = dlerror();
-        std::snprintf(msg, msglen, "fastq._core (%s) is not loaded in this process (%s)", core_so,
+        std::snprintf(msg, msglen, "fastq._native._core (%s) is not loaded in this process (%s)", core_so,
                       e ? e : "dlopen RTLD_NOLOAD failed");
         return -1;
     }

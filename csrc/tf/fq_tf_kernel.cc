@@ -6,8 +6,8 @@
  * Built on the user's machine against the installed TensorFlow (fastq/tf/ops.py: the
  * compile flags of tf.sysconfig, a cache keyed by TF version + flags + sources), with TF's
  * headers and fastq's plain C headers only.  It reaches fastq's image code through the
- * versioned table of fq_capi.h, exported by the fastq._image extension module: the Python
- * loader calls fastq_tf_bind(<path of fastq._image>) once after tf.load_op_library, which
+ * versioned table of fq_capi.h, exported by the fastq._native._image extension module: the Python
+ * loader calls fastq_tf_bind(<path of fastq._native._image>) once after tf.load_op_library, which
  * finds the table with dlopen(RTLD_NOLOAD) + dlsym and checks its ABI.
  *
  * Two sources (attr `source`): "bytes", input 0 holds each row's encoded image (read
@@ -200,7 +200,7 @@ struct Batch {
 const fq_capi_v1 *fastq_tf_image_api() { return g_capi.load(std::memory_order_acquire); }
 
 /* Called once by fastq.tf.ops after tf.load_op_library (through ctypes): find the table
- * in the already loaded fastq._image module and check that it matches the headers this
+ * in the already loaded fastq._native._image module and check that it matches the headers this
  * library was compiled with.  0 on success; otherwise -1 and a message in msg. */
 extern "C" __attribute__((visibility("default"))) int fastq_tf_bind(const char *image_so, char *msg, size_t msglen)
 {
@@ -209,7 +209,7 @@ extern "C" __attribute__((visibility("default"))) int fastq_tf_bind(const char *
     void *h = dlopen(image_so, RTLD_NOLOAD | RTLD_NOW);
     if (!h) {
         const char *e = dlerror();
-        std::snprintf(msg, msglen, "fastq._image (%s) is not loaded in this process (%s): import fastq._image first",
+        std::snprintf(msg, msglen, "fastq._native._image (%s) is not loaded in this process (%s): import fastq._native._image first",
                       image_so, e ? e : "dlopen RTLD_NOLOAD failed");
         return -1;
     }

@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from fastq.annotations._table import SEG_NONE, SEG_RLE, Annotations, _offsets, build
-from fastq.records import encode_example, parse_example
+from fastq.tfrecord_codec import encode_example, parse_example
 
 __all__ = ["BBOX_KEYS", "CLASS_KEY", "CROWD_KEY", "MASK_KEY", "SEG_KEY", "encode_odapi_example", "load_odapi",
            "OdapiFormatError"]
@@ -68,7 +68,7 @@ def encode_odapi_example(image: bytes, height: int, width: int, boxes: Any, clas
 
 def _records(path):
     """(index, memoryview of the record) of one shard, framing and CRCs checked."""
-    from fastq import _image
+    from fastq._native import _image
     offsets, lengths, tail = _image.tfrecord_scan(path)
     if tail is not None:
         raise OdapiFormatError(f"{path}: TFRecord framing error after record {len(offsets) - 1}: {tail[1]}")

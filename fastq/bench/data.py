@@ -9,7 +9,7 @@ import re
 import sys
 import time
 
-from fastq.records import parse_example
+from fastq.tfrecord_codec import parse_example
 
 __all__ = ["BenchInputError", "GENERATED", "IMAGE_EXTENSIONS", "default_data_dir", "generated_dataset", "find_images",
            "find_tfrecords", "TFRecordInput", "TFRecordData", "PyRecords"]
@@ -186,7 +186,7 @@ class TFRecordInput:
     decode_and_crop_jpeg path)."""
 
     def __init__(self, shards, images=None, image_key="image/encoded", label_key="image/class/label"):
-        from fastq import _image
+        from fastq._native import _image
         self.image_key, self.label_key = image_key, label_key
         self.all_shards = list(shards)
         self.shards, self.offsets, self.framed = [], [], []

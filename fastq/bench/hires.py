@@ -163,7 +163,8 @@ def single_thread_forms(form_paths, passes=3, progress=True, out=print):
     ``prepared`` form also ``prepared, segments off``: the same files through the plain
     ROI decode (``set_segment_decode(False)``), which Huffman-decodes every row down to
     the region's bottom, as on the originals."""
-    from fastq import _image, ops as O
+    from fastq._native import _image
+    from fastq import ops as O
     from fastq.bench.entropy import crop_entropy_summary
     _image.set_opencv_threads(1)
     full = REFERENCE.fastq_ops()

@@ -601,8 +601,8 @@ def _dali_randaugment(paths, workers, task):
 
 # key -> (label, function, modules that must import, modules imported before timing RSS)
 PEERS = {
-    "fastq": ("fastq", peer_fastq, ["fastq._image"], ["numpy", "fastq"]),
-    "fastq_normal": ('fastq, worker_priority="normal"', peer_fastq_normal, ["fastq._image"], ["numpy", "fastq"]),
+    "fastq": ("fastq", peer_fastq, ["fastq._native._image"], ["numpy", "fastq"]),
+    "fastq_normal": ('fastq, worker_priority="normal"', peer_fastq_normal, ["fastq._native._image"], ["numpy", "fastq"]),
     "tfdata": ("tf.data native (AUTOTUNE)", peer_tfdata, ["tensorflow"], ["tensorflow"]),
     "tfdata_n": ("tf.data native (map parallel = cores)", peer_tfdata_n, ["tensorflow"], ["tensorflow"]),
     "dali": ("NVIDIA DALI CPU", peer_dali, ["nvidia.dali"], ["nvidia.dali"]),

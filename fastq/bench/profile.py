@@ -27,7 +27,7 @@ def profile_main(cfg_path):
     import cv2
     import numpy as np
     from fastq import ops as O
-    from fastq._image import ImageSpec, set_opencv_threads
+    from fastq._native._image import ImageSpec, set_opencv_threads
     cv2.setNumThreads(1)
     set_opencv_threads(1)
     paths = cfg["paths"][:cfg["profile_images"]]

@@ -84,7 +84,7 @@ def _link(src, dst):
 def prepare_data(paths, shards, d):
     """The local forms and the server's folder, built once in ``d`` -> dict(root, files, labels,
     wds, tfrecord: local paths; keys: the object keys of files / wds / tfrecord)."""
-    from fastq.records import encode_example, tfrecord_frame
+    from fastq.tfrecord_codec import encode_example, tfrecord_frame
     labels = [i % CLASSES for i in range(len(paths))]
     base = os.path.join(d, "bucket", BUCKET)
     out = {"root": os.path.join(d, "bucket"), "files": list(paths), "labels": labels}

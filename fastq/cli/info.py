@@ -51,10 +51,10 @@ def collect_info():
     out = {"fastq": {"version": fastq.__version__, "path": os.path.dirname(os.path.abspath(fastq.__file__))},
            "python": platform.python_version(), "platform": platform.platform()}
     try:
-        from fastq import _image
+        from fastq._native import _image
         nv = _image.native_versions()
     except ImportError as e:
-        nv = {"error": f"fastq._image does not import: {e}"}
+        nv = {"error": f"fastq._native._image does not import: {e}"}
     if "error" not in nv:
         for key in ("libjpeg_library", "opencv_library"):
             owner = _dpkg_owner(nv[key]) if nv.get(key) else None
@@ -90,7 +90,7 @@ def collect_info():
     cu = {"runtime_candidates": cuda.runtime_candidates()}
     cu["devices"] = 0
     try:
-        from fastq import _cuda
+        from fastq._native import _cuda
         _cuda.load(cu["runtime_candidates"])
         cu["runtime"] = "loaded"
         cu["devices"] = _cuda.device_count()

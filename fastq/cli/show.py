@@ -142,7 +142,7 @@ def render_contact_sheet(paths, indices, chain, *, seed=0, epoch=0, thumb=224, c
     explain record as text.  cells holds each cell's geometry and explain."""
     import numpy as np
     from PIL import Image, ImageDraw, ImageFont
-    from fastq import _image
+    from fastq._native import _image
     from fastq import ops as O
     view = [op for op in chain if not isinstance(op, O.Normalize)]  # pictures are uint8
     spec = _image.ImageSpec(O.compile_ops(view, dtype="uint8"))

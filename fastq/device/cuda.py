@@ -42,7 +42,7 @@ def runtime_candidates():
 
 
 def _load():
-    from fastq import _cuda
+    from fastq._native import _cuda
     _cuda.load(runtime_candidates())
     n = _cuda.device_count()
     if n < 1:

@@ -27,52 +27,38 @@ One namespace, one module per family (as torchvision's ``transforms/v2/``): ``_b
 (the ``Op`` base class, the C core's constants, argument checks), ``_geometry``,
 ``_color``, ``_augment`` (erasing and noise), ``_auto_augment`` (policies), ``_compose``,
 ``_custom`` (CustomOp, PyFunc) and ``_compile`` (``compile_ops``).  Every name is defined
-once there and re-exported here; the public classes and functions keep
-``__module__ == "fastq.ops"``, so pickles and reprs name ``fastq.ops.X`` whatever file
-holds it.  The modules import only ``fastq._image`` and each other, never upward.
+once there, listed in that module's ``__all__`` and re-exported here; the public classes
+and functions keep ``__module__ == "fastq.ops"``, so pickles and reprs name ``fastq.ops.X``
+whatever file holds it.  The modules import only ``fastq._native._image`` and each other, never upward.
 """
-from fastq.ops._base import (BORDERS, DEFAULT_MAX_PIXELS, FQ_OP_DTYPE, IMAGENET_MEAN, IMAGENET_STD, INTERPOLATIONS,
-                             K_CENTER_CROP, K_COLOR_JITTER, K_GRAYSCALE, K_HFLIP, K_NORMALIZE, K_RANDOM_AFFINE,
-                             K_RANDOM_CROP, K_RANDOM_RESIZED_CROP, K_RESIZE, K_VFLIP, MAX_OPS, MAX_SIDE, Fill, Op,
-                             Pair, Range)  # noqa: F401 (names of fastq.ops outside __all__, as before the split)
-from fastq.ops._geometry import (CenterCrop, HorizontalFlip, Pad, RandomAffine, RandomCrop, RandomIoUCrop,
-                                 KerasRandomRotation, KerasRandomTranslation, KerasRandomZoom,
-                                 RandomResizedCrop, RandomZoomOut, Resize, ResizeShortestEdge, Rotate, ScaleJitter,
-                                 ShearX, ShearY, TensorpackCrop, TranslateX, TranslateY, VerticalFlip)
-from fastq.ops._color import (LIGHTING_EIGVAL, LIGHTING_EIGVEC, TP_EIGVAL_BGR, TP_EIGVEC_BGR, AutoContrast, Brightness,
-                              Color, ColorJitter, Contrast, Equalize, Gamma, Grayscale, Invert,
-                              KerasRandomBrightness, KerasRandomContrast, Lighting, Normalize,
-                              Posterize, Sharpness, Solarize, SolarizeAdd, TensorpackColor)
+from fastq.ops import _augment, _auto_augment, _base, _color, _compile, _compose, _custom, _geometry
+from fastq.ops._base import *  # noqa: F401,F403
+from fastq.ops._geometry import *  # noqa: F401,F403
+from fastq.ops._color import *  # noqa: F401,F403
+from fastq.ops._augment import *  # noqa: F401,F403
+from fastq.ops._auto_augment import *  # noqa: F401,F403
+from fastq.ops._compose import *  # noqa: F401,F403
+from fastq.ops._custom import *  # noqa: F401,F403
+from fastq.ops._compile import *  # noqa: F401,F403
+# names of fastq.ops outside __all__, as before the split
+from fastq.ops._base import (BORDERS, INTERPOLATIONS, K_CENTER_CROP, K_COLOR_JITTER, K_GRAYSCALE,  # noqa: F401
+                             K_HFLIP, K_NORMALIZE, K_RANDOM_AFFINE, K_RANDOM_CROP, K_RANDOM_RESIZED_CROP, K_RESIZE,
+                             K_VFLIP, MAX_OPS, MAX_SIDE, Fill, Pair, Range)
 from fastq.ops._color import normalize_table  # noqa: F401
-from fastq.ops._augment import Cutout, GaussianBlur, GaussianNoise, RandomErasing
-from fastq.ops._auto_augment import (POLICY_OPS, TF_AUTOAUGMENT_POLICIES, TF_POLICY_OPS, AutoAugment, RandAugment,
-                                     TFAutoAugment, TFRandAugment, TIMM_AUTOAUGMENT_POLICIES, TIMM_OPS,
-                                     TimmAugMix, TimmAutoAugment, TimmRandAugment,
-                                     TrivialAugmentWide)
-from fastq.ops._compose import RandomApply, RandomChoice, RandomOrder, _rows  # noqa: F401 (fastq.batchpad)
-from fastq.ops._custom import CustomOp, PyFunc
-from fastq.ops._compile import DTYPES, CompiledOps, channels_order, compile_ops, dtype_name, layout_name  # noqa: F401
+from fastq.ops._compose import _rows  # noqa: F401 (fastq.batchpad)
+from fastq.ops._compile import DTYPES, dtype_name, layout_name  # noqa: F401
 
-__all__ = [
-    "Op", "RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "HorizontalFlip",
-    "VerticalFlip", "ColorJitter", "RandomAffine", "Grayscale", "Normalize", "compile_ops",
-    "CompiledOps", "FQ_OP_DTYPE", "IMAGENET_MEAN", "IMAGENET_STD", "DEFAULT_MAX_PIXELS",
-]
-__all__ += ["GaussianBlur", "Gamma", "Cutout", "Lighting", "LIGHTING_EIGVAL", "LIGHTING_EIGVEC"]
-__all__ += ["Invert", "AutoContrast", "Equalize", "Posterize", "Solarize", "SolarizeAdd", "Brightness", "Color",
-            "Contrast", "Sharpness", "Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY"]
-__all__ += ["RandAugment", "TrivialAugmentWide", "AutoAugment", "POLICY_OPS"]
-__all__ += ["RandomErasing", "channels_order"]
-__all__ += ["CustomOp", "PyFunc"]
-__all__ += ["RandomApply", "RandomChoice", "RandomOrder"]
-__all__ += ["ResizeShortestEdge", "Pad", "ScaleJitter", "RandomZoomOut"]
-__all__ += ["KerasRandomZoom", "KerasRandomTranslation", "KerasRandomRotation", "KerasRandomContrast",
-            "KerasRandomBrightness"]
-__all__ += ["RandomIoUCrop"]
-__all__ += ["TensorpackCrop", "TensorpackColor", "TP_EIGVAL_BGR", "TP_EIGVEC_BGR"]
-__all__ += ["GaussianNoise"]
-__all__ += ["TFRandAugment", "TFAutoAugment", "TF_POLICY_OPS", "TF_AUTOAUGMENT_POLICIES"]
-__all__ += ["TimmRandAugment", "TimmAutoAugment", "TimmAugMix", "TIMM_OPS", "TIMM_AUTOAUGMENT_POLICIES"]
+# Each family module's __all__ is re-exported as it stands: a new op is its class and its
+# name in its family's __all__, nothing here.
+__all__: list = []
+__all__ += _base.__all__
+__all__ += _geometry.__all__
+__all__ += _color.__all__
+__all__ += _augment.__all__
+__all__ += _auto_augment.__all__
+__all__ += _compose.__all__
+__all__ += _custom.__all__
+__all__ += _compile.__all__
 
 # The public classes and functions are fastq.ops.X, as when this was one module (pickles
 # store __module__; reprs and help() show it).

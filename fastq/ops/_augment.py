@@ -6,6 +6,9 @@ from typing import Any, Sequence, Tuple, Union
 
 from fastq.ops._base import MAX_SIDE, Fill, Op, Pair, Range, _K, _fail, _fill, _int_in, _level, _num, _pair, _prob
 
+# the public names of this family (fastq.ops re-exports them)
+__all__ = ["GaussianBlur", "Cutout", "RandomErasing", "GaussianNoise"]
+
 
 class Cutout(Op):
     """TF Model Garden ``cutout(image, pad_size, replace)``: centre row ~ U{0..H-1}, column
@@ -22,6 +25,10 @@ class Cutout(Op):
 
     def fields(self):
         return {"pad_size": self.pad_size, "fill": self.fill, "p": self.p}
+
+    @classmethod
+    def _example(cls):
+        return cls(16, fill=(1, 2, 3), p=0.5)
 
 
 class GaussianBlur(Op):
@@ -48,6 +55,10 @@ class GaussianBlur(Op):
 
     def fields(self):
         return {"ksize": self.kernel_size, "sigma": self.sigma, "p": self.p}
+
+    @classmethod
+    def _example(cls):
+        return cls((5, 3), sigma=(0.5, 1.5), p=0.5)
 
 
 class RandomErasing(Op):
@@ -97,6 +108,10 @@ class RandomErasing(Op):
         return {"p": self.p, "scale": self.scale, "ratio": self.ratio,
                 "value": (0.0, 0.0, 0.0) if rnd else self.value, "random": 1.0 if rnd else 0.0}
 
+    @classmethod
+    def _example(cls):
+        return cls(0.7, scale=(0.1, 0.2), ratio=(0.5, 2.0), value=(0.5, -1.0, 2.0))
+
 
 class GaussianNoise(Op):
     """torchvision 0.29 v2 ``GaussianNoise(mean, sigma, clip)`` on uint8 (its uint8 kernel,
@@ -124,3 +139,7 @@ class GaussianNoise(Op):
 
     def fields(self):
         return {"mean": self.mean, "sigma": self.sigma, "clip": 1.0 if self.clip else 0.0, "p": self.p}
+
+    @classmethod
+    def _example(cls):
+        return cls(0.01, 0.2, clip=False, p=0.5)

@@ -3,8 +3,13 @@
 (csrc/image/color/fq_image_aug_model_garden_policy.cpp)."""
 from typing import Optional, Sequence
 
-from fastq import _image
+from fastq._native import _image
 from fastq.ops._base import Fill, Op, _K, _fail, _fill, _int_in, _num, _prob
+
+# the public names of this family (fastq.ops re-exports them)
+__all__ = ["RandAugment", "TrivialAugmentWide", "AutoAugment", "POLICY_OPS", "TFRandAugment", "TFAutoAugment",
+           "TF_POLICY_OPS", "TF_AUTOAUGMENT_POLICIES", "TimmRandAugment", "TimmAutoAugment", "TimmAugMix",
+           "TIMM_OPS", "TIMM_AUTOAUGMENT_POLICIES"]
 
 
 POLICY_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
@@ -33,6 +38,10 @@ class RandAugment(Op):
         return {"num_ops": self.num_ops, "magnitude": self.magnitude, "num_bins": self.num_magnitude_bins,
                 "fill": self.fill}
 
+    @classmethod
+    def _example(cls):
+        return cls(3, 12, 21, fill=(1, 2, 3))
+
 
 class TrivialAugmentWide(Op):
     """torchvision v2 ``TrivialAugmentWide(num_magnitude_bins, fill)``, nearest: one op
@@ -49,6 +58,10 @@ class TrivialAugmentWide(Op):
 
     def fields(self):
         return {"num_bins": self.num_magnitude_bins, "fill": self.fill}
+
+    @classmethod
+    def _example(cls):
+        return cls(15, fill=128)
 
 
 class AutoAugment(Op):
@@ -68,6 +81,10 @@ class AutoAugment(Op):
 
     def fields(self):
         return {"policy": 0, "fill": self.fill}
+
+    @classmethod
+    def _example(cls):
+        return cls(fill=(4, 5, 6))
 
 
 # ---- TF Model Garden policies (csrc/image/color/fq_image_aug_model_garden*.cpp) ----------------------------
@@ -149,6 +166,10 @@ class TFRandAugment(Op):
                 "prob_to_apply": -1.0 if self.prob_to_apply is None else self.prob_to_apply, "fill": self.fill,
                 "magnitude_std": self.magnitude_std, "exclude": float(self._exclude)}
 
+    @classmethod
+    def _example(cls):
+        return cls(3, 7.5, cutout_const=20, translate_const=50, prob_to_apply=0.5, fill=(1, 2, 3))
+
 
 # TFAutoAugment's policies: TF's augmentation_name -> the C table's index
 
@@ -186,6 +207,10 @@ class TFAutoAugment(Op):
     def fields(self):
         return {"policy": float(TF_AUTOAUGMENT_POLICIES[self.policy]), "cutout_const": self.cutout_const,
                 "translate_const": self.translate_const, "fill": self.fill}
+
+    @classmethod
+    def _example(cls):
+        return cls("reduced_imagenet", fill=100)
 
 
 # ---- timm's policies (csrc/image/color/fq_image_aug_timm_policy.cpp) -------------------------
@@ -328,6 +353,13 @@ class TimmRandAugment(Op):
         hp = _timm_shared(n, ops)
         return cls(num_layers=ra.num_layers, ops=names, choice_weights=weighted, **hp)
 
+    @classmethod
+    def _example(cls):
+        return cls(3, 7.5, prob=0.7, magnitude_std=float("inf"), magnitude_max=12,
+                   ops=["Rotate", "SolarizeAdd", "TranslateXRel"], interpolation="bicubic",
+                   fill=(1, 2, 3), translate_pct=0.3, translate_const=100,
+                   choice_weights="weights")
+
 
 def _timm_resample(n, rs):
     """PIL resample value(s) of timm's AugmentOp kwargs -> 'bilinear' / 'bicubic' / 'random'"""
@@ -397,6 +429,11 @@ class TimmAutoAugment(Op):
                              "(a custom policy is not supported)")
         hp = _timm_shared(n, [o for sp in aa.policy for o in sp], same_strength=False)
         return cls(policy=name, **hp)
+
+    @classmethod
+    def _example(cls):
+        return cls("originalr", magnitude_std=0.5, magnitude_max=11, interpolation="bilinear",
+                   fill=(4, 5, 6), translate_pct=0.2, translate_const=90)
 
 
 def _timm_hparams(self, n, magnitude_std, magnitude_max, interpolation, fill, translate_pct, translate_const):
@@ -531,3 +568,9 @@ class TimmAugMix(Op):
         if hp.pop("prob") < 1.0:
             raise ValueError(f"{n}: ops with prob < 1 are not supported (timm's augmix_ops use 1)")
         return cls(width=am.width, depth=depth, alpha=am.alpha, ops=names, **hp)
+
+    @classmethod
+    def _example(cls):
+        return cls(5, width=4, depth=2, alpha=0.5, magnitude_std=0.5, magnitude_max=12,
+                   ops=["Rotate", "Equalize"], interpolation="bicubic", fill=7, translate_pct=0.3,
+                   translate_const=11)

@@ -5,7 +5,10 @@ import math
 import numbers
 from typing import Any, Dict, Sequence, Tuple, Union
 
-from fastq import _image
+from fastq._native import _image
+
+# the public names of this family (fastq.ops re-exports them)
+__all__ = ["Op", "FQ_OP_DTYPE", "IMAGENET_MEAN", "IMAGENET_STD", "DEFAULT_MAX_PIXELS"]
 
 # The C core's constants (csrc/image/fq_image.h), read from the extension rather than retyped:
 # FQ_OP_DTYPE is the numpy mirror of `struct fq_op` (kind, padding, the parameter union
@@ -126,13 +129,20 @@ class Op:
     def fields(self) -> Dict[str, Any]:  # pragma: no cover - abstract
         """The C parameters of this op as a dict keyed by the field names of its C
         descriptor (``_image.OP_FIELDS[type(self).__name__]``: names and shapes, all
-        float64); ``fastq._image.pack_ops`` fills ``fq_op`` by those descriptors
+        float64); ``fastq._native._image.pack_ops`` fills ``fq_op`` by those descriptors
         (tests/ops/test_op_descriptors.py holds the two together)."""
         raise NotImplementedError
 
     def pack(self) -> Tuple[int, Tuple[Tuple[str, Any], ...]]:
         """``(kind, ((field, value), ...))``: the C ``fq_op`` of this op, by field name."""
         return self.kind, tuple(sorted(self.fields().items()))
+
+    @classmethod
+    def _example(cls):
+        """An instance of this op, with non-default arguments where it has them: what
+        tests/ops/test_op_descriptors.py checks against the C descriptor, for every op
+        class (a class whose defaults are its example needs no override)."""
+        return cls()
 
     def __repr__(self):
         items = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items() if not k.startswith("_"))

@@ -9,6 +9,12 @@ import numpy as np
 from fastq.ops._base import (IMAGENET_MEAN, IMAGENET_STD, K_COLOR_JITTER, K_GRAYSCALE, K_NORMALIZE, Op, Pair, Range, _K,
                              _fail, _level, _num, _pair, _prob)
 
+# the public names of this family (fastq.ops re-exports them)
+__all__ = ["ColorJitter", "Grayscale", "Normalize", "Gamma", "Lighting", "LIGHTING_EIGVAL", "LIGHTING_EIGVEC",
+           "Invert", "AutoContrast", "Equalize", "Posterize", "Solarize", "SolarizeAdd", "Brightness", "Color",
+           "Contrast", "Sharpness", "KerasRandomContrast", "KerasRandomBrightness", "TensorpackColor",
+           "TP_EIGVAL_BGR", "TP_EIGVEC_BGR", "RandomChannelPermutation"]
+
 
 class Grayscale(Op):
     """With probability ``p``: gray = OpenCV RGB2GRAY (0.299 R + 0.587 G + 0.114 B,
@@ -21,6 +27,10 @@ class Grayscale(Op):
 
     def fields(self):
         return {"p": self.p}
+
+    @classmethod
+    def _example(cls):
+        return cls(0.5)
 
 
 class ColorJitter(Op):
@@ -68,6 +78,10 @@ class ColorJitter(Op):
         parts = ((self.brightness, 1.0), (self.contrast, 1.0), (self.saturation, 1.0), (self.hue, 0.0))
         return {"range": tuple(tuple(r) if r else (off, off) for r, off in parts),
                 "enabled": tuple(int(r is not None) for r, _ in parts)}
+
+    @classmethod
+    def _example(cls):
+        return cls(brightness=0.4, contrast=(0.5, 1.5), saturation=0.2, hue=0.1)
 
 
 class Normalize(Op):
@@ -124,6 +138,10 @@ class Normalize(Op):
         m = self.max_pixel_value / 255.0
         return {"mean": tuple(x * m for x in self.mean), "std": tuple(x * m for x in self.std)}
 
+    @classmethod
+    def _example(cls):
+        return cls(mean=(0.1, 0.2, 0.3), std=(0.4, 0.5, 0.6))
+
 
 def normalize_table(normalize: Optional["Normalize"] = None) -> np.ndarray:
     """The float32 ``(3, 256)`` table fastq's output write maps uint8 values through:
@@ -161,6 +179,10 @@ class Invert(_Prob):
 
     kind = _K["Invert"]
 
+    @classmethod
+    def _example(cls):
+        return cls(0.5)
+
 
 class AutoContrast(_Prob):
     """Per channel: stretch [min, max] to [0, 255]: ``trunc((x - min) / ((max - min) / 255))``
@@ -168,11 +190,33 @@ class AutoContrast(_Prob):
 
     kind = _K["AutoContrast"]
 
+    @classmethod
+    def _example(cls):
+        return cls(0.25)
+
 
 class Equalize(_Prob):
     """Per-channel histogram equalisation, PIL's / torchvision v2's integer algorithm."""
 
     kind = _K["Equalize"]
+
+    @classmethod
+    def _example(cls):
+        return cls(0.75)
+
+
+class RandomChannelPermutation(_Prob):
+    """torchvision v2 ``RandomChannelPermutation``: the 3 channels in a random order, drawn per
+    sample (Fisher-Yates over the sample's stream; every permutation has probability 1/6),
+    applied with probability ``p`` (torchvision has no ``p``: the default 1).  Output channel
+    ``c`` is input channel ``perm[c]``; explain: ``magnitude`` = ``100 perm[0] + 10 perm[1] +
+    perm[2]``.  Targets: unchanged (pixel-only).  A 1-channel image is left as it is."""
+
+    kind = _K["RandomChannelPermutation"]
+
+    @classmethod
+    def _example(cls):
+        return cls(p=0.5)
 
 
 class Posterize(Op):
@@ -190,6 +234,10 @@ class Posterize(Op):
     def fields(self):
         return {"bits": self.bits, "p": self.p}
 
+    @classmethod
+    def _example(cls):
+        return cls(3, p=0.5)
+
 
 class Solarize(Op):
     """``255 - x`` where ``x >= threshold`` (float compare), else ``x``; threshold in [0, 256]
@@ -203,6 +251,10 @@ class Solarize(Op):
 
     def fields(self):
         return {"level": self.threshold, "p": self.p}
+
+    @classmethod
+    def _example(cls):
+        return cls((10, 200), p=0.5)
 
 
 class SolarizeAdd(Op):
@@ -223,6 +275,10 @@ class SolarizeAdd(Op):
     def fields(self):
         return {"addition": self.addition, "threshold": self.threshold, "p": self.p}
 
+    @classmethod
+    def _example(cls):
+        return cls(-30, 99, p=0.5)
+
 
 class _Factor(Op):
     def __init__(self, factor: Range, p: float = 1.0) -> None:
@@ -239,12 +295,20 @@ class Brightness(_Factor):
 
     kind = _K["Brightness"]
 
+    @classmethod
+    def _example(cls):
+        return cls((0.5, 1.5), p=0.5)
+
 
 class Color(_Factor):
     """Saturation blend with the gray image ``floor(0.2989 R + 0.587 G + 0.114 B)``:
     ``trunc(clamp(f x + (1 - f) gray))`` (``adjust_saturation``; no-op on 1 channel)."""
 
     kind = _K["Color"]
+
+    @classmethod
+    def _example(cls):
+        return cls(0.4, p=0.5)
 
 
 class Contrast(_Factor):
@@ -253,12 +317,20 @@ class Contrast(_Factor):
 
     kind = _K["Contrast"]
 
+    @classmethod
+    def _example(cls):
+        return cls((0.2, 1.2), p=0.5)
+
 
 class Sharpness(_Factor):
     """Blend with the 3x3 smoothing (1s around, 5 in the centre, / 13, rounded) on the
     interior; the 1-pixel border is kept (``adjust_sharpness``)."""
 
     kind = _K["Sharpness"]
+
+    @classmethod
+    def _example(cls):
+        return cls(1.9, p=0.5)
 
 
 class Gamma(Op):
@@ -277,6 +349,10 @@ class Gamma(Op):
 
     def fields(self):
         return {"gamma": self.gamma, "gain": self.gain, "p": self.p}
+
+    @classmethod
+    def _example(cls):
+        return cls((0.5, 2.0), gain=1.5, p=0.5)
 
 
 # AlexNet's PCA lighting on ImageNet, RGB, 0..255 scale (tensorpack's fbresnet_augmentor)
@@ -318,6 +394,10 @@ class Lighting(Op):
 
     def fields(self):
         return {"std": self.std, "eigval": self.eigval, "eigvec": self.eigvec, "p": self.p}
+
+    @classmethod
+    def _example(cls):
+        return cls(0.2, p=0.5)
 
 
 # ---- tensorpack: fbresnet_augmentor's colour stage (csrc/image/color/fq_image_aug_tensorpack.cpp) --------
@@ -373,6 +453,11 @@ class TensorpackColor(Op):
         return {"brightness": self.brightness, "contrast": self.contrast, "saturation": self.saturation,
                 "lighting_std": self.lighting_std, "pca": pca, "bgr": int(self.bgr)}
 
+    @classmethod
+    def _example(cls):
+        return cls(brightness=(0.7, 1.2), contrast=(0.5, 1.5), saturation=0.3,
+                   lighting_std=0.2, bgr=False)
+
 
 # ---- Keras 3 layers (csrc/image/color/fq_image_keras_color.cpp) -------------------------
 
@@ -418,6 +503,10 @@ class KerasRandomContrast(Op):
     def fields(self):
         return {"factor": (1.0 - self.factor[0], 1.0 + self.factor[1]), "value_range": self.value_range}
 
+    @classmethod
+    def _example(cls):
+        return cls((0.1, 0.4), value_range=(5, 250))
+
 
 class KerasRandomBrightness(Op):
     """Keras 3's ``RandomBrightness``: per image delta = U(factor) * (max - min of
@@ -433,3 +522,7 @@ class KerasRandomBrightness(Op):
 
     def fields(self):
         return {"factor": self.factor, "value_range": self.value_range}
+
+    @classmethod
+    def _example(cls):
+        return cls(0.2)

@@ -7,10 +7,13 @@ from typing import Any, Iterable, Optional, Tuple, Union
 
 import numpy as np
 
-from fastq import _image
+from fastq._native import _image
 from fastq.ops._base import DEFAULT_MAX_PIXELS, MAX_OPS, Op, _size
 from fastq.ops._compose import _rows
 from fastq.ops._geometry import CenterCrop
+
+# the public names of this family (fastq.ops re-exports them)
+__all__ = ["compile_ops", "CompiledOps", "channels_order"]
 
 DTYPES = _image.DTYPES  # ("uint8", "float32", "float16", "bfloat16")
 _LAYOUTS = {"NHWC": "NHWC", "HWC": "NHWC", "NCHW": "NCHW", "CHW": "NCHW"}
@@ -58,7 +61,7 @@ def channels_order(channels: Any, where: str = "compile_ops") -> Tuple[int, str]
 
 @dataclass(frozen=True)
 class CompiledOps:
-    """A validated chain: what ``fastq._image.ImageSpec`` (and the pipeline) take.
+    """A validated chain: what ``fastq._native._image.ImageSpec`` (and the pipeline) take.
 
     ``packed_ops`` is an ``FQ_OP_DTYPE`` array laid out exactly as ``fq_op[]``.
     ``out_shape`` is per sample: (h, w, c) for NHWC, (c, h, w) for NCHW."""

@@ -5,6 +5,9 @@ from typing import Optional, Sequence, Union
 from fastq.ops._base import MAX_OPS, Op, _K, _fail, _num, _prob
 from fastq.ops._color import Normalize
 
+# the public names of this family (fastq.ops re-exports them)
+__all__ = ["RandomApply", "RandomChoice", "RandomOrder"]
+
 #
 # torchvision.transforms.v2 RandomApply / RandomChoice / RandomOrder.  Packed flat: the
 # composition's record (its number of direct children first) followed by each child's
@@ -77,6 +80,12 @@ class RandomApply(_Compose):
     def _extra(self):
         return f", p={self.p!r}"
 
+    @classmethod
+    def _example(cls):
+        from fastq.ops._color import Invert
+        from fastq.ops._geometry import HorizontalFlip
+        return cls([Invert(0.5), HorizontalFlip()], p=0.3)
+
 
 class RandomChoice(_Compose):
     """torchvision v2 ``RandomChoice(transforms, p=None)``: run exactly one of
@@ -111,6 +120,11 @@ class RandomChoice(_Compose):
     def _extra(self):
         return f", p={list(self.p)!r}"
 
+    @classmethod
+    def _example(cls):
+        from fastq.ops._color import Equalize, Invert, Posterize
+        return cls([Invert(), Equalize(), Posterize(3)], p=[1, 2, 1])
+
 
 class RandomOrder(_Compose):
     """torchvision v2 ``RandomOrder(transforms)``: run all ``transforms`` in a random
@@ -126,3 +140,8 @@ class RandomOrder(_Compose):
 
     def fields(self):
         return {"n": len(self.transforms)}
+
+    @classmethod
+    def _example(cls):
+        from fastq.ops._color import Equalize, Invert
+        return cls([Invert(), RandomApply(Equalize(), 0.5)])

@@ -1,10 +1,29 @@
 """Custom ops: CustomOp (a C function of your own library) and PyFunc (a Python
-function) (csrc/image/api/fq_image_custom.cpp, docs/custom_ops.md)."""
+function) (csrc/image/api/fq_image_custom.cpp, docs/custom_ops.md), and
+:func:`get_include` (public as ``fastq.get_include``), where the C header of CustomOp is."""
 import math
+import os
 from typing import Sequence
 
-from fastq import _image
+from fastq._native import _image
 from fastq.ops._base import Op, _K, _fail, _prob
+
+# the public names of this family (fastq.ops re-exports them)
+__all__ = ["CustomOp", "PyFunc"]
+
+# the C header of CustomOp's ABI (csrc/image/fastq_custom_op.h; setup.py installs a copy in the
+# package's include folder)
+HEADER = "fastq_custom_op.h"
+
+
+def get_include() -> str:
+    """The folder that holds ``fastq_custom_op.h``, for ``cc -I``: ``fastq/include`` in an
+    installed package, ``csrc/image`` in a source checkout."""
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # fastq/
+    for d in (os.path.join(pkg, "include"), os.path.join(os.path.dirname(pkg), "csrc", "image")):
+        if os.path.isfile(os.path.join(d, HEADER)):
+            return d
+    raise FileNotFoundError(f"{HEADER} is not installed with fastq (looked in {pkg}/include)")
 
 
 class CustomOp(Op):
@@ -24,7 +43,6 @@ class CustomOp(Op):
 
     def __init__(self, library, symbol: str, params: Sequence[float] = (), p: float = 1.0) -> None:
         n = "CustomOp"
-        import os
         try:
             library = os.fspath(library)
         except TypeError:
@@ -61,6 +79,10 @@ class CustomOp(Op):
     def __hash__(self):
         return hash(self._key())
 
+    @classmethod
+    def _example(cls):
+        return cls("/nonexistent/libmyop.so", "my_op", params=[1.5, -2], p=0.5)
+
 
 class PyFunc(Op):
     """A Python function run on each sample: ``fn(image, rng)`` with ``image`` a
@@ -92,3 +114,7 @@ class PyFunc(Op):
 
     def __hash__(self):
         return hash((id(self.fn), self.p))
+
+    @classmethod
+    def _example(cls):
+        return cls(lambda image, rng: None, p=0.5)

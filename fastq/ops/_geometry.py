@@ -8,6 +8,12 @@ from fastq.ops._base import (BORDERS, INTERPOLATIONS, K_CENTER_CROP, K_HFLIP, K_
                              K_RESIZE, K_VFLIP, MAX_SIDE, Fill, Op, Pair, Range, _K, _fail, _fill, _int_in, _interp,
                              _level, _num, _pair, _prob, _size)
 
+# the public names of this family (fastq.ops re-exports them)
+__all__ = ["RandomResizedCrop", "Resize", "CenterCrop", "RandomCrop", "HorizontalFlip", "VerticalFlip",
+           "RandomAffine", "Rotate", "ShearX", "ShearY", "TranslateX", "TranslateY", "ResizeShortestEdge", "Pad",
+           "ScaleJitter", "RandomZoomOut", "KerasRandomZoom", "KerasRandomTranslation", "KerasRandomRotation",
+           "RandomIoUCrop", "TensorpackCrop"]
+
 
 class RandomResizedCrop(Op):
     """Crop a random region, then resize it to ``size`` (torchvision semantics).
@@ -43,6 +49,10 @@ class RandomResizedCrop(Op):
                 "ratio_lo": self.ratio[0], "ratio_hi": self.ratio[1], "interp": self._interp,
                 "max_attempts": self.max_attempts}
 
+    @classmethod
+    def _example(cls):
+        return cls((10, 20), scale=(0.2, 0.9), ratio=(0.5, 2.0), interpolation="area")
+
 
 class Resize(Op):
     """Resize.  ``Resize(256)`` / ``Resize(shorter_side=256)``: the shorter side becomes
@@ -71,6 +81,10 @@ class Resize(Op):
             return {"out_h": self.size[0], "out_w": self.size[1], "shorter_side": 0, "interp": self._interp}
         return {"out_h": 0, "out_w": 0, "shorter_side": self.shorter_side, "interp": self._interp}
 
+    @classmethod
+    def _example(cls):
+        return cls((12, 14), interpolation="bicubic")
+
 
 class CenterCrop(Op):
     """Crop ``size`` from the centre: top = round((H - h) / 2) (Python rounding, as
@@ -83,6 +97,10 @@ class CenterCrop(Op):
 
     def fields(self):
         return {"out_h": self.size[0], "out_w": self.size[1]}
+
+    @classmethod
+    def _example(cls):
+        return cls((5, 7))
 
 
 class RandomCrop(Op):
@@ -122,6 +140,11 @@ class RandomCrop(Op):
                 "pad_right": right, "pad_bottom": bottom, "pad_if_needed": int(self.pad_if_needed),
                 "border": BORDERS[self.padding_mode], "fill": self.fill}
 
+    @classmethod
+    def _example(cls):
+        return cls((4, 6), padding=(1, 2, 3, 4), pad_if_needed=True, fill=(5, 6, 7),
+                   padding_mode="reflect")
+
 
 class HorizontalFlip(Op):
     """Mirror left-right with probability ``p`` (drawn: ``u < p``, u ~ U[0, 1))."""
@@ -134,6 +157,10 @@ class HorizontalFlip(Op):
     def fields(self):
         return {"p": self.p}
 
+    @classmethod
+    def _example(cls):
+        return cls(0.25)
+
 
 class VerticalFlip(Op):
     """Mirror top-bottom with probability ``p``."""
@@ -145,6 +172,10 @@ class VerticalFlip(Op):
 
     def fields(self):
         return {"p": self.p}
+
+    @classmethod
+    def _example(cls):
+        return cls(0.75)
 
 
 class RandomAffine(Op):
@@ -221,6 +252,11 @@ class RandomAffine(Op):
                 "shear_x": sh[:2], "shear_y": sh[2:], "border": BORDERS[self.border], "fill": self.fill,
                 "interp": self._interp}
 
+    @classmethod
+    def _example(cls):
+        return cls(10, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(1, 2, 3, 4),
+                   border="replicate", fill=9, interpolation="nearest")
+
 
 # ---- policy primitives (csrc/image/geometry/fq_image_aug_geom.cpp): the conventions of the uint8
 # augmentation primitives, fastq/ops/_color.py
@@ -249,6 +285,10 @@ class Rotate(_Geom):
     def __init__(self, angle: Range, fill: Fill = 0, p: float = 1.0) -> None:
         super().__init__(angle, fill, p)
 
+    @classmethod
+    def _example(cls):
+        return cls((-30, 10), fill=(1, 2, 3), p=0.5)
+
 
 class ShearX(_Geom):
     """``F.affine(shear=[degrees(atan(level)), 0], center=[0, 0])``: x' = x + level * y about
@@ -257,12 +297,20 @@ class ShearX(_Geom):
     kind = _K["ShearX"]
     _limit = 100
 
+    @classmethod
+    def _example(cls):
+        return cls(0.3, fill=7, p=0.5)
+
 
 class ShearY(_Geom):
     """As ShearX along y: y' = y + level * x."""
 
     kind = _K["ShearY"]
     _limit = 100
+
+    @classmethod
+    def _example(cls):
+        return cls((-0.3, 0.2), p=0.5)
 
 
 class TranslateX(_Geom):
@@ -275,11 +323,19 @@ class TranslateX(_Geom):
     def __init__(self, pixels: Range, fill: Fill = 0, p: float = 1.0) -> None:
         super().__init__(pixels, fill, p)
 
+    @classmethod
+    def _example(cls):
+        return cls((-5, 9), fill=4, p=0.5)
+
 
 class TranslateY(TranslateX):
     """Shift down by ``int(pixels)``."""
 
     kind = _K["TranslateY"]
+
+    @classmethod
+    def _example(cls):
+        return cls(-3, p=0.5)
 
 
 # ---- targets (issue 19): detection geometry ops (csrc/image/geometry/fq_image_det.cpp) ------------
@@ -309,6 +365,10 @@ class ResizeShortestEdge(Op):
         return {"sizes": self.short + (0,) * (8 - len(self.short)), "n_sizes": len(self.short),
                 "max_size": self.max_size or 0, "interp": self._interp}
 
+    @classmethod
+    def _example(cls):
+        return cls([640, 672, 800], max_size=1333, interpolation="bicubic")
+
 
 class Pad(Op):
     """Place the image at the top-left of a ``size`` = (h, w) canvas (an image larger than
@@ -330,6 +390,10 @@ class Pad(Op):
     def fields(self):
         h, w = self.size or (0, 0)
         return {"out_h": h, "out_w": w, "multiple": self.multiple or 0, "fill": self.fill}
+
+    @classmethod
+    def _example(cls):
+        return cls((1344, 1344), fill=(1, 2, 3))
 
 
 class ScaleJitter(Op):
@@ -358,6 +422,10 @@ class ScaleJitter(Op):
         return {"out_h": self.output_size[0], "out_w": self.output_size[1], "scale": self.scale,
                 "interp": self._interp, "fill": self.fill}
 
+    @classmethod
+    def _example(cls):
+        return cls((640, 512), scale=(0.5, 1.5), interpolation="nearest", fill=7)
+
 
 class RandomZoomOut(Op):
     """torchvision v2 ``RandomZoomOut(fill, side_range, p)``: with probability ``p``, ``r ~
@@ -378,6 +446,10 @@ class RandomZoomOut(Op):
 
     def fields(self):
         return {"fill": self.fill, "side_range": self.side_range, "p": self.p}
+
+    @classmethod
+    def _example(cls):
+        return cls(fill=(1, 2, 3), side_range=(1.0, 2.5), p=0.7)
 
 
 class RandomIoUCrop(Op):
@@ -423,6 +495,10 @@ class RandomIoUCrop(Op):
                 "max_aspect": self.max_aspect_ratio,
                 "options": self.sampler_options + (0.0,) * (10 - len(self.sampler_options)),
                 "n_options": len(self.sampler_options), "trials": self.trials}
+
+    @classmethod
+    def _example(cls):
+        return cls(0.4, 0.9, 0.6, 1.8, sampler_options=(0.0, 0.5, 1.0), trials=7)
 
 
 # ---- tensorpack: fbresnet_augmentor's crop (csrc/image/color/fq_image_aug_tensorpack.cpp) ----------------
@@ -473,6 +549,11 @@ class TensorpackCrop(Op):
     def fields(self):
         return {"size": self.size, "area": self.crop_area_fraction, "aspect": self.aspect_ratio_range,
                 "interp": self._interp, "max_attempts": self.max_attempts, "short_edge": self.short_edge}
+
+    @classmethod
+    def _example(cls):
+        return cls(64, crop_area_fraction=(0.1, 0.9), aspect_ratio_range=(0.5, 2.0),
+                   max_attempts=20, short_edge=80)
 
 
 # ---- Keras 3 layers (csrc/image/geometry/fq_image_keras_geom.cpp) ----------------------
@@ -537,6 +618,11 @@ class KerasRandomZoom(_KerasWarp):
         w = self.width_factor
         return self._fields(self.height_factor, w if w is not None else (0.0, 0.0), w is None)
 
+    @classmethod
+    def _example(cls):
+        return cls((-0.2, 0.3), (0.1, 0.4), fill_mode="constant", interpolation="nearest",
+                   fill_value=9)
+
 
 class KerasRandomTranslation(_KerasWarp):
     """Keras 3's ``RandomTranslation``: dy = U(height_factor) * H, then dx = U(width_factor)
@@ -555,6 +641,10 @@ class KerasRandomTranslation(_KerasWarp):
     def fields(self):
         return self._fields(self.height_factor, self.width_factor, False)
 
+    @classmethod
+    def _example(cls):
+        return cls((-0.1, 0.2), 0.3, fill_mode="wrap")
+
 
 class KerasRandomRotation(_KerasWarp):
     """Keras 3's ``RandomRotation``: angle = U(factor) * 360 degrees (float32, counter-clockwise
@@ -571,3 +661,7 @@ class KerasRandomRotation(_KerasWarp):
 
     def fields(self):
         return self._fields(self.factor, (0.0, 0.0), False)
+
+    @classmethod
+    def _example(cls):
+        return cls((-0.05, 0.1), fill_mode="nearest")

@@ -4,7 +4,7 @@ Iterable and Stream sources share."""
 import os
 import threading
 
-from fastq import _core
+from fastq._native import _core
 
 
 class Source:
@@ -88,7 +88,7 @@ def stream_order(counts, shuffle_buffer, seed, epoch, shuffle=True):
     epoch).  docs/sources.md gives the exact rule (TFRecord(index=False),
     WebDataset(shuffle_buffer=N))."""
     import numpy as np
-    from fastq import _image
+    from fastq._native import _image
     counts = np.asarray(counts, np.int64)
     base = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     if not shuffle:
@@ -117,5 +117,5 @@ def default_order(indices, seed, epoch, shuffle):
     with shuffle (fastq.sources.images._ImageBackend.order's rule)."""
     if not shuffle:
         return indices
-    from fastq import _image
+    from fastq._native import _image
     return indices[_image.permutation(seed, epoch, len(indices))]

@@ -13,7 +13,7 @@ range of a shard).  For each epoch (each run of a pipeline) a :class:`Fetcher`:
    calls release the GIL and run on its own Rust runtime), while the fetched bytes
    held (in flight + not yet read by the workers) stay under ``max_bytes``;
 3. lends each fetched buffer to the native readers through a
-   :class:`fastq._image.Spans` table (csrc/records/fq_spans.h): the workers decode
+   :class:`fastq._native._image.Spans` table (csrc/records/fq_spans.h): the workers decode
    straight from obstore's buffer (or from the cache file's mapping);
 4. frees a buffer when the table hands its token back (every sample it was fetched
    for was read), and answers *demands*: a worker waiting for bytes nobody planned
@@ -298,7 +298,7 @@ class RemoteSet:
         return int(np.mean((self.end[ok] - self.off[ok]).astype(np.float64))) if ok.any() else 1 << 10
 
     def spans(self):
-        from fastq import _image
+        from fastq._native import _image
         return _image.Spans(len(self.objects), len(self.obj))
 
     def plan(self, order):

@@ -8,7 +8,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from fastq import _core
+from fastq._native import _core
 from fastq.sources.base import Source, default_order
 from fastq.sources.readahead import _file_task_items, _init_file_read_ahead
 from fastq.backend import Backend
@@ -148,7 +148,7 @@ def _targets(targets, n):
 
 
 def _image_mod():
-    from fastq import _image
+    from fastq._native import _image
     return _image
 
 
@@ -326,7 +326,8 @@ class _ImageBackend(Backend):
     def __init__(self, source, config, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
                  shuffle=False, on_error="raise", max_attempts=16, max_pixels=None, dct_scaling=True,
                  return_index=False, label_dtype=None, pad=None, pad_multiple=1, pad_fill=0, max_image_size=None):
-        from fastq import _image, ops as ops_mod
+        from fastq._native import _image
+        from fastq import ops as ops_mod
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
@@ -401,7 +402,7 @@ class _ImageBackend(Backend):
             self.batch_pad = BatchPad(cap, int(pad_multiple), len(specs) - 1, planes, self.compiled.layout)
 
     def output_spec(self):
-        from fastq import _image
+        from fastq._native import _image
         np_dtype = _image.numpy_dtype(self.compiled.dtype)
         out = [(tuple(self.spec.out_shape), np_dtype)]
         if self.labels is not None:

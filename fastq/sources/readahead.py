@@ -14,7 +14,7 @@ def _with_read_ahead(src, reader):
     if not src.io_threads:
         return reader
     import weakref
-    from fastq import _image
+    from fastq._native import _image
     ra = _image.ReadAhead(reader, int(src.io_threads), int(src.read_ahead))
     src._last_read_ahead = weakref.ref(ra)  # the pipeline owns it; its threads end with it
     return ra
@@ -40,7 +40,7 @@ def _init_file_read_ahead(src, io_threads, read_ahead, delay_us=0):
 def _file_task_items(src):
     if src.kind != "reader":
         return src._items
-    from fastq import _image
+    from fastq._native import _image
     return _with_read_ahead(src, _image.FileReader(src._items, src._read_delay_us))
 
 

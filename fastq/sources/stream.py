@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from fastq import _core
+from fastq._native import _core
 from fastq.sources.base import PullThreads, Source
 from fastq.sources.images import _cast_labels, _label_dtype
 from fastq.backend import Backend
@@ -60,7 +60,8 @@ class _StreamBackend(Backend):
     def __init__(self, source, config, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
                  shuffle=False, on_error="raise", max_pixels=None, dct_scaling=True, return_index=False,
                  max_attempts=16, label_dtype=None):
-        from fastq import _image, ops as ops_mod
+        from fastq._native import _image
+        from fastq import ops as ops_mod
         if shuffle:
             raise ValueError("a Stream source is read in the iterable's order: shuffle in the iterable")
         if on_error not in ("raise", "skip"):
@@ -205,7 +206,7 @@ class _StreamProducers(PullThreads):
         return row
 
     def _loop(self):
-        from fastq import _image
+        from fastq._native import _image
         decoder = _image.Decoder(self.b.spec)
         ring, run_id = self.ring, self.run_id
         while True:

@@ -279,7 +279,7 @@ class TFRecord(ImageSource):
         """(offsets, lengths, in-memory data or None, framing-break message or "")
         of shard k: decompressed and scanned, given by `index`, loaded from the
         cache, or scanned (and cached unless its framing breaks)."""
-        from fastq import _image
+        from fastq._native import _image
         mem, tail = None, ""
         if self.compression:
             mem, tail = _decompress(path, self.compression)
@@ -305,7 +305,7 @@ class TFRecord(ImageSource):
     def _init_remote(self, feats, objs, opts, counters, index, index_dir, cache):
         """Shards in object storage: the record index from index= (a DALI text index
         or offsets per shard), the remote index cache, or one download and a scan."""
-        from fastq import _image
+        from fastq._native import _image
         from fastq.sources import remote as remote_mod
         offsets, lengths, tails = [], [], []
         scanned = None if index is not None else \
@@ -342,7 +342,7 @@ class TFRecord(ImageSource):
 
     def _init_indexed(self, feats, index, index_dir, cache_index):
         """The default mode: a record index over all shards; random access."""
-        from fastq import _image
+        from fastq._native import _image
         shard_ids, offsets, lengths, numbers, mems, tails = [], [], [], [], [], []
         for k, path in enumerate(self.paths):
             o, ln, mem, tail = self._shard_index(k, path, index, index_dir, cache_index)
@@ -367,7 +367,7 @@ class TFRecord(ImageSource):
     def _init_stream(self, feats):
         """index=False: per shard only its record count (a framing walk that
         keeps no offsets); the records are read by sequential cursors."""
-        from fastq import _image
+        from fastq._native import _image
         gz = {None: 0, "GZIP": 31, "ZLIB": 15}[self.compression]  # compressed shards: inflated as a stream
         counts, mems, tails = [], [], []
         for path in self.paths:
@@ -422,14 +422,14 @@ class TFRecord(ImageSource):
 
     def _task_items(self):
         if self._remote is not None:
-            from fastq import _image
+            from fastq._native import _image
             from fastq.sources import remote as remote_mod
             return remote_mod.task_reader(self, lambda spans: _image.TFRecordReader(*self._reader_args, spans=spans))
         if not self._stream:
             return _with_read_ahead(self, self._items)
         # the stream reader follows one pipeline's order: a fresh one per pipeline
         import weakref
-        from fastq import _image
+        from fastq._native import _image
         reader = _image.TFRecordStreamReader(*self._stream_args)
         self._last_stream = weakref.ref(reader)
         return _with_read_ahead(self, reader)
@@ -463,7 +463,7 @@ class _StreamBackend(_ImageBackend):
 
 def _tfr_index_dict(local):
     """tfrecord_scan of a local copy of a shard, as arrays (the remote index cache's format)."""
-    from fastq import _image
+    from fastq._native import _image
     o, ln, t = _image.tfrecord_scan(local)
     return {"offsets": o, "lengths": ln,
             "tail_msg": np.frombuffer((t[1] if t is not None else "").encode(), np.uint8)}

@@ -72,7 +72,7 @@ class WebDataset(ImageSource):
     def __init__(self, paths, image_ext=("jpg", "jpeg", "png", "webp"), label_ext="cls", io_threads=0,
                  read_ahead=64, shuffle_buffer=None, storage_options=None, cache_dir=None, cache_limit=None,
                  remote=None, index_dir=None, index=None, write_index=False):
-        from fastq import _image
+        from fastq._native import _image
         from fastq.sources import remote as remote_mod
         _check_io(io_threads, read_ahead, "WebDataset")
         self.io_threads, self.read_ahead = io_threads, read_ahead
@@ -188,7 +188,7 @@ class WebDataset(ImageSource):
 
     def _task_items(self):
         if self._remote is not None:
-            from fastq import _image
+            from fastq._native import _image
             from fastq.sources import remote as remote_mod
             return remote_mod.task_reader(self, lambda spans: _image.TarReader(*self._reader_args, spans=spans))
         return _with_read_ahead(self, self._items)
@@ -214,7 +214,7 @@ class WebDataset(ImageSource):
 
 def _tar_index_dict(local):
     """tar_scan of a local copy of a shard, as arrays (the remote index cache's format)."""
-    from fastq import _image
+    from fastq._native import _image
     names, offs, sizes, unsafe, tail = _image.tar_scan(local)
     return {"names": np.frombuffer(b"\0".join(os.fsencode(n) for n in names) + b"\0", np.uint8),
             "count": np.array([len(names)], np.int64), "offs": offs, "sizes": sizes, "unsafe": unsafe,
@@ -240,7 +240,7 @@ def tar_index_text(path):
     size.  Stored as ``<shard>.idx`` beside a shard in object storage, it lets
     ``WebDataset(urls, index="sidecar")`` skip the download that indexing needs
     otherwise.  (``index=`` also reads DALI's ``wds2idx`` indexes, version v1.2.)"""
-    from fastq import _image
+    from fastq._native import _image
     return _tar_index_text_of(_image.tar_scan(path), os.path.getsize(path))
 
 

@@ -36,7 +36,7 @@ from typing import Any, Dict, Optional, Tuple, cast
 
 import numpy as np
 
-from fastq import _core
+from fastq._native import _core
 from fastq.errors import FastqError, PipelineClosedError, StalledError, SupersededIterationError
 from fastq.pipeline import Pipeline, _EpochIterator
 

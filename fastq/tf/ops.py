@@ -30,9 +30,9 @@ hash of the sources (takes ~20-60 s once; ``python -m fastq.tf.ops`` builds it a
 of time).  It needs a C++17 compiler (``$CXX``, else ``g++`` or ``c++``) and TF's
 headers (in the pip wheel); without them :func:`load` raises
 :class:`KernelBuildError` naming the TF version, and the rest of fastq is unaffected.
-The kernel does not link fastq: ``fastq._image`` exports one versioned table of C
+The kernel does not link fastq: ``fastq._native._image`` exports one versioned table of C
 function pointers (``fastq_capi_v1``, csrc/image/fq_capi.h); after
-``tf.load_op_library`` the loader hands the path of ``fastq._image`` to the kernel
+``tf.load_op_library`` the loader hands the path of ``fastq._native._image`` to the kernel
 library, which finds the table with ``dlopen(RTLD_NOLOAD)`` + ``dlsym`` and checks its
 ABI version and struct sizes.
 
@@ -204,7 +204,7 @@ def load() -> Any:
         if mod is not None:
             return mod
         tf = _tf()
-        from fastq import _image  # the module whose fastq_capi_v1 the kernel calls
+        from fastq._native import _image  # the module whose fastq_capi_v1 the kernel calls
         path = build()
         try:
             mod = tf.load_op_library(path)
@@ -218,7 +218,7 @@ def load() -> Any:
         if lib.fastq_tf_bind(os.fsencode(_image.__file__), msg, len(msg)) != 0:
             raise KernelBuildError(f"fastq's TensorFlow kernel could not bind to fastq's C API: "
                                    f"{msg.value.decode(errors='replace')}")
-        from fastq import _core  # the module whose fastq_ring_capi_v1 the dataset op calls
+        from fastq._native import _core  # the module whose fastq_ring_capi_v1 the dataset op calls
         lib.fastq_tf_bind_ring.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
         lib.fastq_tf_bind_ring.restype = ctypes.c_int
         if lib.fastq_tf_bind_ring(os.fsencode(_core.__file__), msg, len(msg)) != 0:
@@ -353,7 +353,7 @@ def table_as(table: np.ndarray, dtype: Any) -> np.ndarray:
     if name == "float16":
         return table.astype(np.float16)
     if name == "bfloat16":
-        from fastq import _image
+        from fastq._native import _image
         return table.astype(_image.numpy_dtype("bfloat16"))
     raise ValueError(f"normalize_table: dtype must be a float dtype, got {name}")
 

@@ -229,7 +229,7 @@ def _links_shared(so, prefix):
 
 @pytest.mark.tf
 def test_info_names_the_native_libraries_actually_linked():
-    from fastq import _image  # maps the libraries fastq links into this process
+    from fastq._native import _image  # maps the libraries fastq links into this process
     so = os.path.realpath(_image.__file__)
     if not _links_shared(so, "libjpeg.so") and not _links_shared(so, "libopencv_core.so"):
         # a wheel: both are static inside _image (scripts/build_deps.sh: Debian 12's 2.1.5 and 4.6.0)

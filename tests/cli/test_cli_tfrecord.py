@@ -11,7 +11,7 @@ import pytest
 from fastq import bench
 from fastq.bench import testdata
 from fastq.bench.data import PyRecords, TFRecordData
-from fastq.records import parse_example
+from fastq.tfrecord_codec import parse_example
 
 from helpers.cli_runner import installed, run_cli
 

@@ -2,7 +2,7 @@
 "Layers"): csrc/ is one folder per component, includes name the component and point
 one way, a folder's internal/ headers stay inside it, setup.py finds sources by folder,
 no C/C++ file passes 600 lines, and every `cdef extern` block lives in
-fastq/includes/ (one .pxd per header)."""
+fastq/_native/includes/ (one .pxd per header)."""
 import ast
 import glob
 import os
@@ -62,7 +62,7 @@ def test_every_csrc_folder_is_a_component_or_named_as_not_built():
 def test_setup_py_lists_no_source_file():
     with open(os.path.join(ROOT, "setup.py"), encoding="utf-8") as f:
         text = f.read()
-    # (the test-only fq_testtask.c of fastq._testing is named: csrc/tests is not a component)
+    # (the test-only fq_testtask.c of fastq._native._testing is named: csrc/tests is not a component)
     assert not [f for f in re.findall(r'"csrc/([\w/]+\.(?:c|cpp))"', text) if not f.startswith("tests/")]
 
 
@@ -129,13 +129,15 @@ def test_no_c_file_over_600_lines():
 
 
 def test_extern_blocks_live_in_fastq_includes():
-    cython = glob.glob(os.path.join(ROOT, "fastq", "*.pyx")) + glob.glob(os.path.join(ROOT, "fastq", "*.pxi")) + \
-        glob.glob(os.path.join(ROOT, "fastq", "*.pxd")) + glob.glob(os.path.join(ROOT, "tests", "native", "*.pyx"))
+    native = os.path.join(ROOT, "fastq", "_native")
+    cython = glob.glob(os.path.join(native, "*.pyx")) + glob.glob(os.path.join(native, "*.pxi")) + \
+        glob.glob(os.path.join(native, "*.pxd")) + glob.glob(os.path.join(ROOT, "tests", "native", "*.pyx"))
+    assert len(cython) > 10, cython
     for path in cython:
         with open(path, encoding="utf-8") as f:
             assert "cdef extern" not in f.read(), path
     headers = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, "fastq", "includes", "*.pxd"))):
+    for path in sorted(glob.glob(os.path.join(ROOT, "fastq", "_native", "includes", "*.pxd"))):
         with open(path, encoding="utf-8") as f:
             text = f.read()
         externs = re.findall(r'^cdef extern from "([^"]+)"', text, re.M)

@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from fastq import _core, errors
+from fastq._native import _core
+from fastq import errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CSRC = os.path.join(ROOT, "csrc")
@@ -112,15 +113,15 @@ def test_core_codes_are_the_compiled_enum():
 
 def test_pxd_declares_every_code_and_the_message_length():
     codes = c_enum()
-    pxd = _read("fastq", "includes", "fq_common.pxd")
+    pxd = _read("fastq", "_native", "includes", "fq_common.pxd")
     m = re.search(r'cdef extern from "core/fq_common.h" nogil:\s*\n\s*enum:\s*\n((?:\s+\w+\n)+)', pxd)
-    assert m, "enum block of fq_common.h not found in fastq/includes/fq_common.pxd"
+    assert m, "enum block of fq_common.h not found in fastq/_native/includes/fq_common.pxd"
     declared = set(m.group(1).split())
     assert set(codes) <= declared, f"missing in includes/fq_common.pxd: {sorted(set(codes) - declared)}"
     header = _read("csrc", "core", "fq_common.h")
     msg_len = int(re.search(r"#define\s+FQ_ERR_MSG_LEN\s+(\d+)", header).group(1))
-    for pxd_name in sorted(os.listdir(os.path.join(ROOT, "fastq", "includes"))):
-        for n in re.findall(r"char msg\[(\w+)\]", _read("fastq", "includes", pxd_name)):
+    for pxd_name in sorted(os.listdir(os.path.join(ROOT, "fastq", "_native", "includes"))):
+        for n in re.findall(r"char msg\[(\w+)\]", _read("fastq", "_native", "includes", pxd_name)):
             assert n in ("FQ_ERR_MSG_LEN", str(msg_len)), (pxd_name, n)
 
 
@@ -173,11 +174,11 @@ def test_fq_code_name_and_the_skip_counters_cover_every_code(tmp_path):
 def test_extensions_build_exceptions_only_through_error_for_code(module):
     # No extension module picks an exception class for a C code by itself: _core
     # defines the one raise helper (over error_for_code), the others cimport it.
-    text = _read("fastq", module)
+    text = _read("fastq", "_native", module)
     if module == "_core.pyx":
         assert "cdef int raise_fq_error(" in text and "error_for_code(" in text
     else:
-        assert "from fastq._core cimport" in text and "raise_fq_error" in text
+        assert "from fastq._native._core cimport" in text and "raise_fq_error" in text
         assert "cdef raise_fq_error" not in text and "cdef int raise_fq_error" not in text
     hardcoded = re.findall(r"raise\s+(?:errors\.|_errors\.)?(\w+Error)\(\s*err\.", text)
     assert not hardcoded, hardcoded

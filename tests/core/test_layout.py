@@ -152,7 +152,7 @@ def test_the_graph_sees_function_level_and_relative_imports(tmp_path):
 
 def test_no_import_cycle_in_fastq():
     graph = import_graph()
-    assert "fastq._core" in graph["fastq.pipeline"] and "fastq.bench.runner" in graph and "fastq.cli.prepare" in graph and "fastq.sources.tfrecord" in graph
+    assert "fastq._native._core" in graph["fastq.pipeline"] and "fastq.bench.runner" in graph and "fastq.cli.prepare" in graph and "fastq.sources.tfrecord" in graph
     assert "fastq.prepare" in graph["fastq.cli.prepare"]  # the CLI uses the library
     assert "fastq.prepare" in graph["fastq.bench.hires"]  # (a function-level import)
     assert "fastq.cli.bench" in graph["fastq.cli"] and "fastq.bench.hires" in graph["fastq.cli.bench"]
@@ -184,11 +184,11 @@ def test_the_tools_use_no_private_helper_of_the_library():
     """fastq.bench and fastq.cli (and the scripts under benchmarks/ and examples/) import
     what the library exports, not its underscore helpers; within their own package they
     may share private ones (fastq.bench.data._progress_bar in fastq.bench.hires).  The
-    compiled modules (fastq._core, _image, _cuda, the test-only _testing) are modules, not
+    compiled modules (fastq._native._core, _image, _cuda, the test-only _testing) are modules, not
     helpers."""
     modules = _modules()
-    # the test-only compiled module fastq._testing (tests/native/_testing.pyx; bench_core uses it)
-    modules.update({f"fastq.{f[:-4]}": None for f in os.listdir(os.path.join(ROOT, "tests", "native"))
+    # the test-only compiled module fastq._native._testing (tests/native/_testing.pyx; bench_core uses it)
+    modules.update({f"fastq._native.{f[:-4]}": None for f in os.listdir(os.path.join(ROOT, "tests", "native"))
                     if f.endswith(".pyx")})
     tools = ("fastq.bench", "fastq.cli")
     files = {n: p for n, p in modules.items() if p and (n.startswith(tools) or n == "fastq.__main__")}
@@ -208,8 +208,8 @@ def test_the_tools_use_no_private_helper_of_the_library():
 
 
 def test_the_private_import_finder(tmp_path):
-    modules = {"fastq": "", "fastq.prepare": "", "fastq._image": "", "fastq.bench": "", "fastq.bench.data": ""}
-    tree = ast.parse("from fastq import _image\nfrom fastq.prepare import _progress_bar, prepare_tree\n"
+    modules = {"fastq": "", "fastq.prepare": "", "fastq._native._image": "", "fastq.bench": "", "fastq.bench.data": ""}
+    tree = ast.parse("from fastq._native import _image\nfrom fastq.prepare import _progress_bar, prepare_tree\n"
                      "def f():\n    from .data import _write\n")
     assert private_imports(tree, "fastq.bench.hires", False, modules) == [("fastq.prepare", "_progress_bar"),
                                                                        ("fastq.bench.data", "_write")]
@@ -223,9 +223,9 @@ def test_the_op_package_imports_nothing_above_it():
     fams = sorted(n for n in graph if n.startswith("fastq.ops."))
     assert {"fastq.ops._base", "fastq.ops._geometry", "fastq.ops._compile"} <= set(fams)
     for name in ["fastq.ops"] + fams:
-        bad = sorted(d for d in graph[name] if d != "fastq._image" and not d.startswith("fastq.ops."))
+        bad = sorted(d for d in graph[name] if d != "fastq._native._image" and not d.startswith("fastq.ops."))
         assert not bad, f"{name} imports {bad}"
-    bad = sorted(d for d in graph["fastq.mix"] if d not in ("fastq._image", "fastq.ops"))
+    bad = sorted(d for d in graph["fastq.mix"] if d not in ("fastq._native._image", "fastq.ops"))
     assert not bad, f"fastq.mix imports {bad}"
 
 
@@ -275,13 +275,14 @@ def test_no_module_imports_its_own_package():
 
 
 def test_the_integrations_are_grouped():
-    """TensorFlow's code is one package (fastq.tf: the dataset feed in __init__, the native
-    dataset op's glue in _native, the TF op in ops, the tf.data service in serve), with no
-    alias module left at the top (fastq.tf_ops, fastq._tf_native, fastq.serve); the device
-    helpers shared by torch, jax and tf live in fastq.device and import no framework module."""
+    """TensorFlow's code is one package (fastq.tf: the public names in __init__, the dataset
+    in _dataset, the from_generator feed in _generator_feed, the native dataset op's glue in
+    _native, the TF op in ops, the tf.data service in serve, ...), with no alias module left
+    at the top (fastq.tf_ops, fastq._tf_native, fastq.serve); the device helpers shared by
+    torch, jax and tf live in fastq.device and import no framework module."""
     graph = import_graph()
-    assert {"fastq.tf", "fastq.tf._native", "fastq.tf.ops", "fastq.tf.serve",
-            "fastq.device", "fastq.device.convert", "fastq.device.cuda"} <= set(graph)
+    assert {"fastq.tf", "fastq.tf._dataset", "fastq.tf._generator_feed", "fastq.tf._native", "fastq.tf.ops",
+            "fastq.tf.serve", "fastq.device", "fastq.device.convert", "fastq.device.cuda"} <= set(graph)
     for gone in ("fastq.tf_ops", "fastq._tf_native", "fastq.serve", "fastq.convert", "fastq.cuda"):
         assert gone not in graph, gone
     frameworks = ("fastq.tf", "fastq.torch", "fastq.jax", "fastq.tensorpack")
@@ -290,3 +291,24 @@ def test_the_integrations_are_grouped():
         assert not bad, f"{name} imports {bad}"
     assert "fastq.device.convert" in graph["fastq.torch"] and "fastq.device.convert" in graph["fastq.jax"]
     assert "fastq.device.cuda" in graph["fastq.pipeline"]
+
+
+def test_package_inits_hold_names_not_implementations():
+    """fastq/tf/__init__.py and fastq/ops/__init__.py re-export names; what they define is at
+    most the lazy module __getattr__ (the implementation lives in the package's modules)."""
+    for pkg in ("tf", "ops"):
+        with open(os.path.join(PKG, pkg, "__init__.py"), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        defs = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        assert set(defs) <= {"__getattr__"}, (pkg, defs)
+
+
+def test_no_python_module_is_over_900_lines():
+    long = {}
+    for name, path in _modules().items():
+        if path:
+            with open(path, encoding="utf-8") as f:
+                n = sum(1 for _ in f)
+            if n > 900:
+                long[name] = n
+    assert not long, long

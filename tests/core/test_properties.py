@@ -35,7 +35,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fastq
-from fastq import _image, errors, ops
+from fastq._native import _image
+from fastq import errors, ops
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

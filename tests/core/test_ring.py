@@ -12,7 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from fastq import _core, errors
+from fastq._native import _core
+from fastq import errors
 from helpers.native_helpers import _testing
 from fastq.errors import StalledError
 
@@ -388,7 +389,7 @@ def test_native_workers_run_without_the_gil():
 
 
 def test_native_run_takes_typed_tasks_and_refuses_an_uninitialized_one():
-    from fastq import _image
+    from fastq._native import _image
     assert issubclass(_image.ImageTask, _core.TaskBase)  # a typed handle, not C addresses
     ring = make_ring(2, 2)
     ring.begin_run(True)
@@ -402,7 +403,7 @@ def test_native_run_takes_typed_tasks_and_refuses_an_uninitialized_one():
 def test_typed_native_arguments_refuse_none():
     """The Cython entry points that take a typed native object (a Ring, a task, an
     ImageSpec) refuse None with a TypeError instead of dereferencing it."""
-    from fastq import _cuda, _image
+    from fastq._native import _cuda, _image
     ring = make_ring(2, 2)
     task = _testing.PatternTask(ring)
     for call in (lambda: _core.NativeRun(None, task, 1, 1), lambda: _core.NativeRun(ring, None, 1, 1),

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import fastq
-from fastq import _core, _cuda, _image
+from fastq._native import _core, _cuda, _image
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -32,7 +32,7 @@ def test_package_is_marked_typed():
 
 @pytest.mark.parametrize("mod", [_core, _image, _cuda], ids=lambda m: m.__name__)
 def test_stubs_name_what_the_compiled_module_has(mod):
-    stub = os.path.join(ROOT, "fastq", mod.__name__.split(".")[-1] + ".pyi")
+    stub = os.path.join(ROOT, *mod.__name__.split(".")) + ".pyi"
     tree = ast.parse(open(stub).read())
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):

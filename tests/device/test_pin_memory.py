@@ -58,7 +58,7 @@ def test_arena_is_registered_once_and_unregistered_before_it_is_freed(fake_cudar
     log = tmp_path / "log.txt"
     res = run_py("""
         import gc, numpy as np, fastq
-        from fastq import _testing
+        from fastq._native import _testing
         p = fastq.Pipeline([(np.zeros(5, np.float32), 1)] * 12, batch_size=4, queue_size=3, pin_memory=True)
         kept = None
         for b in p:
@@ -92,7 +92,7 @@ def test_pin_takes_a_ring_object_and_pins_it_once(fake_cudart, tmp_path):
     log = tmp_path / "log.txt"
     res = run_py("""
         import numpy as np
-        from fastq import _core
+        from fastq._native import _core
         from fastq.device import cuda
         cu = cuda._load()
         for bad in (12345, None, "ring"):

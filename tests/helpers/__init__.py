@@ -2,7 +2,7 @@
 
 ==========================  ==============================================================
 ``image_ref``               independent cv2/numpy replay of the native image path
-``native_helpers``          the test-only native module fastq._testing, slot addresses
+``native_helpers``          the test-only native module fastq._native._testing, slot addresses
 ``fuzz_corpus``             mutated JPEG/PNG/WebP files for the decoder fuzz test
 ``dlpack_cases``            PyTorch and JAX DLPack cases (run by test_dlpack.py in its own
                             pytest process)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 
 OPS = [O.Rotate((-45, 45), fill=(10, 20, 30)), O.Rotate((-1e5, 1e5)), O.ShearX((-0.99, 0.99)),

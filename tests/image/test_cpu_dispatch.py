@@ -5,7 +5,7 @@
   erasing, TensorpackColor / TensorpackCrop, bicubic resize, the float32 write, float16
   MixUp, CRC-32C of TFRecord reading), each in a fresh process, and reports the mask;
 * under each mask, in a fresh process, the golden and op reference tests pass (slow);
-* the runtime switch (fastq._image.set_cpu_level) does the same in one process;
+* the runtime switch (fastq._native._image.set_cpu_level) does the same in one process;
 * what is in effect is the CPU's features capped by the mask, an unknown FASTQ_CPU
   warns (naming the variable and the accepted values) and selects the baseline;
 * `fastq info` and Pipeline.stats() say which kernels run;
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import _image
+from fastq._native import _image
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(fastq.__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "cpu_dispatch_batches.py")
@@ -145,7 +145,7 @@ def test_set_cpu_level_at_run_time_gives_the_same_bytes(images):
 
 
 def test_an_unknown_fastq_cpu_warns_and_selects_the_baseline():
-    code = "from fastq import _image; import json; print(json.dumps(_image.cpu_dispatch()))"
+    code = "from fastq._native import _image; import json; print(json.dumps(_image.cpu_dispatch()))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(FASTQ_CPU="AVX2"),
                        timeout=120)
     assert r.returncode == 0, r.stderr

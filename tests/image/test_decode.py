@@ -17,7 +17,7 @@ from fastq import errors as E
 from fastq import ops as O
 from fastq.bench.testdata import BAD_FILE_ERRORS, make_bad_files, make_jpeg_dataset
 
-from fastq import _image  # noqa: E402
+from fastq._native import _image  # noqa: E402
 ImageSpec = _image.ImageSpec
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from helpers import fuzz_corpus as F  # noqa: I100  (puts the repo root on sys.path)
 from helpers import image_ref as ref
-from fastq import _image
+from fastq._native import _image
 from fastq import errors as E
 from fastq import ops as O
 

@@ -31,7 +31,8 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import _image, ops
+from fastq._native import _image
+from fastq import ops
 
 from helpers.golden_ref import GOLDEN, RefRng, _with_tuples, ref_permutation, ref_plan, ref_rrc_box  # noqa: I100
 

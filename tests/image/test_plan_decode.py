@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 
 ImageSpec = _image.ImageSpec

@@ -1,5 +1,5 @@
 """The AVX2 bicubic resize (csrc/image/geometry/fq_image_resize_cubic.cpp) against the linked OpenCV's
-own cv::resize(INTER_CUBIC) (the same process with fastq._image.set_simd_resize(False)): the
+own cv::resize(INTER_CUBIC) (the same process with fastq._native._image.set_simd_resize(False)): the
 same bytes on random sizes (down, up, mixed, 1-5 pixel sides, the vector range's edges),
 saturating images, strided sources (a crop's view), and through the tensorpack chain on JPEGs.
 pip's cv2 is not the reference here: it is OpenCV 5.x, whose bicubic kernels differ from 4.6's
@@ -9,7 +9,7 @@ import platform
 import numpy as np
 import pytest
 
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 
 

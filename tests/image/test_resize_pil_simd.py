@@ -1,13 +1,13 @@
 """Pillow's resize (the pil_* interpolations) and affine sampler: the AVX2 passes
 (csrc/image/geometry/fq_image_resize_pil_avx2.cpp) give the scalar passes' bytes, switched
-at run time with fastq._image.set_cpu_level: random sizes (shrinks, enlargements, one axis,
+at run time with fastq._native._image.set_cpu_level: random sizes (shrinks, enlargements, one axis,
 both in either pass order), 1 and 3 channels (what compile_ops takes), every filter, saturating and strided inputs.
 Bit-exactness with Pillow itself is tests/image/test_resize_pil.py."""
 import numpy as np
 import pytest
 
 import fastq.ops as O
-from fastq import _image
+from fastq._native import _image
 
 FILTERS = ["pil_bilinear", "pil_bicubic", "pil_lanczos", "pil_box", "pil_hamming", "pil_nearest"]
 

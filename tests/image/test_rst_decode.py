@@ -2,7 +2,7 @@
 tiles each MCU row, the crop is decoded from a mini-JPEG of the segments that cover it.
 
 Identity: for the same (seed, epoch, index) the output bytes equal the plain ROI path's
-(the same build with fastq._image.set_segment_decode(False)) for every op chain of
+(the same build with fastq._native._image.set_segment_decode(False)) for every op chain of
 tests/ops/test_ops.py, dct_scaling on and off, 4:2:0 / 4:2:2 / 4:4:4 / gray files encoded by
 pip's cv2 (an independent libjpeg-turbo) with restart intervals, and files re-encoded by
 fastq.prepare; without DCT scaling also equal to cv2.imdecode full decode + the cv2
@@ -16,7 +16,7 @@ from fastq import errors as E
 from fastq import ops as O
 from fastq.bench.testdata import make_jpeg_dataset
 
-from fastq import _image  # noqa: E402
+from fastq._native import _image  # noqa: E402
 
 import cv2  # noqa: E402
 

@@ -9,7 +9,7 @@ still checks that the switch changes nothing."""
 import numpy as np
 import pytest
 
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 
 

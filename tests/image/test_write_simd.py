@@ -9,7 +9,7 @@ import pytest
 from helpers import image_ref as ref  # noqa: I100
 from fastq import ops as O
 
-from fastq import _image  # noqa: E402
+from fastq._native import _image  # noqa: E402
 
 NORMS = [None, O.Normalize(), O.Normalize(mean=(0.1, 0.7, 0.3), std=(0.3, 0.01, 2.0)),
          O.Normalize(mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0)), O.Normalize(mean=(-3.0, 1e-3, 0.5), std=(7.0, 0.2, 1e-4))]

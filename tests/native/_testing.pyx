@@ -1,10 +1,10 @@
 # cython: language_level=3
-"""fastq._testing - native helpers for fastq's own tests; never shipped.
+"""fastq._native._testing - native helpers for fastq's own tests; never shipped.
 
-setup.py builds this module (as fastq._testing, from tests/native/) only when
+setup.py builds this module (as fastq._native._testing, from tests/native/) only when
 FASTQ_TESTING=1; the development set-up (scripts/setup.sh) and the sanitizer
 leg (scripts/test_asan.sh) set it, the wheel build does not.  It reaches the
-ring only through the typed cdef methods of fastq._core.Ring.
+ring only through the typed cdef methods of fastq._native._core.Ring.
 
   * PatternTask: a native sample task that needs no images (csrc/tests/fq_testtask.h),
     for the ring/pool tests and the ring microbenchmark;
@@ -15,7 +15,7 @@ ring only through the typed cdef methods of fastq._core.Ring.
 
 This module links its own copy of the C ring functions (fq_pattern_drain calls
 them); they keep no state outside the fq_ring struct, and both copies come from
-the same build, so they operate on fastq._core's rings correctly.
+the same build, so they operate on fastq._native._core's rings correctly.
 """
 from libc.stdint cimport int64_t, uint64_t, uint8_t
 from libc.string cimport memcpy, memset
@@ -23,10 +23,10 @@ cimport numpy as cnp
 
 import numpy as np
 
-from fastq._core cimport Ring, TaskBase, raise_fq_error
-from fastq.includes.fq_common cimport fq_err, fq_now_ns
-from fastq.includes.fq_ring cimport fq_ring, fq_ring_block_ptr, FQ_RING_MAX_BLOCKS
-from fastq.includes.fq_pool cimport fq_task_fn
+from fastq._native._core cimport Ring, TaskBase, raise_fq_error
+from fastq._native.includes.fq_common cimport fq_err, fq_now_ns
+from fastq._native.includes.fq_ring cimport fq_ring, fq_ring_block_ptr, FQ_RING_MAX_BLOCKS
+from fastq._native.includes.fq_pool cimport fq_task_fn
 from fq_testtask cimport fq_pattern_ctx, fq_pattern_task, fq_pattern_byte, fq_pattern_drain
 
 cnp.import_array()

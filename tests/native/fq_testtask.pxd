@@ -1,8 +1,8 @@
 # csrc/tests/fq_testtask.h: the test-only pattern task (extern only; cimported by _testing.pyx).
 from libc.stdint cimport int64_t, uint64_t, uint8_t
 
-from fastq.includes.fq_common cimport fq_err
-from fastq.includes.fq_ring cimport fq_ring
+from fastq._native.includes.fq_common cimport fq_err
+from fastq._native.includes.fq_ring cimport fq_ring
 
 cdef extern from "fq_testtask.h" nogil:
     ctypedef struct fq_pattern_ctx:

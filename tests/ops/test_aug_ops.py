@@ -21,7 +21,7 @@ pytestmark = pytest.mark.torch  # torchvision v2 (on torch) is the reference
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
 from helpers.determinism import assert_same_for_1_and_2_workers  # noqa: I100
 import fastq
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 
 torch = pytest.importorskip("torch", reason="torch is the reference implementation's runtime")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import _image
+from fastq._native import _image
 from fastq import errors
 from fastq import ops as O
 

@@ -12,7 +12,7 @@ from torchvision.transforms import v2
 from torchvision.transforms.v2 import functional as F
 
 import fastq
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 
 NORM = O.Normalize()

@@ -13,7 +13,7 @@ import pytest
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
 from helpers.determinism import assert_same_for_1_and_2_workers  # noqa: I100
 import fastq
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 
 GAMMA = np.uint64(0x9E3779B97F4A7C15)

@@ -5,7 +5,7 @@ brightness equal Keras's float32 formulas rounded; the draws; argument checks.""
 import numpy as np
 import pytest
 
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 
 H, W = 48, 64

@@ -9,7 +9,7 @@ import pytest
 
 import fastq
 import fastq.ops as fops
-from fastq import _image
+from fastq._native import _image
 
 N, H, W, K = 22, 12, 10, 5
 
@@ -405,7 +405,7 @@ def test_tfrecord_labels_become_soft_in_the_slot(tmp_path):
     """A TFRecord's labels (written natively after the image) are mixed as well; the
     soft labels are the slot's extra output (the batch stays a view of the slot)."""
     cv2 = pytest.importorskip("cv2", reason="encodes the PNG images")
-    from fastq.records import encode_example, tfrecord_frame
+    from fastq.tfrecord_codec import encode_example, tfrecord_frame
     imgs, labels = _data(12)
     path = tmp_path / "train.tfrecord"
     with open(path, "wb") as f:

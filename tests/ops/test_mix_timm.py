@@ -264,7 +264,7 @@ def test_pair_mode_needs_even_batches():
         with pytest.raises(ValueError, match=r"batch 3 of epoch 0 has 1 rows .* pass drop_remainder=True"):
             next(it)
         assert p.stats()["slots_leased"] == 0
-    from fastq import _image  # the native check behind them
+    from fastq._native import _image  # the native check behind them
     params = mix._params()
     with pytest.raises(ValueError, match="mode 'pair' needs an even number of rows"):
         _image.mix_draws(params, 0, 0, 0, 3, H, W)

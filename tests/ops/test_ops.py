@@ -14,7 +14,7 @@ import pytest
 from helpers import image_ref as ref  # noqa: I100  (also puts the repo root on sys.path)
 from fastq import ops as O
 
-from fastq import _image  # noqa: E402
+from fastq._native import _image  # noqa: E402
 ImageSpec = _image.ImageSpec
 
 

@@ -16,7 +16,7 @@ import pytest
 pytestmark = pytest.mark.torch  # torchvision v2 (on torch) is the reference
 
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 
 torch = pytest.importorskip("torch", reason="torch is the reference implementation's runtime")

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.torch  # timm imports torch
 
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
 from helpers.determinism import assert_same_for_1_and_2_workers  # noqa: I100
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 
 A = pytest.importorskip("timm.data.auto_augment", reason="timm is the reference (pip install timm)")

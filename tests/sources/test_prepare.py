@@ -17,7 +17,7 @@ from fastq.cli import main as cli_main
 from fastq.bench.entropy import jpeg_layout
 from fastq.bench.testdata import make_bad_files, make_jpeg_dataset
 
-from fastq import _image  # noqa: E402
+from fastq._native import _image  # noqa: E402
 import cv2  # noqa: E402
 
 

@@ -16,7 +16,7 @@ from fastq import prepare as P
 from fastq.cli import main as cli_main
 from fastq.bench.testdata import make_bad_files, make_jpeg_dataset
 
-from fastq import _image  # noqa: E402
+from fastq._native import _image  # noqa: E402
 import cv2  # noqa: E402
 
 from test_prepare import _segments  # noqa: E402
@@ -210,7 +210,7 @@ def test_tar_shards_hold_the_shrunk_copies(big, tmp_path):
 
 
 def test_tfrecord_shards_record_the_new_size(big, tmp_path):
-    from fastq.records import parse_example
+    from fastq.tfrecord_codec import parse_example
     src = tmp_path / "src"
     (src / "cls").mkdir(parents=True)
     (src / "cls" / "0.jpg").write_bytes(open(big[2], "rb").read())

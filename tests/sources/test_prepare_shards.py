@@ -17,7 +17,7 @@ import tensorflow as tf
 import fastq
 from fastq import ops
 from fastq.bench import testdata
-from fastq.records import encode_example, tfrecord_frame
+from fastq.tfrecord_codec import encode_example, tfrecord_frame
 
 from helpers.cli_runner import ROOT, run_cli
 

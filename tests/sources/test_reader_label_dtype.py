@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 
 import fastq
-from fastq import _image, errors, ops
+from fastq._native import _image
+from fastq import errors, ops
 from fastq.bench import testdata
 
 pytestmark = pytest.mark.tf

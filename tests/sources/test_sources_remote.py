@@ -230,7 +230,7 @@ def test_faults_lose_nothing(data, server):
 
 
 def test_fetched_buffer_is_lent_without_copy():
-    from fastq import _image
+    from fastq._native import _image
     sp = _image.Spans(2, 4)
     buf = np.arange(1000, dtype=np.uint8)
     addr = sp.put(1, 100, buf, False, 7, [2, 3])
@@ -250,7 +250,7 @@ def test_a_demand_met_before_the_fetcher_takes_it_is_dropped():
     fetcher would fetch them a second time)."""
     import threading
     import time
-    from fastq import _image
+    from fastq._native import _image
     sp = _image.Spans(2, 4)
     got = {}
     t = threading.Thread(target=lambda: got.setdefault("v", sp.get(2, 1, 100, 10)))
@@ -450,9 +450,9 @@ def test_ctrl_c_while_waiting_for_the_server_interrupts_within_a_second(data, se
 
 @pytest.fixture(scope="module")
 def tfr(data):
-    """TFRecord shards of the same JPEGs (written with fastq.records, whose framing and
-    Example encoding tests/sources/test_records.py checks against TensorFlow's)."""
-    from fastq.records import encode_example, tfrecord_frame
+    """TFRecord shards of the same JPEGs (written with fastq.tfrecord_codec, whose framing and
+    Example encoding tests/sources/test_tfrecord_codec.py checks against TensorFlow's)."""
+    from fastq.tfrecord_codec import encode_example, tfrecord_frame
     d = os.path.join(data["dir"], "tfr")
     os.makedirs(d, exist_ok=True)
     objects, paths = {}, []

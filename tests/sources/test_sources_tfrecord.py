@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import fastq
-from fastq import _image, errors, ops
+from fastq._native import _image
+from fastq import errors, ops
 from fastq.bench import testdata
 
 import tensorflow as tf

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import _image, errors, ops
+from fastq._native import _image
+from fastq import errors, ops
 from fastq.bench import testdata
 
 import tensorflow as tf

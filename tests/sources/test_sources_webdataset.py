@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import fastq
-from fastq import _image, errors, ops
+from fastq._native import _image
+from fastq import errors, ops
 from fastq.bench import testdata
 
 N = 18

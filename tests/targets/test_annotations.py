@@ -12,7 +12,7 @@ from fastq.annotations.odapi import (BBOX_KEYS, CLASS_KEY, OdapiFormatError, enc
 from fastq.annotations.rle import (RleError, fill_polygons, polygon_rle, rle_decode, rle_encode, rle_from_object,
                                    rle_from_string)
 from fastq.annotations.segmentation import MissingMaskError, segmentation_pairs
-from fastq.records import tfrecord_frame
+from fastq.tfrecord_codec import tfrecord_frame
 
 mask_api = pytest.importorskip("pycocotools.mask", reason="pycocotools is in requirements-dev.txt")
 
@@ -260,7 +260,7 @@ def test_odapi_encoder_is_tf_serializer_and_parser_agrees(tmp_path):
 def test_odapi_bad_records_name_the_record(tmp_path):
     s = _odapi_samples(np.random.default_rng(7), 2)
     good = encode_odapi_example(s[0]["image"], s[0]["height"], s[0]["width"], [[1, 2, 3, 4]], [5])
-    from fastq.records import encode_example
+    from fastq.tfrecord_codec import encode_example
     bad = encode_example({"image/height": 10, "image/width": 10, BBOX_KEYS[0]: [0.1, 0.2], BBOX_KEYS[1]: [0.1],
                           BBOX_KEYS[2]: [0.5], BBOX_KEYS[3]: [0.5], CLASS_KEY: [1]})
     shard = tmp_path / "s.tfrecord"

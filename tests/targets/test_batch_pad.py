@@ -132,7 +132,7 @@ def test_option_errors(jpegs):
 @pytest.mark.parametrize("planes, cap, hw, px", [(3, (7, 9), (5, 6), 3), (4, (6, 6), (6, 2), 4),
                                                  (2, (5, 8), (1, 8), 1), (5, (4, 4), (4, 4), 2)])
 def test_compact_in_place_against_numpy(planes, cap, hw, px):
-    from fastq import _image
+    from fastq._native import _image
     rng = np.random.default_rng(planes)
     block = rng.integers(0, 256, (planes, cap[0], cap[1], px), dtype=np.uint8)
     want = block[:, :hw[0], :hw[1]].copy()
@@ -333,7 +333,7 @@ def test_error_and_skip_policy(jpegs):
 def test_tfrecord_odapi_shards(tmp_path, stream):
     """TFRecord + OdapiTargets (boxes from the reader), indexed and stream modes."""
     from fastq.annotations.odapi import encode_odapi_example
-    from fastq.records import tfrecord_frame
+    from fastq.tfrecord_codec import tfrecord_frame
     from fastq.targets import OdapiTargets
     rng = np.random.default_rng(2)
     recs = []

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import fastq.ops as O
-from fastq import _image, errors
+from fastq._native import _image
+from fastq import errors
 from fastq import targets as T
 
 

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import fastq.ops as O
-from fastq import _image, errors
+from fastq._native import _image
+from fastq import errors
 from fastq import targets as T
 from fastq.annotations.rle import rle_decode, rle_encode
 from helpers.mask_ref import nearest_centre
@@ -491,7 +492,7 @@ def test_odapi_png_instance_masks_through_load_odapi(tmp_path):
 
     import fastq
     from fastq.annotations.odapi import OdapiFormatError, encode_odapi_example, load_odapi
-    from fastq.records import tfrecord_frame
+    from fastq.tfrecord_codec import tfrecord_frame
     from fastq.sources import Bytes
 
     rng = np.random.default_rng(14)

@@ -28,7 +28,7 @@ from torchvision.transforms.v2 import functional as F
 
 import fastq
 import fastq.ops as O
-from fastq import _image
+from fastq._native import _image
 from fastq import targets as T
 from fastq.sources import Arrays
 from helpers.golden_ref import RefRng
@@ -354,7 +354,7 @@ def test_odapi_tfrecord_targets_draw_from_the_records_boxes(tmp_path):
     torchvision's draw on the denormalized boxes."""
     import cv2
     from fastq.annotations.odapi import encode_odapi_example, load_odapi
-    from fastq.records import tfrecord_frame
+    from fastq.tfrecord_codec import tfrecord_frame
     imgs, boxes = _data(n=12, seed=5)
     shard, jpegs = tmp_path / "d.tfrecord", []
     frames = []

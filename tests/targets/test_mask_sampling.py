@@ -31,7 +31,7 @@ import pytest
 
 import fastq
 import fastq.ops as O
-from fastq import _image
+from fastq._native import _image
 from fastq import targets as T
 from fastq.sources import Arrays
 from helpers.mask_ref import centre_index, nearest_centre

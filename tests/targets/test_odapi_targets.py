@@ -14,11 +14,12 @@ import pytest
 
 import fastq
 import fastq.ops as O
-from fastq import _image, errors
+from fastq._native import _image
+from fastq import errors
 from helpers.determinism import rows_by_index  # noqa: I100
 from fastq import targets as T
 from fastq.annotations.odapi import BBOX_KEYS, CLASS_KEY, encode_odapi_example, load_odapi
-from fastq.records import encode_example, tfrecord_frame
+from fastq.tfrecord_codec import encode_example, tfrecord_frame
 
 N = 14
 OPS = [O.RandomResizedCrop(56, scale=(0.3, 1.0)), O.HorizontalFlip(), O.Pad(size=(64, 64))]
@@ -111,9 +112,9 @@ def test_varlen_parser_counts_truncates_and_refuses():
 
 def test_varlen_parser_on_mutated_records_never_overreads():
     """Random byte flips / cuts / varint blowups of an OD-API record: the parser either
-    errors or returns at most the capacity, with a count that agrees with fastq.records'
+    errors or returns at most the capacity, with a count that agrees with fastq.tfrecord_codec'
     pure-Python parser whenever both accept it."""
-    from fastq.records import parse_example as py_parse
+    from fastq.tfrecord_codec import parse_example as py_parse
     s = _samples(3)[3]
     base = encode_odapi_example(s["jpeg"][:40], s["h"], s["w"], s["boxes"], s["classes"])
     feats = [(k, "float32", 6, _image.TFR_VARLEN | _image.TFR_TRUNCATE) for k in BBOX_KEYS] + \

@@ -22,7 +22,7 @@ import pytest
 from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.path)
 import fastq
 import fastq.tensorpack as ftp
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 from fastq.bench import testdata
 from helpers.golden_ref import RefRng

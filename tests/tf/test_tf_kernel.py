@@ -7,7 +7,7 @@ saved and restored iterator and through Dataset.save/load.  Normalization on the
 accelerator (fqt.normalize / NormalizeLayer) is checked against the Pipeline's own
 Normalize output.  The kernel's input handling: wrong dtypes and shapes, empty batch,
 negative index/epoch, a corrupt image under both error policies.  The ABI: the C API
-table fastq._image exports, the build cache, the error when no compiler exists, a
+table fastq._native._image exports, the build cache, the error when no compiler exists, a
 kernel library loaded without binding.
 """
 import ctypes
@@ -403,7 +403,7 @@ def test_reachable_as_fastq_tf_ops():
 # -- the ABI: exported table, cache, build errors, binding -----------------------------
 
 def test_image_module_exports_the_capi_table():
-    from fastq import _image
+    from fastq._native import _image
     lib = ctypes.CDLL(_image.__file__)
     head = (ctypes.c_uint32 * 6).in_dll(lib, "fastq_capi_v1")
     abi, size, op_size, err_size, fmt_size, max_ops = list(head)
@@ -468,11 +468,11 @@ def test_build_py_ships_the_kernel_sources(tmp_path):
 def test_fuzzed_inputs_match_the_c_core_sample_by_sample(op_module):
     """Differential fuzzing of the kernel's input handling: a batch of mutated JPEG/PNG/WebP
     files (tests/helpers/fuzz_corpus.py) with on_error="skip"; each row must be what the C core
-    gives for that sample alone (fastq._image.ImageSpec.process_encoded): the same pixels
+    gives for that sample alone (fastq._native._image.ImageSpec.process_encoded): the same pixels
     when it succeeds, ok=False and a zero row when it fails; and with on_error="raise" the
     error names the first failing sample's index."""
     from helpers import fuzz_corpus
-    from fastq import _image
+    from fastq._native import _image
     from fastq.errors import FastqError
     corpus = [data for _, data in fuzz_corpus.mutants(seed=1, per_seed=6)]
     chain = fuzz_corpus.OPS

@@ -5,7 +5,7 @@ What is checked against what:
   same C producers) - bit for bit, for 1 and 2 workers, with mix= and pad="batch", and
   across tf.train.Checkpoint save / restore in the middle of an epoch;
 * zero copy: the tensors' data pointers (DLPack) against the ring's slot addresses
-  (fastq._testing, the test-only module);
+  (fastq._native._testing, the test-only module);
 * "no Python per batch": the kernel's calls into Python are counted (one begin and one end
   per epoch), the dataset graph has no PyFunc node, and the iteration progresses while
   another thread holds the GIL (the from_generator feed, as a control, does not);
@@ -405,7 +405,7 @@ def test_fallback_when_the_kernel_cannot_be_built(jpegs, monkeypatch, caplog):
         raise tf_ops.KernelBuildError("no C++ compiler found (test)")
 
     monkeypatch.setattr(_tf_native, "library", no_kernel)
-    monkeypatch.setattr(fqtf, "_LOGGED_REASONS", set())
+    monkeypatch.setattr("fastq.tf._dataset._LOGGED_REASONS", set())
     p = make(jpegs)
     with caplog.at_level("WARNING", logger="fastq.tf"):
         ds = fqtf.dataset(p)

@@ -18,7 +18,7 @@ from helpers import image_ref  # noqa: F401,I100  (puts the repo root on sys.pat
 
 import fastq
 import fastq.tensorpack as ftp
-from fastq import _image
+from fastq._native import _image
 from fastq import ops as O
 from fastq.bench import testdata
 from fastq.translate import TranslationError

@@ -65,13 +65,13 @@ def test_sdist_holds_every_source_and_no_generated_file(sdist):
                              check=True).stdout.split()
     need = {f for f in tracked if not f.startswith("csrc/tests/")}
     assert {"csrc/image/internal/fq_image_internal.h", "csrc/image/api/fq_image_spec.cpp", "csrc/core/fq_rng.h",
-            "fastq/includes/fq_common.pxd", "fastq/ops/_base.py"} <= need
+            "fastq/_native/includes/fq_common.pxd", "fastq/ops/_base.py"} <= need
     assert need <= names, sorted(need - names)
     for f in ("setup.py", "pyproject.toml", "MANIFEST.in", "LICENSE", "THIRD_PARTY_NOTICES.md", "README.md",
               "scripts/build_deps.sh"):
         assert f in names, f
     generated = [n for n in names if n.endswith((".so", ".o", ".a")) or
-                 (n.startswith("fastq/_") and n.endswith((".c", ".cpp")))]
+                 (n.startswith("fastq/_native/_") and n.endswith((".c", ".cpp")))]
     assert not generated, generated
 
 

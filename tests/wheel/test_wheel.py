@@ -9,8 +9,8 @@ venv that holds numpy and nothing else, and checked there:
   output) matches a replay with pip's cv2 and numpy in this (outer) process;
 * `ldd` of every installed extension resolves no OpenCV, libjpeg, libpng, libwebp or
   zlib from the system, and needs nothing outside the manylinux policy;
-* each extension exports only its PyInit_* symbol (and fastq._image the table fastq_capi_v1,
-  fastq._core the table fastq_ring_capi_v1);
+* each extension exports only its PyInit_* symbol (and fastq._native._image the table fastq_capi_v1,
+  fastq._native._core the table fastq_ring_capi_v1);
 * `auditwheel show` reports the manylinux tag in the file name;
 * fastq, pip's cv2 and TensorFlow load into one process and each runs.
 """
@@ -86,19 +86,19 @@ def venv(wheel, tmp_path_factory):
 
 
 def extensions(site):
-    d = os.path.join(site, "fastq")
+    d = os.path.join(site, "fastq", "_native")
     sos = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".so"))
     assert {os.path.basename(s).split(".")[0] for s in sos} >= {"_core", "_image", "_cuda"}, sos
     return sos
 
 
 def test_test_only_module_builds_against_the_installed_wheel(venv, tmp_path):
-    """The wheel has no fastq._testing; scripts/build_testing_module.sh (the
+    """The wheel has no fastq._native._testing; scripts/build_testing_module.sh (the
     cibuildwheel before-test step) builds it next to the installed package, and
     its native pattern task runs through the wheel's ring and pool: the
     test-only module and the shipped one agree on the Ring layout."""
     py, site = venv
-    code = "from fastq import _testing"
+    code = "from fastq._native import _testing"
     res = subprocess.run([py, "-c", code], capture_output=True, text=True, env=clean_env(), cwd=str(tmp_path))
     assert res.returncode != 0 and "_testing" in res.stderr, res.stderr
     # a private copy of the install, so that the other tests keep seeing the wheel alone
@@ -108,7 +108,7 @@ def test_test_only_module_builds_against_the_installed_wheel(venv, tmp_path):
     script = textwrap.dedent("""
         import sys; sys.path.insert(0, sys.argv[1])
         import numpy as np
-        from fastq import _core, _testing
+        from fastq._native import _core, _testing
         assert _core.__file__.startswith(sys.argv[1]), _core.__file__
         ring = _core.Ring(3, 4, [np.uint8, np.int64], [(40,), ()])
         task = _testing.PatternTask(ring, seed=5)
@@ -196,8 +196,8 @@ def test_extensions_are_stripped_without_runpath_and_export_only_pyinit(venv):
         assert ".symtab" not in run(["readelf", "-S", "-W", so]), f"{so} is not stripped"
         syms = [ln.split()[-1] for ln in run(["nm", "-D", "--defined-only", so]).splitlines() if ln.strip()]
         name = os.path.basename(so).split(".")[0]
-        # fastq._image also exports the C API table of the TensorFlow op (csrc/image/fq_capi.h),
-        # fastq._core the ring's (csrc/ring/fq_ring_capi.h) for the dataset op
+        # fastq._native._image also exports the C API table of the TensorFlow op (csrc/image/fq_capi.h),
+        # fastq._native._core the ring's (csrc/ring/fq_ring_capi.h) for the dataset op
         want = sorted([f"PyInit_{name}"] + {"_image": ["fastq_capi_v1"], "_core": ["fastq_ring_capi_v1"]}.get(name, []))
         syms = sorted(syms)
         assert syms == want, (so, syms)

@@ -1,5 +1,5 @@
 /* fq_capi.cpp - the one exported table of fastq's image C API (see fq_capi.h).
- * Linked into the fastq._image extension module (setup.py lists this file among that
+ * Linked into the fastq._native._image extension module (setup.py lists this file among that
  * module's sources, so the object is always linked, and names the symbol in the
  * version script, so it is exported).  Static const data: no initialization order, no
  * locking. */

@@ -1,6 +1,6 @@
 /* fq_image_custom.cpp - user ops: CustomOp (a function of a shared library, ABI in
  * image/fastq_custom_op.h) and PyFunc (a Python callable, through the trampoline of
- * fastq/_custom.pxi).  Both are the same thing here: a function + state held in a side
+ * fastq/_native/_custom.pxi).  Both are the same thing here: a function + state held in a side
  * table of the spec (fq_img_spec.custom, by slot), loaded when the spec is created
  * (fq_img_spec_create_custom), read-only while samples run, released with the spec.
  *

@@ -467,7 +467,7 @@ void no_exec(Exec &, const fq_op &, fq_img_op_explain &) {}
 
 /* ---- the table ------------------------------------------------------------------ */
 
-/* Each op's parameter fields, in struct order: what fastq._image.pack_ops fills by name
+/* Each op's parameter fields, in struct order: what fastq._native._image.pack_ops fills by name
  * (fq_img_op_desc).  fields_cover (below) refuses a list that misses or reorders one. */
 constexpr fq_op_field kRrcFields[] = {
     FQ_FIELD(fq_op_rrc, out_h),    FQ_FIELD(fq_op_rrc, out_w),    FQ_FIELD(fq_op_rrc, scale_lo),

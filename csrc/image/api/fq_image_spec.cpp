@@ -7,8 +7,8 @@
 #include <cstring>
 #include <new>
 
-static_assert(sizeof(fq_op) == 136, "fq_op layout must match fastq._image.FQ_OP_DTYPE");
-static_assert(offsetof(fq_op, raw) == 8, "fq_op layout must match fastq._image.FQ_OP_DTYPE");
+static_assert(sizeof(fq_op) == 136, "fq_op layout must match fastq._native._image.FQ_OP_DTYPE");
+static_assert(offsetof(fq_op, raw) == 8, "fq_op layout must match fastq._native._image.FQ_OP_DTYPE");
 static_assert(sizeof(fq_op_random_affine) <= sizeof(double[16]) && sizeof(fq_op_color_jitter) <= sizeof(double[16]) &&
                   sizeof(fq_op_random_crop) <= sizeof(double[16]),
               "op parameters must fit the 16 doubles of FQ_OP_DTYPE");

@@ -1,5 +1,5 @@
 /* fq_image_aug.cpp - the uint8 colour primitives Invert .. Sharpness (kinds
- * FQ_OP_NORMALIZE + 1 .. + 10): their parameter structs, field lists, check / plan /
+ * FQ_OP_NORMALIZE + 1 .. + 10) and RandomChannelPermutation: their parameter structs, field lists, check / plan /
  * exec and their records (family kOpsAug; fq_image_op_table.cpp assembles the
  * families), and the shared LUT helpers (apply_lut{,s}, aug_apply).  The geometric
  * primitives and Cutout: fq_image_aug_geom.cpp.  Semantics: torchvision.transforms.v2.functional on uint8 tensors
@@ -153,6 +153,32 @@ void invert_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
     for (int v = 0; v < 256; v++)
         lut[v] = (uint8_t)(255 - v);
     apply_lut(e, lut);
+}
+
+/* RandomChannelPermutation (torchvision v2): u < p, then, when applied, a permutation of
+ * the 3 channels by Fisher-Yates (k = 2, 1: j ~ U{0..k}, swap perm[k], perm[j]; 2 draws,
+ * also for a 1-channel image, where it changes nothing); output channel c is input channel
+ * perm[c].  Explain: magnitude = 100 perm[0] + 10 perm[1] + perm[2]. */
+int plan_channel_permutation(const fq_op &op, fq_rng *rng, int64_t, int *, int *, fq_img_op_explain &r, fq_err *)
+{
+    r.applied = fq_rng_uniform(rng) < fqi::params<AugProb>(op).p ? 1 : 0;
+    int perm[3] = {0, 1, 2};
+    if (r.applied)
+        for (int k = 2; k > 0; k--)
+            std::swap(perm[k], perm[(int)fq_rng_next_below(rng, (uint64_t)(k + 1))]);
+    r.factor[0] = 100 * perm[0] + 10 * perm[1] + perm[2];
+    return FQ_OK;
+}
+
+void channel_permutation_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
+{
+    const int code = (int)r.factor[0];
+    if (!r.applied || e.cur.channels() != 3 || code == 12) /* 012: the identity */
+        return;
+    const int from_to[6] = {code / 100, 0, code / 10 % 10, 1, code % 10, 2};
+    cv::Mat d = e.next(e.cur.rows, e.cur.cols, e.cur.type());
+    cv::mixChannels(&e.cur, 1, &d, 1, from_to, 3);
+    e.set(d);
 }
 
 void posterize_exec(Exec &e, const fq_op &, fq_img_op_explain &r)
@@ -383,6 +409,8 @@ constexpr fqi::OpImpl kAugOps[] = {
      contrast_exec},
     {20, "Sharpness", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugLevel, kLevelFields), factor_check, keeps_size, plan_level,
      sharpness_exec},
+    {57, "RandomChannelPermutation", FQ_RULE_PIXEL, kAM, FQ_PARAMS(AugProb, kProbFields), prob_check, keeps_size,
+     plan_channel_permutation, channel_permutation_exec},
 };
 
 }  // namespace
