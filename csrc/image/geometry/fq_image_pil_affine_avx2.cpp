@@ -4,7 +4,8 @@
  * subtraction and multiplication round the same in a vector lane; no FMA: the target is
  * "avx2" alone, and each product and sum is its own instruction), so the same bytes.
  * The coordinates are the scalar code's expressions; the integer cubic coefficients are
- * computed in int32 lanes (exact) and converted, as the scalar code converts them.
+ * computed in int32 lanes (exact) and converted, as the scalar code converts them.  The
+ * scalar code's one-axis shortcuts (a fraction of 0: one row or one column) are kept.
  * Compiled with target("avx2"), checking no CPU feature (core/fq_cpu.h): pil_affine calls
  * it only after fq_cpu_has(FQ_CPU_AVX2). */
 #if defined(__x86_64__) || defined(__i386__) /* an AVX2 kernel: nothing to compile on other architectures */
@@ -141,6 +142,47 @@ FQ_AVX2 void bicubic_px(const cv::Mat &s, int x, int y, double dx, double dy, ui
     store3(_mm256_min_pd(_mm256_max_pd(t, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), o);
 }
 
+/* dy 0 (row y in the image): the cubic over rows is row y's sample exactly (as the scalar
+ * bicubic_row) */
+FQ_AVX2 void bicubic_row(const cv::Mat &s, int x, int y, double dx, uint8_t *o)
+{
+    const int W = s.cols;
+    const uint8_t *r = s.ptr<uint8_t>(y);
+    const __m256d vx = _mm256_set1_pd(dx);
+    __m256d v;
+    if (x >= 0 && (size_t)x * 3 + 16 <= (size_t)W * 3) {
+        const __m128i q = _mm_loadu_si128((const __m128i *)(r + (size_t)x * 3));
+        v = cubic8(pxj(q, 0), pxj(q, 1), pxj(q, 2), pxj(q, 3), vx);
+    } else {
+        int xs[4];
+        for (int j = 0; j < 4; j++)
+            xs[j] = clampi(x + j, W) * 3;
+        if (xs[3] != (W - 1) * 3)
+            v = cubic8(px4(r + xs[0]), px4(r + xs[1]), px4(r + xs[2]), px4(r + xs[3]), vx);
+        else
+            v = cubic8(px3(r + xs[0]), px3(r + xs[1]), px3(r + xs[2]), px3(r + xs[3]), vx);
+    }
+    store3(_mm256_min_pd(_mm256_max_pd(v, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), o);
+}
+
+/* dx 0 (column x in the image): the cubic over rows of the column's samples (as the scalar
+ * bicubic_col) */
+FQ_AVX2 void bicubic_col(const cv::Mat &s, int x, int y, double dy, uint8_t *o)
+{
+    const int W = s.cols, H = s.rows;
+    const size_t off = (size_t)x * 3;
+    const uint8_t *r[4];
+    r[0] = s.ptr<uint8_t>(clampi(y, H)) + off;
+    for (int j = 1; j < 4; j++) /* outside: the row before */
+        r[j] = y + j >= 0 && y + j < H ? s.ptr<uint8_t>(y + j) + off : r[j - 1];
+    __m256d v;
+    if (x + 1 < W)
+        v = cubic8(px4(r[0]), px4(r[1]), px4(r[2]), px4(r[3]), _mm256_set1_pd(dy));
+    else
+        v = cubic8(px3(r[0]), px3(r[1]), px3(r[2]), px3(r[3]), _mm256_set1_pd(dy));
+    store3(_mm256_min_pd(_mm256_max_pd(v, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), o);
+}
+
 }  // namespace
 
 namespace fqi {
@@ -165,6 +207,10 @@ FQ_AVX2 void pil_affine_rgb_avx2(const cv::Mat &src, cv::Mat &dst, const double 
             const double dx = xin - xi, dy = yin - yi;
             if (!bicubic)
                 bilinear_px(src, xi, yi, dx, dy, o);
+            else if (dy == 0.0) /* ShearX, TranslateX */
+                bicubic_row(src, xi - 1, yi, dx, o);
+            else if (dx == 0.0) /* ShearY, TranslateY */
+                bicubic_col(src, xi, yi - 1, dy, o);
             else
                 bicubic_px(src, xi - 1, yi - 1, dx, dy, o);
         }
