@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #define FQ_AVX2 __attribute__((target("avx2")))
 
@@ -190,29 +191,80 @@ namespace fqi {
 FQ_AVX2 void pil_affine_rgb_avx2(const cv::Mat &src, cv::Mat &dst, const double a[6], bool bicubic,
                                  const uint8_t fill[3])
 {
-    const int H = src.rows, W = src.cols;
+    const int H = src.rows, W = src.cols, OW = dst.cols;
+    const size_t step = src.step[0];
+    const uint8_t *data = src.ptr<uint8_t>(0);
+    /* one output row's source points, 4 at a time: the scalar code's double expressions
+     * (a0 xc + a1 yc + a2 left to right, xc = x + 0.5 exact), its bounds test, then floor and
+     * fraction of the point less half a pixel (pil_floor is the floor; xin - (double)floor is
+     * the scalar xin - xi) */
+    const size_t n4 = ((size_t)OW + 3) & ~(size_t)3;
+    thread_local std::vector<double> fbuf;
+    thread_local std::vector<int32_t> ibuf;
+    if (fbuf.size() < 2 * n4)
+        fbuf.resize(2 * n4);
+    if (ibuf.size() < 3 * n4)
+        ibuf.resize(3 * n4);
+    double *fdx = fbuf.data(), *fdy = fdx + n4;
+    int32_t *ixi = ibuf.data(), *iyi = ixi + n4, *iin = iyi + n4;
+    const __m256d A0 = _mm256_set1_pd(a[0]), A2 = _mm256_set1_pd(a[2]), A3 = _mm256_set1_pd(a[3]),
+                  A5 = _mm256_set1_pd(a[5]), WD = _mm256_set1_pd((double)W), HD = _mm256_set1_pd((double)H),
+                  HALF = _mm256_set1_pd(0.5), Z = _mm256_setzero_pd(), OFF = _mm256_setr_pd(0.5, 1.5, 2.5, 3.5);
     for (int y = 0; y < dst.rows; y++) {
         uint8_t *o = dst.ptr<uint8_t>(y);
         const double yc = y + 0.5;
-        for (int x = 0; x < dst.cols; x++, o += 3) {
-            const double xc = x + 0.5;
-            double xin = a[0] * xc + a[1] * yc + a[2];
-            double yin = a[3] * xc + a[4] * yc + a[5];
-            if (!(xin >= 0.0 && xin < W && yin >= 0.0 && yin < H)) { /* NaN: outside too */
+        const __m256d C1 = _mm256_set1_pd(a[1] * yc), C4 = _mm256_set1_pd(a[4] * yc);
+        for (size_t x = 0; x < n4; x += 4) {
+            const __m256d xc = _mm256_add_pd(_mm256_set1_pd((double)x), OFF);
+            __m256d xin = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(A0, xc), C1), A2);
+            __m256d yin = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(A3, xc), C4), A5);
+            const __m256d in = _mm256_and_pd(
+                _mm256_and_pd(_mm256_cmp_pd(xin, Z, _CMP_GE_OQ), _mm256_cmp_pd(xin, WD, _CMP_LT_OQ)),
+                _mm256_and_pd(_mm256_cmp_pd(yin, Z, _CMP_GE_OQ), _mm256_cmp_pd(yin, HD, _CMP_LT_OQ)));
+            xin = _mm256_sub_pd(xin, HALF), yin = _mm256_sub_pd(yin, HALF);
+            const __m256d fx = _mm256_and_pd(_mm256_floor_pd(xin), in), fy = _mm256_and_pd(_mm256_floor_pd(yin), in);
+            _mm256_storeu_pd(fdx + x, _mm256_sub_pd(xin, fx));
+            _mm256_storeu_pd(fdy + x, _mm256_sub_pd(yin, fy));
+            _mm_storeu_si128((__m128i *)(ixi + x), _mm256_cvttpd_epi32(fx)); /* outside: 0, unused */
+            _mm_storeu_si128((__m128i *)(iyi + x), _mm256_cvttpd_epi32(fy));
+            const __m256i m64 = _mm256_castpd_si256(in);
+            _mm_storeu_si128((__m128i *)(iin + x),
+                             _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(m64, _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0))));
+        }
+        for (int x = 0; x < OW; x++, o += 3) {
+            if (!iin[x]) { /* NaN: outside too */
                 o[0] = fill[0], o[1] = fill[1], o[2] = fill[2];
                 continue;
             }
-            xin -= 0.5, yin -= 0.5;
-            const int xi = pil_floor(xin), yi = pil_floor(yin);
-            const double dx = xin - xi, dy = yin - yi;
-            if (!bicubic)
+            const int xi = ixi[x], yi = iyi[x];
+            const double dx = fdx[x], dy = fdy[x];
+            if (!bicubic) {
                 bilinear_px(src, xi, yi, dx, dy, o);
-            else if (dy == 0.0) /* ShearX, TranslateX */
+            } else if (dy == 0.0) { /* ShearX, TranslateX */
                 bicubic_row(src, xi - 1, yi, dx, o);
-            else if (dx == 0.0) /* ShearY, TranslateY */
-                bicubic_col(src, xi, yi - 1, dy, o);
-            else
+            } else if (dx == 0.0) { /* ShearY, TranslateY */
+                if (yi >= 1 && yi + 2 < H && xi + 1 < W) { /* 4 rows inside, a 4-byte load in each */
+                    const uint8_t *r = data + (size_t)(yi - 1) * step + (size_t)xi * 3;
+                    const __m256d t = cubic8(px4(r), px4(r + step), px4(r + 2 * step), px4(r + 3 * step),
+                                             _mm256_set1_pd(dy));
+                    store3(_mm256_min_pd(_mm256_max_pd(t, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), o);
+                } else {
+                    bicubic_col(src, xi, yi - 1, dy, o);
+                }
+            } else if (xi >= 1 && (size_t)(xi - 1) * 3 + 16 <= (size_t)W * 3 && yi >= 1 && yi + 2 < H) {
+                /* the 4 x 4 block inside the image, each row's 4 pixels in one 16-byte load */
+                const uint8_t *r = data + (size_t)(yi - 1) * step + (size_t)(xi - 1) * 3;
+                const __m256d vx = _mm256_set1_pd(dx);
+                __m256d v[4];
+                for (int j = 0; j < 4; j++, r += step) {
+                    const __m128i q = _mm_loadu_si128((const __m128i *)r);
+                    v[j] = cubic8(pxj(q, 0), pxj(q, 1), pxj(q, 2), pxj(q, 3), vx);
+                }
+                const __m256d t = cubic(v[0], v[1], v[2], v[3], _mm256_set1_pd(dy));
+                store3(_mm256_min_pd(_mm256_max_pd(t, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), o);
+            } else {
                 bicubic_px(src, xi - 1, yi - 1, dx, dy, o);
+            }
         }
     }
 }
