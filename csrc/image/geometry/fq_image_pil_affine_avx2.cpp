@@ -184,6 +184,48 @@ FQ_AVX2 void bicubic_col(const cv::Mat &s, int x, int y, double dy, uint8_t *o)
     store3(_mm256_min_pd(_mm256_max_pd(v, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), o);
 }
 
+/* four pixels side by side in lanes: the 16 bytes at p[i] (pixel i's 4 taps, 3 bytes each)
+ * -> per channel c the horizontal cubic of pixel i in lane i (cubic8 lane-wise: each lane
+ * the scalar code's operations on its own samples and fraction) */
+FQ_AVX2 inline void row_cubic4(const uint8_t *const p[4], __m256d dx, __m256d out[3])
+{
+    const char z = (char)-128;
+    const __m128i m = _mm_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, z, z, z, z);
+    __m128i q[4];
+    for (int i = 0; i < 4; i++) /* dword c: channel c of taps 0..3 */
+        q[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)p[i]), m);
+    const __m128i t0 = _mm_unpacklo_epi32(q[0], q[1]), t1 = _mm_unpacklo_epi32(q[2], q[3]);
+    const __m128i t2 = _mm_unpackhi_epi32(q[0], q[1]), t3 = _mm_unpackhi_epi32(q[2], q[3]);
+    const __m128i ch[3] = {_mm_unpacklo_epi64(t0, t1), _mm_unpackhi_epi64(t0, t1), _mm_unpacklo_epi64(t2, t3)};
+    const __m128i m0 = _mm_setr_epi8(0, z, z, z, 4, z, z, z, 8, z, z, z, 12, z, z, z);
+    const __m128i m1 = _mm_setr_epi8(1, z, z, z, 5, z, z, z, 9, z, z, z, 13, z, z, z);
+    const __m128i m2 = _mm_setr_epi8(2, z, z, z, 6, z, z, z, 10, z, z, z, 14, z, z, z);
+    const __m128i m3 = _mm_setr_epi8(3, z, z, z, 7, z, z, z, 11, z, z, z, 15, z, z, z);
+    for (int c = 0; c < 3; c++) /* tap t of the 4 pixels as int32 lanes */
+        out[c] = cubic8(_mm_shuffle_epi8(ch[c], m0), _mm_shuffle_epi8(ch[c], m1), _mm_shuffle_epi8(ch[c], m2),
+                        _mm_shuffle_epi8(ch[c], m3), dx);
+}
+
+/* channels c of 4 pixels (lanes), clamped to [0, 255] and truncated -> 12 bytes RGBRGB..
+ * at o; `wide`: 16 bytes may be written (the last 4 are the next pixels', written later) */
+FQ_AVX2 inline void store4px(const __m256d v[3], uint8_t *o, bool wide)
+{
+    const __m256d lo = _mm256_setzero_pd(), hi = _mm256_set1_pd(255.0);
+    __m128i c[3];
+    for (int k = 0; k < 3; k++)
+        c[k] = _mm256_cvttpd_epi32(_mm256_min_pd(_mm256_max_pd(v[k], lo), hi));
+    const __m128i b = _mm_packus_epi16(_mm_packs_epi32(c[0], c[1]), _mm_packs_epi32(c[2], c[2]));
+    const char z = (char)-128;
+    const __m128i rgb = _mm_shuffle_epi8(b, _mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, z, z, z, z));
+    if (wide) {
+        _mm_storeu_si128((__m128i *)o, rgb);
+    } else {
+        _mm_storel_epi64((__m128i *)o, rgb);
+        const uint32_t u = (uint32_t)_mm_extract_epi32(rgb, 2);
+        std::memcpy(o + 8, &u, 4);
+    }
+}
+
 }  // namespace
 
 namespace fqi {
@@ -205,11 +247,16 @@ FQ_AVX2 void pil_affine_rgb_avx2(const cv::Mat &src, cv::Mat &dst, const double 
         fbuf.resize(2 * n4);
     if (ibuf.size() < 3 * n4)
         ibuf.resize(3 * n4);
+    thread_local std::vector<uint8_t> bbuf; /* per block of 4: the lanes path applies */
+    if (bbuf.size() < n4 / 4)
+        bbuf.resize(n4 / 4);
+    uint8_t *blk = bbuf.data();
     double *fdx = fbuf.data(), *fdy = fdx + n4;
     int32_t *ixi = ibuf.data(), *iyi = ixi + n4, *iin = iyi + n4;
     const __m256d A0 = _mm256_set1_pd(a[0]), A2 = _mm256_set1_pd(a[2]), A3 = _mm256_set1_pd(a[3]),
                   A5 = _mm256_set1_pd(a[5]), WD = _mm256_set1_pd((double)W), HD = _mm256_set1_pd((double)H),
-                  HALF = _mm256_set1_pd(0.5), Z = _mm256_setzero_pd(), OFF = _mm256_setr_pd(0.5, 1.5, 2.5, 3.5);
+                  HALF = _mm256_set1_pd(0.5), Z = _mm256_setzero_pd(), OFF = _mm256_setr_pd(0.5, 1.5, 2.5, 3.5),
+                  ONE = _mm256_set1_pd(1.0), WM5 = _mm256_set1_pd((double)W - 5.0);
     for (int y = 0; y < dst.rows; y++) {
         uint8_t *o = dst.ptr<uint8_t>(y);
         const double yc = y + 0.5;
@@ -230,8 +277,24 @@ FQ_AVX2 void pil_affine_rgb_avx2(const cv::Mat &src, cv::Mat &dst, const double 
             const __m256i m64 = _mm256_castpd_si256(in);
             _mm_storeu_si128((__m128i *)(iin + x),
                              _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(m64, _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0))));
+            /* the block's 4 pixels inside, every dy 0, 1 <= xi <= W - 5 */
+            const __m256d row = _mm256_and_pd(_mm256_and_pd(in, _mm256_cmp_pd(_mm256_sub_pd(yin, fy), Z, _CMP_EQ_OQ)),
+                                              _mm256_and_pd(_mm256_cmp_pd(fx, ONE, _CMP_GE_OQ), _mm256_cmp_pd(fx, WM5, _CMP_LE_OQ)));
+            blk[x >> 2] = x + 4 <= (size_t)OW && _mm256_movemask_pd(row) == 15;
         }
         for (int x = 0; x < OW; x++, o += 3) {
+            /* bicubic, a block of 4 pixels inside whose dy are all 0 (ShearX, TranslateX) and
+             * whose 4 taps are one 16-byte load (1 <= xi <= W - 5): lanes = pixels */
+            if (bicubic && (x & 3) == 0 && blk[x >> 2]) {
+                const uint8_t *p[4];
+                for (int i = 0; i < 4; i++)
+                    p[i] = data + (size_t)iyi[x + i] * step + (size_t)(ixi[x + i] - 1) * 3;
+                __m256d v[3];
+                row_cubic4(p, _mm256_loadu_pd(fdx + x), v);
+                store4px(v, o, x + 6 <= OW);
+                x += 3, o += 9; /* and the loop's own step */
+                continue;
+            }
             if (!iin[x]) { /* NaN: outside too */
                 o[0] = fill[0], o[1] = fill[1], o[2] = fill[2];
                 continue;
