@@ -96,3 +96,32 @@ def test_randaugment_preset_float32_simd_equals_scalar():
             finally:
                 _image.set_simd_write(True)
             assert a.view(np.uint32).tobytes() == b.view(np.uint32).tobytes(), f"image {k} index {index}"
+
+
+TIMM_SIMD_OPS = ["SharpnessIncreasing", "ColorIncreasing", "ContrastIncreasing", "Rotate", "ShearX", "ShearY",
+                 "TranslateXRel", "TranslateYRel"]
+
+
+@pytest.mark.parametrize("resample", ["bicubic", "bilinear"])
+@pytest.mark.parametrize("name", TIMM_SIMD_OPS)
+def test_timm_pillow_ops_simd_equal_baseline(name, resample):
+    """timm's ops on Pillow's semantics (fq_image_aug_timm_ops.cpp): the AVX2 Sharpness /
+    Color / grey sum (switched by set_simd_write) and the AVX2 Pillow affine sampler (its
+    one-row / one-column shortcuts and 4-pixel blocks; switched by the CPU level) give the
+    baseline code's bytes, strided inputs and 1 channel included; tests/ops/test_timm_policies.py
+    compares both with Pillow."""
+    op = O.TimmRandAugment(num_layers=1, magnitude=9, prob=1.0, magnitude_std=float("inf"), magnitude_max=30,
+                           ops=[name], interpolation=resample, fill=(124, 116, 104), translate_const=20)
+    for img_name, img in _images():
+        h, w = img.shape[:2]
+        for crop in [(h, w), (max(1, h - 1), max(1, w - 3))]:
+            for channels in (3, 1):
+                spec = _image.ImageSpec(O.compile_ops([O.CenterCrop(crop), op], dtype="uint8", channels=channels))
+                for index in range(4):
+                    a, _ = _both(spec, img, 7, index)
+                    prev = _image.set_cpu_level("baseline")
+                    try:
+                        b, _ = spec.process_array(img, 7, 0, index)
+                    finally:
+                        _image.set_cpu_level(prev)
+                    assert a.tobytes() == b.tobytes(), f"{name} {resample} {img_name} crop {crop} c={channels} #{index}"

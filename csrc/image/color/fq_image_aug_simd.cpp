@@ -1,7 +1,8 @@
 /* fq_image_aug_simd.cpp - AVX2 forms of the costly uint8 augmentation primitives (the
  * nearest-neighbour warp of Rotate / ShearX/Y / TranslateX/Y, Sharpness, Color and
  * Contrast's grey mean; fq_image_aug.cpp and fq_image_aug_geom.cpp hold the scalar forms,
- * which stay the definition).
+ * which stay the definition; and the Pillow forms of timm's Sharpness, Color and Contrast's
+ * grey sum, whose scalar forms are in fq_image_aug_timm_ops.cpp).
  *
  * Exactness: every lane runs the scalar form's IEEE operations in the same order and
  * precision (float products and sums; fma_exact as a double product plus a double sum,
@@ -22,6 +23,7 @@
 #include <cstring>
 
 #include "core/fq_cpu.h"
+#include "image/color/fq_image_aug_timm.h"
 #include "image/fq_image_prepare.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -275,6 +277,120 @@ __attribute__((target("avx2"))) double gray_sum_avx2(const cv::Mat &src)
     return (double)total;
 }
 
+/* ---- timm's ops on Pillow's semantics (fq_image_aug_timm_ops.cpp's pil_enhance) ---- */
+
+/* Image.blend(degenerate, image, a) of fq_image_aug_timm.h on 8 lanes: d + a (i - d) in
+ * float32 (i - d an exact integer), then clamped and truncated (for a in [0, 1] the sum
+ * lies in [0, 255] already, so the clamp changes nothing, as the scalar form skips it) */
+__attribute__((target("avx2"))) inline __m256i pil_blend8(__m256 d, __m256 i, __m256 a)
+{
+    return clamp_trunc8(_mm256_add_ps(d, _mm256_mul_ps(a, _mm256_sub_ps(i, d))));
+}
+
+/* Pillow's RGB -> L of 8 pixels: (r 19595 + g 38470 + b 7471 + 2^15) >> 16; every partial
+ * sum is an integer below 2^24, exact in float32, and the shift a floor of an exact
+ * scaling by 2^-16 */
+__attribute__((target("avx2"))) inline __m256 pil_gray8(__m256 r, __m256 g, __m256 b)
+{
+    __m256 t = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(r, _mm256_set1_ps(19595.f)),
+                                           _mm256_mul_ps(g, _mm256_set1_ps(38470.f))),
+                             _mm256_mul_ps(b, _mm256_set1_ps(7471.f)));
+    t = _mm256_add_ps(t, _mm256_set1_ps(32768.f));
+    return _mm256_floor_ps(_mm256_mul_ps(t, _mm256_set1_ps(1.f / 65536.f)));
+}
+
+/* pil_enhance's Sharpness, interior rows y in [1, H - 1), elements [c, (W - 1) c): Pillow's
+ * SMOOTH (pil_smooth: the float32 products and sums in its order, + 0.5, clamped,
+ * truncated), then the blend with the image */
+__attribute__((target("avx2"))) void timm_sharpness_avx2(const cv::Mat &src, cv::Mat &dst, float a)
+{
+    const int H = src.rows, c = src.channels(), n = (src.cols - 1) * c;
+    const __m256 k1 = _mm256_set1_ps((float)(1.0 / 13.0)), k5 = _mm256_set1_ps((float)(5.0 / 13.0)),
+                 half = _mm256_set1_ps(0.5f), A = _mm256_set1_ps(a);
+    for (int y = 1; y < H - 1; y++) {
+        const uint8_t *u = src.ptr<uint8_t>(y - 1), *m = src.ptr<uint8_t>(y), *b = src.ptr<uint8_t>(y + 1);
+        uint8_t *o = dst.ptr<uint8_t>(y);
+        int i = c;
+        for (; i + 16 <= n; i += 16) { /* reads [i - c, i + 16 + c): inside the rows */
+            __m256i r[2];
+            for (int h = 0; h < 2; h++) {
+                const int j = i + 8 * h;
+                const __m256 mc = load8f(m + j);
+                __m256 t = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(load8f(b + j - c), k1), _mm256_mul_ps(load8f(b + j), k1)),
+                                         _mm256_mul_ps(load8f(b + j + c), k1));
+                __m256 ss = _mm256_add_ps(half, t);
+                t = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(load8f(m + j - c), k1), _mm256_mul_ps(mc, k5)),
+                                  _mm256_mul_ps(load8f(m + j + c), k1));
+                ss = _mm256_add_ps(ss, t);
+                t = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(load8f(u + j - c), k1), _mm256_mul_ps(load8f(u + j), k1)),
+                                  _mm256_mul_ps(load8f(u + j + c), k1));
+                ss = _mm256_add_ps(ss, t);
+                const __m256 sm = _mm256_cvtepi32_ps(clamp_trunc8(ss));
+                r[h] = pil_blend8(sm, mc, A);
+            }
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(o + i), pack16(r[0], r[1]));
+        }
+        for (; i < n; i++)
+            o[i] = timm::blend(timm::pil_smooth(u, m, b, i, c), m[i], a);
+    }
+}
+
+/* pil_enhance's Color for 3 channels: per pixel Pillow's grey, blended with each channel */
+__attribute__((target("avx2"))) void timm_color_avx2(const cv::Mat &src, cv::Mat &dst, float a)
+{
+    const int W = src.cols;
+    const __m256 A = _mm256_set1_ps(a);
+    const __m256i e0 = _mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2), e1 = _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5),
+                  e2 = _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7);
+    for (int y = 0; y < src.rows; y++) {
+        const uint8_t *s = src.ptr<uint8_t>(y);
+        uint8_t *o = dst.ptr<uint8_t>(y);
+        int x = 0;
+        for (; x + 8 <= W; x += 8) {
+            const uint8_t *p = s + 3 * x;
+            __m256 s0 = load8f(p), s1 = load8f(p + 8), s2 = load8f(p + 16), r, g, b;
+            deinterleave8(s0, s1, s2, r, g, b);
+            const __m256 gr = pil_gray8(r, g, b);
+            const __m256i o0 = pil_blend8(_mm256_permutevar8x32_ps(gr, e0), s0, A);
+            const __m256i o1 = pil_blend8(_mm256_permutevar8x32_ps(gr, e1), s1, A);
+            const __m256i o2 = pil_blend8(_mm256_permutevar8x32_ps(gr, e2), s2, A);
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(o + 3 * x), pack16(o0, o1));
+            __m128i t = pack16(o2, o2);
+            std::memcpy(o + 3 * x + 16, &t, 8);
+        }
+        for (; x < W; x++) {
+            const int gv = timm::pil_gray(s + 3 * x);
+            for (int k = 0; k < 3; k++)
+                o[3 * x + k] = timm::blend(gv, s[3 * x + k], a);
+        }
+    }
+}
+
+/* the sum of Pillow's grey over an RGB image (integers: exact in any order) */
+__attribute__((target("avx2"))) int64_t timm_gray_sum_avx2(const cv::Mat &src)
+{
+    const int W = src.cols;
+    int64_t total = 0;
+    for (int y = 0; y < src.rows; y++) {
+        const uint8_t *s = src.ptr<uint8_t>(y);
+        __m256i acc = _mm256_setzero_si256();
+        int x = 0;
+        for (; x + 8 <= W; x += 8) { /* per lane <= 255 W / 8 per row: no overflow */
+            const uint8_t *p = s + 3 * x;
+            __m256 r, g, b;
+            deinterleave8(load8f(p), load8f(p + 8), load8f(p + 16), r, g, b);
+            acc = _mm256_add_epi32(acc, _mm256_cvttps_epi32(pil_gray8(r, g, b)));
+        }
+        alignas(32) int32_t l[8];
+        _mm256_store_si256(reinterpret_cast<__m256i *>(l), acc);
+        for (int k = 0; k < 8; k++)
+            total += l[k];
+        for (; x < W; x++)
+            total += timm::pil_gray(s + 3 * x);
+    }
+    return total;
+}
+
 /* one 256-entry table as four 64-byte quarters */
 struct Lut512 {
     __m512i q[4];
@@ -367,6 +483,30 @@ bool gray_sum_simd(const cv::Mat &src, double *sum)
     return true;
 }
 
+bool timm_sharpness_simd(const cv::Mat &src, cv::Mat &dst, float a)
+{
+    if (!aug_simd_ok() || src.depth() != CV_8U || src.cols < 3)
+        return false;
+    timm_sharpness_avx2(src, dst, a);
+    return true;
+}
+
+bool timm_color_simd(const cv::Mat &src, cv::Mat &dst, float a)
+{
+    if (!aug_simd_ok() || src.channels() != 3 || src.depth() != CV_8U)
+        return false;
+    timm_color_avx2(src, dst, a);
+    return true;
+}
+
+bool timm_gray_sum_simd(const cv::Mat &src, int64_t *sum)
+{
+    if (!aug_simd_ok() || src.channels() != 3 || src.depth() != CV_8U)
+        return false;
+    *sum = timm_gray_sum_avx2(src);
+    return true;
+}
+
 bool lut_simd(const cv::Mat &src, cv::Mat &dst, const uint8_t *const lut[3])
 {
     const int c = src.channels();
@@ -384,6 +524,9 @@ bool geom_warp_simd(const cv::Mat &, cv::Mat &, const float *, bool, bool, const
 bool sharpness_simd(const cv::Mat &, cv::Mat &, float) { return false; }
 bool color_simd(const cv::Mat &, cv::Mat &, float, float) { return false; }
 bool gray_sum_simd(const cv::Mat &, double *) { return false; }
+bool timm_sharpness_simd(const cv::Mat &, cv::Mat &, float) { return false; }
+bool timm_color_simd(const cv::Mat &, cv::Mat &, float) { return false; }
+bool timm_gray_sum_simd(const cv::Mat &, int64_t *) { return false; }
 bool lut_simd(const cv::Mat &, cv::Mat &, const uint8_t *const *) { return false; }
 
 #endif

@@ -29,6 +29,21 @@ inline uint8_t blend(int d, int i, float a)
     return t <= 0.f ? 0 : (t >= 255.f ? 255 : (uint8_t)t);
 }
 
+/* Pillow's RGB -> L (ITU-R 601-2, 16-bit fixed point, rounded) */
+inline int pil_gray(const uint8_t *s) { return (s[0] * 19595 + s[1] * 38470 + s[2] * 7471 + 0x8000) >> 16; }
+
+/* Pillow's SMOOTH (3x3, 1 1 1 / 1 5 1 / 1 1 1, / 13) of element i of interior row m:
+ * float32, rows below, middle, above (Filter.c's order), + 0.5, truncated */
+inline uint8_t pil_smooth(const uint8_t *u, const uint8_t *m, const uint8_t *b, int i, int c)
+{
+    const float k1 = (float)(1.0 / 13.0), k5 = (float)(5.0 / 13.0);
+    float ss = 0.5f;
+    ss += (float)b[i - c] * k1 + (float)b[i] * k1 + (float)b[i + c] * k1;
+    ss += (float)m[i - c] * k1 + (float)m[i] * k5 + (float)m[i + c] * k1;
+    ss += (float)u[i - c] * k1 + (float)u[i] * k1 + (float)u[i + c] * k1;
+    return ss <= 0.f ? 0 : (ss >= 255.f ? 255 : (uint8_t)ss);
+}
+
 /* op t at timm's argument v on e.cur; extra: the resample (1 bicubic) of a geometric op,
  * the radius drawn by GaussianBlurRand; fill: the geometric ops' fillcolor */
 void timm_apply(Exec &e, int t, double v, double extra, const uint8_t fill[3]);

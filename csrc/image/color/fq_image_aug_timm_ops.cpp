@@ -74,21 +74,6 @@ void pil_autocontrast(Exec &e)
     fqi::apply_luts(e, lut);
 }
 
-/* Pillow's RGB -> L (ITU-R 601-2, 16-bit fixed point, rounded) */
-inline int pil_gray(const uint8_t *s) { return (s[0] * 19595 + s[1] * 38470 + s[2] * 7471 + 0x8000) >> 16; }
-
-/* Pillow's SMOOTH (3x3, 1 1 1 / 1 5 1 / 1 1 1, / 13) of element i of interior row m:
- * float32, rows below, middle, above (Filter.c's order), + 0.5, truncated */
-inline uint8_t pil_smooth(const uint8_t *u, const uint8_t *m, const uint8_t *b, int i, int c)
-{
-    const float k1 = (float)(1.0 / 13.0), k5 = (float)(5.0 / 13.0);
-    float ss = 0.5f;
-    ss += (float)b[i - c] * k1 + (float)b[i] * k1 + (float)b[i + c] * k1;
-    ss += (float)m[i - c] * k1 + (float)m[i] * k5 + (float)m[i + c] * k1;
-    ss += (float)u[i - c] * k1 + (float)u[i] * k1 + (float)u[i + c] * k1;
-    return ss <= 0.f ? 0 : (ss >= 255.f ? 255 : (uint8_t)ss);
-}
-
 void pil_enhance(Exec &e, int t, double factor)
 {
     const float a = (float)factor;
@@ -104,11 +89,12 @@ void pil_enhance(Exec &e, int t, double factor)
     }
     if (t == M_CONTRAST || t == M_CONTRAST_INC) { /* degenerate: int(mean of L + 0.5) */
         int64_t sum = 0;
-        for (int y = 0; y < H; y++) {
-            const uint8_t *s = e.cur.ptr<uint8_t>(y);
-            for (int x = 0; x < W; x++)
-                sum += c == 3 ? pil_gray(s + 3 * x) : s[x * c];
-        }
+        if (c != 3 || !fqi::timm_gray_sum_simd(e.cur, &sum)) /* AVX2: the same integer sum */
+            for (int y = 0; y < H; y++) {
+                const uint8_t *s = e.cur.ptr<uint8_t>(y);
+                for (int x = 0; x < W; x++)
+                    sum += c == 3 ? pil_gray(s + 3 * x) : s[x * c];
+            }
         const int mean = (int)((double)sum / ((double)H * W) + 0.5);
         uint8_t lut[256];
         for (int i = 0; i < 256; i++)
@@ -120,20 +106,23 @@ void pil_enhance(Exec &e, int t, double factor)
         if (c != 3)
             return; /* L: the degenerate is the image */
         cv::Mat d = e.next(H, W, e.cur.type());
-        for (int y = 0; y < H; y++) {
-            const uint8_t *s = e.cur.ptr<uint8_t>(y);
-            uint8_t *o = d.ptr<uint8_t>(y);
-            for (int x = 0; x < W; x++) {
-                const int g = pil_gray(s + 3 * x);
-                for (int k = 0; k < 3; k++)
-                    o[3 * x + k] = blend(g, s[3 * x + k], a);
+        if (!fqi::timm_color_simd(e.cur, d, a)) /* AVX2: the same bytes */
+            for (int y = 0; y < H; y++) {
+                const uint8_t *s = e.cur.ptr<uint8_t>(y);
+                uint8_t *o = d.ptr<uint8_t>(y);
+                for (int x = 0; x < W; x++) {
+                    const int g = pil_gray(s + 3 * x);
+                    for (int k = 0; k < 3; k++)
+                        o[3 * x + k] = blend(g, s[3 * x + k], a);
+                }
             }
-        }
         e.set(d);
         return;
     }
     /* Sharpness: degenerate = SMOOTH (borders: the image's, which blend to themselves) */
     cv::Mat d = e.next(H, W, e.cur.type());
+    /* AVX2: the interior (rows 1 .. H - 2, columns 1 .. W - 2), the same bytes */
+    const bool simd = W >= 3 && fqi::timm_sharpness_simd(e.cur, d, a);
     for (int y = 0; y < H; y++) {
         const uint8_t *m = e.cur.ptr<uint8_t>(y);
         uint8_t *o = d.ptr<uint8_t>(y);
@@ -145,8 +134,9 @@ void pil_enhance(Exec &e, int t, double factor)
         const uint8_t *u = e.cur.ptr<uint8_t>(y - 1), *b = e.cur.ptr<uint8_t>(y + 1);
         for (int i = 0; i < c; i++)
             o[i] = blend(m[i], m[i], a), o[(W - 1) * c + i] = blend(m[(W - 1) * c + i], m[(W - 1) * c + i], a);
-        for (int i = c; i < (W - 1) * c; i++)
-            o[i] = blend(pil_smooth(u, m, b, i, c), m[i], a);
+        if (!simd)
+            for (int i = c; i < (W - 1) * c; i++)
+                o[i] = blend(pil_smooth(u, m, b, i, c), m[i], a);
     }
     e.set(d);
 }

@@ -8,7 +8,10 @@
  * the bottom repeats the row before it (the first row read is clamped); bilinear:
  * a + (b - a) d per axis (x first), truncated; bicubic: Pillow's cubic with a = -1
  * (p1 = v2, p2 = v3 - v1, p3 = 2 (v1 - v2) + v3 - v4, p4 = v2 - v1 + v4 - v3, Horner in
- * d), clamped to [0, 255] and truncated.  Scalar, and for 3 channels an AVX2 copy
+ * d), clamped to [0, 255] and truncated.  Where the fraction of one axis is 0 (every pixel
+ * of ShearX / TranslateX: dy; of ShearY / TranslateY: dx) the cubic along that axis is its
+ * second sample exactly (v2 + 0 (p2 + ...) = v2 in doubles: finite p's, no -0 sums), so
+ * only one row (column) is sampled, with the same bytes.  Scalar, and for 3 channels an AVX2 copy
  * (fq_image_pil_affine_avx2.cpp) where fq_cpu_has(FQ_CPU_AVX2); pure function of its
  * arguments. */
 #include "image/internal/fq_image_aug.h"
@@ -78,6 +81,36 @@ inline void bicubic_px(const cv::Mat &s, int c, int x, int y, double dx, double 
     }
 }
 
+/* bicubic where dy is 0 (the point less half a pixel on row y): the cubic over rows gives
+ * its second sample exactly (v2 + 0 (...) = v2), which is row y's, y in the image */
+inline void bicubic_row(const cv::Mat &s, int c, int x, int y, double dx, uint8_t *o)
+{
+    const int W = s.cols;
+    int xs[4];
+    for (int j = 0; j < 4; j++)
+        xs[j] = clampi(x + j, W) * c;
+    const uint8_t *r = s.ptr<uint8_t>(y);
+    for (int k = 0; k < c; k++) {
+        const double t = cubic8(r[xs[0] + k], r[xs[1] + k], r[xs[2] + k], r[xs[3] + k], dx);
+        o[k] = t <= 0.0 ? 0 : (t >= 255.0 ? 255 : (uint8_t)t);
+    }
+}
+
+/* bicubic where dx is 0 (column x in the image): each row's cubic is its sample at x
+ * exactly, and the cubic over rows of those integers is cubic8's */
+inline void bicubic_col(const cv::Mat &s, int c, int x, int y, double dy, uint8_t *o)
+{
+    const int H = s.rows;
+    const uint8_t *rows[4];
+    rows[0] = s.ptr<uint8_t>(clampi(y, H)) + (size_t)x * c;
+    for (int j = 1; j < 4; j++) /* outside: the row before */
+        rows[j] = y + j >= 0 && y + j < H ? s.ptr<uint8_t>(y + j) + (size_t)x * c : rows[j - 1];
+    for (int k = 0; k < c; k++) {
+        const double t = cubic8(rows[0][k], rows[1][k], rows[2][k], rows[3][k], dy);
+        o[k] = t <= 0.0 ? 0 : (t >= 255.0 ? 255 : (uint8_t)t);
+    }
+}
+
 }  // namespace
 
 namespace fqi {
@@ -108,6 +141,10 @@ void pil_affine(const cv::Mat &src, cv::Mat &dst, const double a[6], bool bicubi
             const double dx = xin - xi, dy = yin - yi;
             if (!bicubic)
                 bilinear_px(src, c, xi, yi, dx, dy, o);
+            else if (dy == 0.0) /* ShearX, TranslateX: every pixel */
+                bicubic_row(src, c, xi - 1, yi, dx, o);
+            else if (dx == 0.0) /* ShearY, TranslateY */
+                bicubic_col(src, c, xi, yi - 1, dy, o);
             else
                 bicubic_px(src, c, xi - 1, yi - 1, dx, dy, o);
         }

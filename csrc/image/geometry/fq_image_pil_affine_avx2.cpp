@@ -4,7 +4,8 @@
  * subtraction and multiplication round the same in a vector lane; no FMA: the target is
  * "avx2" alone, and each product and sum is its own instruction), so the same bytes.
  * The coordinates are the scalar code's expressions; the integer cubic coefficients are
- * computed in int32 lanes (exact) and converted, as the scalar code converts them.
+ * computed in int32 lanes (exact) and converted, as the scalar code converts them.  The
+ * scalar code's one-axis shortcuts (a fraction of 0: one row or one column) are kept.
  * Compiled with target("avx2"), checking no CPU feature (core/fq_cpu.h): pil_affine calls
  * it only after fq_cpu_has(FQ_CPU_AVX2). */
 #if defined(__x86_64__) || defined(__i386__) /* an AVX2 kernel: nothing to compile on other architectures */
@@ -14,6 +15,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #define FQ_AVX2 __attribute__((target("avx2")))
 
@@ -141,6 +143,89 @@ FQ_AVX2 void bicubic_px(const cv::Mat &s, int x, int y, double dx, double dy, ui
     store3(_mm256_min_pd(_mm256_max_pd(t, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), o);
 }
 
+/* dy 0 (row y in the image): the cubic over rows is row y's sample exactly (as the scalar
+ * bicubic_row) */
+FQ_AVX2 void bicubic_row(const cv::Mat &s, int x, int y, double dx, uint8_t *o)
+{
+    const int W = s.cols;
+    const uint8_t *r = s.ptr<uint8_t>(y);
+    const __m256d vx = _mm256_set1_pd(dx);
+    __m256d v;
+    if (x >= 0 && (size_t)x * 3 + 16 <= (size_t)W * 3) {
+        const __m128i q = _mm_loadu_si128((const __m128i *)(r + (size_t)x * 3));
+        v = cubic8(pxj(q, 0), pxj(q, 1), pxj(q, 2), pxj(q, 3), vx);
+    } else {
+        int xs[4];
+        for (int j = 0; j < 4; j++)
+            xs[j] = clampi(x + j, W) * 3;
+        if (xs[3] != (W - 1) * 3)
+            v = cubic8(px4(r + xs[0]), px4(r + xs[1]), px4(r + xs[2]), px4(r + xs[3]), vx);
+        else
+            v = cubic8(px3(r + xs[0]), px3(r + xs[1]), px3(r + xs[2]), px3(r + xs[3]), vx);
+    }
+    store3(_mm256_min_pd(_mm256_max_pd(v, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), o);
+}
+
+/* dx 0 (column x in the image): the cubic over rows of the column's samples (as the scalar
+ * bicubic_col) */
+FQ_AVX2 void bicubic_col(const cv::Mat &s, int x, int y, double dy, uint8_t *o)
+{
+    const int W = s.cols, H = s.rows;
+    const size_t off = (size_t)x * 3;
+    const uint8_t *r[4];
+    r[0] = s.ptr<uint8_t>(clampi(y, H)) + off;
+    for (int j = 1; j < 4; j++) /* outside: the row before */
+        r[j] = y + j >= 0 && y + j < H ? s.ptr<uint8_t>(y + j) + off : r[j - 1];
+    __m256d v;
+    if (x + 1 < W)
+        v = cubic8(px4(r[0]), px4(r[1]), px4(r[2]), px4(r[3]), _mm256_set1_pd(dy));
+    else
+        v = cubic8(px3(r[0]), px3(r[1]), px3(r[2]), px3(r[3]), _mm256_set1_pd(dy));
+    store3(_mm256_min_pd(_mm256_max_pd(v, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), o);
+}
+
+/* four pixels side by side in lanes: the 16 bytes at p[i] (pixel i's 4 taps, 3 bytes each)
+ * -> per channel c the horizontal cubic of pixel i in lane i (cubic8 lane-wise: each lane
+ * the scalar code's operations on its own samples and fraction) */
+FQ_AVX2 inline void row_cubic4(const uint8_t *const p[4], __m256d dx, __m256d out[3])
+{
+    const char z = (char)-128;
+    const __m128i m = _mm_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, z, z, z, z);
+    __m128i q[4];
+    for (int i = 0; i < 4; i++) /* dword c: channel c of taps 0..3 */
+        q[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)p[i]), m);
+    const __m128i t0 = _mm_unpacklo_epi32(q[0], q[1]), t1 = _mm_unpacklo_epi32(q[2], q[3]);
+    const __m128i t2 = _mm_unpackhi_epi32(q[0], q[1]), t3 = _mm_unpackhi_epi32(q[2], q[3]);
+    const __m128i ch[3] = {_mm_unpacklo_epi64(t0, t1), _mm_unpackhi_epi64(t0, t1), _mm_unpacklo_epi64(t2, t3)};
+    const __m128i m0 = _mm_setr_epi8(0, z, z, z, 4, z, z, z, 8, z, z, z, 12, z, z, z);
+    const __m128i m1 = _mm_setr_epi8(1, z, z, z, 5, z, z, z, 9, z, z, z, 13, z, z, z);
+    const __m128i m2 = _mm_setr_epi8(2, z, z, z, 6, z, z, z, 10, z, z, z, 14, z, z, z);
+    const __m128i m3 = _mm_setr_epi8(3, z, z, z, 7, z, z, z, 11, z, z, z, 15, z, z, z);
+    for (int c = 0; c < 3; c++) /* tap t of the 4 pixels as int32 lanes */
+        out[c] = cubic8(_mm_shuffle_epi8(ch[c], m0), _mm_shuffle_epi8(ch[c], m1), _mm_shuffle_epi8(ch[c], m2),
+                        _mm_shuffle_epi8(ch[c], m3), dx);
+}
+
+/* channels c of 4 pixels (lanes), clamped to [0, 255] and truncated -> 12 bytes RGBRGB..
+ * at o; `wide`: 16 bytes may be written (the last 4 are the next pixels', written later) */
+FQ_AVX2 inline void store4px(const __m256d v[3], uint8_t *o, bool wide)
+{
+    const __m256d lo = _mm256_setzero_pd(), hi = _mm256_set1_pd(255.0);
+    __m128i c[3];
+    for (int k = 0; k < 3; k++)
+        c[k] = _mm256_cvttpd_epi32(_mm256_min_pd(_mm256_max_pd(v[k], lo), hi));
+    const __m128i b = _mm_packus_epi16(_mm_packs_epi32(c[0], c[1]), _mm_packs_epi32(c[2], c[2]));
+    const char z = (char)-128;
+    const __m128i rgb = _mm_shuffle_epi8(b, _mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, z, z, z, z));
+    if (wide) {
+        _mm_storeu_si128((__m128i *)o, rgb);
+    } else {
+        _mm_storel_epi64((__m128i *)o, rgb);
+        const uint32_t u = (uint32_t)_mm_extract_epi32(rgb, 2);
+        std::memcpy(o + 8, &u, 4);
+    }
+}
+
 }  // namespace
 
 namespace fqi {
@@ -148,25 +233,101 @@ namespace fqi {
 FQ_AVX2 void pil_affine_rgb_avx2(const cv::Mat &src, cv::Mat &dst, const double a[6], bool bicubic,
                                  const uint8_t fill[3])
 {
-    const int H = src.rows, W = src.cols;
+    const int H = src.rows, W = src.cols, OW = dst.cols;
+    const size_t step = src.step[0];
+    const uint8_t *data = src.ptr<uint8_t>(0);
+    /* one output row's source points, 4 at a time: the scalar code's double expressions
+     * (a0 xc + a1 yc + a2 left to right, xc = x + 0.5 exact), its bounds test, then floor and
+     * fraction of the point less half a pixel (pil_floor is the floor; xin - (double)floor is
+     * the scalar xin - xi) */
+    const size_t n4 = ((size_t)OW + 3) & ~(size_t)3;
+    thread_local std::vector<double> fbuf;
+    thread_local std::vector<int32_t> ibuf;
+    if (fbuf.size() < 2 * n4)
+        fbuf.resize(2 * n4);
+    if (ibuf.size() < 3 * n4)
+        ibuf.resize(3 * n4);
+    thread_local std::vector<uint8_t> bbuf; /* per block of 4: the lanes path applies */
+    if (bbuf.size() < n4 / 4)
+        bbuf.resize(n4 / 4);
+    uint8_t *blk = bbuf.data();
+    double *fdx = fbuf.data(), *fdy = fdx + n4;
+    int32_t *ixi = ibuf.data(), *iyi = ixi + n4, *iin = iyi + n4;
+    const __m256d A0 = _mm256_set1_pd(a[0]), A2 = _mm256_set1_pd(a[2]), A3 = _mm256_set1_pd(a[3]),
+                  A5 = _mm256_set1_pd(a[5]), WD = _mm256_set1_pd((double)W), HD = _mm256_set1_pd((double)H),
+                  HALF = _mm256_set1_pd(0.5), Z = _mm256_setzero_pd(), OFF = _mm256_setr_pd(0.5, 1.5, 2.5, 3.5),
+                  ONE = _mm256_set1_pd(1.0), WM5 = _mm256_set1_pd((double)W - 5.0);
     for (int y = 0; y < dst.rows; y++) {
         uint8_t *o = dst.ptr<uint8_t>(y);
         const double yc = y + 0.5;
-        for (int x = 0; x < dst.cols; x++, o += 3) {
-            const double xc = x + 0.5;
-            double xin = a[0] * xc + a[1] * yc + a[2];
-            double yin = a[3] * xc + a[4] * yc + a[5];
-            if (!(xin >= 0.0 && xin < W && yin >= 0.0 && yin < H)) { /* NaN: outside too */
+        const __m256d C1 = _mm256_set1_pd(a[1] * yc), C4 = _mm256_set1_pd(a[4] * yc);
+        for (size_t x = 0; x < n4; x += 4) {
+            const __m256d xc = _mm256_add_pd(_mm256_set1_pd((double)x), OFF);
+            __m256d xin = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(A0, xc), C1), A2);
+            __m256d yin = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(A3, xc), C4), A5);
+            const __m256d in = _mm256_and_pd(
+                _mm256_and_pd(_mm256_cmp_pd(xin, Z, _CMP_GE_OQ), _mm256_cmp_pd(xin, WD, _CMP_LT_OQ)),
+                _mm256_and_pd(_mm256_cmp_pd(yin, Z, _CMP_GE_OQ), _mm256_cmp_pd(yin, HD, _CMP_LT_OQ)));
+            xin = _mm256_sub_pd(xin, HALF), yin = _mm256_sub_pd(yin, HALF);
+            const __m256d fx = _mm256_and_pd(_mm256_floor_pd(xin), in), fy = _mm256_and_pd(_mm256_floor_pd(yin), in);
+            _mm256_storeu_pd(fdx + x, _mm256_sub_pd(xin, fx));
+            _mm256_storeu_pd(fdy + x, _mm256_sub_pd(yin, fy));
+            _mm_storeu_si128((__m128i *)(ixi + x), _mm256_cvttpd_epi32(fx)); /* outside: 0, unused */
+            _mm_storeu_si128((__m128i *)(iyi + x), _mm256_cvttpd_epi32(fy));
+            const __m256i m64 = _mm256_castpd_si256(in);
+            _mm_storeu_si128((__m128i *)(iin + x),
+                             _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(m64, _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0))));
+            /* the block's 4 pixels inside, every dy 0, 1 <= xi <= W - 5 */
+            const __m256d row = _mm256_and_pd(_mm256_and_pd(in, _mm256_cmp_pd(_mm256_sub_pd(yin, fy), Z, _CMP_EQ_OQ)),
+                                              _mm256_and_pd(_mm256_cmp_pd(fx, ONE, _CMP_GE_OQ), _mm256_cmp_pd(fx, WM5, _CMP_LE_OQ)));
+            blk[x >> 2] = x + 4 <= (size_t)OW && _mm256_movemask_pd(row) == 15;
+        }
+        for (int x = 0; x < OW; x++, o += 3) {
+            /* bicubic, a block of 4 pixels inside whose dy are all 0 (ShearX, TranslateX) and
+             * whose 4 taps are one 16-byte load (1 <= xi <= W - 5): lanes = pixels */
+            if (bicubic && (x & 3) == 0 && blk[x >> 2]) {
+                const uint8_t *p[4];
+                for (int i = 0; i < 4; i++)
+                    p[i] = data + (size_t)iyi[x + i] * step + (size_t)(ixi[x + i] - 1) * 3;
+                __m256d v[3];
+                row_cubic4(p, _mm256_loadu_pd(fdx + x), v);
+                store4px(v, o, x + 6 <= OW);
+                x += 3, o += 9; /* and the loop's own step */
+                continue;
+            }
+            if (!iin[x]) { /* NaN: outside too */
                 o[0] = fill[0], o[1] = fill[1], o[2] = fill[2];
                 continue;
             }
-            xin -= 0.5, yin -= 0.5;
-            const int xi = pil_floor(xin), yi = pil_floor(yin);
-            const double dx = xin - xi, dy = yin - yi;
-            if (!bicubic)
+            const int xi = ixi[x], yi = iyi[x];
+            const double dx = fdx[x], dy = fdy[x];
+            if (!bicubic) {
                 bilinear_px(src, xi, yi, dx, dy, o);
-            else
+            } else if (dy == 0.0) { /* ShearX, TranslateX */
+                bicubic_row(src, xi - 1, yi, dx, o);
+            } else if (dx == 0.0) { /* ShearY, TranslateY */
+                if (yi >= 1 && yi + 2 < H && xi + 1 < W) { /* 4 rows inside, a 4-byte load in each */
+                    const uint8_t *r = data + (size_t)(yi - 1) * step + (size_t)xi * 3;
+                    const __m256d t = cubic8(px4(r), px4(r + step), px4(r + 2 * step), px4(r + 3 * step),
+                                             _mm256_set1_pd(dy));
+                    store3(_mm256_min_pd(_mm256_max_pd(t, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), o);
+                } else {
+                    bicubic_col(src, xi, yi - 1, dy, o);
+                }
+            } else if (xi >= 1 && (size_t)(xi - 1) * 3 + 16 <= (size_t)W * 3 && yi >= 1 && yi + 2 < H) {
+                /* the 4 x 4 block inside the image, each row's 4 pixels in one 16-byte load */
+                const uint8_t *r = data + (size_t)(yi - 1) * step + (size_t)(xi - 1) * 3;
+                const __m256d vx = _mm256_set1_pd(dx);
+                __m256d v[4];
+                for (int j = 0; j < 4; j++, r += step) {
+                    const __m128i q = _mm_loadu_si128((const __m128i *)r);
+                    v[j] = cubic8(pxj(q, 0), pxj(q, 1), pxj(q, 2), pxj(q, 3), vx);
+                }
+                const __m256d t = cubic(v[0], v[1], v[2], v[3], _mm256_set1_pd(dy));
+                store3(_mm256_min_pd(_mm256_max_pd(t, _mm256_setzero_pd()), _mm256_set1_pd(255.0)), o);
+            } else {
                 bicubic_px(src, xi - 1, yi - 1, dx, dy, o);
+            }
         }
     }
 }

@@ -210,7 +210,7 @@ void horizontal_any(int C, const uint8_t *src, size_t sstep, int rows, const Axi
         return;
     }
 #else
-    (void)avx2;
+    (void)avx2, (void)in_w;
 #endif
     switch (C) {
     case 1: horizontal<1>(src, sstep, rows, ax, out_w, dst, dstep); break;

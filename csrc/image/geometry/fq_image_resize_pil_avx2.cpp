@@ -11,9 +11,10 @@
  * (packs_epi32, packus_epi16 saturate to the same values).
  *
  * horizontal: one row per 128-bit lane, two taps per step: 8 bytes at the pair's first
- * pixel, shuffled to (c of pixel 0, c of pixel 1) int16 pairs for each channel c < C;
- * a window whose 8-byte loads would pass the row's end (the last few of a row) is summed
- * in scalar.  vertical: two source rows per step, 32 (then 16) bytes at a time, the rest
+ * pixel, shuffled to (c of pixel 0, c of pixel 1) int16 pairs for each channel c < C (four
+ * taps per step from one 16-byte load, two shuffles, while the window's 16-byte loads stay
+ * in the row); a window whose 8-byte loads would pass the row's end (the last few of a
+ * row) is summed in scalar.  vertical: two source rows per step, 32 (then 16) bytes at a time, the rest
  * of a row in scalar.
  *
  * Compiled with target("avx2") and checking no CPU feature (core/fq_cpu.h): called by
@@ -64,15 +65,30 @@ FQ_AVX2 inline __m256i load2(const uint8_t *a, const uint8_t *b)
                                    _mm_loadl_epi64((const __m128i *)b), 1);
 }
 
-/* the C channel sums (4 int32 of lane 0 / lane 1, C used) -> C bytes of two rows */
-template <int C>
-FQ_AVX2 inline void store2(__m256i v, uint8_t *d0, uint8_t *d1)
+/* rows r, r + 1 (lanes 0, 1): 16 bytes at each */
+FQ_AVX2 inline __m256i load2x16(const uint8_t *a, const uint8_t *b)
 {
-    const __m256i p = _mm256_packus_epi16(_mm256_packs_epi32(v, v), v);
-    const uint32_t a = (uint32_t)_mm256_extract_epi32(p, 0), b = (uint32_t)_mm256_extract_epi32(p, 4);
-    std::memcpy(d0, &a, (size_t)C);
-    if (d1)
-        std::memcpy(d1, &b, (size_t)C);
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                   _mm_loadu_si128((const __m128i *)b), 1);
+}
+
+/* the C channel sums of rows 0, 1 (v01: lanes 0, 1) and 2, 3 (v23) -> C bytes of the nr rows
+ * at d; as one 4-byte store each unless `exact` (the window's 4 bytes would pass the row:
+ * elsewhere the bytes past the pixel are the next windows', written after this one) */
+template <int C>
+FQ_AVX2 inline void store4(__m256i v01, __m256i v23, uint8_t *d, size_t dstep, int nr, bool exact)
+{
+    const __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(v01, v23), v01);
+    const __m128i lo = _mm256_castsi256_si128(b), hi = _mm256_extracti128_si256(b, 1);
+    const uint32_t u[4] = {(uint32_t)_mm_cvtsi128_si32(lo), (uint32_t)_mm_cvtsi128_si32(hi),
+                           (uint32_t)_mm_extract_epi32(lo, 1), (uint32_t)_mm_extract_epi32(hi, 1)};
+    if (!exact) {
+        for (int r = 0; r < nr; r++)
+            std::memcpy(d + (size_t)r * dstep, &u[r], 4);
+    } else {
+        for (int r = 0; r < nr; r++)
+            std::memcpy(d + (size_t)r * dstep, &u[r], (size_t)C);
+    }
 }
 
 /* one window of one row in scalar */
@@ -91,12 +107,12 @@ inline void h_scalar(const uint8_t *row, int C, int start, int n, const int32_t 
 template <int C>
 FQ_AVX2 void h_rows(const uint8_t *src, size_t sstep, int nr, int in_w, const int *start, const int *len,
                     const int32_t *k, int ksize, const int32_t *kp, int out_w, uint8_t *dst, size_t dstep,
-                    __m256i shuf)
+                    __m256i shuf, __m256i shuf2)
 {
     const int np = (ksize + 1) / 2;
     const uint8_t *s0 = src, *s1 = src + (nr > 1 ? sstep : 0), *s2 = src + (size_t)(nr > 2 ? 2 : 0) * sstep,
                   *s3 = src + (size_t)(nr > 3 ? 3 : 0) * sstep;
-    const size_t rowbytes = (size_t)in_w * C;
+    const size_t rowbytes = (size_t)in_w * C, outbytes = (size_t)out_w * C;
     for (int xx = 0; xx < out_w; xx++) {
         const int32_t *kx = k + (size_t)xx * ksize;
         const int st = start[xx], n = len[xx];
@@ -110,7 +126,24 @@ FQ_AVX2 void h_rows(const uint8_t *src, size_t sstep, int nr, int in_w, const in
         __m256i h01 = _mm256_setzero_si256(), l01 = h01, h23 = h01, l23 = h01;
         const size_t off = (size_t)st * C;
         const int32_t *kpx = kp + (size_t)xx * np * 2;
-        for (int x = 0; x < n; x += 2, kpx += 2) {
+        int x = 0;
+        /* two pairs per step from one 16-byte load per row, where the window's last such
+         * load stays in the row */
+        const int groups = n >= 3 ? (n - 3) / 4 + 1 : 0; /* steps x = 0, 4, .. with x + 2 < n */
+        if (groups > 0 && (size_t)(st + 4 * (groups - 1)) * C + 16 <= rowbytes)
+            for (; x + 2 < n; x += 4, kpx += 4) {
+                const __m256i kh0 = _mm256_set1_epi32(kpx[0]), kl0 = _mm256_set1_epi32(kpx[1]);
+                const __m256i kh1 = _mm256_set1_epi32(kpx[2]), kl1 = _mm256_set1_epi32(kpx[3]);
+                const size_t o = off + (size_t)x * C;
+                const __m256i a01 = load2x16(s0 + o, s1 + o), a23 = load2x16(s2 + o, s3 + o);
+                const __m256i p01 = _mm256_shuffle_epi8(a01, shuf), q01 = _mm256_shuffle_epi8(a01, shuf2);
+                const __m256i p23 = _mm256_shuffle_epi8(a23, shuf), q23 = _mm256_shuffle_epi8(a23, shuf2);
+                h01 = _mm256_add_epi32(h01, _mm256_add_epi32(_mm256_madd_epi16(p01, kh0), _mm256_madd_epi16(q01, kh1)));
+                l01 = _mm256_add_epi32(l01, _mm256_add_epi32(_mm256_madd_epi16(p01, kl0), _mm256_madd_epi16(q01, kl1)));
+                h23 = _mm256_add_epi32(h23, _mm256_add_epi32(_mm256_madd_epi16(p23, kh0), _mm256_madd_epi16(q23, kh1)));
+                l23 = _mm256_add_epi32(l23, _mm256_add_epi32(_mm256_madd_epi16(p23, kl0), _mm256_madd_epi16(q23, kl1)));
+            }
+        for (; x < n; x += 2, kpx += 2) {
             const __m256i kh = _mm256_set1_epi32(kpx[0]), kl = _mm256_set1_epi32(kpx[1]);
             const size_t o = off + (size_t)x * C;
             const __m256i p01 = _mm256_shuffle_epi8(load2(s0 + o, s1 + o), shuf);
@@ -120,9 +153,7 @@ FQ_AVX2 void h_rows(const uint8_t *src, size_t sstep, int nr, int in_w, const in
             h23 = _mm256_add_epi32(h23, _mm256_madd_epi16(p23, kh));
             l23 = _mm256_add_epi32(l23, _mm256_madd_epi16(p23, kl));
         }
-        store2<C>(finish(h01, l01), d, nr > 1 ? d + dstep : nullptr);
-        if (nr > 2)
-            store2<C>(finish(h23, l23), d + 2 * dstep, nr > 3 ? d + 3 * dstep : nullptr);
+        store4<C>(finish(h01, l01), finish(h23, l23), d, dstep, nr, (size_t)xx * C + 4 > outbytes);
     }
 }
 
@@ -142,6 +173,11 @@ FQ_AVX2 void resize_pil_h_avx2(const uint8_t *src, size_t sstep, int rows, int C
     }
     std::memcpy(m + 16, m, 16);
     const __m256i shuf = _mm256_load_si256((const __m256i *)m);
+    /* the same for the pair 2 pixels on (taps 2, 3: 2C bytes further) */
+    alignas(32) int8_t m2[32];
+    for (int i = 0; i < 32; i++)
+        m2[i] = m[i] < 0 ? m[i] : (int8_t)(m[i] + 2 * C);
+    const __m256i shuf2 = _mm256_load_si256((const __m256i *)m2);
     /* the pairs of weights, split: per window np pairs (hi, lo), past the window's taps 0 */
     thread_local std::vector<int32_t> pairs;
     const int np = (ksize + 1) / 2;
@@ -160,10 +196,10 @@ FQ_AVX2 void resize_pil_h_avx2(const uint8_t *src, size_t sstep, int rows, int C
         const uint8_t *s = src + (size_t)y * sstep;
         uint8_t *d = dst + (size_t)y * dstep;
         switch (C) {
-        case 1: h_rows<1>(s, sstep, nr, in_w, start, len, k, ksize, kp, out_w, d, dstep, shuf); break;
-        case 2: h_rows<2>(s, sstep, nr, in_w, start, len, k, ksize, kp, out_w, d, dstep, shuf); break;
-        case 3: h_rows<3>(s, sstep, nr, in_w, start, len, k, ksize, kp, out_w, d, dstep, shuf); break;
-        default: h_rows<4>(s, sstep, nr, in_w, start, len, k, ksize, kp, out_w, d, dstep, shuf); break;
+        case 1: h_rows<1>(s, sstep, nr, in_w, start, len, k, ksize, kp, out_w, d, dstep, shuf, shuf2); break;
+        case 2: h_rows<2>(s, sstep, nr, in_w, start, len, k, ksize, kp, out_w, d, dstep, shuf, shuf2); break;
+        case 3: h_rows<3>(s, sstep, nr, in_w, start, len, k, ksize, kp, out_w, d, dstep, shuf, shuf2); break;
+        default: h_rows<4>(s, sstep, nr, in_w, start, len, k, ksize, kp, out_w, d, dstep, shuf, shuf2); break;
         }
     }
 }

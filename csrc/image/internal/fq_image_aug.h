@@ -123,6 +123,11 @@ bool geom_warp_simd(const cv::Mat &src, cv::Mat &dst, const float t[6], bool hf,
 bool sharpness_simd(const cv::Mat &src, cv::Mat &dst, float f1); /* interior rows only */
 bool color_simd(const cv::Mat &src, cv::Mat &dst, float f, float f1);
 bool gray_sum_simd(const cv::Mat &src, double *sum);
+/* timm's ops with Pillow's semantics (fq_image_aug_timm_ops.cpp): Sharpness's interior rows
+ * (W >= 3), Color (3 channels), the sum of Pillow's grey (3 channels) */
+bool timm_sharpness_simd(const cv::Mat &src, cv::Mat &dst, float a);
+bool timm_color_simd(const cv::Mat &src, cv::Mat &dst, float a);
+bool timm_gray_sum_simd(const cv::Mat &src, int64_t *sum);
 /* src through lut[k] for channel k (1 or 3 channels) into dst: AVX-512 VBMI */
 bool lut_simd(const cv::Mat &src, cv::Mat &dst, const uint8_t *const lut[3]);
 
