@@ -313,6 +313,11 @@ def _t_invert(t: Any, st: State) -> Tuple[List[Any], str]:
     return [ops.Invert(p=float(t.p))], ""
 
 
+def _t_channel_permutation(t: Any, st: State) -> Tuple[List[Any], str]:
+    _need_pixels(st, "RandomChannelPermutation")
+    return [ops.RandomChannelPermutation()], ""
+
+
 def _t_sharpness(t: Any, st: State) -> Tuple[List[Any], str]:
     _need_pixels(st, "RandomAdjustSharpness")
     return [ops.Sharpness(float(t.sharpness_factor), p=float(t.p))], ""
@@ -523,7 +528,7 @@ _HANDLERS = {
     "GaussianBlur": _t_blur, "RandomAffine": _t_affine, "RandomRotation": _t_rotation, "Grayscale": _t_grayscale,
     "RandomGrayscale": _t_random_grayscale, "RandomPosterize": _t_posterize, "RandomSolarize": _t_solarize,
     "RandomEqualize": _t_equalize, "RandomAutocontrast": _t_autocontrast, "RandomInvert": _t_invert,
-    "RandomAdjustSharpness": _t_sharpness, "RandomErasing": _t_erasing, "RandAugment": _t_randaugment,
+    "RandomChannelPermutation": _t_channel_permutation, "RandomAdjustSharpness": _t_sharpness, "RandomErasing": _t_erasing, "RandAugment": _t_randaugment,
     "TrivialAugmentWide": _t_trivial, "AutoAugment": _t_autoaugment, "ToTensor": _t_to_tensor,
     "PILToTensor": _t_pil_to_tensor, "ToImage": _t_pil_to_tensor, "ToImageTensor": _t_pil_to_tensor,
     "ToDtype": _t_to_dtype, "ConvertImageDtype": _t_convert_dtype, "Normalize": _t_normalize,

@@ -326,6 +326,25 @@ def test_rotation_and_posterize_draws(photos):
     assert abs(np.mean([r[2]["applied"] for r in recs]) - 0.4) < 0.06
 
 
+def test_channel_permutation_is_one_of_the_six_uniformly(photos):
+    """v2.RandomChannelPermutation: the sample's output is torchvision's permute_channels of the
+    untouched crop for the drawn order, and the 6 orders come out about equally often."""
+    import itertools
+    from torchvision.transforms.v2 import functional as F2
+    tr = native(v2.Compose([v2.CenterCrop(48), v2.RandomChannelPermutation(), v2.PILToTensor()]))
+    assert type(tr.ops[-1]) is ops.RandomChannelPermutation
+    base = torch.from_numpy(reference(T.Compose([T.CenterCrop(48), T.PILToTensor()]), photos[:1])[0])
+    (img, _), = run(tr, photos[:1], seed=5)[0]
+    with tr.pipeline(fastq.sources.Files(photos[:1], labels=[0]), 1, seed=5) as pipe:
+        orders = []
+        for e in range(600):
+            m = int(round(pipe.explain(e, 0)["ops"][-1]["magnitude"]))
+            orders.append((m // 100, m // 10 % 10, m % 10))
+    assert np.array_equal(img[0], F2.permute_channels(base, list(orders[0])).numpy())
+    counts = [orders.count(p) for p in itertools.permutations(range(3))]
+    assert min(counts) > 0 and stats.chisquare(counts).pvalue > 1e-3, counts
+
+
 # ---- the Python tail ----------------------------------------------------------------------------
 
 def test_python_tail_equals_original_steps_on_the_prefix(photos):
