@@ -476,7 +476,7 @@ def image_info(explain: Dict[str, Any]) -> np.ndarray:
     return _image.targets_image_info(explain)
 
 
-# --- OD-API targets read natively by fastq.sources.TFRecord (fastq issue #19) -------------
+# --- OD-API targets read natively by fastq.sources.TFRecord -------------
 
 class OdapiTargets:
     """Detection targets that come with each record of a native TFRecord source:

@@ -142,7 +142,7 @@ TAG=$($PY -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
             # __builtin_cpu_supports reads __cpu_model, which zig 0.13's compiler_rt lacks:
             # take it from GCC's static libgcc.a (its cpuinfo.o: cpuid only, no glibc
             # symbol; the GCC Runtime Library Exception allows this), hidden like
-            # everything else.  fastq's own sources no longer call it (issue 44:
+            # everything else.  fastq's own sources no longer call it (the CPU dispatch:
             # csrc/core/fq_cpu.c reads CPUID itself); the link stays until a zig wheel
             # built without it has been checked for an undefined __cpu_model.
             LIBGCC=$(gcc -print-libgcc-file-name 2>/dev/null) && [ -f "$LIBGCC" ] ||

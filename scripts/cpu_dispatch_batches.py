@@ -1,5 +1,5 @@
 """Digests of fixed op chains over every family of fastq's CPU-specific kernels, for
-comparing runs under different CPU feature sets (issue 44): the FASTQ_CPU masks
+comparing runs under different CPU feature sets: the FASTQ_CPU masks
 (tests/image/test_cpu_dispatch.py) and CPU models under qemu-x86_64
 (scripts/test_cpu_models.sh).  Every kernel must give the baseline code's bytes, so the
 digests of all runs must be equal.

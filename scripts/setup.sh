@@ -153,7 +153,7 @@ else
 fi
 echo "== installing Python packages ($REQ)"
 $PY -m pip install -q --disable-pip-version-check -r $REQ
-# The distribution was called "fastq" before issue 29 (now fastq-loader): an editable
+# The distribution was called "fastq" before it became fastq-loader: an editable
 # install of this checkout under the old name would sit beside the new one.  Remove it,
 # and only it (a "fastq" installed from elsewhere is another project's).
 if [ "$($PY -m pip show fastq 2>/dev/null | sed -n 's/^Editable project location: //p')" = "$PWD" ]; then

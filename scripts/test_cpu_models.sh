@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU-models CI leg (issue 44): fastq's ISA-specific kernels (AVX2, AVX-512 VBMI, F16C,
+# The CPU-models CI leg: fastq's ISA-specific kernels (AVX2, AVX-512 VBMI, F16C,
 # SSE4.2) must run only on CPUs that have them, and every CPU must get the same bytes.
 # This machine is one CPU; qemu-user's x86-64 emulator (TCG) runs the same x86-64 binaries
 # as other CPU models, whose CPUID lacks what they lack and which raise SIGILL on such an
@@ -12,7 +12,7 @@
 #   1. the fq_image C driver (csrc/tests/test_image.cpp, built here without sanitizers:
 #      ASan's shadow memory does not fit under qemu-user) natively and under each model:
 #      no signal, and the same "all N checks passed";
-#      (what issue 44 reported, a kernel that checks the CPU inside itself, faulted only in
+#      (the SIGILL once reported: a kernel that checks the CPU inside itself, faulted only in
 #      the ASan build, whose stack poisoning runs at the function's entry; without ASan the
 #      check comes first.  That pattern is caught statically by
 #      tests/image/test_cpu_dispatch.py; this leg catches a kernel called without its check,

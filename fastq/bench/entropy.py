@@ -1,4 +1,4 @@
-"""Entropy-coded bytes a crop decode reads from a baseline JPEG (issue 22's profile:
+"""Entropy-coded bytes a crop decode reads from a baseline JPEG (the high-resolution profile:
 bytes entropy-decoded per image against the crop's share of the file).
 
 On a file whose restart segments tile each MCU row (``fastq prepare``'s layout) the

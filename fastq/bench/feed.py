@@ -24,7 +24,7 @@ so that a device thread woken late (waiting for the GIL) delays nothing but the
 trainer's next unblocking.
 
 Per feeder and per (C, D) setting the benchmark reports the achieved images/s against
-the ideal (issue 28's definition)::
+the ideal::
 
     ideal = min(trainer alone, feeder alone x (cores - C / max(C, D)) / cores)
 
@@ -78,7 +78,7 @@ CHUNK = 1000            # sum(range(CHUNK)): one "kernel launch" (10-20 us on a 
 RUN_AHEAD = 2           # steps the trainer may queue ahead of the simulated device
 COPY_GBPS = 25.0        # host-to-device copy bandwidth (PCIe 4.0 x16, pinned)
 SKIP = 8                # batches not timed at the start of an epoch (ring fill, start-up)
-TARGET = 0.95           # issue 28: fastq's defaults reach >= 0.95 of the ideal in every setting
+TARGET = 0.95           # fastq's defaults reach >= 0.95 of the ideal in every setting
 
 
 class Setting:
@@ -299,7 +299,7 @@ def tight_rate(trainer_alone, feeder_alone, launch_ms, batch, cores):
 
 
 def ideal_rate(trainer_alone, feeder_alone, setting, cores, launch_ms=None):
-    """Issue 28's ideal: min(trainer alone, feeder alone x (cores - C/max(C, D)) / cores),
+    """The ideal: min(trainer alone, feeder alone x (cores - C/max(C, D)) / cores),
     with C = ``launch_ms`` when given (the launches' time measured in the trainer alone)."""
     return min(trainer_alone, feeder_alone * (cores - setting.core_share(launch_ms)) / cores)
 

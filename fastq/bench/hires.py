@@ -1,4 +1,4 @@
-"""Issue 22's same-run figures: ``fastq bench --task hires --hires-forms original,prepared,max512``.
+"""High-resolution crops, same-run figures: ``fastq bench --task hires --hires-forms original,prepared,max512``.
 
 One run measures the camera-like set (or your folder of JPEGs) in several *forms*:
 

@@ -50,7 +50,7 @@ def print_report(res, out=print, show_targets=False):
         "CPU us/img = the peer process's CPU time per image (all threads); cores own/others = cores busy\n"
         "with this peer / with other processes + hypervisor steal during its timed epochs." % workers)
     if show_targets and res["task"]["name"] == "reference":
-        out("\nratios (same run) against issue 3's targets:")
+        out("\nratios (same run) against the reference task's targets:")
         for name, num, den, target in TARGETS:
             r = res["ratios"].get(name)
             if r:

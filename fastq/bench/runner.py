@@ -35,7 +35,7 @@ __all__ = ["DEFAULT_PEERS", "BUSY_LIMIT", "TARGETS", "available", "check_peers",
 
 DEFAULT_PEERS = ("fastq", "tfdata", "tensorpack", "pyloop", "dali")
 BUSY_LIMIT = 0.25  # cores used by others (other processes + steal) that make a run "contended"
-TARGETS = (  # (name, numerator, denominator, target) -- issue 3's targets, reference task
+TARGETS = (  # (name, numerator, denominator, target) -- the reference task's targets
     ("fastq / tf.data native", "fastq", "tfdata", 2.5),
     ("fastq / tf.data native, parallel = cores", "fastq", "tfdata_n", 2.5),
     ("fastq / DALI CPU", "fastq", "dali", 2.0),

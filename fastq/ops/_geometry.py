@@ -338,7 +338,7 @@ class TranslateY(TranslateX):
         return cls(-3, p=0.5)
 
 
-# ---- targets (issue 19): detection geometry ops (csrc/image/geometry/fq_image_det.cpp) ------------
+# ---- targets: detection geometry ops (csrc/image/geometry/fq_image_det.cpp) ------------
 
 
 class ResizeShortestEdge(Op):

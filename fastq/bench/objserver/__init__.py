@@ -1,4 +1,4 @@
-"""A small S3-compatible HTTP server for tests and benchmarks (issue 34), standard library only.
+"""A small S3-compatible HTTP server for tests and benchmarks, standard library only.
 
 It serves a local folder (``root/<bucket>/<key>``: each top-level folder is a bucket) or
 an in-memory dict (``{"bucket/key": bytes}``) at ``http://127.0.0.1:PORT/<bucket>/<key>``
