@@ -170,7 +170,7 @@ void plan_decode(const fq_img_spec *sp, const Plan &pl, int src_h, int src_w, fq
     dp->out_w = pl.n > 0 ? pl.r[0].out_w : src_w;
     first_op_box(sp, pl, src_h, src_w, dp);
     /* TensorpackCrop (parity with cv2.imread + cv2.resize): full-scale region decode only; the
-     * DCT-scaled path (warpAffine) is approximate and measured slower for it (issue 18) */
+     * DCT-scaled path (warpAffine) is approximate and measured slower for it */
     int tp_interp;
     const bool tp_box = pl.n > 0 && fqi::tp_crop_box(sp->ops[0], pl.r[0], &tp_interp);
     dp->scale_num = tp_box ? 8 : dct_scale(sp, dp);
