@@ -26,6 +26,8 @@ Rows (each its own pipeline in this process, reference task, ``workers`` workers
   ``storage_options={"ca_file": ...}``), and moto's S3 server (its own process, objects uploaded
   with boto3) over ``s3://``; each serves ``Files`` and ``WebDataset``.  A server that is not
   installed is a skipped row that says so;
+* per latency, ``Files`` over ``s3://`` again with ``RemoteOptions(event_loop="asyncio")`` (row "..., asyncio
+  loop"), when uvloop is installed (the default loop then): the client CPU the event loop costs;
 * per latency, the server's raw fetch rate: obstore async ``get_async``, 64 and 128 requests in
   flight, the best of the two, no decoding (:func:`fastq.bench.objserver.measure_raw_rate`).
 
