@@ -4,7 +4,8 @@ behind an S3-compatible server at 0 / 20 / 50 ms per request, for shards and sin
 A thin wrapper over ``fastq.bench.remote`` (the code behind ``fastq bench --task remote``;
 its docstring says what each row runs).  Rows: local fastq Files / WebDataset / TFRecord;
 per latency fastq's remote sources (``Files(["s3://..."])``, ``WebDataset("s3://.../*.tar")``,
-``TFRecord("s3://.../*.tfrecord")`` with ``storage_options``; a build without them prints
+``TFRecord("s3://.../*.tfrecord")`` with ``storage_options``, and Files again on asyncio's own
+event loop when uvloop, the default one, is installed; a build without them prints
 "fastq remote sources not available in this build" in that row), the webdataset library
 streaming the shards into ``fastq.sources.Stream``, a 32-thread urllib pool into ``Stream``,
 DALI's S3 file reader when DALI is installed, and the server's raw fetch rate (obstore async,

@@ -26,6 +26,8 @@ Rows (each its own pipeline in this process, reference task, ``workers`` workers
   ``storage_options={"ca_file": ...}``), and moto's S3 server (its own process, objects uploaded
   with boto3) over ``s3://``; each serves ``Files`` and ``WebDataset``.  A server that is not
   installed is a skipped row that says so;
+* per latency, ``Files`` over ``s3://`` again with ``RemoteOptions(event_loop="asyncio")`` (row "..., asyncio
+  loop"), when uvloop is installed (the default loop then): the client CPU the event loop costs;
 * per latency, the server's raw fetch rate: obstore async ``get_async``, 64 and 128 requests in
   flight, the best of the two, no decoding (:func:`fastq.bench.objserver.measure_raw_rate`).
 
@@ -163,12 +165,12 @@ def storage_options(srv):
             "allow_http": "true"}
 
 
-def fastq_remote_source(form, srv, data):
+def fastq_remote_source(form, srv, data, remote=None):
     import fastq
     so = storage_options(srv)
     if form == "files":
         return fastq.sources.Files([f"s3://{BUCKET}/{k}" for k in data["keys"]["files"]], data["labels"],
-                                   storage_options=so)
+                                   storage_options=so, remote=remote)
     if form == "wds":
         return fastq.sources.WebDataset(f"s3://{BUCKET}/wds/train-*.tar", shuffle_buffer=SHUFFLE_BUFFER,
                                         storage_options=so)
@@ -256,6 +258,7 @@ def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, othe
     """Measure every row -> result dict (see print_report)."""
     from fastq import sources
     from fastq.bench.objserver import ObjectServerProcess, measure_raw_rate
+    from fastq.sources.storage import loop_name
     task = REFERENCE
     n = len(data["files"])
     rows, skipped, raw, servers = {}, {}, {}, []
@@ -307,6 +310,11 @@ def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, othe
                     form, lat, "objects" if form == "files" else "shards")
                 if name in skipped:
                     skipped[name] = f"{NOT_AVAILABLE} ({skipped[name]})"
+            if loop_name() != "asyncio":  # Files on asyncio's own loop (without uvloop): the client CPU it costs
+                name = f"fastq Files s3 {lat} ms, asyncio loop"
+                add(name, lambda srv=srv: _pipeline(fastq_remote_source(
+                    "files", srv, data, remote=sources.RemoteOptions(event_loop="asyncio")), workers, task),
+                    "files", lat, "objects")
             if have_wds:
                 urls = [f"{srv.endpoint}/{BUCKET}/{k}" for k in data["keys"]["wds"]]
                 add(f"webdataset -> Stream {lat} ms",

@@ -34,7 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from fastq.sources.storage import Counters, ObjectInfo, RemoteError, RemoteOptions, fetch, run_sync
+from fastq.sources.storage import Counters, ObjectInfo, RemoteError, RemoteOptions, fetch, run_loop, run_sync
 
 __all__ = ["RemoteSet", "Fetcher", "LocalCache"]
 
@@ -391,6 +391,7 @@ class Fetcher:
         self.filling: Dict[int, Any] = {}  # object -> the task writing it into the cache
         self.failed: Optional[BaseException] = None
         self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self.loop_kind: Optional[str] = None  # "uvloop" or "asyncio" once the loop runs (RemoteOptions.event_loop)
         self.rng = random.Random(self.opts.seed)
         self._ready = threading.Event()
         self._own_ended = threading.Event()  # this epoch's requests cancelled (stop())
@@ -408,7 +409,7 @@ class Fetcher:
 
     def _run(self):
         try:
-            asyncio.run(self._main())
+            run_loop(self._main(), self.opts.event_loop)
         except BaseException as e:  # noqa: BLE001 - reported to the waiting workers
             self.failed = e
             self._ready.set()
@@ -432,6 +433,7 @@ class Fetcher:
 
     async def _main(self):
         self.loop = asyncio.get_running_loop()
+        self.loop_kind = "uvloop" if type(self.loop).__module__.startswith("uvloop") else "asyncio"
         self.wake = asyncio.Event()
         self._ready.set()
         self._use_carry()
@@ -703,7 +705,14 @@ class Fetcher:
         obj = self.rs.objects[o]
         whole = end is None
         try:
-            self._lend(r, await self._get_bytes(o, obj, start, end), est)
+            if self.rs.cache is None:  # (the common case, without _get_bytes' frame)
+                if whole:
+                    got = (await fetch(obj, None, None, self.opts, self.counters, self.rng), 0, True)
+                else:
+                    got = (await fetch(obj, start, end, self.opts, self.counters, self.rng), start, False)
+            else:
+                got = await self._get_bytes(o, obj, start, end)
+            self._lend(r, got, est)
         except asyncio.CancelledError:
             raise
         except RemoteError as e:
@@ -757,7 +766,7 @@ class Fetcher:
         return {"requests_planned": len(self.reqs) - self.extra_reqs, "requests_extra": self.extra_reqs,
                 "in_flight": len(self.inflight), "bytes_held": self.held + self.carry_bytes,
                 "max_bytes_held": self.max_held, "requests_carried_in": self.carried,
-                "requests_prefetched_for_next_epoch": ahead}
+                "requests_prefetched_for_next_epoch": ahead, "event_loop": self.loop_kind}
 
 
 async def fill_object(obj: ObjectInfo, opts: RemoteOptions, counters: Counters, rng) -> list:
@@ -776,7 +785,7 @@ async def fill_object(obj: ObjectInfo, opts: RemoteOptions, counters: Counters, 
 
 def download(obj: ObjectInfo, opts: RemoteOptions, counters: Counters, dest: str):
     """Write the whole object to the local file dest (index building); returns its size."""
-    parts = run_sync(fill_object(obj, opts, counters, random.Random(opts.seed)))
+    parts = run_sync(fill_object(obj, opts, counters, random.Random(opts.seed)), opts.event_loop)
     n = 0
     with open(dest, "wb") as f:
         for b in parts:

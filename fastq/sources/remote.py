@@ -130,7 +130,7 @@ def shard_index(obj: ObjectInfo, kind, scan, index_dir, cache: Optional[LocalCac
             from fastq.sources.fetch import fill_object
             from fastq.sources.storage import run_sync
             import random
-            parts = run_sync(fill_object(obj, opts, counters, random.Random(opts.seed)))
+            parts = run_sync(fill_object(obj, opts, counters, random.Random(opts.seed)), opts.event_loop)
             written = cache.store(obj, parts)
             del parts
             if cache.fills:  # a Spool's writes are not the user's cache's
@@ -189,7 +189,8 @@ def fetch_text(url, storage_options, opts, counters):
     import random
     from fastq.sources.storage import fetch, run_sync
     (obj,) = expand([url], "index", storage_options, opts, counters)
-    return bytes(run_sync(fetch(obj, None, None, opts, counters, random.Random(opts.seed)))).decode("utf-8")
+    return bytes(run_sync(fetch(obj, None, None, opts, counters, random.Random(opts.seed)),
+                           opts.event_loop)).decode("utf-8")
 
 
 def _save(path, idx):

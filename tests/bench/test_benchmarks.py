@@ -31,6 +31,7 @@ SCRIPTS = {
     "bench_first_epoch.py": "test_bench_first_epoch",
     "bench_prepare.py": "test_bench_prepare",
     "bench_remote.py": "test_bench_remote",
+    "bench_object_cpu.py": "test_bench_object_cpu",
     "bench_pyfunc.py": "test_bench_pyfunc",
     "bench_sources.py": "test_bench_sources",
     "bench_tf.py": "test_bench_tf",
@@ -116,6 +117,19 @@ def test_bench_prepare(tmp_path, data_dir):
     res = json.loads((tmp_path / "p.json").read_text())
     assert res["identity"]["samples_identical"] == 8 and res["identity"]["batches_identical"] == 2
     assert set(res["end_to_end_images_per_s"]) == {"orig", "prep"}, out
+
+
+def test_bench_object_cpu(tmp_path, data_dir):
+    """Every client style fetches every object whole (the script exits non-zero otherwise) and
+    reports its CPU per object."""
+    pytest.importorskip("obstore", reason="bench_object_cpu.py needs obstore (requirements-dev.txt)")
+    out = run("bench_object_cpu.py", "--images", "64", "--objects", "96", "--in-flight", "8", "--latency", "0",
+              "--rounds", "1", "--data-dir", data_dir, tmp=tmp_path)
+    lines = out.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("client "))
+    rows = {ln[:44].strip(): ln[44:].split() for ln in lines[head + 1:] if ln.strip()}
+    assert {"asyncio, task per object (fastq before)", "blocking get + bytes, threads"} <= set(rows), out
+    assert all(float(v[0]) > 0 and float(v[1]) > 0 for v in rows.values()), out
 
 
 def test_bench_remote(tmp_path, data_dir):

@@ -82,6 +82,44 @@ def test_files_remote_equal_local(data, server, workers):
     assert st["remote"]["requests_carried_in"] > 0
 
 
+@pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
+def test_files_remote_equal_local_on_either_event_loop(data, server, event_loop):
+    """RemoteOptions.event_loop picks the loop the fetcher's requests run on: the batches,
+    the request count and the If-Match check are the same on either."""
+    if event_loop == "uvloop":
+        pytest.importorskip("uvloop", reason="uvloop comes with the cloud extra (requirements-dev.txt)")
+    opts = fastq.sources.RemoteOptions(event_loop=event_loop)
+    local, _ = run(fastq.sources.Files(data["jpegs"], data["labels"]))
+    src = fastq.sources.Files(urls(data), data["labels"], remote=opts)
+    remote, st = run(src)
+    assert same(local, remote)
+    assert st["remote"]["event_loop"] == event_loop
+    # 2 epochs of N objects; the second epoch's prefetch of a third adds at most one epoch
+    assert 2 * N <= st["remote"]["requests"] <= 3 * N and st["remote"]["failures"] == 0
+    key = f"bk/img/{os.path.basename(data['jpegs'][3])}"
+    server.store.put("bk", key.split("/", 1)[1], data["objects"][key] + b"\0changed")
+    with pytest.raises(errors.ReadError, match=r"sample 3, object 's3://bk/img/.*changed"):
+        take_all(src)
+
+
+def test_event_loop_option_is_checked(monkeypatch):
+    from fastq.sources import storage
+    with pytest.raises(ValueError, match="event_loop must be one of 'auto', 'uvloop', 'asyncio'"):
+        fastq.sources.RemoteOptions(event_loop="trio")
+    assert storage.loop_name("asyncio") == "asyncio"
+    monkeypatch.setitem(__import__("sys").modules, "uvloop", None)  # as if not installed
+    assert storage.loop_name("auto") == "asyncio"
+    with pytest.raises(ImportError, match="pip install uvloop"):
+        storage.loop_name("uvloop")
+    assert storage.run_loop(_answer(), "auto") == 42
+
+
+async def _answer():
+    import asyncio
+    await asyncio.sleep(0)
+    return 42
+
+
 def test_shards_remote_equal_local(data, server):
     for sb in (None, 7):
         local, _ = run(fastq.sources.WebDataset(data["shards"], shuffle_buffer=sb))
