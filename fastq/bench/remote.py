@@ -1,5 +1,5 @@
 """``fastq bench --task remote`` (and benchmarks/bench_remote.py): the reference task read from
-local files against the same data behind an S3-compatible server (issue 34).
+local files against the same data behind an S3-compatible server.
 
 Data: the generated JPEGs of ``fastq bench`` (fastq.bench.testdata, seed 0), written once as
 WebDataset tar shards (``NNNNNN.jpg`` + ``NNNNNN.cls``) and TFRecord shards (tf.train.Example:
