@@ -1,5 +1,5 @@
 """Client CPU per single object fetched from an S3-compatible server, per client style, no
-decoding (issue 42 item 2): what obstore's calls cost, and the floor a Files source over
+decoding: what obstore's calls cost, and the floor a Files source over
 s3:// pays beside local files.
 
 The server: fastq.bench.objserver in its own process (--latency ms added per request); the
