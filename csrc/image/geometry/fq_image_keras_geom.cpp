@@ -11,6 +11,7 @@
 #include "image/internal/fq_image_keras.h"
 #include "image/internal/fq_image_aug.h" /* aug_round_even */
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -357,6 +358,39 @@ int keras_rotation_plan(const fq_op &op, fq_rng *rng, int64_t, int *ph, int *pw,
     return FQ_OK;
 }
 
+/* OpenCV's warpAffine maps every out-of-image tap through borderInterpolate, one pixel at a
+ * time: with a reflect or replicate border, a rotation's corners cost twice the whole warp
+ * (185 against 79 us for 224 x 224 x 3).  The same values, read from a copy of the image
+ * with that border made around it (copyMakeBorder, the same borderInterpolate) deep enough
+ * that no tap leaves it, and the matrix moved by the (integer) border: false when the
+ * border would be deeper than MAX_PAD (then the caller warps as before). */
+static bool warp_padded(Exec &e, const double *m, int border, cv::Mat &d)
+{
+    constexpr int MAX_PAD = 512;
+    const int H = e.cur.rows, W = e.cur.cols;
+    double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
+    for (int cy = 0; cy < 2; cy++)
+        for (int cx = 0; cx < 2; cx++) {
+            const double x = cx ? W - 1 : 0, y = cy ? H - 1 : 0;
+            const double sx = m[0] * x + m[1] * y + m[2], sy = m[3] * x + m[4] * y + m[5];
+            x0 = std::min(x0, sx), x1 = std::max(x1, sx), y0 = std::min(y0, sy), y1 = std::max(y1, sy);
+        }
+    if (!(std::isfinite(x0) && std::isfinite(x1) && std::isfinite(y0) && std::isfinite(y1)))
+        return false;
+    /* bilinear taps floor(s) and floor(s) + 1, two more pixels of margin for the 1/32 quantization */
+    const double l = std::max(0.0, -std::floor(x0) + 2), t = std::max(0.0, -std::floor(y0) + 2);
+    const double rr = std::max(0.0, std::floor(x1) + 3 - W), b = std::max(0.0, std::floor(y1) + 3 - H);
+    if (l > MAX_PAD || t > MAX_PAD || rr > MAX_PAD || b > MAX_PAD)
+        return false;
+    const int L = (int)l, T = (int)t, R = (int)rr, B = (int)b;
+    cv::Mat P = e.s->g1.mat(H + T + B, W + L + R, e.cur.type());
+    cv::copyMakeBorder(e.cur, P, T, B, L, R, border);
+    const double mp[6] = {m[0], m[1], m[2] + L, m[3], m[4], m[5] + T};
+    const cv::Mat M(2, 3, CV_64F, const_cast<double *>(mp));
+    cv::warpAffine(P, d, M, cv::Size(W, H), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, border);
+    return true;
+}
+
 void keras_geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
 {
     const KerasGeom &p = params<KerasGeom>(op);
@@ -374,6 +408,10 @@ void keras_geom_exec(Exec &e, const fq_op &op, fq_img_op_explain &r)
                                               : (mode == KF_NEAREST ? cv::BORDER_REPLICATE : cv::BORDER_CONSTANT);
         const double fv = p.fill_value;
         cv::Mat d = e.next(H, W, e.cur.type());
+        if (border != cv::BORDER_CONSTANT && warp_padded(e, m, border, d)) {
+            e.set(d);
+            return;
+        }
         cv::warpAffine(e.cur, d, M, cv::Size(W, H), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, border,
                        cv::Scalar(fv, fv, fv, fv));
         e.set(d);
