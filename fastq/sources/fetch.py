@@ -270,6 +270,68 @@ def _remove_tree(d):
     shutil.rmtree(d, ignore_errors=True)
 
 
+class Ramp:
+    """How many requests a pipeline may have in flight now (shared by its epochs' fetchers).
+
+    max_in_flight, except after the pipeline's first request and after a pause (nothing in
+    flight for PAUSE_S): then the limit starts at START and grows by at most START every
+    TICK_S and by at most one per request that ended, up to max_in_flight (about 0.15 s).
+    Each request beyond the connections the client holds opens one, and a server that
+    accepts slowly from a short listen queue (Python's http.server: 5) drops the handshakes
+    that find it full; TCP retries them after 1, 3, 7... s, and the batches that wait for
+    those requests stall.  Opening the pool a few connections at a time keeps the queue
+    short; a pool that is already open (nginx, the cloud stores) loses about 0.1 s of
+    requests once.  RemoteOptions.ramp=False opens them all at once.
+
+    Thread-safety: started / ended / limit are called from the loop threads of two
+    fetchers at an epoch boundary (the previous one's prefetches end on its own loop);
+    every field is read and written under `lock`."""
+
+    START = 4
+    TICK_S = 0.01
+    PAUSE_S = 0.25
+
+    def __init__(self, opts: RemoteOptions):
+        self.max = opts.max_in_flight
+        self.on = opts.ramp
+        self.lock = threading.Lock()
+        self.t0: Optional[float] = None   # when the current ramp began (None: no request yet)
+        self.ended_since = 0              # requests ended since t0
+        self.inflight = 0                 # requests of every fetcher of the pipeline
+        self.idle_since: Optional[float] = None
+        self.ramping = False
+        self.ramps = 0
+
+    def started(self):
+        with self.lock:
+            self.inflight += 1
+            self.idle_since = None
+
+    def ended(self, now: float):
+        with self.lock:
+            self.inflight -= 1
+            self.ended_since += 1
+            if self.inflight == 0:
+                self.idle_since = now
+
+    def limit(self, now: float) -> int:
+        """The in-flight limit at `now` (time.monotonic()); below max_in_flight while ramping."""
+        if not self.on:
+            return self.max
+        with self.lock:
+            paused = self.inflight == 0 and self.idle_since is not None and now - self.idle_since >= self.PAUSE_S
+            if self.t0 is None or paused:
+                self.t0, self.ended_since, self.ramping, self.idle_since = now, 0, True, None
+                self.ramps += 1
+            if not self.ramping:
+                return self.max
+            lim = self.START + min(self.ended_since, int((now - self.t0) / self.TICK_S) * self.START)
+            if lim >= self.max:
+                self.ramping = False
+                return self.max
+            return lim
+
+
 class RemoteSet:
     """The remote side of a source: its objects, and per sample the bytes it needs.
 
@@ -289,6 +351,7 @@ class RemoteSet:
         self.skip = np.zeros(len(self.obj), bool) if skip is None else np.ascontiguousarray(skip, bool)
         self.whole = bool(len(self.end)) and bool((self.end == WHOLE).all())
         self.avg_bytes = self._avg_bytes()
+        self.ramp = Ramp(opts)
 
     def _avg_bytes(self):
         if self.whole:
@@ -386,6 +449,7 @@ class Fetcher:
         self.held = 0
         self.max_held = 0
         self.extra_reqs = 0
+        self.ramp_wake = False  # a wake-up after a ramp tick is scheduled (_limit)
         self.stopping = False
         self.put_lock = threading.Lock()  # no put after stop() returned (see _fetch)
         self.filling: Dict[int, Any] = {}  # object -> the task writing it into the cache
@@ -525,9 +589,23 @@ class Fetcher:
         epoch-boundary stall, up to the request timeout; see docs/cloud.md)."""
         return len(self.inflight) + len(self.adopting)
 
+    def _limit(self):
+        """The in-flight limit now (Ramp); while it holds requests back, the loop is woken
+        again after one of its ticks."""
+        lim = self.rs.ramp.limit(time.monotonic())
+        if lim < self.opts.max_in_flight and not self.ramp_wake:
+            self.ramp_wake = True
+            self.loop.call_later(Ramp.TICK_S, self._ramp_tick)
+        return lim
+
+    def _ramp_tick(self):
+        self.ramp_wake = False
+        self.wake.set()
+
     def _issue(self):
         n = len(self.reqs)
-        while self.next_req < n and self._busy() < self.opts.max_in_flight:
+        lim = self._limit()
+        while self.next_req < n and self._busy() < lim:
             r = self.next_req
             if self.state[r] != _PENDING:
                 self.next_req += 1
@@ -627,7 +705,8 @@ class Fetcher:
             self.next_reqs = self.rs.plan(self.next_order)
         nb = self.opts.next_epoch_bytes
         cap = min(self.opts.max_bytes // 2 if nb is None else nb, self.opts.max_bytes)
-        while self.next_k < len(self.next_reqs) and self._busy() < self.opts.max_in_flight:
+        lim = self._limit()
+        while self.next_k < len(self.next_reqs) and self._busy() < lim:
             o, start, end = self.next_reqs[self.next_k][:3]
             size = self.rs.objects[o].size
             est = (end - start) if end is not None else (size if size is not None else self.rs.avg_bytes)
@@ -638,6 +717,7 @@ class Fetcher:
             with self.carry_lock:
                 self.carry_bytes += est
                 self.next_pending[(o, start, end)] = est
+            self.rs.ramp.started()
             self.inflight[key] = self.loop.create_task(self._prefetch(key, o, start, end, est))
 
     async def _prefetch(self, key, o, start, end, est):
@@ -653,6 +733,7 @@ class Fetcher:
             pass
         finally:
             self.inflight.pop(key, None)
+            self.rs.ramp.ended(time.monotonic())
             with self.carry_lock:
                 rkey = (o, start, end)
                 if self.next_pending.pop(rkey, None) is not None:
@@ -670,6 +751,7 @@ class Fetcher:
         self.state[r] = _INFLIGHT
         self.held += est
         self.max_held = max(self.max_held, self.held)
+        self.rs.ramp.started()
         self.inflight[r] = self.loop.create_task(self._fetch(r, est))
 
     def _on_poll(self, dem, tok):
@@ -726,6 +808,7 @@ class Fetcher:
                             f"GET {obj.url}: {type(e).__name__}: {e}", claims)
         finally:
             self.inflight.pop(r, None)
+            self.rs.ramp.ended(time.monotonic())
             if not self.stopping:
                 self.wake.set()
 
@@ -766,7 +849,8 @@ class Fetcher:
         return {"requests_planned": len(self.reqs) - self.extra_reqs, "requests_extra": self.extra_reqs,
                 "in_flight": len(self.inflight), "bytes_held": self.held + self.carry_bytes,
                 "max_bytes_held": self.max_held, "requests_carried_in": self.carried,
-                "requests_prefetched_for_next_epoch": ahead, "event_loop": self.loop_kind}
+                "requests_prefetched_for_next_epoch": ahead, "event_loop": self.loop_kind,
+                "ramps": self.rs.ramp.ramps}
 
 
 async def fill_object(obj: ObjectInfo, opts: RemoteOptions, counters: Counters, rng) -> list:

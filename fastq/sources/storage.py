@@ -123,6 +123,12 @@ class RemoteOptions:
         "uvloop" (an ImportError without it) or "asyncio".  Every object costs one
         obstore awaitable, woken by obstore's runtime threads through the loop: with uvloop
         that costs about 65 us less client CPU per object (docs/cloud.md).
+    ramp: after a pipeline's first request and after a pause (nothing in flight for 0.25 s),
+        requests in flight grow from 4 to max_in_flight over about 0.15 s (at most 4 more
+        every 10 ms, and one more per request that ended), so that the client opens its
+        connections a few at a time: a server with a short listen queue (Python's
+        http.server) otherwise drops handshakes, which TCP retries after 1, 3, 7... s.
+        ``stats()["remote"]["ramps"]`` counts them.  False: all at once.
     """
 
     max_in_flight: int = 64
@@ -140,6 +146,7 @@ class RemoteOptions:
     first_epoch_spool: bool = True
     spool_dir: Optional[str] = None
     event_loop: str = "auto"
+    ramp: bool = True
 
     def __post_init__(self):
         if self.event_loop not in EVENT_LOOPS:
@@ -149,6 +156,8 @@ class RemoteOptions:
             raise ValueError(f"RemoteOptions.first_epoch_spool must be True or False, got {self.first_epoch_spool!r}")
         if self.spool_dir is not None:
             object.__setattr__(self, "spool_dir", os.fspath(self.spool_dir))
+        if not isinstance(self.ramp, bool):
+            raise ValueError(f"RemoteOptions.ramp must be True or False, got {self.ramp!r}")
         if not isinstance(self.tune_malloc, bool):
             raise ValueError(f"RemoteOptions.tune_malloc must be True or False, got {self.tune_malloc!r}")
         for name in ("max_in_flight", "max_bytes", "chunk_bytes", "retries"):

@@ -73,11 +73,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             srv.counts[self.command] = srv.counts.get(self.command, 0) + 1
             srv.active += 1  # requests being answered at once (what the client has in flight)
             srv.counts["max_concurrent"] = max(srv.counts.get("max_concurrent", 0), srv.active)
+            if not srv.counts.get("answered"):  # what the client sent before it had any answer
+                srv.counts["max_concurrent_before_first_answer"] = max(
+                    srv.counts.get("max_concurrent_before_first_answer", 0), srv.active)
         try:
             self._reply()
         finally:
             with srv.lock:
                 srv.active -= 1
+                srv.counts["answered"] = srv.counts.get("answered", 0) + 1
 
     def _reply(self):
         srv = self.server
@@ -171,20 +175,23 @@ class StdlibServer:
 
     def counts(self):
         """{"GET": n, "HEAD": n, "connections": accepted, "max_concurrent": most requests
-        answered at once}"""
+        answered at once, "max_concurrent_before_first_answer": the same before the first
+        answer was sent, "answered": requests answered}"""
         with self.httpd.lock:
             return dict(self.httpd.counts)
 
     def quiet(self, timeout=5.0):
         """Wait until no request is being answered (those a closed client cancelled
         finish their latency sleep), then start counting max_concurrent and connections
-        afresh."""
+        afresh (and the first answer: the ramp's test)."""
         deadline = time.monotonic() + timeout
         while True:
             with self.httpd.lock:
                 if self.httpd.active == 0 or time.monotonic() > deadline:
                     self.httpd.counts["max_concurrent"] = self.httpd.active
                     self.httpd.counts["connections"] = 0
+                    self.httpd.counts["answered"] = 0
+                    self.httpd.counts.pop("max_concurrent_before_first_answer", None)
                     return
             time.sleep(0.01)
 
