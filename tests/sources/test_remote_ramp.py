@@ -10,7 +10,7 @@ import pytest
 import fastq
 from fastq import ops
 from fastq.bench import testdata
-from fastq.sources.fetch import Ramp
+from fastq.sources.ramp import Ramp
 from fastq.sources.storage import RemoteOptions
 
 pytest.importorskip("obstore", reason="the cloud extra (obstore) is part of requirements-dev.txt")
