@@ -42,7 +42,7 @@ def _round_up(v: int, m: int) -> int:
 
 
 def _rse_size(h: int, w: int, s: float, max_size: int) -> Tuple[int, int]:
-    """ResizeShortestEdge's output size (fq_image_det.cpp rse_plan, the same double arithmetic)."""
+    """ResizeShortestEdge's output size (fq_image_detection.cpp rse_plan, the same double arithmetic)."""
     scale = s / min(h, w)
     nh, nw = (s, scale * w) if h < w else (scale * h, s)
     if max_size > 0 and max(nh, nw) > max_size:

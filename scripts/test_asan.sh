@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 PY=${PYTHON:-python3}
 JOBS=${JOBS:-2}
-TESTS=${ASAN_TESTS:-tests/core/test_ring.py tests/core/test_pipeline_iterable.py tests/image/test_image_pipeline.py tests/image/test_decode.py tests/sources/test_sources_webdataset.py tests/sources/test_reader_label_dtype.py tests/sources/test_sources_tfrecord.py tests/sources/test_sources_tfrecord_stream.py tests/ops/test_op_descriptors.py tests/ops/test_ops.py tests/ops/test_fuzz_policies.py tests/image/test_channels.py tests/ops/test_custom_op.py tests/targets/test_det_ops.py tests/ops/test_compose.py tests/ops/test_erasing.py tests/ops/test_mix.py tests/ops/test_gaussian_noise.py tests/targets/test_instance_masks.py}
+TESTS=${ASAN_TESTS:-tests/core/test_ring.py tests/core/test_pipeline_iterable.py tests/image/test_image_pipeline.py tests/image/test_decode.py tests/sources/test_sources_webdataset.py tests/sources/test_reader_label_dtype.py tests/sources/test_sources_tfrecord.py tests/sources/test_sources_tfrecord_stream.py tests/ops/test_op_descriptors.py tests/ops/test_ops.py tests/ops/test_fuzz_policies.py tests/image/test_channels.py tests/ops/test_custom_op.py tests/targets/test_detection_ops.py tests/ops/test_compose.py tests/ops/test_erasing.py tests/ops/test_mix.py tests/ops/test_gaussian_noise.py tests/targets/test_instance_masks.py}
 t0=$(date +%s)
 
 CC=${CC:-gcc}

@@ -1,5 +1,5 @@
 /* fq_image_prepare.h - restart-segment decoding switches and the lossless "prepare"
- * re-encode (csrc/image/decode/fq_image_rst.cpp, csrc/image/decode/fq_image_prepare.cpp).  C API, no Python.h.
+ * re-encode (csrc/image/decode/fq_image_restart_crop.cpp, csrc/image/decode/fq_image_prepare.cpp).  C API, no Python.h.
  *
  * Segment decoding: for a baseline Huffman JPEG with a restart interval that divides
  * the MCUs per row, the crop decode builds a small JPEG holding only the restart

@@ -401,7 +401,7 @@ static int write_targets(fq_imgtask *t, int worker, int64_t idx, const fq_img_ex
         rc = fq_tgt_mask(ex, g->masks[idx], h, w, g->mask_elem, (size_t)w * (size_t)g->mask_elem, g->mask_fill,
                          g->mask_sampling, rows[b++], e);
     }
-    if (rc == FQ_OK && g->inst_kind) /* per-instance masks of the kept boxes: fq_imgtask_inst.c */
+    if (rc == FQ_OK && g->inst_kind) /* per-instance masks of the kept boxes: fq_imgtask_instance_masks.c */
         rc = fq_imgtask_inst_masks(g, idx, off, n, ex, index, kept, count, rows[b++], e);
     free(index);
     return rc;

@@ -96,7 +96,7 @@ typedef struct fq_imgtask_targets {
      * FQ_TFR_TRUNCATE) are counted in fq_imgtask_stats.boxes_truncated. */
     int from_reader;
     int normalized; /* also without from_reader: the boxes array holds fractions (fq_imgtask_scaled_boxes) */
-    /* per-instance masks of each box (fq_imgtask_inst.c), rows aligned with boxes; NULL
+    /* per-instance masks of each box (fq_imgtask_instance_masks.c), rows aligned with boxes; NULL
      * inst_kind: none.  Output max_boxes x inst_out_h x inst_out_w uint8 (0 / 1) of the kept
      * boxes, gathered by their index like keypoints, zeros after the count; after the mask.
      * Box j (global row): inst_kind[j] FQ_INST_NONE (an empty mask), FQ_INST_POLYGONS (rings
@@ -174,7 +174,7 @@ void fq_imgtask_get_stage_times(fq_imgtask *t, fq_stage_times *out);
 /* Last skip message for a code ("" if none): copied into msg. */
 void fq_imgtask_last_skip(fq_imgtask *t, int code, char *msg, size_t len);
 
-/* Internal (fq_imgtask_rdboxes.c): the boxes of a from_reader sample.  block: its five VARLEN
+/* Internal (fq_imgtask_reader_boxes.c): the boxes of a from_reader sample.  block: its five VARLEN
  * extras (sizes[5] bytes each); boxes xyxy (denormalized with src_h, src_w when normalized) and
  * classes malloc'd (the caller frees both), *n_out of them, *left_out the ones the reader did
  * not keep.  FQ_E_DECODE: counts that differ, a class beyond int32. */
@@ -197,7 +197,7 @@ void fq_imgtask_plan_boxes(fq_img_scratch *s, const fq_imgtask_targets *g, int64
  * caller frees it).  FQ_E_NOMEM. */
 int fq_imgtask_scaled_boxes(const fq_imgtask_targets *g, int64_t off, int n, int src_h, int src_w, float **out,
                             fq_err *err);
-/* Internal (fq_imgtask_inst.c): the instance masks of sample idx (its n boxes start at
+/* Internal (fq_imgtask_instance_masks.c): the instance masks of sample idx (its n boxes start at
  * global row off) into row (max_boxes planes): the kept boxes' (index[0 .. count - 1],
  * kept_boxes: their output boxes, count x 4).
  * Errors name the instance ("instance 1: ..."). */

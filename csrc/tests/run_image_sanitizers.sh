@@ -18,14 +18,14 @@ $CXX -std=c++17 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -I"${FASTQ_OPENCV_INCLU
     -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o "$out/test_image_asan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 "$out/test_image_asan"
 
-# The segment-skipping crop decode (fq_image_rst.cpp) against the plain ROI path.
+# The segment-skipping crop decode (fq_image_restart_crop.cpp) against the plain ROI path.
 $CXX -std=c++17 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -I"${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}" \
-    csrc/tests/test_rst.cpp csrc/image/*/*.cpp "$out/fq_common_imgsan.o" "$out/fq_io_imgsan.o" "$out/fq_cpu_imgsan.o" \
-    -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o "$out/test_rst_asan"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$out/test_rst_asan"
+    csrc/tests/test_restart_crop.cpp csrc/image/*/*.cpp "$out/fq_common_imgsan.o" "$out/fq_io_imgsan.o" "$out/fq_cpu_imgsan.o" \
+    -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o "$out/test_restart_crop_asan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$out/test_restart_crop_asan"
 
 # Per-instance masks (fq_image_targets_inst.cpp): polygons, RLE, boxes, the error paths; leaks on.
 $CXX -std=c++17 -O1 -g -Wall -Wextra -Werror $SAN -Icsrc -I"${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}" \
-    csrc/tests/test_inst.cpp csrc/image/*/*.cpp "$out/fq_common_imgsan.o" "$out/fq_io_imgsan.o" "$out/fq_cpu_imgsan.o" \
-    -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o "$out/test_inst_asan"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$out/test_inst_asan"
+    csrc/tests/test_instance_masks.cpp csrc/image/*/*.cpp "$out/fq_common_imgsan.o" "$out/fq_io_imgsan.o" "$out/fq_cpu_imgsan.o" \
+    -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o "$out/test_instance_masks_asan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$out/test_instance_masks_asan"

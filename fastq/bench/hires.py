@@ -218,7 +218,7 @@ def single_thread_forms(form_paths, passes=3, progress=True, out=print):
 
 
 SEGMENTS_OFF = "prepared, segments off"
-KEEP = 8  # scaled pixels the segment decode keeps around the box (kKeep, csrc/image/decode/fq_image_rst.cpp)
+KEEP = 8  # scaled pixels the segment decode keeps around the box (kKeep, csrc/image/decode/fq_image_restart_crop.cpp)
 
 
 def _decoded_region(ex, segments):

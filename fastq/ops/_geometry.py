@@ -1,5 +1,5 @@
 """Geometry ops: crops, resizes, flips, affine maps, the policy primitives Rotate /
-Shear / Translate, the detection geometry ops (csrc/image/geometry/fq_image_det.cpp) and
+Shear / Translate, the detection geometry ops (csrc/image/geometry/fq_image_detection.cpp) and
 tensorpack's crop (csrc/image/color/fq_image_aug_tensorpack.cpp)."""
 import numbers
 from typing import Any, Optional, Sequence, Tuple, Union
@@ -338,7 +338,7 @@ class TranslateY(TranslateX):
         return cls(-3, p=0.5)
 
 
-# ---- targets: detection geometry ops (csrc/image/geometry/fq_image_det.cpp) ------------
+# ---- targets: detection geometry ops (csrc/image/geometry/fq_image_detection.cpp) ------------
 
 
 class ResizeShortestEdge(Op):

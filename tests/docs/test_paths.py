@@ -6,7 +6,7 @@ with csrc/, fastq/, tests/, scripts/, docs/ or benchmarks/ and ends in a file ex
 a slash) names a file or folder of the repository.  Tokens that are patterns rather than
 paths (holding <, >, *, {, } or "...") are skipped; everything else is checked as written.
 
-The build lines at the top of csrc/tests/test_ring.c, test_image.cpp and test_rst.cpp
+The build lines at the top of csrc/tests/test_ring.c, test_image.cpp and test_restart_crop.cpp
 (the comment lines that show how to build each test by hand from the repository root)
 are compiled and run as written, in a temporary folder that links csrc/ from the repo.
 """
@@ -142,7 +142,7 @@ def test_token_rule():
 
 # --- the hand build lines of csrc/tests/ -----------------------------------------------
 
-BUILD_FILES = ("csrc/tests/test_ring.c", "csrc/tests/test_image.cpp", "csrc/tests/test_rst.cpp")
+BUILD_FILES = ("csrc/tests/test_ring.c", "csrc/tests/test_image.cpp", "csrc/tests/test_restart_crop.cpp")
 
 
 def build_lines(rel):

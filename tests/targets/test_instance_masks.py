@@ -1,5 +1,5 @@
 """Per-instance masks (fastq.targets: instance_polygons / instance_rles / instance_masks,
-csrc/image/targets/fq_image_targets_inst.cpp, csrc/task/fq_imgtask_inst.c).  Independent
+csrc/image/targets/fq_image_targets_inst.cpp, csrc/task/fq_imgtask_instance_masks.c).  Independent
 references: polygons moved with numpy float64 maps built here from the explain record
 (torchvision's _get_inverse_affine_matrix for the Rotate / Shear / Translate primitives),
 then rasterized by pycocotools (frPyObjects + decode) and kept where the output shows the

@@ -1,6 +1,6 @@
 """fastq.sources.TFRecord(targets=fastq.targets.OdapiTargets(...)): OD-API boxes and
 classes read natively with each record (variable-length lists, csrc/records/fq_example.c)
-and moved with the image from its explain record (csrc/task/fq_imgtask_rdboxes.c).
+and moved with the image from its explain record (csrc/task/fq_imgtask_reader_boxes.c).
 
 Checked against independent paths: shards written by TensorFlow's own TFRecordWriter /
 tf.train.Example and parsed back by tf.io.parse_single_example (marker tf), then moved

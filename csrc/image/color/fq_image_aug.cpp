@@ -7,7 +7,7 @@
  * definitions and the measured differences are in docs/ops.md.  Pure functions of
  * their arguments (thread-safe). */
 #include "image/internal/fq_image_aug.h"
-#include "image/internal/fq_image_det.h" /* targets: detection geometry ops */
+#include "image/internal/fq_image_detection.h" /* targets: detection geometry ops */
 #include "image/internal/fq_image_iou_crop.h"
 #include "image/internal/fq_image_keras.h"
 

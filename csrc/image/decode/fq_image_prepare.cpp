@@ -1,5 +1,5 @@
 /* fq_image_prepare.cpp - lossless JPEG re-encode with restart markers that tile each MCU
- * row, so that fq_image_rst.cpp can entropy-decode only the segments a crop needs
+ * row, so that fq_image_restart_crop.cpp can entropy-decode only the segments a crop needs
  * (docs/prepare.md).  The quantized DCT coefficients are copied unchanged
  * (jpeg_read_coefficients -> jpeg_write_coefficients, like `jpegtran -restart N`): every
  * decoder gives the same pixels for the prepared file as for the original.

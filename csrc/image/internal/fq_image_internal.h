@@ -53,7 +53,7 @@ struct fq_img_scratch {
     fqi::Buf a, b, g1, g2;   /* op ping-pong buffers and op temporaries */
     cv::Mat cv_decoded; /* owned by OpenCV (imdecode result) */
     fq_stage_times times{}; /* the last call's decode/ops/write ns (fq_stage_times.h) */
-    std::vector<uint8_t> rst_buf; /* segment decode: the mini-JPEG (fq_image_rst.cpp) */
+    std::vector<uint8_t> rst_buf; /* segment decode: the mini-JPEG (fq_image_restart_crop.cpp) */
     std::vector<size_t> rst_seg;  /* segment decode: (start, end) of each restart segment */
     fqi::PlanBoxes boxes;         /* the next samples' boxes, for RandomIoUCrop's plan */
 };
@@ -84,7 +84,7 @@ int jpeg_decode(fq_img_scratch *s, const SrcInfo &si, int scale_num, int x, int 
                 int out_channels, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err);
 
 /* jpeg_decode of a crop ROI, through a mini-JPEG of the restart segments that cover
- * it when data (the bytes jpeg_header read) allows (fq_image_rst.cpp), else exactly
+ * it when data (the bytes jpeg_header read) allows (fq_image_restart_crop.cpp), else exactly
  * jpeg_decode.  Same contract and output as jpeg_decode, except that only the pixels
  * of `need` (x, y, w, h: the box the ops read, scaled; NULL: the whole ROI) plus 8
  * pixels around it are guaranteed to be the decoded ones. */

@@ -11,7 +11,7 @@
  *   fq_image_jpeg.cpp    the JPEG path: header, plan, ROI / DCT-scaled decode, first op
  *   fq_image_api.cpp     the C API entry points (arrays, encoded images, scratch)
  *
- * fq_image_decode.cpp (and fq_image_rst.cpp) hold the decoders (fq_image_internal.h).
+ * fq_image_decode.cpp (and fq_image_restart_crop.cpp) hold the decoders (fq_image_internal.h).
  * Semantics of every op: docs/ops.md. */
 #ifndef FQ_IMAGE_STAGES_H
 #define FQ_IMAGE_STAGES_H
@@ -247,7 +247,7 @@ extern const OpFamily kOpsErase; /* color/fq_image_aug_erase.cpp: RandomErasing 
 extern const OpFamily kOpsCustom; /* api/fq_image_custom.cpp: CustomOp / PyFunc */
 /* api/fq_image_compose.cpp: the compositions RandomApply / RandomChoice / RandomOrder */
 extern const OpFamily kOpsCompose;
-/* geometry/fq_image_det.cpp: detection geometry: ResizeShortestEdge / Pad / ScaleJitter / RandomZoomOut */
+/* geometry/fq_image_detection.cpp: detection geometry: ResizeShortestEdge / Pad / ScaleJitter / RandomZoomOut */
 extern const OpFamily kOpsDet;
 extern const OpFamily kOpsIouCrop; /* geometry/fq_image_iou_crop.cpp: RandomIoUCrop */
 /* color/fq_image_aug_tensorpack.cpp: tensorpack's fbresnet_augmentor crop and fused colour ops */

@@ -1,8 +1,8 @@
-/* fq_image_det.cpp - detection geometry ops: ResizeShortestEdge (detectron2 / tensorpack
+/* fq_image_detection.cpp - detection geometry ops: ResizeShortestEdge (detectron2 / tensorpack
  * CustomResize) and Pad (top-left, to a fixed size or a multiple).  Their records (with
  * their target rules) are at the end of this file (family kOpsDet).
  * ScaleJitter: TF Model Garden resize_and_crop_image.  Semantics: docs/ops.md.  Pure functions of their arguments (thread-safe). */
-#include "image/internal/fq_image_det.h"
+#include "image/internal/fq_image_detection.h"
 
 #include <cmath>
 

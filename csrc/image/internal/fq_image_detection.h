@@ -1,6 +1,6 @@
-/* fq_image_det.h - private declarations of the detection geometry ops
- * (fq_image_det.cpp): ResizeShortestEdge and Pad; their records are at the
- * end of fq_image_det.cpp (family kOpsDet).  Semantics: docs/ops.md, docs/targets.md. */
+/* fq_image_detection.h - private declarations of the detection geometry ops
+ * (fq_image_detection.cpp): ResizeShortestEdge and Pad; their records are at the
+ * end of fq_image_detection.cpp (family kOpsDet).  Semantics: docs/ops.md, docs/targets.md. */
 #ifndef FQ_IMAGE_DET_H
 #define FQ_IMAGE_DET_H
 

@@ -1,7 +1,7 @@
-/* test_rst.cpp - sanitizer driver for the restart-segment crop decode
- * (csrc/image/decode/fq_image_rst.cpp), the lossless prepare (csrc/image/decode/fq_image_prepare.cpp) and the SIMD
+/* test_restart_crop.cpp - sanitizer driver for the restart-segment crop decode
+ * (csrc/image/decode/fq_image_restart_crop.cpp), the lossless prepare (csrc/image/decode/fq_image_prepare.cpp) and the SIMD
  * float32 write: JPEGs with restart intervals (4:2:0 and gray: Debian's OpenCV 4.6
- * cannot choose the sampling; tests/image/test_rst_decode.py covers 4:2:2 / 4:4:4) and
+ * cannot choose the sampling; tests/image/test_restart_crop_decode.py covers 4:2:2 / 4:4:4) and
  * prepared files, every prefix (truncation) and random byte corruptions, segment
  * decoding on and off.  Intact files must give identical bytes both ways; broken ones
  * must fail cleanly or decode (never crash, never touch memory they do not own).
@@ -10,9 +10,9 @@
  *   mkdir -p build && (cd build && gcc -std=c11 -g -fsanitize=address,undefined -I../csrc \
  *       -c ../csrc/core/fq_common.c ../csrc/core/fq_io.c ../csrc/core/fq_cpu.c) && \
  *   g++ -std=c++17 -g -O1 -Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
- *       -Icsrc -I/usr/include/opencv4 csrc/tests/test_rst.cpp $(find csrc/image -name '*.cpp') build/fq_common.o build/fq_io.o build/fq_cpu.o \
- *       -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o build/test_rst_san && \
- *   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./build/test_rst_san
+ *       -Icsrc -I/usr/include/opencv4 csrc/tests/test_restart_crop.cpp $(find csrc/image -name '*.cpp') build/fq_common.o build/fq_io.o build/fq_cpu.o \
+ *       -lopencv_imgcodecs -lopencv_imgproc -lopencv_core -ljpeg -o build/test_restart_crop_san && \
+ *   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ./build/test_restart_crop_san
  *
  * Exit status 0 and "all N checks passed" on success.
  */

@@ -1,5 +1,5 @@
-/* fq_permutation.c - the epoch shuffle of fq_imgtask.h (moved out of fq_imgtask.c, which
- * is at the 600-line limit of tests/core/test_csrc_layout.py). */
+/* fq_epoch_shuffle.c - the epoch shuffle of fq_imgtask.h: fq_permutation(seed, epoch), a
+ * Fisher-Yates shuffle over the stream FQ_RNG_SHUFFLE_INDEX of (seed, epoch). */
 #include "task/fq_imgtask.h"
 
 #include "core/fq_rng.h"

@@ -1,4 +1,4 @@
-"""Restart-segment crop decode (csrc/image/decode/fq_image_rst.cpp): for JPEGs whose restart interval
+"""Restart-segment crop decode (csrc/image/decode/fq_image_restart_crop.cpp): for JPEGs whose restart interval
 tiles each MCU row, the crop is decoded from a mini-JPEG of the segments that cover it.
 
 Identity: for the same (seed, epoch, index) the output bytes equal the plain ROI path's

@@ -1,4 +1,4 @@
-/* fq_imgtask_rdboxes.c - the boxes of a READER sample from the five variable-length
+/* fq_imgtask_reader_boxes.c - the boxes of a READER sample from the five variable-length
  * features its reader delivered (fq_imgtask.h: fq_imgtask_targets.from_reader). */
 #include "task/fq_imgtask.h"
 

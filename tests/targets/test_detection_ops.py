@@ -1,4 +1,4 @@
-"""Detection geometry ops (csrc/image/geometry/fq_image_det.cpp): ResizeShortestEdge and Pad, against
+"""Detection geometry ops (csrc/image/geometry/fq_image_detection.cpp): ResizeShortestEdge and Pad, against
 tensorpack's imgaug.ResizeShortestEdge (sizes and boxes), a Python transcription of
 detectron2's ResizeShortestEdge.get_output_shape (max_size), cv2.resize and numpy."""
 

@@ -1,4 +1,4 @@
-/* fq_imgtask_inst.c - per-instance masks of an image task's targets (fq_imgtask.h,
+/* fq_imgtask_instance_masks.c - per-instance masks of an image task's targets (fq_imgtask.h,
  * fq_imgtask_targets.inst_*): each sample's instances are checked, and those of its kept
  * boxes rasterized (polygons) or decoded and moved (RLE) into the batch slot, in the
  * worker that made the image, from its explain record.  docs/targets.md. */

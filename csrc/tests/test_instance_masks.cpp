@@ -1,4 +1,4 @@
-/* test_inst.cpp - the per-instance mask rules (fq_image_targets_inst.cpp) under ASan + UBSan
+/* test_instance_masks.cpp - the per-instance mask rules (fq_image_targets_inst.cpp) under ASan + UBSan
  * with leak detection: polygons through a resize + flip record, in a box, RLE, a label map at
  * pixel centres and OpenCV's legacy sampling, and every error path (each must free what it
  * allocated).  Exactness against pycocotools is
@@ -110,6 +110,6 @@ int main()
         CHECK(fq_tgt_mask(&ex, lab.data(), H, W, 2, (size_t)W * 2, 0, -1, got.data(), &err) == FQ_E_INVALID,
               "sampling -1");
     }
-    printf("test_inst: %d checks, %d failed\n", g_checks, g_failed);
+    printf("test_instance_masks: %d checks, %d failed\n", g_checks, g_failed);
     return g_failed ? 1 : 0;
 }

@@ -1,4 +1,4 @@
-/* fq_image_rst.cpp - crop decode that entropy-decodes only the restart segments a crop
+/* fq_image_restart_crop.cpp - crop decode that entropy-decodes only the restart segments a crop
  * needs (docs/prepare.md).
  *
  * Huffman decoding cannot skip the columns left and right of a crop: libjpeg decodes
