@@ -21,7 +21,6 @@
 
 namespace {
 
-inline int pil_floor(double v) { return v < 0.0 ? (int)std::floor(v) : (int)v; }
 inline int clampi(int v, int n) { return v < 0 ? 0 : (v < n ? v : n - 1); }
 
 /* the 3 bytes at p as int32 lanes 0..2 (lane 3: 0); never reads past p[2] */
@@ -238,7 +237,7 @@ FQ_AVX2 void pil_affine_rgb_avx2(const cv::Mat &src, cv::Mat &dst, const double 
     const uint8_t *data = src.ptr<uint8_t>(0);
     /* one output row's source points, 4 at a time: the scalar code's double expressions
      * (a0 xc + a1 yc + a2 left to right, xc = x + 0.5 exact), its bounds test, then floor and
-     * fraction of the point less half a pixel (pil_floor is the floor; xin - (double)floor is
+     * fraction of the point less half a pixel (the scalar pil_floor is a floor; xin - (double)floor is
      * the scalar xin - xi) */
     const size_t n4 = ((size_t)OW + 3) & ~(size_t)3;
     thread_local std::vector<double> fbuf;
