@@ -32,7 +32,7 @@ TESTS=${ASAN_TESTS:-tests/core/test_ring.py tests/core/test_pipeline_iterable.py
 t0=$(date +%s)
 
 CC=${CC:-gcc}
-libasan=$("$CC" -print-file-name=libasan.so)
+libasan=$($CC -print-file-name=libasan.so)  # unquoted: CC may be a command line ("ccache gcc")
 if [ ! -e "$libasan" ] || [ "$libasan" = "libasan.so" ]; then
     echo "test_asan.sh: libasan.so not found for $CC (Debian: apt-get install libasan8 / gcc)" >&2
     exit 2
