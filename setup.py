@@ -21,7 +21,7 @@ Either way every extension exports only its PyInit_* symbol (a linker version
 script), so fastq coexists in one process with pip's cv2 and TensorFlow's libraries.
 
 The files of csrc/ are compiled once, into static libraries (build_clib): one per
-component folder (CSRC_COMPONENTS below: csrc/core, ring, task, records, cuda in C11,
+component folder (CSRC_COMPONENTS below: csrc/core, ring, task, records, cuda, net in C11,
 csrc/image in C++17, in stage sub-folders), its sources found by glob; each extension
 module is its Cython file plus the libraries it needs.
 
@@ -208,7 +208,7 @@ class BuildExt(build_ext):
 # component needs no edit here.  Private headers sit in <folder>/internal/, or in a
 # stage's folder when only that stage includes them.
 # Includes name the component ("core/fq_common.h", from -Icsrc) and point one way:
-#   core <- ring <- task;  core <- image <- task <- records;  core <- cuda
+#   core <- ring <- task;  core <- image <- task <- records;  core <- cuda;  core <- net
 # Folders under csrc/ that are NOT built into the extensions are named in CSRC_NOT_BUILT
 # (tests: the C drivers and fuzzers; tf: the TensorFlow kernel, built separately against
 # the installed TensorFlow at first use); any other folder must be in CSRC_COMPONENTS.
@@ -220,6 +220,7 @@ CSRC_COMPONENTS = {
     "task": ("fastq_task", "c"),        # the image task + the fq_sample_reader interface
     "records": ("fastq_records", "c"),  # TFRecord (indexed + stream), tar, read-ahead
     "cuda": ("fastq_cuda", "c"),        # dlopen'ed CUDA runtime: pin / unpin
+    "net": ("fastq_net", "c"),          # the plain-HTTP client of remote sources (fastq/sources/nethttp.py)
 }
 CSRC_NOT_BUILT = {"tests", "tf"}
 
@@ -268,7 +269,7 @@ def _config():
     # them (obj_deps).
     _check_csrc_folders()
     headers = sorted(glob.glob("csrc/*/*.h") + glob.glob("csrc/*/*/*.h"))  # internal/ and stage folders
-    folders = ["core", "ring"]
+    folders = ["core", "ring", "net"]
     if want("_cuda"):
         folders.append("cuda")
     if need_image:
@@ -289,7 +290,7 @@ def _config():
     )
     exts = []
     if want("_core"):
-        exts.append(Extension("fastq._native._core", ["fastq/_native/_core.pyx"], libraries=libs_of("ring", "core"), **common))
+        exts.append(Extension("fastq._native._core", ["fastq/_native/_core.pyx"], libraries=libs_of("net", "ring", "core"), **common))
     if need_image:
         exts.append(Extension("fastq._native._image", ["fastq/_native/_image.pyx"],
                               library_dirs=libdirs + extra_libdirs,

@@ -13,7 +13,9 @@ fetches --objects objects, --in-flight at once; CPU is this process's user + sys
 * uvloop, get_range_async, no ETag: one await per object, without the If-Match check (a floor;
   obstore's ranged calls take no options);
 * presigned + urllib3, threads: ``obstore.sign`` of every URL (one call), then a pooled
-  HTTP/1.1 client (urllib3) from --in-flight threads: a floor outside obstore's runtime.
+  HTTP/1.1 client (urllib3) from --in-flight threads: a floor outside obstore's runtime;
+* uvloop, fastq native HTTP client: fastq/sources/nethttp.py (csrc/net), SigV4-signed, If-Match,
+  one task per object: what ``RemoteOptions(http_client="native")`` fetches with.
 
 obstore's ``get_ranges`` batches ranges of one object only: no style for single objects.
 
@@ -37,7 +39,7 @@ def _cpu():
     return r.ru_utime + r.ru_stime
 
 
-def styles(obstore, store, keys, meta, n, k):
+def styles(obstore, store, keys, meta, n, k, native=None):
     def task_per_object(run):
         def go():
             async def one(key, sem):
@@ -107,12 +109,45 @@ def styles(obstore, store, keys, meta, n, k):
         r = pool.request("GET", urls[i])
         return r.status == 200 and len(r.data) == meta[keys[i % len(keys)]]["size"]
 
+    def native_task_per_object(endpoint, creds):
+        """fastq's own HTTP client (fastq/sources/nethttp.py), SigV4-signed, If-Match: what
+        fetch() awaits with RemoteOptions(http_client="native")."""
+        import types
+        import urllib.parse
+        import uvloop
+        from fastq.sources import nethttp
+        from fastq.bench.remote import BUCKET as bucket
+        from fastq.sources.storage import ObjectInfo
+        u = urllib.parse.urlsplit(endpoint)
+        opts = types.SimpleNamespace(max_in_flight=k, connect_timeout_s=5.0, timeout_s=30.0)
+        objs = {key: ObjectInfo(key, None, key) for key in keys}
+
+        def go():
+            target = nethttp.NativeTarget(u.hostname, u.port, "/" + bucket, creds, "us-east-1")
+
+            async def one(key, sem):
+                async with sem:
+                    body, size, _ = await nethttp.get(target, objs[key], None, None, meta[key]["e_tag"], opts,
+                                                      lambda *a: RuntimeError(str(a)))
+                    return len(body) == size
+
+            async def main():
+                try:
+                    sem = asyncio.Semaphore(k)
+                    return sum(await asyncio.gather(*(one(keys[i % len(keys)], sem) for i in range(n))))
+                finally:
+                    nethttp.close_loop(asyncio.get_running_loop())
+            return uvloop.run(main())
+        return go
+
     out = {"asyncio, task per object (fastq before)": task_per_object(asyncio.run),
            "blocking get + bytes, threads": threads(blocking)}
     try:
         import uvloop
         out["uvloop, task per object (fastq now)"] = task_per_object(uvloop.run)
         out["uvloop, get_range_async, no ETag (floor)"] = ranged_uvloop
+        if native is not None:
+            out["uvloop, fastq native HTTP client"] = native_task_per_object(*native)
     except ImportError:
         pass
     try:
@@ -148,7 +183,9 @@ def main(argv=None):
         store = S3Store(BUCKET, **srv.obstore_config(pool_max_idle_per_host=str(max(16, a.in_flight)), timeout="30s"))
         keys = data["keys"]["files"]
         meta = {k: obstore.head(store, k) for k in keys}
-        runs = styles(obstore, store, keys, meta, a.objects, a.in_flight)
+        cfg = srv.obstore_config()
+        runs = styles(obstore, store, keys, meta, a.objects, a.in_flight,
+                      native=(srv.endpoint, (cfg["access_key_id"], cfg["secret_access_key"], None)))
         res = {name: [] for name in runs}
         for name, go in runs.items():  # warm-up: connections, the runtime
             go()

@@ -545,3 +545,4 @@ def stall_message(double stall_timeout, detail, int capacity):
             f"least one slot the consumer does not hold; delete batches you keep, copy "
             f"what you need to keep, or raise queue_size above the number of batches held at once "
             f"(including tf.data buffers such as prefetch, shuffle and cache).")
+include "_http.pxi"

@@ -35,7 +35,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from fastq.sources.ramp import Ramp
-from fastq.sources.storage import Counters, ObjectInfo, RemoteError, RemoteOptions, fetch, run_loop, run_sync
+from fastq.sources.storage import (Counters, ObjectInfo, RemoteError, RemoteOptions, fetch, http_client_of, run_loop,
+                                   run_sync)
 
 __all__ = ["RemoteSet", "Fetcher", "LocalCache"]
 
@@ -789,6 +790,7 @@ class Fetcher:
                 "in_flight": len(self.inflight), "bytes_held": self.held + self.carry_bytes,
                 "max_bytes_held": self.max_held, "requests_carried_in": self.carried,
                 "requests_prefetched_for_next_epoch": ahead, "event_loop": self.loop_kind,
+                "http_client": http_client_of(self.rs.objects[0].store) if self.rs.objects else None,
                 "ramps": self.rs.ramp.ramps}
 
 

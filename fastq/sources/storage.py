@@ -50,6 +50,8 @@ def local_path(p):
 
 
 EVENT_LOOPS = ("auto", "uvloop", "asyncio")
+HTTP_CLIENTS = ("auto", "native", "obstore")
+AUTO_NATIVE = True  # RemoteOptions(http_client="auto") reads natively where the native client applies
 
 
 def loop_name(event_loop: str = "auto") -> str:
@@ -68,11 +70,22 @@ def loop_name(event_loop: str = "auto") -> str:
 
 
 def run_loop(coro, event_loop: str = "auto"):
-    """asyncio.run(coro) on the event loop event_loop selects (see loop_name)."""
+    """asyncio.run(coro) on the event loop event_loop selects (see loop_name); the native
+    HTTP pools opened on that loop are closed (their threads joined) as coro ends."""
+    coro = _closing_native(coro)
     if loop_name(event_loop) == "uvloop":
         import uvloop
         return uvloop.run(coro)  # asyncio.run's steps, on a uvloop loop (no policy change)
     return asyncio.run(coro)
+
+
+async def _closing_native(coro):
+    try:
+        return await coro
+    finally:
+        if _NATIVE:
+            from fastq.sources import nethttp
+            nethttp.close_loop(asyncio.get_running_loop())
 
 
 class RemoteError(OSError):
@@ -129,6 +142,13 @@ class RemoteOptions:
         connections a few at a time: a server with a short listen queue (Python's
         http.server) otherwise drops handshakes, which TCP retries after 1, 3, 7... s.
         ``stats()["remote"]["ramps"]`` counts them.  False: all at once.
+    http_client: what fetches the objects' bytes (whole and ranged GETs): "auto" (the
+        default: obstore), "native" (fastq's own HTTP/1.1 client, csrc/net: native threads,
+        keep-alive connections, no TLS; a ValueError when a store is not one it serves) or
+        "obstore".  The native client serves ``http://`` URLs and ``s3://`` buckets at an
+        ``http://`` endpoint (path-style; unsigned, or signed with static credentials); listing,
+        HEAD, uploads and every other store stay on obstore.  It costs less client CPU per
+        object (docs/cloud.md); ``stats()["remote"]["http_client"]`` says which one ran.
     """
 
     max_in_flight: int = 64
@@ -147,8 +167,12 @@ class RemoteOptions:
     spool_dir: Optional[str] = None
     event_loop: str = "auto"
     ramp: bool = True
+    http_client: str = "auto"
 
     def __post_init__(self):
+        if self.http_client not in HTTP_CLIENTS:
+            raise ValueError(f"RemoteOptions.http_client must be one of {', '.join(map(repr, HTTP_CLIENTS))}, "
+                             f"got {self.http_client!r}")
         if self.event_loop not in EVENT_LOOPS:
             raise ValueError(f"RemoteOptions.event_loop must be one of {', '.join(map(repr, EVENT_LOOPS))}, "
                              f"got {self.event_loop!r}")
@@ -224,7 +248,7 @@ def split_url(url: str) -> Tuple[str, str]:
     return f"{scheme}://{u.netloc}", unquote(u.path.lstrip("/"))
 
 
-_STORES: Dict[Tuple[str, Tuple], Any] = {}
+_STORES: Dict[Tuple[str, Tuple, str], Any] = {}
 _STORES_LOCK = threading.Lock()
 
 
@@ -276,7 +300,7 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
         client["root_certificate"] = _read_ca_file(ca_file)
     retry = so.pop("retry_config", None) or {"max_retries": 0}
     env = {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "GOOGLE_", "AZURE_", "AZURITE_"))}
-    key = (root, _freeze({"so": so, "client": client, "retry": retry, "env": env}))  # env: obstore reads it
+    key = (root, _freeze({"so": so, "client": client, "retry": retry, "env": env}), opts.http_client)  # env: obstore reads it
     with _STORES_LOCK:
         st = _STORES.get(key)
         if st is None:
@@ -293,8 +317,27 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
                     st = obstore.store.from_url(root, client_options=client, retry_config=retry, **so)
                 except Exception as e:  # noqa: BLE001 - obstore's configuration errors
                     raise ValueError(f"cannot configure object store {root}: {e}") from e
+            target = None
+            if opts.http_client == "native" or (opts.http_client == "auto" and AUTO_NATIVE):
+                from fastq.sources import nethttp
+                target, why = nethttp.native_target(root, so, client)
+                if target is None and opts.http_client == "native":
+                    raise ValueError(f'RemoteOptions(http_client="native"): the native HTTP client cannot read '
+                                     f'{root}: {why}')
             _STORES[key] = st
+            if target is not None:
+                _NATIVE[id(st)] = target
     return st
+
+
+# id(store) -> its fastq.sources.nethttp.NativeTarget, for the stores the native client reads
+# (stores live as long as the process, in _STORES)
+_NATIVE: Dict[int, Any] = {}
+
+
+def http_client_of(store) -> str:
+    """Which client fetches store's objects: "native" or "obstore"."""
+    return "native" if id(store) in _NATIVE else "obstore"
 
 
 # -- errors -------------------------------------------------------------------
@@ -368,22 +411,26 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
     known, the ETag (If-Match).  Learns size and ETag from a whole GET.  Returns
     obstore's Bytes (a buffer, no copy).  Raises RemoteError."""
     get_async = _get_async or _obstore().get_async
+    native = _NATIVE.get(id(obj.store)) if _NATIVE else None
     attempt = 0
     while True:
         try:
             counters.requests += 1
-            options: Dict[str, Any] = {}
-            if start is not None:
-                options["range"] = (start, end)
-            if pin_etag and obj.etag:
-                options["if_match"] = obj.etag
-            # the client's own timeout (timeout_s, get_store) bounds the whole request, body included
-            res = await get_async(obj.store, obj.key, options=options)
-            data = await res.bytes_async()
-            meta = res.meta
+            if native is not None:  # fastq's own HTTP client (fastq/sources/nethttp.py)
+                data, size, etag = await _native_get(native, obj, start, end, obj.etag if pin_etag else None, opts)
+            else:
+                options: Dict[str, Any] = {}
+                if start is not None:
+                    options["range"] = (start, end)
+                if pin_etag and obj.etag:
+                    options["if_match"] = obj.etag
+                # the client's own timeout (timeout_s, get_store) bounds the whole request, body included
+                res = await get_async(obj.store, obj.key, options=options)
+                data = await res.bytes_async()
+                meta = res.meta
+                size, etag = meta.get("size"), meta.get("e_tag")
             n = len(data)
             if start is None:
-                size = meta.get("size")
                 if obj.size is not None and size is not None and size != obj.size:
                     raise RemoteError(obj.url, _what(start, end), f"the object changed: {size} bytes, "
                                                                   f"{obj.size} when listed")
@@ -395,8 +442,8 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
             elif n != end - start:
                 raise RemoteError(obj.url, _what(start, end), f"body cut short: {n} of {end - start} bytes",
                                   transient=True)
-            if obj.etag is None and meta.get("e_tag"):
-                obj.etag = meta["e_tag"]
+            if obj.etag is None and etag:
+                obj.etag = etag
             counters.bytes += n
             return data
         except asyncio.CancelledError:
@@ -411,6 +458,14 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
             attempt += 1
             counters.retries += 1
             await asyncio.sleep(opts.backoff(attempt, rng))
+
+
+async def _native_get(target, obj, start, end, if_match, opts):
+    from fastq.sources import nethttp
+
+    def error(reason, transient, status):
+        return RemoteError(obj.url, _what(start, end), reason, transient=transient, status=status)
+    return await nethttp.get(target, obj, start, end, if_match, opts, error)
 
 
 def _what(start, end):

@@ -21,6 +21,7 @@ ALLOWED = {
     "task": {"core", "image"},
     "records": {"core", "task/fq_sample_reader.h"},
     "cuda": {"core"},
+    "net": {"core"},
 }
 
 

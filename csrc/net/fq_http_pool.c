@@ -1,0 +1,471 @@
+/* fq_http_pool.c - the request queue, the worker threads, the idle connections and the
+ * channels of net/fq_http.h.  One mutex (pool->mu) guards all of a pool's state, its
+ * channels' included. */
+#define _GNU_SOURCE
+#include "net/fq_http.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net/internal/fq_http_conn.h"
+
+#define IDLE_EXIT_S 1 /* a worker thread with nothing to do for this long ends */
+
+struct fq_http_chan {
+    fq_http_pool *pool;
+    int efd;
+    int refs;               /* 1 (the owner, until close) + requests queued or in flight */
+    int closed;
+    fq_http_result *done;   /* finished, newest first */
+};
+
+typedef struct request {
+    uint64_t id;
+    fq_http_chan *chan;
+    char *text; /* the whole request, "GET ... \r\n\r\n" */
+    size_t len;
+    struct request *next;
+} request;
+
+typedef struct worker {
+    fq_http_pool *pool;
+    int used;            /* a thread runs in this slot */
+    int fd;              /* the socket in use (-1: none), for the closes to interrupt */
+    fq_http_chan *chan;  /* the channel of the request in flight (NULL: none) */
+} worker;
+
+struct fq_http_pool {
+    char *host;
+    char *host_header;
+    int port;
+    int max_conns;
+    double connect_timeout_s, timeout_s;
+    atomic_int closing;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;        /* work queued / closing (CLOCK_MONOTONIC) */
+    pthread_cond_t exit_cv;   /* a worker ended */
+    request *head, *tail;     /* queued requests */
+    int idle_workers;
+    int live;                 /* worker threads running */
+    worker *workers;          /* max_conns slots */
+    fq_http_conn *idle;       /* idle keep-alive connections */
+};
+
+static void chan_unref_locked(fq_http_chan *c) {
+    if (--c->refs > 0) return;
+    while (c->done != NULL) {
+        fq_http_result *r = c->done;
+        c->done = r->next;
+        fq_http_result_free(r);
+    }
+    close(c->efd);
+    free(c);
+}
+
+static void finish(fq_http_pool *p, fq_http_chan *c, fq_http_result *r) {
+    pthread_mutex_lock(&p->mu);
+    if (c->closed) {
+        fq_http_result_free(r);
+    } else {
+        int was_empty = c->done == NULL;
+        r->next = c->done;
+        c->done = r;
+        if (was_empty) {
+            uint64_t one = 1;
+            /* an eventfd write fails only on counter overflow, when the reader is already woken */
+            ssize_t n = write(c->efd, &one, sizeof(one));
+            (void)n;
+        }
+    }
+    chan_unref_locked(c);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* abort: reset the connection (SO_LINGER 0: an RST, not a FIN), so that a server that has
+ * not yet read or answered a request given up on drops it at once */
+static void conn_free(fq_http_conn *c, int abort) {
+    if (c == NULL) return;
+    if (c->fd >= 0) {
+        if (abort) {
+            struct linger lg = {1, 0};
+            (void)setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)); /* best effort */
+        }
+        close(c->fd);
+    }
+    free(c);
+}
+
+/* Is w's request given up on (the pool or its channel closed)?  Under the mutex. */
+static int abandoned_locked(const fq_http_pool *p, const worker *w) {
+    return atomic_load(&p->closing) || (w->chan != NULL && w->chan->closed);
+}
+
+/* An idle connection, or a new one; *reused tells which.  The worker's fd is published
+ * for the closes under the mutex. */
+static int conn_get(fq_http_pool *p, worker *w, fq_http_conn **out, int *reused, char *msg) {
+    pthread_mutex_lock(&p->mu);
+    fq_http_conn *c = p->idle;
+    if (c != NULL) {
+        p->idle = c->next;
+        w->fd = c->fd;
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (c != NULL) {
+        *reused = 1;
+        *out = c;
+        return FQ_OK;
+    }
+    c = malloc(sizeof(*c));
+    if (c == NULL) {
+        snprintf(msg, FQ_HTTP_MSG_LEN, "out of memory");
+        return FQ_E_NOMEM;
+    }
+    c->fd = -1;
+    c->rpos = c->rlen = 0;
+    c->next = NULL;
+    int rc = fq_http_connect(p->host, p->port, p->connect_timeout_s, p->timeout_s, &p->closing, &c->fd, msg);
+    if (rc != FQ_OK) {
+        free(c);
+        return rc;
+    }
+    pthread_mutex_lock(&p->mu);
+    w->fd = c->fd;
+    int gone = abandoned_locked(p, w);
+    pthread_mutex_unlock(&p->mu);
+    if (gone) { /* a close may have looked at w->fd before it was set */
+        conn_free(c, 1);
+        snprintf(msg, FQ_HTTP_MSG_LEN, "the client closed");
+        return FQ_E_CLOSED;
+    }
+    *reused = 0;
+    *out = c;
+    return FQ_OK;
+}
+
+static void conn_put(fq_http_pool *p, worker *w, fq_http_conn *c, int keep) {
+    pthread_mutex_lock(&p->mu);
+    w->fd = -1;
+    int gone = abandoned_locked(p, w);
+    if (keep && !gone) {
+        c->next = p->idle;
+        p->idle = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&p->mu);
+    conn_free(c, gone);
+}
+
+static void run_request(fq_http_pool *p, worker *w, request *q, fq_http_result *r) {
+    for (int attempt = 0;; attempt++) {
+        fq_http_conn *c = NULL;
+        int reused = 0, keep = 0;
+        int rc = conn_get(p, w, &c, &reused, r->msg);
+        if (rc != FQ_OK) {
+            r->code = rc;
+            return;
+        }
+        c->deadline_ns = fq_now_ns() + (uint64_t)(p->timeout_s * 1e9);
+        rc = fq_http_exchange(c, q->text, q->len, r, &keep);
+        int got_any = c->got_any;
+        conn_put(p, w, c, rc == FQ_OK && keep);
+        if (rc == FQ_OK) {
+            r->code = FQ_OK;
+            return;
+        }
+        pthread_mutex_lock(&p->mu);
+        int gone = abandoned_locked(p, w);
+        pthread_mutex_unlock(&p->mu);
+        if (gone) {
+            r->code = FQ_E_CLOSED;
+            snprintf(r->msg, FQ_HTTP_MSG_LEN, "the client closed");
+            return;
+        }
+        /* the server closed a kept-alive connection before answering: once more, afresh */
+        if (rc == FQ_E_IO && reused && !got_any && attempt == 0) {
+            r->status = 0;
+            continue;
+        }
+        r->code = rc;
+        return;
+    }
+}
+
+static void free_request(request *q) {
+    free(q->text);
+    free(q);
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    fq_http_pool *p = w->pool;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        int timed_out = 0;
+        while (p->head == NULL && !atomic_load(&p->closing) && !timed_out) {
+            struct timespec until;
+            if (clock_gettime(CLOCK_MONOTONIC, &until) != 0) break; /* cannot fail on Linux */
+            until.tv_sec += IDLE_EXIT_S;
+            p->idle_workers++;
+            timed_out = pthread_cond_timedwait(&p->cv, &p->mu, &until) == ETIMEDOUT;
+            p->idle_workers--;
+        }
+        if (atomic_load(&p->closing) || p->head == NULL) break;
+        request *q = p->head;
+        p->head = q->next;
+        if (p->head == NULL) p->tail = NULL;
+        w->chan = q->chan;
+        pthread_mutex_unlock(&p->mu);
+
+        fq_http_result *r = calloc(1, sizeof(*r));
+        if (r != NULL) {
+            r->id = q->id;
+            r->content_length = r->range_first = r->range_last = r->range_total = -1;
+            run_request(p, w, q, r);
+        }
+        pthread_mutex_lock(&p->mu);
+        w->chan = NULL;
+        pthread_mutex_unlock(&p->mu);
+        if (r != NULL) {
+            finish(p, q->chan, r);
+        } else { /* no memory for a result: the request is lost (its future stays pending until the loop ends) */
+            pthread_mutex_lock(&p->mu);
+            chan_unref_locked(q->chan);
+            pthread_mutex_unlock(&p->mu);
+        }
+        free_request(q);
+        pthread_mutex_lock(&p->mu);
+    }
+    w->used = 0;
+    p->live--;
+    pthread_cond_broadcast(&p->exit_cv);
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static void pool_free(fq_http_pool *p, int sync) {
+    if (sync) {
+        pthread_cond_destroy(&p->exit_cv);
+        pthread_cond_destroy(&p->cv);
+        pthread_mutex_destroy(&p->mu);
+    }
+    free(p->workers);
+    free(p->host);
+    free(p->host_header);
+    free(p);
+}
+
+int fq_http_pool_create(const char *host, int port, const char *host_header, int max_conns,
+                        double connect_timeout_s, double timeout_s, fq_http_pool **out, fq_err *err) {
+    *out = NULL;
+    if (host == NULL || host_header == NULL || port <= 0 || port > 65535 || max_conns < 1 ||
+        !(connect_timeout_s > 0) || !(timeout_s > 0))
+        return fq_set_err(err, FQ_E_INVALID, "fq_http_pool_create: bad argument");
+    fq_http_pool *p = calloc(1, sizeof(*p));
+    if (p == NULL) return fq_set_err(err, FQ_E_NOMEM, "out of memory");
+    p->host = strdup(host);
+    p->host_header = strdup(host_header);
+    p->workers = calloc((size_t)max_conns, sizeof(worker));
+    if (p->host == NULL || p->host_header == NULL || p->workers == NULL) {
+        pool_free(p, 0);
+        return fq_set_err(err, FQ_E_NOMEM, "out of memory");
+    }
+    p->port = port;
+    p->max_conns = max_conns;
+    p->connect_timeout_s = connect_timeout_s;
+    p->timeout_s = timeout_s;
+    atomic_init(&p->closing, 0);
+    pthread_condattr_t ca;
+    int ok = pthread_condattr_init(&ca) == 0;
+    if (ok) {
+        ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&p->cv, &ca) == 0;
+        pthread_condattr_destroy(&ca);
+    }
+    if (!ok) {
+        pool_free(p, 0);
+        return fq_set_err(err, FQ_E_SYS, "pthread_cond_init failed");
+    }
+    if (pthread_cond_init(&p->exit_cv, NULL) != 0) {
+        pthread_cond_destroy(&p->cv);
+        pool_free(p, 0);
+        return fq_set_err(err, FQ_E_SYS, "pthread_cond_init failed");
+    }
+    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+        pthread_cond_destroy(&p->exit_cv);
+        pthread_cond_destroy(&p->cv);
+        pool_free(p, 0);
+        return fq_set_err(err, FQ_E_SYS, "pthread_mutex_init failed");
+    }
+    *out = p;
+    return FQ_OK;
+}
+
+int fq_http_chan_create(fq_http_pool *p, fq_http_chan **out, fq_err *err) {
+    *out = NULL;
+    fq_http_chan *c = calloc(1, sizeof(*c));
+    if (c == NULL) return fq_set_err(err, FQ_E_NOMEM, "out of memory");
+    c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->efd < 0) {
+        int e = errno;
+        free(c);
+        return fq_set_err(err, FQ_E_SYS, "eventfd: %s", strerror(e));
+    }
+    c->pool = p;
+    c->refs = 1;
+    *out = c;
+    return FQ_OK;
+}
+
+int fq_http_chan_fd(const fq_http_chan *c) { return c->efd; }
+
+int fq_http_submit(fq_http_chan *c, uint64_t id, const char *target, size_t target_len, const char *headers,
+                   size_t headers_len, fq_err *err) {
+    fq_http_pool *p = c->pool;
+    request *q = malloc(sizeof(*q));
+    size_t cap = target_len + headers_len + strlen(p->host_header) + 64;
+    char *text = malloc(cap);
+    if (q == NULL || text == NULL) {
+        free(q);
+        free(text);
+        return fq_set_err(err, FQ_E_NOMEM, "out of memory");
+    }
+    int n = snprintf(text, cap, "GET %.*s HTTP/1.1\r\nHost: %s\r\n%.*s\r\n", (int)target_len, target,
+                     p->host_header, (int)headers_len, headers);
+    if (n < 0 || (size_t)n >= cap) {
+        free(q);
+        free(text);
+        return fq_set_err(err, FQ_E_INVALID, "fq_http_submit: the request does not fit");
+    }
+    q->id = id;
+    q->chan = c;
+    q->text = text;
+    q->len = (size_t)n;
+    q->next = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (atomic_load(&p->closing) || c->closed) {
+        pthread_mutex_unlock(&p->mu);
+        free_request(q);
+        return fq_set_err(err, FQ_E_CLOSED, "the HTTP client is closed");
+    }
+    int rc = FQ_OK;
+    if (p->idle_workers == 0 && p->live < p->max_conns) {
+        worker *w = NULL;
+        for (int i = 0; i < p->max_conns && w == NULL; i++)
+            if (!p->workers[i].used) w = &p->workers[i];
+        /* live < max_conns: a slot is free */
+        w->pool = p;
+        w->fd = -1;
+        w->chan = NULL;
+        pthread_attr_t attr;
+        pthread_t th;
+        int e = pthread_attr_init(&attr);
+        if (e == 0) {
+            e = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            if (e == 0) e = pthread_create(&th, &attr, worker_main, w);
+            pthread_attr_destroy(&attr);
+        }
+        if (e == 0) {
+            w->used = 1;
+            p->live++;
+        } else if (p->live == 0) { /* nobody would ever take it */
+            rc = fq_set_err(err, FQ_E_SYS, "cannot start an HTTP worker thread: %s", strerror(e));
+        }
+    }
+    if (rc == FQ_OK) {
+        c->refs++;
+        if (p->tail) p->tail->next = q;
+        else p->head = q;
+        p->tail = q;
+        q = NULL;
+        pthread_cond_signal(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (q != NULL) free_request(q);
+    return rc;
+}
+
+fq_http_result *fq_http_chan_take(fq_http_chan *c) {
+    fq_http_pool *p = c->pool;
+    pthread_mutex_lock(&p->mu);
+    fq_http_result *r = c->done;
+    c->done = NULL;
+    uint64_t v;
+    ssize_t n = read(c->efd, &v, sizeof(v)); /* EAGAIN when nothing was signalled: fine */
+    (void)n;
+    pthread_mutex_unlock(&p->mu);
+    fq_http_result *fifo = NULL; /* reversed: oldest first */
+    while (r != NULL) {
+        fq_http_result *next = r->next;
+        r->next = fifo;
+        fifo = r;
+        r = next;
+    }
+    return fifo;
+}
+
+void fq_http_result_free(fq_http_result *r) {
+    if (r == NULL) return;
+    free(r->body);
+    free(r);
+}
+
+void fq_http_chan_close(fq_http_chan *c) {
+    if (c == NULL) return;
+    fq_http_pool *p = c->pool;
+    request *drop = NULL;
+    pthread_mutex_lock(&p->mu);
+    c->closed = 1;
+    request **link = &p->head; /* its queued requests leave the queue */
+    p->tail = NULL;
+    while (*link != NULL) {
+        request *q = *link;
+        if (q->chan == c) {
+            *link = q->next;
+            q->next = drop;
+            drop = q;
+            c->refs--;
+        } else {
+            p->tail = q;
+            link = &q->next;
+        }
+    }
+    for (int i = 0; i < p->max_conns; i++) /* SHUT_RD wakes a recv and sends nothing; the worker resets it */
+        if (p->workers[i].used && p->workers[i].chan == c && p->workers[i].fd >= 0)
+            (void)shutdown(p->workers[i].fd, SHUT_RD);
+    chan_unref_locked(c);
+    pthread_mutex_unlock(&p->mu);
+    while (drop != NULL) {
+        request *q = drop;
+        drop = q->next;
+        free_request(q);
+    }
+}
+
+void fq_http_pool_close(fq_http_pool *p) {
+    if (p == NULL) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->closing, 1);
+    for (int i = 0; i < p->max_conns; i++)
+        if (p->workers[i].used && p->workers[i].fd >= 0) (void)shutdown(p->workers[i].fd, SHUT_RD);
+    pthread_cond_broadcast(&p->cv);
+    while (p->live > 0) pthread_cond_wait(&p->exit_cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    while (p->head != NULL) { /* left by channels not closed first: their results are lost */
+        request *q = p->head;
+        p->head = q->next;
+        free_request(q);
+    }
+    while (p->idle != NULL) {
+        fq_http_conn *c = p->idle;
+        p->idle = c->next;
+        conn_free(c, 0);
+    }
+    pool_free(p, 1);
+}

@@ -1,0 +1,36 @@
+/* fq_http_conn.h - one HTTP/1.1 connection of csrc/net (private to the component).
+ *
+ * A connection is used by one worker thread at a time (the pool hands it over under its
+ * mutex); nothing here locks. */
+#ifndef FQ_HTTP_CONN_H
+#define FQ_HTTP_CONN_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/fq_http.h"
+
+#define FQ_HTTP_RBUF 16384
+
+typedef struct fq_http_conn {
+    int fd;
+    size_t rpos, rlen;          /* unread bytes of rbuf: [rpos, rlen) */
+    uint64_t deadline_ns;       /* the request's end (fq_now_ns clock) */
+    int got_any;                /* a byte of the current response arrived */
+    uint8_t rbuf[FQ_HTTP_RBUF];
+    struct fq_http_conn *next;  /* the pool's idle list */
+} fq_http_conn;
+
+/* Open a TCP connection to host:port within connect_timeout_s (polled in short slices, so
+ * that *closing set by another thread ends the wait); reads and writes then wait at most
+ * timeout_s each.  FQ_OK and *fd, or an error code with msg (FQ_HTTP_MSG_LEN) filled. */
+int fq_http_connect(const char *host, int port, double connect_timeout_s, double timeout_s,
+                    const atomic_int *closing, int *fd, char *msg);
+
+/* Send req on c and read one response into r (status, headers, body).  FQ_OK, or an error
+ * code with r->msg; c->got_any tells whether any of the response arrived.  *keep: the
+ * connection may carry another request. */
+int fq_http_exchange(fq_http_conn *c, const char *req, size_t req_len, fq_http_result *r, int *keep);
+
+#endif
