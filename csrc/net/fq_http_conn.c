@@ -351,6 +351,16 @@ static int send_all(fq_http_conn *c, fq_http_result *r, const char *req, size_t 
     return FQ_OK;
 }
 
+int fq_http_conn_closed(const fq_http_conn *c) {
+    uint8_t b;
+    for (;;) {
+        ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
+        /* EAGAIN: open and quiet; 0: the server's FIN; > 0: bytes nobody asked for (out of step) */
+        return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+    }
+}
+
 int fq_http_exchange(fq_http_conn *c, const char *req, size_t req_len, fq_http_result *r, int *keep) {
     int chunked = 0, rc;
     *keep = 0;

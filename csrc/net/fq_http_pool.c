@@ -108,20 +108,31 @@ static int abandoned_locked(const fq_http_pool *p, const worker *w) {
     return atomic_load(&p->closing) || (w->chan != NULL && w->chan->closed);
 }
 
-/* An idle connection, or a new one; *reused tells which.  The worker's fd is published
- * for the closes under the mutex. */
-static int conn_get(fq_http_pool *p, worker *w, fq_http_conn **out, int *reused, char *msg) {
-    pthread_mutex_lock(&p->mu);
-    fq_http_conn *c = p->idle;
-    if (c != NULL) {
-        p->idle = c->next;
-        w->fd = c->fd;
-    }
-    pthread_mutex_unlock(&p->mu);
-    if (c != NULL) {
-        *reused = 1;
-        *out = c;
-        return FQ_OK;
+/* An idle connection (unless fresh is set), or a new one; *reused tells which.  The
+ * worker's fd is published for the closes under the mutex.  A connection idle for more
+ * than STALE_CHECK_NS is first checked for the server's close (keepalive_timeout): one
+ * syscall, and a request not sent into a closed connection. */
+#define STALE_CHECK_NS 500000000ull
+static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, int *reused, char *msg) {
+    fq_http_conn *c = NULL;
+    while (!fresh) {
+        pthread_mutex_lock(&p->mu);
+        c = p->idle;
+        if (c != NULL) {
+            p->idle = c->next;
+            w->fd = c->fd;
+        }
+        pthread_mutex_unlock(&p->mu);
+        if (c == NULL) break;
+        if (fq_now_ns() - c->idle_since_ns < STALE_CHECK_NS || !fq_http_conn_closed(c)) {
+            *reused = 1;
+            *out = c;
+            return FQ_OK;
+        }
+        pthread_mutex_lock(&p->mu);
+        w->fd = -1;
+        pthread_mutex_unlock(&p->mu);
+        conn_free(c, 0);
     }
     c = malloc(sizeof(*c));
     if (c == NULL) {
@@ -155,6 +166,7 @@ static void conn_put(fq_http_pool *p, worker *w, fq_http_conn *c, int keep) {
     w->fd = -1;
     int gone = abandoned_locked(p, w);
     if (keep && !gone) {
+        c->idle_since_ns = fq_now_ns();
         c->next = p->idle;
         p->idle = c;
         c = NULL;
@@ -167,7 +179,7 @@ static void run_request(fq_http_pool *p, worker *w, request *q, fq_http_result *
     for (int attempt = 0;; attempt++) {
         fq_http_conn *c = NULL;
         int reused = 0, keep = 0;
-        int rc = conn_get(p, w, &c, &reused, r->msg);
+        int rc = conn_get(p, w, attempt > 0, &c, &reused, r->msg);
         if (rc != FQ_OK) {
             r->code = rc;
             return;

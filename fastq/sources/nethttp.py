@@ -148,6 +148,8 @@ def native_target(root: str, so: Dict[str, Any], client: Dict[str, Any]) -> Tupl
         if ep is None:
             return None, why
         return NativeTarget(ep[0], ep[1], ep[2]), ""
+    if scheme == "https":
+        return None, "https:// is not plain http:// (the native client has no TLS)"
     if scheme not in ("s3", "s3a"):
         return None, f"{scheme}:// stores are read through obstore"
     opts: Dict[str, Any] = {}
@@ -262,14 +264,21 @@ def close_loop(loop) -> None:
 
 # -- one GET ----------------------------------------------------------------------------
 
-CODE_TIMEOUT = 3
-CODE_CLOSED = 4
+CODE_CLOSED = 4  # FQ_E_CLOSED
 
 
-async def get(target: NativeTarget, obj, start, end, if_match, opts, error):
+def _remote_error(obj, start, end):
+    from fastq.sources.storage import RemoteError, _what
+
+    def error(reason, transient, status):
+        return RemoteError(obj.url, _what(start, end), reason, transient=transient, status=status)
+    return error
+
+
+async def get(target: NativeTarget, obj, start, end, if_match, opts, error=None):
     """One GET of bytes [start, end) of obj (start None: all) -> (buffer, the object's size
-    from a whole GET or None, ETag or None).  Raises error(reason, transient, status) for a
-    failed request (error builds the RemoteError)."""
+    from a whole GET or None, ETag or None).  A failed request raises
+    error(reason, transient, status) (default: the RemoteError storage.fetch() classifies)."""
     c = target.clients.get(asyncio.get_running_loop())
     if c is None:
         c = client_for(target, opts)
@@ -280,9 +289,11 @@ async def get(target: NativeTarget, obj, start, end, if_match, opts, error):
     if target.creds is not None:
         h += target.sign(ts)
     _, code, status, body, clen, etag, crange, msg = await c.get(tb, h)
-    if code != 0:
-        if code == CODE_TIMEOUT:
-            raise error(f"timed out (stalled connection?): {msg}", True, None)
+    if code == 0 and 200 <= status < 300 and (start is None or status == 206):
+        return body, (clen if clen >= 0 else None), etag or None
+    if error is None:
+        error = _remote_error(obj, start, end)
+    if code != 0:  # (a timeout's message starts with "timed out")
         raise error(msg, code != CODE_CLOSED, None)
     if status >= 300 or status < 200:
         raise error(*_status_reason(status, body))

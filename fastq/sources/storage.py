@@ -5,7 +5,10 @@ obstore (the Python bindings of Rust's object_store; ``pip install
 "fastq-loader[cloud]"``), which handles request signing, credentials and each
 cloud's standard configuration (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 ``AWS_REGION``, ``AWS_ALLOW_HTTP``, ``GOOGLE_APPLICATION_CREDENTIALS``,
-``AZURE_STORAGE_ACCOUNT_NAME``...).  ``file://`` URLs are plain local paths.
+``AZURE_STORAGE_ACCOUNT_NAME``...).  ``file://`` URLs are plain local paths.  The GETs of
+objects and shard chunks on plain ``http://`` (``http://`` URLs, ``s3://`` at an ``http://``
+endpoint) go through fastq's own HTTP client instead (fastq/sources/nethttp.py,
+RemoteOptions.http_client).
 
 This module: parsing URLs, one store per bucket, listing (glob patterns and
 prefixes, sorted like the local case), object metadata, and one ranged or whole
@@ -412,12 +415,13 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
     obstore's Bytes (a buffer, no copy).  Raises RemoteError."""
     get_async = _get_async or _obstore().get_async
     native = _NATIVE.get(id(obj.store)) if _NATIVE else None
+    native_get = (_native_get or _load_native_get()) if native is not None else None
     attempt = 0
     while True:
         try:
             counters.requests += 1
             if native is not None:  # fastq's own HTTP client (fastq/sources/nethttp.py)
-                data, size, etag = await _native_get(native, obj, start, end, obj.etag if pin_etag else None, opts)
+                data, size, etag = await native_get(native, obj, start, end, obj.etag if pin_etag else None, opts)
             else:
                 options: Dict[str, Any] = {}
                 if start is not None:
@@ -460,12 +464,14 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
             await asyncio.sleep(opts.backoff(attempt, rng))
 
 
-async def _native_get(target, obj, start, end, if_match, opts):
-    from fastq.sources import nethttp
+_native_get = None  # fastq.sources.nethttp.get, imported when a store is first read natively
 
-    def error(reason, transient, status):
-        return RemoteError(obj.url, _what(start, end), reason, transient=transient, status=status)
-    return await nethttp.get(target, obj, start, end, if_match, opts, error)
+
+def _load_native_get():
+    global _native_get
+    from fastq.sources import nethttp
+    _native_get = nethttp.get
+    return _native_get
 
 
 def _what(start, end):

@@ -18,6 +18,7 @@ typedef struct fq_http_conn {
     size_t rpos, rlen;          /* unread bytes of rbuf: [rpos, rlen) */
     uint64_t deadline_ns;       /* the request's end (fq_now_ns clock) */
     int got_any;                /* a byte of the current response arrived */
+    uint64_t idle_since_ns;     /* when it went back to the pool */
     uint8_t rbuf[FQ_HTTP_RBUF];
     struct fq_http_conn *next;  /* the pool's idle list */
 } fq_http_conn;
@@ -31,6 +32,9 @@ int fq_http_connect(const char *host, int port, double connect_timeout_s, double
 /* Send req on c and read one response into r (status, headers, body).  FQ_OK, or an error
  * code with r->msg; c->got_any tells whether any of the response arrived.  *keep: the
  * connection may carry another request. */
+/* Has the server closed (or reset) this idle connection?  One non-blocking peek. */
+int fq_http_conn_closed(const fq_http_conn *c);
+
 int fq_http_exchange(fq_http_conn *c, const char *req, size_t req_len, fq_http_result *r, int *keep);
 
 #endif
