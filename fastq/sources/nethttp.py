@@ -61,10 +61,10 @@ class NativeTarget:
         self.creds = creds    # None (unsigned) or (access key id, secret, session token or None)
         self.region = region
         self.paths: Dict[str, Tuple[bytes, str]] = {}
-        self._day: Optional[str] = None
-        self._key = b""
-        self._second = -1
-        self._amz_date = ""
+        # (day, derived signing key) and (second, x-amz-date): each replaced whole, so that
+        # event loops on several threads signing at once never pair one's day with another's key
+        self._day_key: Tuple[str, bytes] = ("", b"")
+        self._date: Tuple[int, str] = (-1, "")
         self.clients: Dict[Any, "Client"] = {}  # event loop -> its channel
         self.pool = None  # the native pool (threads, connections), made at the first GET
 
@@ -92,19 +92,19 @@ class NativeTarget:
         """The SigV4 header lines of GET path (host, x-amz-date, x-amz-content-sha256 and
         x-amz-security-token signed; Range and If-Match are not, as S3 allows)."""
         kid, secret, token = self.creds
-        now = time.time()
-        sec = int(now)
-        if sec != self._second:
-            self._second = sec
-            self._amz_date = datetime.datetime.fromtimestamp(sec, datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        amz = self._amz_date
+        sec = int(time.time())
+        date = self._date
+        if date[0] != sec:
+            date = self._date = (sec, datetime.datetime.fromtimestamp(sec, datetime.timezone.utc)
+                                 .strftime("%Y%m%dT%H%M%SZ"))
+        amz = date[1]
         day = amz[:8]
-        if day != self._day:  # the derived key, once per day
+        day_key = self._day_key
+        if day_key[0] != day:  # the derived key, once per day
             k = hmac.new(("AWS4" + secret).encode(), day.encode(), hashlib.sha256).digest()
             k = hmac.new(k, self.region.encode(), hashlib.sha256).digest()
             k = hmac.new(k, b"s3", hashlib.sha256).digest()
-            self._key = hmac.new(k, b"aws4_request", hashlib.sha256).digest()
-            self._day = day
+            day_key = self._day_key = (day, hmac.new(k, b"aws4_request", hashlib.sha256).digest())
         if token:
             signed = "host;x-amz-content-sha256;x-amz-date;x-amz-security-token"
             canon_h = (f"host:{self.host_header}\nx-amz-content-sha256:{_EMPTY_SHA256}\nx-amz-date:{amz}\n"
@@ -115,7 +115,7 @@ class NativeTarget:
         canon = f"GET\n{path}\n\n{canon_h}\n{signed}\n{_EMPTY_SHA256}"
         scope = f"{day}/{self.region}/s3/aws4_request"
         sts = f"AWS4-HMAC-SHA256\n{amz}\n{scope}\n{hashlib.sha256(canon.encode()).hexdigest()}"
-        sig = hmac.new(self._key, sts.encode(), hashlib.sha256).hexdigest()
+        sig = hmac.new(day_key[1], sts.encode(), hashlib.sha256).hexdigest()
         out = (f"Authorization: AWS4-HMAC-SHA256 Credential={kid}/{scope}, SignedHeaders={signed}, Signature={sig}\r\n"
                f"x-amz-content-sha256: {_EMPTY_SHA256}\r\nx-amz-date: {amz}\r\n")
         if token:

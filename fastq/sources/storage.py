@@ -54,7 +54,9 @@ def local_path(p):
 
 EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 HTTP_CLIENTS = ("auto", "native", "obstore")
-AUTO_NATIVE = True  # RemoteOptions(http_client="auto") reads natively where the native client applies
+# RemoteOptions(http_client="auto") reads natively where the native client applies: not yet
+# (docs/limitations.md; fastq/bench/remote.py's OTHER_CLIENT names the other client)
+AUTO_NATIVE = False
 
 
 def loop_name(event_loop: str = "auto") -> str:
@@ -146,9 +148,9 @@ class RemoteOptions:
         http.server) otherwise drops handshakes, which TCP retries after 1, 3, 7... s.
         ``stats()["remote"]["ramps"]`` counts them.  False: all at once.
     http_client: what fetches the objects' bytes (whole and ranged GETs): "auto" (the
-        default: obstore), "native" (fastq's own HTTP/1.1 client, csrc/net: native threads,
-        keep-alive connections, no TLS; a ValueError when a store is not one it serves) or
-        "obstore".  The native client serves ``http://`` URLs and ``s3://`` buckets at an
+        default: obstore; docs/limitations.md says why), "native" (fastq's own HTTP/1.1 client, csrc/net: native
+        threads, keep-alive connections, no TLS; a ValueError naming the reason when a store is
+        not one it serves) or "obstore".  The native client serves ``http://`` URLs and ``s3://`` buckets at an
         ``http://`` endpoint (path-style; unsigned, or signed with static credentials); listing,
         HEAD, uploads and every other store stay on obstore.  It costs less client CPU per
         object (docs/cloud.md); ``stats()["remote"]["http_client"]`` says which one ran.
@@ -415,7 +417,7 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
     obstore's Bytes (a buffer, no copy).  Raises RemoteError."""
     get_async = _get_async or _obstore().get_async
     native = _NATIVE.get(id(obj.store)) if _NATIVE else None
-    native_get = (_native_get or _load_native_get()) if native is not None else None
+    native_get: Any = (_native_get or _load_native_get()) if native is not None else None
     attempt = 0
     while True:
         try:
@@ -464,7 +466,7 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
             await asyncio.sleep(opts.backoff(attempt, rng))
 
 
-_native_get = None  # fastq.sources.nethttp.get, imported when a store is first read natively
+_native_get: Any = None  # fastq.sources.nethttp.get, imported when a store is first read natively
 
 
 def _load_native_get():

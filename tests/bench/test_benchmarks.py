@@ -129,6 +129,11 @@ def test_bench_object_cpu(tmp_path, data_dir):
     head = next(i for i, ln in enumerate(lines) if ln.startswith("client "))
     rows = {ln[:44].strip(): ln[44:].split() for ln in lines[head + 1:] if ln.strip()}
     assert {"asyncio, task per object (fastq before)", "blocking get + bytes, threads"} <= set(rows), out
+    try:
+        import uvloop  # noqa: F401
+        assert "uvloop, fastq native HTTP client" in rows, out
+    except ImportError:
+        pass
     assert all(float(v[0]) > 0 and float(v[1]) > 0 for v in rows.values()), out
 
 
