@@ -247,7 +247,7 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
         raise ValueError(f'When passing `label_mode="binary"`, there must be exactly 2 class_names. '
                          f"Received: class_names={names}")
     head = [Step(None, [], name="(image_dataset_from_directory)",
-                 becomes=f"decode ({color_mode}), Resize({image_size}, bilinear), no DCT scaling")]
+                 becomes=f"decode ({color_mode}, TF's fast IDCT), Resize({image_size}, bilinear), no DCT scaling")]
     from fastq import ops as fops
     head[0] = Step(None, [fops.Resize(image_size, interpolation="bilinear")], name="(image_dataset_from_directory)",
                    becomes=f"decode ({color_mode}) + Resize({image_size}, bilinear) = tf.image.resize")

@@ -206,7 +206,14 @@ typedef struct fq_img_format {
     int channel_order;  /* FQ_ORDER_RGB (0, also for channels == 1) or FQ_ORDER_BGR: an index
                            permutation of the output channel in the final write; Normalize's
                            mean/std (given in RGB order) follow their channel */
+    int idct;           /* the JPEG decoder's inverse DCT at full scale: FQ_IDCT_ACCURATE (0,
+                           libjpeg's JDCT_ISLOW, what PIL and OpenCV decode with) or
+                           FQ_IDCT_FAST (JDCT_IFAST, tf.io.decode_jpeg's default); appended
+                           last: a zeroed struct keeps the accurate transform */
 } fq_img_format;
+
+/* fq_img_format.idct */
+enum fq_idct { FQ_IDCT_ACCURATE = 0, FQ_IDCT_FAST = 1 };
 
 /* Output channel order of fq_img_format.channel_order. */
 enum fq_channel_order { FQ_ORDER_RGB = 0, FQ_ORDER_BGR = 1 };

@@ -6,7 +6,7 @@
  * (seed, epoch, index) key; the rest is the encoded image (JPEG, PNG, WebP, BMP, ...
  * whatever the bytes turn out to be).  The configurations cover the decoder's paths:
  * ROI + DCT-scaled JPEG decode (RandomResizedCrop / Resize first, dct_scaling on),
- * full decode (dct_scaling off, CenterCrop first), gray output, float NCHW output,
+ * full decode (dct_scaling off, CenterCrop first, the fast inverse DCT), gray output, float NCHW output,
  * RandomCrop with padding, and a small max_pixels so the size guard is exercised.
  *
  * A run fails on: any sanitizer report, a crash, a hang (libFuzzer -timeout), or a
@@ -54,7 +54,7 @@ fq_img_scratch *g_scratch = nullptr;
 fq_img_scratch *g_scratch2 = nullptr;
 
 void make_config(int i, std::vector<fq_op> ops, int channels, int dtype, int layout, int64_t max_pixels,
-                 int dct_scaling)
+                 int dct_scaling, int idct = FQ_IDCT_ACCURATE)
 {
     fq_img_format fmt;
     std::memset(&fmt, 0, sizeof fmt);
@@ -63,6 +63,7 @@ void make_config(int i, std::vector<fq_op> ops, int channels, int dtype, int lay
     fmt.layout = layout;
     fmt.max_pixels = max_pixels;
     fmt.dct_scaling = dct_scaling;
+    fmt.idct = idct;
     fq_err err;
     fq_clear_err(&err);
     int rc = fq_img_spec_create(ops.data(), (int)ops.size(), &fmt, &g_cfg[i].spec, &err);
@@ -89,10 +90,10 @@ void init()
     make_config(2, {op_resize({.out_h = 12, .out_w = 20, .shorter_side = 0, .interp = FQ_INTERP_BICUBIC}), op_vflip(0.5),
                     op_grayscale(0.5)},
                 1, FQ_DT_UINT8, FQ_LAYOUT_HWC, big, 0);
-    /* 3: CenterCrop first (zero padding for small images) + affine, float16 */
+    /* 3: CenterCrop first (zero padding for small images) + affine, float16, the fast inverse DCT */
     make_config(3, {op_center_crop(16, 16),
                     op_random_affine({.degrees = {-30, 30}, .translate = {0.1, 0.1}, .scale = {0.8, 1.2}, .shear_x = {-10, 10}, .shear_y = {-5, 5}, .border = FQ_BORDER_REFLECT, .fill = {0, 0, 0}, .interp = FQ_INTERP_BILINEAR})},
-                3, FQ_DT_FLOAT16, FQ_LAYOUT_HWC, big, 1);
+                3, FQ_DT_FLOAT16, FQ_LAYOUT_HWC, big, 1, FQ_IDCT_FAST);
     /* 4: RandomCrop with padding and pad_if_needed */
     make_config(4, {op_random_crop({.out_h = 16, .out_w = 16, .pad_left = 2, .pad_top = 2, .pad_right = 2, .pad_bottom = 2, .pad_if_needed = 1, .border = FQ_BORDER_SYMMETRIC, .fill = {0, 0, 0}})},
                 3, FQ_DT_UINT8, FQ_LAYOUT_HWC, big, 1);

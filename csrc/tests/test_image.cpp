@@ -32,7 +32,7 @@ static int g_checks = 0, g_failed = 0;
 static fq_img_spec *make_spec(const std::vector<fq_op> &ops, int dtype, int channels = 3, int64_t max_px = 0,
                               int dct = 1)
 {
-    fq_img_format fmt = {channels, dtype, FQ_LAYOUT_HWC, max_px, dct, FQ_ORDER_RGB};
+    fq_img_format fmt = {channels, dtype, FQ_LAYOUT_HWC, max_px, dct, FQ_ORDER_RGB, FQ_IDCT_ACCURATE};
     fq_img_spec *sp = nullptr;
     fq_err err;
     fq_clear_err(&err);
@@ -91,7 +91,7 @@ static void test_rng()
 
 static void test_spec_validation()
 {
-    fq_img_format fmt = {3, FQ_DT_FLOAT32, FQ_LAYOUT_HWC, 0, 1, FQ_ORDER_RGB};
+    fq_img_format fmt = {3, FQ_DT_FLOAT32, FQ_LAYOUT_HWC, 0, 1, FQ_ORDER_RGB, FQ_IDCT_ACCURATE};
     fq_img_spec *sp = nullptr;
     fq_err err;
     std::vector<fq_op> bad[] = {
@@ -108,9 +108,14 @@ static void test_spec_validation()
         int rc = fq_img_spec_create(ops.data(), (int)ops.size(), &fmt, &sp, &err);
         CHECK(rc == FQ_E_INVALID && err.msg[0] && sp == nullptr, "expected FQ_E_INVALID, got %d (%s)", rc, err.msg);
     }
-    fq_img_format bad_fmt = {2, FQ_DT_FLOAT32, FQ_LAYOUT_HWC, 0, 1, FQ_ORDER_RGB};
+    fq_img_format bad_fmt = {2, FQ_DT_FLOAT32, FQ_LAYOUT_HWC, 0, 1, FQ_ORDER_RGB, FQ_IDCT_ACCURATE};
     std::vector<fq_op> ok = {op_center_crop(8, 8)};
     CHECK(fq_img_spec_create(ok.data(), 1, &bad_fmt, &sp, &err) == FQ_E_INVALID, "channels=2");
+    bad_fmt.channels = 3;
+    bad_fmt.idct = 2;
+    fq_clear_err(&err);
+    CHECK(fq_img_spec_create(ok.data(), 1, &bad_fmt, &sp, &err) == FQ_E_INVALID && std::strstr(err.msg, "idct"),
+          "idct=2: %s", err.msg);
 }
 
 /* One record per op kind, in enum order; the chain rules and plan_decode through the C API. */

@@ -33,7 +33,7 @@ static fq_img_spec *make_spec(void)
     ops[1].hflip.p = 0.5;
     ops[2].kind = FQ_OP_NORMALIZE;
     ops[2].normalize = (fq_op_normalize){.mean = {0.485, 0.456, 0.406}, .std = {0.229, 0.224, 0.225}};
-    fq_img_format fmt = {3, FQ_DT_FLOAT32, FQ_LAYOUT_HWC, 0, 1, FQ_ORDER_RGB};
+    fq_img_format fmt = {3, FQ_DT_FLOAT32, FQ_LAYOUT_HWC, 0, 1, FQ_ORDER_RGB, FQ_IDCT_ACCURATE};
     fq_img_spec *spec = NULL;
     fq_err e;
     if (fq_img_spec_create(ops, 3, &fmt, &spec, &e) != FQ_OK) {

@@ -49,7 +49,7 @@ static fq_img_spec *spec(int channels, int dct)
         op_hflip(0.5),
         op_normalize({.mean = {0.485, 0.456, 0.406}, .std = {0.229, 0.224, 0.225}}),
     };
-    fq_img_format fmt = {channels, FQ_DT_FLOAT32, FQ_LAYOUT_HWC, 0, dct, FQ_ORDER_RGB};
+    fq_img_format fmt = {channels, FQ_DT_FLOAT32, FQ_LAYOUT_HWC, 0, dct, FQ_ORDER_RGB, FQ_IDCT_ACCURATE};
     fq_img_spec *sp = nullptr;
     fq_err err;
     fq_clear_err(&err);

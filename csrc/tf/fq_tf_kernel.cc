@@ -258,6 +258,7 @@ REGISTER_OP("FastqDecodeAugment")
     .Attr("num_threads: int >= 0 = 0")
     .Attr("channel_order: {'RGB', 'BGR'} = 'RGB'")
     .Attr("source: {'bytes', 'files'} = 'bytes'")
+    .Attr("idct: {'accurate', 'fast'} = 'accurate'")
     .SetShapeFn([](shape_inference::InferenceContext *c) {
         shape_inference::ShapeHandle enc, idx, ep;
         TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 1, &enc));
@@ -308,8 +309,9 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
         OP_REQUIRES_OK(c, c->GetAttr("dct_scaling", &dct));
         OP_REQUIRES_OK(c, c->GetAttr("on_error", &on_error));
         OP_REQUIRES_OK(c, c->GetAttr("num_threads", &num_threads));
-        std::string channel_order, source;
+        std::string channel_order, source, idct;
         OP_REQUIRES_OK(c, c->GetAttr("channel_order", &channel_order));
+        OP_REQUIRES_OK(c, c->GetAttr("idct", &idct));
         OP_REQUIRES_OK(c, c->GetAttr("source", &source));
         files_ = source == "files";
         who_ = files_ ? "fastq.decode_augment_files" : "fastq.decode_augment";
@@ -340,6 +342,7 @@ class FastqDecodeAugmentOp : public AsyncOpKernel {
         fmt.max_pixels = max_pixels;
         fmt.dct_scaling = dct ? 1 : 0;
         fmt.channel_order = channel_order == "BGR" ? FQ_ORDER_BGR : FQ_ORDER_RGB;
+        fmt.idct = idct == "fast" ? FQ_IDCT_FAST : FQ_IDCT_ACCURATE;
         fq_err err;
         std::memset(&err, 0, sizeof err);
         fq_img_spec *spec = nullptr;

@@ -16,6 +16,7 @@ INTERPOLATIONS: Dict[str, int]
 TIMM_OPS: Tuple[str, ...]
 BORDERS: Dict[str, int]
 DTYPES: Tuple[str, ...]
+IDCTS: Tuple[str, ...]
 FORMATS: Dict[int, str]
 FQ_OP_DTYPE: np.dtype
 NUM_TYPES: Dict[str, int]
@@ -33,9 +34,10 @@ class ImageSpec:
     channels: int
     max_pixels: int
     dct_scaling: bool
+    idct: str
     channel_order: str  # "RGB" or "BGR" (RandomErasing / channels="BGR" topic)
     def __init__(self, packed_ops: Any, channels: Union[int, str] = ..., dtype: str = ..., layout: str = ...,
-                 max_pixels: Optional[int] = ..., dct_scaling: bool = ...) -> None: ...
+                 max_pixels: Optional[int] = ..., dct_scaling: bool = ..., idct: str = ...) -> None: ...
     @property
     def row_bytes(self) -> int: ...
     def plan_decode(self, src_h: int, src_w: int, seed: int = ..., epoch: int = ..., index: int = ...

@@ -60,6 +60,8 @@ def numpy_dtype(name):
                               "and JAX; or pip install ml_dtypes)") from None
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(_DTYPES[name][1])
+# fq_img_format.idct by index (FQ_IDCT_ACCURATE, FQ_IDCT_FAST): the JPEG decoder's inverse DCT
+IDCTS = ("accurate", "fast")
 _LAYOUTS = {"NHWC": FQ_LAYOUT_HWC, "HWC": FQ_LAYOUT_HWC, "NCHW": FQ_LAYOUT_CHW, "CHW": FQ_LAYOUT_CHW}
 # enum fq_img_source_format -> the name explain() reports
 FORMATS = {i: fq_img_format_name(i).decode().lower() for i in range(FQ_FMT_END)}
@@ -579,7 +581,7 @@ cdef class ImageSpec:
 
     ``ImageSpec(compiled)`` with the result of ``fastq.ops.compile_ops``, or
     ``ImageSpec(packed_ops, channels=3, dtype="float32", layout="NHWC",
-    max_pixels=1<<26, dct_scaling=True)`` with packed ops (an ``FQ_OP_DTYPE`` array or
+    max_pixels=1<<26, dct_scaling=True, idct="accurate")`` with packed ops (an ``FQ_OP_DTYPE`` array or
     ``(kind, params)`` pairs).
     """
     cdef fq_img_spec *spec
@@ -592,6 +594,7 @@ cdef class ImageSpec:
     cdef readonly int channels
     cdef readonly object max_pixels
     cdef readonly bint dct_scaling
+    cdef readonly str idct
     cdef readonly str channel_order
 
     def __cinit__(self):
@@ -599,18 +602,20 @@ cdef class ImageSpec:
         self.scratch = NULL
 
     def __init__(self, packed_ops, channels=3, dtype="float32", layout="NHWC", max_pixels=None,
-                 dct_scaling=True):
+                 dct_scaling=True, idct="accurate"):
         op_objs = ()  # the fastq.ops objects, when known: CustomOp / PyFunc bind through them
         if hasattr(packed_ops, "packed_ops"):  # fastq.ops.CompiledOps
             c = packed_ops
             op_objs = tuple(_flat_ops(c.ops))  # one per packed row: compositions flattened
             packed_ops, channels, dtype, layout = c.packed_ops, c.channels, c.dtype, c.layout
-            max_pixels, dct_scaling = c.max_pixels, c.dct_scaling
+            max_pixels, dct_scaling, idct = c.max_pixels, c.dct_scaling, getattr(c, "idct", "accurate")
             channels = getattr(c, "channel_order", "RGB") if c.channels == 3 else 1
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
         if layout not in _LAYOUTS:
             raise ValueError(f"layout must be one of {sorted(_LAYOUTS)}, got {layout!r}")
+        if idct not in IDCTS:
+            raise ValueError(f"idct must be one of {', '.join(map(repr, IDCTS))}, got {idct!r}")
         arr = _as_op_array(packed_ops)
         cdef fq_img_format fmt
         # channels: 3 / "RGB", "BGR" (the output channels reversed), 1 / "gray"
@@ -627,6 +632,7 @@ cdef class ImageSpec:
         fmt.layout = _LAYOUTS[layout]
         fmt.max_pixels = DEFAULT_MAX_PIXELS if max_pixels is None else max_pixels
         fmt.dct_scaling = 1 if dct_scaling else 0
+        fmt.idct = IDCTS.index(idct)  # FQ_IDCT_ACCURATE, FQ_IDCT_FAST
         _spec_create(arr, op_objs, &fmt, &self.spec)  # _custom.pxi
         self.scratch = fq_img_scratch_new()
         if self.scratch == NULL:
@@ -639,6 +645,7 @@ cdef class ImageSpec:
         self.channels = ch
         self.max_pixels = fmt.max_pixels
         self.dct_scaling = bool(dct_scaling)
+        self.idct = idct
         self.channel_order = "BGR" if order == FQ_ORDER_BGR else "RGB"
         self._np_dtype = numpy_dtype(dtype)
         self._lock = threading.Lock()

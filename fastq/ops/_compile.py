@@ -16,6 +16,7 @@ from fastq.ops._geometry import CenterCrop
 __all__ = ["compile_ops", "CompiledOps", "channels_order"]
 
 DTYPES = _image.DTYPES  # ("uint8", "float32", "float16", "bfloat16")
+IDCTS = _image.IDCTS  # ("accurate", "fast")
 _LAYOUTS = {"NHWC": "NHWC", "HWC": "NHWC", "NCHW": "NCHW", "CHW": "NCHW"}
 
 
@@ -75,11 +76,12 @@ class CompiledOps:
     dct_scaling: bool
     out_shape: tuple
     channel_order: str = "RGB"  # "BGR": the output channels reversed (channels="BGR")
+    idct: str = "accurate"  # the JPEG decoder's inverse DCT: "accurate" or "fast" (compile_ops)
 
 
 def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32", layout: str = "NHWC",
                 channels: int = 3, max_pixels: int = DEFAULT_MAX_PIXELS, dct_scaling: bool = True,
-                input_size: Optional[Tuple[int, int]] = None) -> "CompiledOps":
+                input_size: Optional[Tuple[int, int]] = None, idct: str = "accurate") -> "CompiledOps":
     """Validate a chain of ops and pack it.
 
     Rules: at most 16 ops (one op alone is taken as a chain of one); the chain must
@@ -94,7 +96,10 @@ def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32
     "gray"; ``max_pixels``:
     encoded images declaring more pixels fail with ImageTooLargeError before
     decoding; ``dct_scaling``: allow approximate JPEG DCT-domain downscaling when the
-    first op is RandomResizedCrop or Resize (see docs/ops.md).
+    first op is RandomResizedCrop or Resize (see docs/ops.md); ``idct``: the JPEG decoder's
+    inverse DCT at full scale, ``"accurate"`` (libjpeg's ISLOW: PIL's and OpenCV's decode)
+    or ``"fast"`` (IFAST: ``tf.io.decode_jpeg``'s and so Keras's default, up to a few levels
+    away from the accurate one).
     """
     if isinstance(ops, Op):
         ops = (ops,)
@@ -111,6 +116,8 @@ def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32
     dtype = dtype_name(dtype)
     layout = layout_name(layout)
     channels, channel_order = channels_order(channels)
+    if idct not in IDCTS:
+        raise ValueError(f"compile_ops: idct must be one of {', '.join(map(repr, IDCTS))}, got {idct!r}")
     if not (isinstance(max_pixels, numbers.Integral) and max_pixels > 0):
         raise ValueError(f"compile_ops: max_pixels must be a positive int, got {max_pixels!r}")
     # the chain rules are the C core's (fq_img_chain_check); only the input_size case
@@ -135,4 +142,4 @@ def compile_ops(ops: Union["Op", Iterable["Op"], None], *, dtype: Any = "float32
     h, w = size
     out_shape = (h, w, channels) if layout == "NHWC" else (channels, h, w)
     return CompiledOps(ops, packed, channels, dtype, layout, int(max_pixels), bool(dct_scaling), out_shape,
-                       channel_order)
+                       channel_order, idct)

@@ -49,6 +49,9 @@ IMAGE_OPTIONS: Tuple[Tuple[str, Any, str], ...] = (
                          "ImageTooLargeError before decoding (default 2**26)."),
     ("dct_scaling", True, "let the JPEG decoder downscale in the DCT domain when the first op is "
                           "RandomResizedCrop or Resize (faster, approximate; docs/ops.md)."),
+    ("idct", "accurate", "the JPEG decoder's inverse DCT at full scale: 'accurate' (libjpeg's ISLOW, "
+                         "what PIL and OpenCV decode with) or 'fast' (IFAST, tf.io.decode_jpeg's default "
+                         "and so Keras's image_dataset_from_directory's; pixels up to a few levels apart)."),
     ("return_index", False, "add a third output: the dataset index (int64) of each row."),
     ("label_dtype", None, "numpy dtype of the labels output (e.g. 'int32' for models that declare "
                           "int32 labels, for tensorpack, or for JAX without x64); default: int64 "
@@ -325,7 +328,7 @@ class _ImageBackend(Backend):
     # keep in step with IMAGE_OPTIONS (tests/core/test_api.py checks it)
     def __init__(self, source, config, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
                  shuffle=False, on_error="raise", max_attempts=16, max_pixels=None, dct_scaling=True,
-                 return_index=False, label_dtype=None, pad=None, pad_multiple=1, pad_fill=0, max_image_size=None):
+                 idct="accurate", return_index=False, label_dtype=None, pad=None, pad_multiple=1, pad_fill=0, max_image_size=None):
         from fastq._native import _image
         from fastq import ops as ops_mod
         if on_error not in ("raise", "skip"):
@@ -345,7 +348,8 @@ class _ImageBackend(Backend):
         elif (pad_multiple, pad_fill, max_image_size) != (1, 0, None):
             raise ValueError("pad_multiple, pad_fill and max_image_size apply only with pad='batch'")
         self.compiled = ops_mod.compile_ops(ops, dtype=dtype, layout=layout, channels=channels,
-                                            dct_scaling=dct_scaling, input_size=source._fixed_size(), **kw)
+                                            dct_scaling=dct_scaling, input_size=source._fixed_size(), idct=idct,
+                                            **kw)
         # outputs a native reader writes after the image (TFRecord / WebDataset labels, features)
         self.extra_outputs = list(getattr(source, "_extra_outputs", []))
         # their names: the reader's ("labels", feature keys), then the targets'

@@ -58,8 +58,8 @@ def _split(item, k):
 
 class _StreamBackend(Backend):
     def __init__(self, source, config, *, ops=(), dtype="float32", layout="NHWC", channels=3, seed=0,
-                 shuffle=False, on_error="raise", max_pixels=None, dct_scaling=True, return_index=False,
-                 max_attempts=16, label_dtype=None):
+                 shuffle=False, on_error="raise", max_pixels=None, dct_scaling=True, idct="accurate",
+                 return_index=False, max_attempts=16, label_dtype=None):
         from fastq._native import _image
         from fastq import ops as ops_mod
         if shuffle:
@@ -71,7 +71,7 @@ class _StreamBackend(Backend):
         del max_attempts  # the skip policy replaces from the item's chunk
         kw = {} if max_pixels is None else {"max_pixels": max_pixels}
         self.compiled = ops_mod.compile_ops(list(ops), dtype=dtype, layout=layout, channels=channels,
-                                            dct_scaling=dct_scaling, **kw)
+                                            dct_scaling=dct_scaling, idct=idct, **kw)
         self.spec = _image.ImageSpec(self.compiled)
         self.np_dtype = np.dtype(self.compiled.dtype)
         self.source = source

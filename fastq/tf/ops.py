@@ -235,10 +235,10 @@ def library_path() -> Optional[str]:
     return _LOADED.get("path")
 
 
-def _op_attrs(ops, dtype, layout, channels, max_pixels, dct_scaling):
+def _op_attrs(ops, dtype, layout, channels, max_pixels, dct_scaling, idct):
     from fastq import ops as fops
     kw = {} if max_pixels is None else {"max_pixels": max_pixels}
-    c = fops.compile_ops(ops, dtype=dtype, layout=layout, channels=channels, dct_scaling=dct_scaling, **kw)
+    c = fops.compile_ops(ops, dtype=dtype, layout=layout, channels=channels, dct_scaling=dct_scaling, idct=idct, **kw)
     if c.layout == "NHWC":
         h, w = c.out_shape[0], c.out_shape[1]
     else:
@@ -247,13 +247,13 @@ def _op_attrs(ops, dtype, layout, channels, max_pixels, dct_scaling):
     out_type = {"uint8": tf.uint8, "float32": tf.float32, "float16": tf.float16, "bfloat16": tf.bfloat16}[c.dtype]
     return dict(ops=np.ascontiguousarray(c.packed_ops).tobytes(), out_size=[int(h), int(w)], out_type=out_type,
                 channels=int(c.channels), layout=c.layout, max_pixels=int(c.max_pixels),
-                dct_scaling=bool(c.dct_scaling), channel_order=c.channel_order)
+                dct_scaling=bool(c.dct_scaling), channel_order=c.channel_order, idct=c.idct)
 
 
 def decode_augment(encoded: Any, index: Any, *, ops: Any, seed: int = 0, epoch: Any = 0, dtype: Any = "uint8",
                    layout: str = "NHWC", channels: Union[int, str] = 3, max_pixels: Optional[int] = None,
                    dct_scaling: bool = True, on_error: str = "raise", num_threads: int = 0,
-                   name: Optional[str] = None) -> Any:
+                   name: Optional[str] = None, idct: str = "accurate") -> Any:
     """Decode and augment a batch: ``encoded`` string[B] (JPEG/PNG/... bytes),
     ``index`` int64[B] (each sample's dataset index), ``epoch`` an int64 scalar (a
     Python int or a tensor).  Returns images ``[B, h, w, c]`` (NHWC; ``[B, c, h, w]``
@@ -264,8 +264,9 @@ def decode_augment(encoded: Any, index: Any, *, ops: Any, seed: int = 0, epoch: 
     False is the skip count).  With ``on_error="raise"`` (default) a bad sample fails
     the call with ``InvalidArgumentError`` naming its index and reason.
 
-    ``ops``, ``dtype``, ``layout``, ``channels``, ``max_pixels``, ``dct_scaling``
-    mean what they mean for a Pipeline; the chain is validated here (ValueError) and
+    ``ops``, ``dtype``, ``layout``, ``channels``, ``max_pixels``, ``dct_scaling``,
+    ``idct`` mean what they mean for a Pipeline (``idct="fast"``: the inverse DCT of
+    ``tf.io.decode_jpeg``'s default, for bit-equal decodes); the chain is validated here (ValueError) and
     packed into the op's ``ops`` attribute (exact float64 bytes, so the graph is
     self-contained).  ``seed``: non-negative int below 2**63.  ``num_threads``: the
     op's own native threads (0: one per usable CPU).
@@ -276,13 +277,13 @@ def decode_augment(encoded: Any, index: Any, *, ops: Any, seed: int = 0, epoch: 
     """
     return _decode_augment("decode_augment", "bytes", encoded, index, ops=ops, seed=seed, epoch=epoch, dtype=dtype,
                            layout=layout, channels=channels, max_pixels=max_pixels, dct_scaling=dct_scaling,
-                           on_error=on_error, num_threads=num_threads, name=name)
+                           on_error=on_error, num_threads=num_threads, name=name, idct=idct)
 
 
 def decode_augment_files(paths: Any, index: Any, *, ops: Any, seed: int = 0, epoch: Any = 0, dtype: Any = "uint8",
                          layout: str = "NHWC", channels: Union[int, str] = 3, max_pixels: Optional[int] = None,
                          dct_scaling: bool = True, on_error: str = "raise", num_threads: int = 0,
-                         name: Optional[str] = None) -> Any:
+                         name: Optional[str] = None, idct: str = "accurate") -> Any:
     """:func:`decode_augment` on a batch of image files: ``paths`` string[B] (file
     paths, read by the op's native threads as a Pipeline over ``sources.Files``
     reads them), ``index`` int64[B].  Row r is the Pipeline's sample for (seed,
@@ -304,12 +305,12 @@ def decode_augment_files(paths: Any, index: Any, *, ops: Any, seed: int = 0, epo
     """
     return _decode_augment("decode_augment_files", "files", paths, index, ops=ops, seed=seed, epoch=epoch,
                            dtype=dtype, layout=layout, channels=channels, max_pixels=max_pixels,
-                           dct_scaling=dct_scaling, on_error=on_error, num_threads=num_threads, name=name)
+                           dct_scaling=dct_scaling, on_error=on_error, num_threads=num_threads, name=name, idct=idct)
 
 
 def _decode_augment(who: str, source: str, encoded: Any, index: Any, *, ops: Any, seed: int, epoch: Any, dtype: Any,
                     layout: str, channels: Union[int, str], max_pixels: Optional[int], dct_scaling: bool,
-                    on_error: str, num_threads: int, name: Optional[str]) -> Any:
+                    on_error: str, num_threads: int, name: Optional[str], idct: str = "accurate") -> Any:
     tf = _tf()
     if on_error not in ("raise", "skip"):
         raise ValueError(f"{who}: on_error must be 'raise' or 'skip', got {on_error!r}")
@@ -317,7 +318,7 @@ def _decode_augment(who: str, source: str, encoded: Any, index: Any, *, ops: Any
         raise ValueError(f"{who}: seed must be an int in [0, 2**63), got {seed!r}")
     if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or not 0 <= num_threads <= 1024:
         raise ValueError(f"{who}: num_threads must be an int in [0, 1024], got {num_threads!r}")
-    attrs = _op_attrs(ops, dtype, layout, channels, max_pixels, dct_scaling)
+    attrs = _op_attrs(ops, dtype, layout, channels, max_pixels, dct_scaling, idct)
     mod = load()
     what = "encoded must be a string tensor (encoded image bytes)" if source == "bytes" else \
         "paths must be a string tensor (file paths)"

@@ -309,7 +309,8 @@ def translate(layers: Any, strict: bool = False, *, image_size: Optional[Tuple[i
         s = steps[last]
         steps[last] = Step(s.original, [normalize_op(native_affine)], s.becomes, name=s.name)
     layout = "NCHW" if data_format == "channels_first" else "NHWC"
-    opts = {"dtype": "float32", "layout": layout, "channels": channels, "dct_scaling": False}
+    # idct="fast": Keras decodes with tf.io.decode_image, whose JPEG default is the fast inverse DCT
+    opts = {"dtype": "float32", "layout": layout, "channels": channels, "dct_scaling": False, "idct": "fast"}
     python_layers = [s.original for s in steps if s.python]
     if not python_layers:
         if native_affine is None:
@@ -317,7 +318,7 @@ def translate(layers: Any, strict: bool = False, *, image_size: Optional[Tuple[i
                               becomes="Normalize(identity): float32 0..255, as Keras (no rescaling)"))
         return Translation("keras", steps, opts)
     prefix = {"dtype": "float32" if native_affine is not None else "uint8", "layout": "NHWC",
-              "channels": channels, "dct_scaling": False}
+              "channels": channels, "dct_scaling": False, "idct": "fast"}
     tail = make_tail(python_layers, data_format == "channels_first", native_affine is not None)
     return Translation("keras", steps, opts, tail=tail, prefix_options=prefix)
 

@@ -188,6 +188,23 @@ def test_raw_op_attribute_checks(op_module):
         raw(enc, idx, 0, ops=bytes(bad), seed=0, out_size=[8, 8])
 
 
+def test_fast_idct_decodes_as_tf_decode_jpeg(bufs, op_module):
+    """idct="fast": the op's decode is TensorFlow's default JPEG decode, byte for byte (the
+    default, "accurate", is PIL's); the attribute reaches the kernel."""
+    shapes = [tf.io.extract_jpeg_shape(b).numpy() for b in bufs]
+    h, w = (int(v) for v in min(shapes, key=lambda s: int(s[0]) * int(s[1]))[:2])
+    same = [b for b, s in zip(bufs, shapes) if (int(s[0]), int(s[1])) == (h, w)]
+    enc, idx = tf.constant(same), tf.range(len(same), dtype=tf.int64)
+    chain = [ops.CenterCrop((h, w))]
+    fast = fqt.decode_augment(enc, idx, ops=chain, dct_scaling=False, idct="fast").numpy()
+    acc = fqt.decode_augment(enc, idx, ops=chain, dct_scaling=False).numpy()
+    for i, b in enumerate(same):
+        np.testing.assert_array_equal(fast[i], tf.io.decode_jpeg(b, channels=3).numpy())
+    assert not np.array_equal(fast, acc)
+    with pytest.raises(ValueError, match="idct must be one of"):
+        fqt.decode_augment(enc, idx, ops=chain, idct="INTEGER_FAST")
+
+
 def test_empty_batch(op_module):
     x = fqt.decode_augment(tf.zeros([0], tf.string), tf.zeros([0], tf.int64), ops=CHAIN)
     assert x.shape == (0, 40, 40, 3) and x.dtype == tf.uint8

@@ -70,7 +70,9 @@ def test_unshuffled_labels_pixels_psnr(tree):
     xb, yb = _all(b)
     assert xb.dtype == np.float32 and xb.shape == xa.shape and xb.max() <= 255 and xb.max() > 200
     np.testing.assert_array_equal(ya, yb)
-    assert psnr(xa, xb) >= 40, psnr(xa, xb)  # measured 49 dB (tf.image.resize vs cv::resize INTER_LINEAR)
+    # measured 59.1 dB: the decode is TF's (idct="fast"), what is left is the resized image's
+    # rounding to uint8 before the float32 output (about 58.9 dB alone)
+    assert psnr(xa, xb) >= 55, psnr(xa, xb)
 
 
 @pytest.mark.parametrize("label_mode,color_mode,fmt", [("categorical", "rgb", "channels_last"),
@@ -88,7 +90,7 @@ def test_element_spec_and_labels(tree, label_mode, color_mode, fmt):
     if label_mode is not None:
         np.testing.assert_array_equal(ea[1].numpy(), eb[1].numpy())
         ea, eb = ea[0], eb[0]
-    assert psnr(ea.numpy(), eb.numpy()) >= 40
+    assert psnr(ea.numpy(), eb.numpy()) >= 50, psnr(ea.numpy(), eb.numpy())
 
 
 def test_refused_arguments(tree):
@@ -177,8 +179,8 @@ KERAS_GEOM = [L.RandomRotation(0.1), L.RandomZoom(0.2, 0.3, fill_mode="nearest")
 def test_geometry_pixels_against_keras(tree, layer):
     """Replay each sample's drawn parameters (explain record) through Keras's own layer
     (transform_images with the drawn transformation) on Keras's decoded+resized image:
-    >= 40 dB (measured: worst of 12 samples 45.6-46.9 dB, medians 47-49 dB: the decode/resize
-    differences; on the same uint8 image the ops are within 1/32 pixel of TF's sampling
+    >= 47 dB (measured: worst of 12 samples 49.5-59 dB over runs, the draws being unseeded;
+    medians 55-60 dB: the uint8 rounding after the resize and after the warp; on the same uint8 image the ops are within 1/32 pixel of TF's sampling
     (sampling="opencv", fastq.keras's choice) or byte-equal to it ("tf", and wrap / nearest),
     tests/ops/test_keras_ops.py)."""
     ka = keras.utils.image_dataset_from_directory(tree, image_size=SIZE, shuffle=False, verbose=False, batch_size=None)
@@ -195,7 +197,7 @@ def test_geometry_pixels_against_keras(tree, layer):
         vals.append(psnr(ref, x[i]))
     print(type(layer).__name__, layer.fill_mode, layer.interpolation, "PSNR min/median dB", round(min(vals), 1),
           round(float(np.median(vals)), 1))
-    assert min(vals) >= 40, (type(layer).__name__, vals)
+    assert min(vals) >= 47, (type(layer).__name__, vals)
 
 
 def _keras_transformation(layer, rec):
@@ -224,7 +226,7 @@ def _keras_transformation(layer, rec):
                          ids=lambda l: f"{type(l).__name__}-{l.factor}-{l.value_range}")
 def test_color_pixels_against_keras(tree, layer):
     """RandomContrast / RandomBrightness: the drawn factor replayed through Keras's layer on
-    Keras's image: >= 40 dB (measured: worst of 12 samples 44.5-45.4 dB, medians 47-50 dB)."""
+    Keras's image: >= 47 dB (measured: worst of 12 samples 51-55 dB, medians 55-59 dB)."""
     ka = keras.utils.image_dataset_from_directory(tree, image_size=SIZE, shuffle=False, verbose=False, batch_size=None)
     kimgs = [x.numpy() for x, _ in ka]
     ds = fk.image_dataset_from_directory(tree, image_size=SIZE, shuffle=False, verbose=False, augment=[layer])
@@ -236,7 +238,7 @@ def test_color_pixels_against_keras(tree, layer):
                                                                 training=True))[0]
         vals.append(psnr(ref, x[i]))
     print(type(layer).__name__, layer.factor, "PSNR min/median dB", round(min(vals), 1), round(float(np.median(vals)), 1))
-    assert min(vals) >= 40, vals
+    assert min(vals) >= 47, vals
 
 
 def test_random_layer_statistics(tree):

@@ -142,6 +142,8 @@ static int spec_create_base(const fq_op *ops, int n_ops, const fq_img_format *fm
     if (fmt->channel_order != FQ_ORDER_RGB && (fmt->channel_order != FQ_ORDER_BGR || fmt->channels != 3))
         return fq_set_err(err, FQ_E_INVALID, "channel_order must be RGB (0) or, with 3 channels, BGR (1), got %d",
                           fmt->channel_order);
+    if (fmt->idct != FQ_IDCT_ACCURATE && fmt->idct != FQ_IDCT_FAST)
+        return fq_set_err(err, FQ_E_INVALID, "idct must be accurate (0) or fast (1), got %d", fmt->idct);
     fq_img_chain_info info;
     int rc = fq_img_chain_check(ops, n_ops, fmt->dtype, &info, err);
     if (rc)

@@ -222,61 +222,6 @@ __attribute__((target("avx2"))) void sharpness_avx2(const cv::Mat &src, cv::Mat 
     }
 }
 
-/* color_exec's blend (fq_image_aug.cpp) for 3 channels: per pixel the floored grey, then
- * blend(s, grey, f, f1) per channel */
-__attribute__((target("avx2"))) void color_avx2(const cv::Mat &src, cv::Mat &dst, float f, float f1)
-{
-    const int W = src.cols;
-    const __m256 F = _mm256_set1_ps(f);
-    const __m256d F1 = _mm256_set1_pd((double)f1);
-    const __m256i e0 = _mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2), e1 = _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5),
-                  e2 = _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7);
-    for (int y = 0; y < src.rows; y++) {
-        const uint8_t *s = src.ptr<uint8_t>(y);
-        uint8_t *o = dst.ptr<uint8_t>(y);
-        int x = 0;
-        for (; x + 8 <= W; x += 8) {
-            const uint8_t *p = s + 3 * x;
-            __m256 s0 = load8f(p), s1 = load8f(p + 8), s2 = load8f(p + 16), r, g, b;
-            deinterleave8(s0, s1, s2, r, g, b);
-            __m256 gr = gray8(r, g, b);
-            __m256i o0 = clamp_trunc8(fma_exact8(_mm256_permutevar8x32_ps(gr, e0), F1, _mm256_mul_ps(s0, F)));
-            __m256i o1 = clamp_trunc8(fma_exact8(_mm256_permutevar8x32_ps(gr, e1), F1, _mm256_mul_ps(s1, F)));
-            __m256i o2 = clamp_trunc8(fma_exact8(_mm256_permutevar8x32_ps(gr, e2), F1, _mm256_mul_ps(s2, F)));
-            _mm_storeu_si128(reinterpret_cast<__m128i *>(o + 3 * x), pack16(o0, o1));
-            __m128i t = pack16(o2, o2);
-            std::memcpy(o + 3 * x + 16, &t, 8);
-        }
-        for (; x < W; x++)
-            color_pixel(s + 3 * x, o + 3 * x, f, f1);
-    }
-}
-
-/* the sum of gray_floor over an RGB image (integers: exact in any order) */
-__attribute__((target("avx2"))) double gray_sum_avx2(const cv::Mat &src)
-{
-    const int W = src.cols;
-    int64_t total = 0;
-    for (int y = 0; y < src.rows; y++) {
-        const uint8_t *s = src.ptr<uint8_t>(y);
-        __m256i acc = _mm256_setzero_si256();
-        int x = 0;
-        for (; x + 8 <= W; x += 8) { /* per lane <= 254 * 4096 per row: no overflow */
-            const uint8_t *p = s + 3 * x;
-            __m256 r, g, b;
-            deinterleave8(load8f(p), load8f(p + 8), load8f(p + 16), r, g, b);
-            acc = _mm256_add_epi32(acc, _mm256_cvttps_epi32(gray8(r, g, b)));
-        }
-        alignas(32) int32_t l[8];
-        _mm256_store_si256(reinterpret_cast<__m256i *>(l), acc);
-        for (int k = 0; k < 8; k++)
-            total += l[k];
-        for (; x < W; x++)
-            total += (int64_t)gray_value(s + 3 * x);
-    }
-    return (double)total;
-}
-
 /* ---- timm's ops on Pillow's semantics (fq_image_aug_timm_ops.cpp's pil_enhance) ---- */
 
 /* Image.blend(degenerate, image, a) of fq_image_aug_timm.h on 8 lanes: d + a (i - d) in
@@ -335,11 +280,48 @@ __attribute__((target("avx2"))) void timm_sharpness_avx2(const cv::Mat &src, cv:
     }
 }
 
-/* pil_enhance's Color for 3 channels: per pixel Pillow's grey, blended with each channel */
-__attribute__((target("avx2"))) void timm_color_avx2(const cv::Mat &src, cv::Mat &dst, float a)
+/* ---- one grey-and-blend loop for both colour rules ----
+ * A grey rule G: G::vec (8 pixels, float32 lanes holding integers) and G::pixel (one pixel).
+ * A blend rule B: B::vec (grey, channel lanes -> int32 results) and B::pixel (one pixel). */
+
+struct OpenCvGrey { /* gray_floor of fq_image_aug.cpp */
+    __attribute__((target("avx2"))) static __m256 vec(__m256 r, __m256 g, __m256 b) { return gray8(r, g, b); }
+    static int pixel(const uint8_t *p) { return (int)gray_value(p); } /* a floored integer in a float */
+};
+
+struct PillowGrey { /* Pillow's RGB -> L */
+    __attribute__((target("avx2"))) static __m256 vec(__m256 r, __m256 g, __m256 b) { return pil_gray8(r, g, b); }
+    static int pixel(const uint8_t *p) { return timm::pil_gray(p); }
+};
+
+struct TorchvisionBlend { /* color_exec's blend(s, grey, f, f1) */
+    float f, f1;
+    __attribute__((target("avx2"))) __m256i vec(__m256 gr, __m256 s) const
+    {
+        return clamp_trunc8(fma_exact8(gr, _mm256_set1_pd((double)f1), _mm256_mul_ps(s, _mm256_set1_ps(f))));
+    }
+    void pixel(const uint8_t *s, uint8_t *o) const { color_pixel(s, o, f, f1); }
+};
+
+struct PillowBlend { /* Image.blend(grey, image, a) */
+    float a;
+    __attribute__((target("avx2"))) __m256i vec(__m256 gr, __m256 s) const
+    {
+        return pil_blend8(gr, s, _mm256_set1_ps(a));
+    }
+    void pixel(const uint8_t *s, uint8_t *o) const
+    {
+        const int gv = timm::pil_gray(s);
+        for (int k = 0; k < 3; k++)
+            o[k] = timm::blend(gv, s[k], a);
+    }
+};
+
+/* every RGB pixel blended with its own grey (3 channels) */
+template <class G, class B>
+__attribute__((target("avx2"))) void grey_blend_rgb_avx2(const cv::Mat &src, cv::Mat &dst, const B &blend)
 {
     const int W = src.cols;
-    const __m256 A = _mm256_set1_ps(a);
     const __m256i e0 = _mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2), e1 = _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5),
                   e2 = _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7);
     for (int y = 0; y < src.rows; y++) {
@@ -350,24 +332,21 @@ __attribute__((target("avx2"))) void timm_color_avx2(const cv::Mat &src, cv::Mat
             const uint8_t *p = s + 3 * x;
             __m256 s0 = load8f(p), s1 = load8f(p + 8), s2 = load8f(p + 16), r, g, b;
             deinterleave8(s0, s1, s2, r, g, b);
-            const __m256 gr = pil_gray8(r, g, b);
-            const __m256i o0 = pil_blend8(_mm256_permutevar8x32_ps(gr, e0), s0, A);
-            const __m256i o1 = pil_blend8(_mm256_permutevar8x32_ps(gr, e1), s1, A);
-            const __m256i o2 = pil_blend8(_mm256_permutevar8x32_ps(gr, e2), s2, A);
+            const __m256 gr = G::vec(r, g, b);
+            const __m256i o0 = blend.vec(_mm256_permutevar8x32_ps(gr, e0), s0);
+            const __m256i o1 = blend.vec(_mm256_permutevar8x32_ps(gr, e1), s1);
+            const __m256i o2 = blend.vec(_mm256_permutevar8x32_ps(gr, e2), s2);
             _mm_storeu_si128(reinterpret_cast<__m128i *>(o + 3 * x), pack16(o0, o1));
             __m128i t = pack16(o2, o2);
             std::memcpy(o + 3 * x + 16, &t, 8);
         }
-        for (; x < W; x++) {
-            const int gv = timm::pil_gray(s + 3 * x);
-            for (int k = 0; k < 3; k++)
-                o[3 * x + k] = timm::blend(gv, s[3 * x + k], a);
-        }
+        for (; x < W; x++)
+            blend.pixel(s + 3 * x, o + 3 * x);
     }
 }
 
-/* the sum of Pillow's grey over an RGB image (integers: exact in any order) */
-__attribute__((target("avx2"))) int64_t timm_gray_sum_avx2(const cv::Mat &src)
+/* the sum of G's grey over an RGB image (integers: exact in any order) */
+template <class G> __attribute__((target("avx2"))) int64_t grey_sum_avx2(const cv::Mat &src)
 {
     const int W = src.cols;
     int64_t total = 0;
@@ -379,16 +358,41 @@ __attribute__((target("avx2"))) int64_t timm_gray_sum_avx2(const cv::Mat &src)
             const uint8_t *p = s + 3 * x;
             __m256 r, g, b;
             deinterleave8(load8f(p), load8f(p + 8), load8f(p + 16), r, g, b);
-            acc = _mm256_add_epi32(acc, _mm256_cvttps_epi32(pil_gray8(r, g, b)));
+            acc = _mm256_add_epi32(acc, _mm256_cvttps_epi32(G::vec(r, g, b)));
         }
         alignas(32) int32_t l[8];
         _mm256_store_si256(reinterpret_cast<__m256i *>(l), acc);
         for (int k = 0; k < 8; k++)
             total += l[k];
         for (; x < W; x++)
-            total += timm::pil_gray(s + 3 * x);
+            total += G::pixel(s + 3 * x);
     }
     return total;
+}
+
+/* color_exec's blend (fq_image_aug.cpp) for 3 channels: per pixel the floored grey, then
+ * blend(s, grey, f, f1) per channel */
+__attribute__((target("avx2"))) void color_avx2(const cv::Mat &src, cv::Mat &dst, float f, float f1)
+{
+    grey_blend_rgb_avx2<OpenCvGrey>(src, dst, TorchvisionBlend{f, f1});
+}
+
+/* the sum of gray_floor over an RGB image */
+__attribute__((target("avx2"))) double gray_sum_avx2(const cv::Mat &src)
+{
+    return (double)grey_sum_avx2<OpenCvGrey>(src);
+}
+
+/* pil_enhance's Color for 3 channels: per pixel Pillow's grey, blended with each channel */
+__attribute__((target("avx2"))) void timm_color_avx2(const cv::Mat &src, cv::Mat &dst, float a)
+{
+    grey_blend_rgb_avx2<PillowGrey>(src, dst, PillowBlend{a});
+}
+
+/* the sum of Pillow's grey over an RGB image */
+__attribute__((target("avx2"))) int64_t timm_gray_sum_avx2(const cv::Mat &src)
+{
+    return grey_sum_avx2<PillowGrey>(src);
 }
 
 /* one 256-entry table as four 64-byte quarters */

@@ -271,7 +271,7 @@ int jpeg_header(fq_img_scratch *s, const uint8_t *data, size_t len, SrcInfo *si,
 }
 
 /* Phase 1: scale, colour space, start, horizontal crop. Only POD locals. */
-static int jpeg_start(fq_img_scratch *s, int scale_num, int want_cs, int x, int w, unsigned *xoff,
+static int jpeg_start(fq_img_scratch *s, int scale_num, int want_cs, int idct, int x, int w, unsigned *xoff,
                       unsigned *cw, int *full_h, int *full_w, fq_err *err)
 {
     j_decompress_ptr ci = &s->cinfo;
@@ -280,7 +280,7 @@ static int jpeg_start(fq_img_scratch *s, int scale_num, int want_cs, int x, int 
     ci->scale_num = (unsigned)scale_num;
     ci->scale_denom = 8;
     ci->out_color_space = (J_COLOR_SPACE)want_cs;
-    ci->dct_method = JDCT_ISLOW;
+    ci->dct_method = idct == FQ_IDCT_FAST ? JDCT_IFAST : JDCT_ISLOW; /* scaled IDCTs have one method */
     ci->do_fancy_upsampling = TRUE;
     jpeg_start_decompress(ci);
     *full_w = (int)ci->output_width; /* jpeg_crop_scanline changes output_width */
@@ -362,7 +362,7 @@ static void cmyk_to_rgb(const cv::Mat &src, cv::Mat &dst)
     }
 }
 
-int jpeg_decode(fq_img_scratch *s, const SrcInfo &si, int scale_num, int x, int y, int w, int h,
+int jpeg_decode(fq_img_scratch *s, const SrcInfo &si, int scale_num, int idct, int x, int y, int w, int h,
                 int out_channels, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err)
 {
     bool cmyk = (si.jpeg_cs == JCS_CMYK || si.jpeg_cs == JCS_YCCK);
@@ -374,7 +374,7 @@ int jpeg_decode(fq_img_scratch *s, const SrcInfo &si, int scale_num, int x, int 
                           si.channels, si.jpeg_cs);
     }
     unsigned xoff = 0, cw = 0;
-    int rc = jpeg_start(s, scale_num, want_cs, x, w, &xoff, &cw, scaled_h, scaled_w, err);
+    int rc = jpeg_start(s, scale_num, want_cs, idct, x, w, &xoff, &cw, scaled_h, scaled_w, err);
     if (rc)
         return rc;
     if (w <= 0) {

@@ -42,10 +42,10 @@ int decode_region(const fq_img_spec *sp, fq_img_scratch *s, const uint8_t *data,
     int dh = 0, dw = 0, rc;
     const int *roi = dp.roi;
     if (dp.roi_used)
-        rc = fqi::jpeg_decode_crop(s, data, len, si, dp.scale_num, roi[0], roi[1], roi[2], roi[3],
+        rc = fqi::jpeg_decode_crop(s, data, len, si, dp.scale_num, sp->fmt.idct, roi[0], roi[1], roi[2], roi[3],
                                    dp.box_op ? dp.sbox : nullptr, sp->out_c, dec, &dh, &dw, err);
     else
-        rc = fqi::jpeg_decode(s, si, dp.scale_num, 0, 0, 0, 0, sp->out_c, dec, &dh, &dw, err);
+        rc = fqi::jpeg_decode(s, si, dp.scale_num, sp->fmt.idct, 0, 0, 0, 0, sp->out_c, dec, &dh, &dw, err);
     if (rc)
         return rc;
     if (dh != dp.scaled_h || dw != dp.scaled_w)

@@ -141,8 +141,8 @@ inline int ceil_div(int64_t a, int64_t b) { return (int)((a + b - 1) / b); }
 /* Try the segment path.  FQ_OK / error code when it decoded (or failed inside the mini
  * decode, with the original header re-read so the caller can fall back), kDeclined
  * when it did nothing (the original header is still loaded in s->cinfo). */
-int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::SrcInfo &si, int M, int x, int y,
-                 int w, int h, const int *need, int oc, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err)
+int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::SrcInfo &si, int M, int idct, int x,
+                 int y, int w, int h, const int *need, int oc, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err)
 {
     if (!g_enabled.get() || w <= 0 || h <= 0 || M < 1 || M > 8 || 8 % M)
         return kDeclined;
@@ -246,7 +246,7 @@ int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::
     }
     int mh = 0, mw = 0;
     if (rc == FQ_OK)
-        rc = fqi::jpeg_decode(s, msi, M, tx0 - ox, ty0 - oy, tx1 - tx0, ty1 - ty0, oc, out, &mh, &mw, err);
+        rc = fqi::jpeg_decode(s, msi, M, idct, tx0 - ox, ty0 - oy, tx1 - tx0, ty1 - ty0, oc, out, &mh, &mw, err);
     if (rc == FQ_OK && (mh != ceil_div((int64_t)mini_h * M, 8) || mw != ceil_div((int64_t)mini_w * M, 8)))
         rc = FQ_E_DECODE;
     if (rc != FQ_OK) {
@@ -277,15 +277,15 @@ int try_segments(fq_img_scratch *s, const uint8_t *data, size_t len, const fqi::
 
 namespace fqi {
 
-int jpeg_decode_crop(fq_img_scratch *s, const uint8_t *data, size_t len, const SrcInfo &si, int scale_num, int x,
+int jpeg_decode_crop(fq_img_scratch *s, const uint8_t *data, size_t len, const SrcInfo &si, int scale_num, int idct, int x,
                      int y, int w, int h, const int *need, int out_channels, cv::Mat *out, int *scaled_h,
                      int *scaled_w, fq_err *err)
 {
-    int rc = try_segments(s, data, len, si, scale_num, x, y, w, h, need, out_channels, out, scaled_h, scaled_w,
+    int rc = try_segments(s, data, len, si, scale_num, idct, x, y, w, h, need, out_channels, out, scaled_h, scaled_w,
                           err);
     if (rc != kDeclined)
         return rc;
-    return jpeg_decode(s, si, scale_num, x, y, w, h, out_channels, out, scaled_h, scaled_w, err);
+    return jpeg_decode(s, si, scale_num, idct, x, y, w, h, out_channels, out, scaled_h, scaled_w, err);
 }
 
 }  // namespace fqi

@@ -76,11 +76,12 @@ bool has_eoi(const uint8_t *p, size_t n);
 /* Read a JPEG header into the scratch decoder; fills si.  Errors: FQ_E_DECODE. */
 int jpeg_header(fq_img_scratch *s, const uint8_t *data, size_t len, SrcInfo *si, fq_err *err);
 
-/* Decode the JPEG whose header jpeg_header() read, at scale num/8, the region
+/* Decode the JPEG whose header jpeg_header() read, at scale num/8 with the inverse DCT
+ * idct (fq_idct: FQ_IDCT_ACCURATE / FQ_IDCT_FAST; only full scale has two), the region
  * [x, x+w) x [y, y+h) of the scaled image (w <= 0: the whole image), to out_channels
  * (1 gray, 3 RGB).  *out is a view of exactly that region in s->dec.
  * *scaled_h/w get the full scaled size.  Always leaves the decoder reset. */
-int jpeg_decode(fq_img_scratch *s, const SrcInfo &si, int scale_num, int x, int y, int w, int h,
+int jpeg_decode(fq_img_scratch *s, const SrcInfo &si, int scale_num, int idct, int x, int y, int w, int h,
                 int out_channels, cv::Mat *out, int *scaled_h, int *scaled_w, fq_err *err);
 
 /* jpeg_decode of a crop ROI, through a mini-JPEG of the restart segments that cover
@@ -88,7 +89,7 @@ int jpeg_decode(fq_img_scratch *s, const SrcInfo &si, int scale_num, int x, int 
  * jpeg_decode.  Same contract and output as jpeg_decode, except that only the pixels
  * of `need` (x, y, w, h: the box the ops read, scaled; NULL: the whole ROI) plus 8
  * pixels around it are guaranteed to be the decoded ones. */
-int jpeg_decode_crop(fq_img_scratch *s, const uint8_t *data, size_t len, const SrcInfo &si, int scale_num, int x,
+int jpeg_decode_crop(fq_img_scratch *s, const uint8_t *data, size_t len, const SrcInfo &si, int scale_num, int idct, int x,
                      int y, int w, int h, const int *need, int out_channels, cv::Mat *out, int *scaled_h,
                      int *scaled_w, fq_err *err);
 

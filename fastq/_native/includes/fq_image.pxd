@@ -37,6 +37,7 @@ cdef extern from "image/fq_image.h" nogil:
         int64_t max_pixels
         int dct_scaling
         int channel_order
+        int idct
 
     ctypedef struct fq_img_spec:
         pass
