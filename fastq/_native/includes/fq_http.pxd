@@ -4,6 +4,9 @@ from libc.stdint cimport int64_t, uint8_t, uint64_t
 from fastq._native.includes.fq_common cimport fq_err
 
 cdef extern from "net/fq_http.h" nogil:
+    enum:
+        FQ_HTTP_ETAG_LEN
+        FQ_HTTP_MSG_LEN
     ctypedef struct fq_http_pool:
         pass
     ctypedef struct fq_http_result:
@@ -16,8 +19,8 @@ cdef extern from "net/fq_http.h" nogil:
         int64_t range_first
         int64_t range_last
         int64_t range_total
-        char etag[256]
-        char msg[256]
+        char etag[FQ_HTTP_ETAG_LEN]
+        char msg[FQ_HTTP_MSG_LEN]
         fq_http_result *next
     ctypedef struct fq_http_chan:
         pass
