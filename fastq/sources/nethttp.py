@@ -267,18 +267,11 @@ def close_loop(loop) -> None:
 CODE_CLOSED = 4  # FQ_E_CLOSED
 
 
-def _remote_error(obj, start, end):
-    from fastq.sources.storage import RemoteError, _what
-
-    def error(reason, transient, status):
-        return RemoteError(obj.url, _what(start, end), reason, transient=transient, status=status)
-    return error
-
-
-async def get(target: NativeTarget, obj, start, end, if_match, opts, error=None):
+async def get(target: NativeTarget, obj, start, end, if_match, opts, error):
     """One GET of bytes [start, end) of obj (start None: all) -> (buffer, the object's size
     from a whole GET or None, ETag or None).  A failed request raises
-    error(reason, transient, status) (default: the RemoteError storage.fetch() classifies)."""
+    error(reason, transient, status) (storage.fetch() passes a RemoteError maker and words the
+    final error, with the URL and the attempts, as for obstore's)."""
     c = target.clients.get(asyncio.get_running_loop())
     if c is None:
         c = client_for(target, opts)
@@ -291,8 +284,6 @@ async def get(target: NativeTarget, obj, start, end, if_match, opts, error=None)
     _, code, status, body, clen, etag, crange, msg = await c.get(tb, h)
     if code == 0 and 200 <= status < 300 and (start is None or status == 206):
         return body, (clen if clen >= 0 else None), etag or None
-    if error is None:
-        error = _remote_error(obj, start, end)
     if code != 0:  # (a timeout's message starts with "timed out")
         raise error(msg, code != CODE_CLOSED, None)
     if status >= 300 or status < 200:

@@ -423,7 +423,8 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
         try:
             counters.requests += 1
             if native is not None:  # fastq's own HTTP client (fastq/sources/nethttp.py)
-                data, size, etag = await native_get(native, obj, start, end, obj.etag if pin_etag else None, opts)
+                data, size, etag = await native_get(native, obj, start, end, obj.etag if pin_etag else None, opts,
+                                                    _native_failure)
             else:
                 options: Dict[str, Any] = {}
                 if start is not None:
@@ -467,6 +468,12 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
 
 
 _native_get: Any = None  # fastq.sources.nethttp.get, imported when a store is first read natively
+
+
+def _native_failure(reason, transient, status):
+    """A failed native GET, as nethttp.get raises it: fetch() classifies it and raises the
+    final RemoteError with the URL and the attempts, as for obstore's errors."""
+    return RemoteError("", "GET", reason, transient=transient, status=status)
 
 
 def _load_native_get():
