@@ -15,9 +15,10 @@
  * closed an idle connection: keepalive_timeout, keepalive_requests) is sent again, once, on
  * a fresh connection.
  *
- * Timeouts: timeout_s bounds each wait for the server (SO_RCVTIMEO / SO_SNDTIMEO) and the
- * request as a whole (checked after every read): a stalled server fails the request with
- * FQ_E_TIMEOUT after at most about 2 * timeout_s.
+ * Timeouts: timeout_s bounds the request as a whole: each read waits at most what is left of
+ * it (SO_RCVTIMEO, lowered as the deadline nears, with a slack of an eighth), so a server
+ * that stalls, or sends a byte now and then, fails the request with FQ_E_TIMEOUT within about
+ * 1.125 * timeout_s (sending the request waits at most timeout_s, SO_SNDTIMEO).
  *
  * Bodies: a Content-Length body is read straight into one malloc'd buffer of that size; a
  * chunked body (Transfer-Encoding: chunked) or one delimited by the connection's close is

@@ -21,6 +21,24 @@
 #define MAX_HEADER_BYTES (64 * 1024)
 #define MAX_ERROR_BODY (1 << 20) /* a non-2xx body longer than this closes the connection instead */
 
+static void set_rcvtimeo(int fd, uint64_t ns) {
+    struct timeval tv;
+    tv.tv_sec = (time_t)(ns / 1000000000u);
+    tv.tv_usec = (suseconds_t)((ns % 1000000000u) / 1000u);
+    if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1000;
+    /* best effort: without it a read still ends at the timeout set before */
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+void fq_http_conn_begin(fq_http_conn *c, double timeout_s) {
+    const uint64_t t = (uint64_t)(timeout_s * 1e9);
+    c->deadline_ns = fq_now_ns() + t;
+    if (c->rcvtimeo_ns != t) {
+        set_rcvtimeo(c->fd, t);
+        c->rcvtimeo_ns = t;
+    }
+}
+
 static void set_timeouts(int fd, double timeout_s) {
     struct timeval tv;
     tv.tv_sec = (time_t)timeout_s;
@@ -136,6 +154,20 @@ static int check_deadline(fq_http_conn *c, fq_http_result *r) {
 /* recv into dst (at most cap bytes); 0 bytes is an error (the peer closed) unless eof_ok. */
 static int recv_some(fq_http_conn *c, fq_http_result *r, uint8_t *dst, size_t cap, size_t *got, int eof_ok) {
     for (;;) {
+        /* a read waits at most what is left of the request's time (plus an eighth of it, so
+         * that a request going well lowers the socket's timeout a few times at most, not
+         * before every read): a server sending a byte now and then cannot stretch the
+         * request past about timeout_s */
+        const uint64_t now = fq_now_ns();
+        if (now >= c->deadline_ns) {
+            snprintf(r->msg, FQ_HTTP_MSG_LEN, "timed out (stalled connection?)");
+            return FQ_E_TIMEOUT;
+        }
+        const uint64_t left = c->deadline_ns - now;
+        if (left + left / 8 < c->rcvtimeo_ns) {
+            set_rcvtimeo(c->fd, left);
+            c->rcvtimeo_ns = left;
+        }
         ssize_t n = recv(c->fd, dst, cap, 0);
         if (n > 0) {
             c->got_any = 1;

@@ -142,6 +142,7 @@ static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, i
     c->fd = -1;
     c->rpos = c->rlen = 0;
     c->next = NULL;
+    c->rcvtimeo_ns = (uint64_t)(p->timeout_s * 1e9); /* fq_http_connect sets it so */
     int rc = fq_http_connect(p->host, p->port, p->connect_timeout_s, p->timeout_s, &p->closing, &c->fd, msg);
     if (rc != FQ_OK) {
         free(c);
@@ -184,7 +185,7 @@ static void run_request(fq_http_pool *p, worker *w, request *q, fq_http_result *
             r->code = rc;
             return;
         }
-        c->deadline_ns = fq_now_ns() + (uint64_t)(p->timeout_s * 1e9);
+        fq_http_conn_begin(c, p->timeout_s);
         rc = fq_http_exchange(c, q->text, q->len, r, &keep);
         int got_any = c->got_any;
         conn_put(p, w, c, rc == FQ_OK && keep);

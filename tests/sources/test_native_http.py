@@ -303,7 +303,9 @@ def test_moto_s3_signed(data, monkeypatch):
 
 class _Odd(http.server.BaseHTTPRequestHandler):
     """http.server, keep-alive: /chunked/<n> answers n bytes in chunks, /close/<n> HTTP/1.0
-    without a length (the body ends with the connection), /len/<n> with Content-Length."""
+    without a length (the body ends with the connection), /len/<n> with Content-Length,
+    /trickle/<n> and /drip/<n> n bytes one by one, 0.1 s / 0.4 s apart, /slow/<n> with
+    Content-Length after 0.35 s."""
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *a):
@@ -320,6 +322,23 @@ class _Odd(http.server.BaseHTTPRequestHandler):
                 part = body[i:i + 7000]
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
             self.wfile.write(b"0\r\nX-Trailer: 1\r\n\r\n")
+        elif kind in ("trickle", "drip"):  # the headers, then one byte of the body every 0.1 / 0.4 s
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for i in range(len(body)):
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(0.1 if kind == "trickle" else 0.4)
+            except OSError:  # the client gave up
+                self.close_connection = True
+        elif kind == "slow":  # Content-Length, after 0.35 s
+            time.sleep(0.35)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         elif kind == "close":
             self.protocol_version = "HTTP/1.0"
             self.send_response(200)
@@ -356,6 +375,45 @@ def test_http_server_chunked_close_delimited_and_keep_alive():
             want = bytes(range(256)) * (n // 256) + bytes(n % 256)
             assert bytes(body) == want
         assert got[2][1:] == (5, '"e1"')
+        target.pool.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_server_sending_a_byte_now_and_then_cannot_stretch_a_request_past_its_timeout():
+    """Each read waits at most what is left of the request's timeout_s: a body dripping in (a
+    byte every 0.4 s, timeout_s 0.5) fails at about 0.5 s, not when the read after the
+    deadline returns (0.8 s here; up to twice timeout_s)."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
+    httpd.daemon_threads = True
+    th = threading.Thread(target=httpd.serve_forever, daemon=True)
+    th.start()
+    try:
+        target = nethttp.NativeTarget("127.0.0.1", httpd.server_address[1], "")
+        opts = types.SimpleNamespace(max_in_flight=1, connect_timeout_s=5.0, timeout_s=0.5)
+
+        async def main():
+            try:
+                t = time.perf_counter()
+                with pytest.raises(RuntimeError, match="timed out") as ei:
+                    await nethttp.get(target, storage.ObjectInfo("drip/50", None, "drip/50"), None, None, None,
+                                      opts, RuntimeError)
+                took = time.perf_counter() - t
+                assert 0.45 <= took < 0.7, took  # bytes at 0.4 and 0.8 s: the second read is cut short
+                assert ei.value.args[1] is True  # transient: fetch() retries it
+
+                def get(key):
+                    return nethttp.get(target, storage.ObjectInfo(key, None, key), None, None, None, opts, RuntimeError)
+                # one connection (max_in_flight=1): a request that ends well after lowering the
+                # read timeout (3 bytes over 0.3 s), then one whose answer takes 0.35 s: the
+                # read timeout is back at timeout_s (0.5 s) for it, not what the last one left
+                for key, n in (("trickle/3", 3), ("slow/5", 5), ("trickle/3", 3), ("slow/5", 5)):
+                    body, size, _ = await get(key)
+                    assert bytes(body) == bytes(n) and size == n
+            finally:
+                nethttp.close_loop(asyncio.get_running_loop())
+        asyncio.run(main())
         target.pool.close()
     finally:
         httpd.shutdown()

@@ -17,6 +17,8 @@ typedef struct fq_http_conn {
     int fd;
     size_t rpos, rlen;          /* unread bytes of rbuf: [rpos, rlen) */
     uint64_t deadline_ns;       /* the request's end (fq_now_ns clock) */
+    uint64_t rcvtimeo_ns;       /* the socket's SO_RCVTIMEO now: timeout_s, lowered as the
+                                   request's deadline nears (fq_http_conn_begin restores it) */
     int got_any;                /* a byte of the current response arrived */
     uint64_t idle_since_ns;     /* when it went back to the pool */
     uint8_t rbuf[FQ_HTTP_RBUF];
@@ -28,6 +30,10 @@ typedef struct fq_http_conn {
  * timeout_s each.  FQ_OK and *fd, or an error code with msg (FQ_HTTP_MSG_LEN) filled. */
 int fq_http_connect(const char *host, int port, double connect_timeout_s, double timeout_s,
                     const atomic_int *closing, int *fd, char *msg);
+
+/* Start a request on c: its deadline timeout_s from now, and the socket's read timeout back
+ * at timeout_s if the last request lowered it. */
+void fq_http_conn_begin(fq_http_conn *c, double timeout_s);
 
 /* Send req on c and read one response into r (status, headers, body).  FQ_OK, or an error
  * code with r->msg; c->got_any tells whether any of the response arrived.  *keep: the
