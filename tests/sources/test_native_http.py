@@ -353,68 +353,66 @@ class _Odd(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
 
-def test_http_server_chunked_close_delimited_and_keep_alive():
+@pytest.fixture
+def odd_target():
+    """A NativeTarget of an http.server serving _Odd (its pool closed after the test)."""
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
     httpd.daemon_threads = True
     th = threading.Thread(target=httpd.serve_forever, daemon=True)
     th.start()
+    target = nethttp.NativeTarget("127.0.0.1", httpd.server_address[1], "")
     try:
-        target = nethttp.NativeTarget("127.0.0.1", httpd.server_address[1], "")
-        opts = types.SimpleNamespace(max_in_flight=4, connect_timeout_s=5.0, timeout_s=10.0)
-
-        async def main():
-            try:
-                return await asyncio.gather(*(nethttp.get(target, storage.ObjectInfo(k, None, k), None, None, None,
-                                                          opts, RuntimeError)
-                                              for k in ("chunked/100000", "close/70001", "len/5", "chunked/0",
-                                                        "len/300000") * 3))
-            finally:
-                nethttp.close_loop(asyncio.get_running_loop())
-        got = asyncio.run(main())
-        for (body, size, etag), n in zip(got, (100000, 70001, 5, 0, 300000) * 3):
-            want = bytes(range(256)) * (n // 256) + bytes(n % 256)
-            assert bytes(body) == want
-        assert got[2][1:] == (5, '"e1"')
-        target.pool.close()
+        yield target
     finally:
+        target.pool.close()
         httpd.shutdown()
         httpd.server_close()
 
 
-def test_a_server_sending_a_byte_now_and_then_cannot_stretch_a_request_past_its_timeout():
+def test_http_server_chunked_close_delimited_and_keep_alive(odd_target):
+    target = odd_target
+    opts = types.SimpleNamespace(max_in_flight=4, connect_timeout_s=5.0, timeout_s=10.0)
+
+    async def main():
+        try:
+            return await asyncio.gather(*(nethttp.get(target, storage.ObjectInfo(k, None, k), None, None, None,
+                                                      opts, RuntimeError)
+                                          for k in ("chunked/100000", "close/70001", "len/5", "chunked/0",
+                                                    "len/300000") * 3))
+        finally:
+            nethttp.close_loop(asyncio.get_running_loop())
+    got = asyncio.run(main())
+    for (body, size, etag), n in zip(got, (100000, 70001, 5, 0, 300000) * 3):
+        want = bytes(range(256)) * (n // 256) + bytes(n % 256)
+        assert bytes(body) == want
+    assert got[2][1:] == (5, '"e1"')
+
+
+def test_a_server_sending_a_byte_now_and_then_cannot_stretch_a_request_past_its_timeout(odd_target):
     """Each read waits at most what is left of the request's timeout_s: a body dripping in (a
     byte every 0.4 s, timeout_s 0.5) fails at about 0.5 s, not when the read after the
     deadline returns (0.8 s here; up to twice timeout_s)."""
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
-    httpd.daemon_threads = True
-    th = threading.Thread(target=httpd.serve_forever, daemon=True)
-    th.start()
-    try:
-        target = nethttp.NativeTarget("127.0.0.1", httpd.server_address[1], "")
-        opts = types.SimpleNamespace(max_in_flight=1, connect_timeout_s=5.0, timeout_s=0.5)
+    target = odd_target
+    opts = types.SimpleNamespace(max_in_flight=1, connect_timeout_s=5.0, timeout_s=0.5)
 
-        async def main():
-            try:
-                t = time.perf_counter()
-                with pytest.raises(RuntimeError, match="timed out") as ei:
-                    await nethttp.get(target, storage.ObjectInfo("drip/50", None, "drip/50"), None, None, None,
-                                      opts, RuntimeError)
-                took = time.perf_counter() - t
-                assert 0.45 <= took < 0.7, took  # bytes at 0.4 and 0.8 s: the second read is cut short
-                assert ei.value.args[1] is True  # transient: fetch() retries it
+    async def main():
+        try:
+            t = time.perf_counter()
+            with pytest.raises(RuntimeError, match="timed out") as ei:
+                await nethttp.get(target, storage.ObjectInfo("drip/50", None, "drip/50"), None, None, None,
+                                  opts, RuntimeError)
+            took = time.perf_counter() - t
+            assert 0.45 <= took < 0.7, took  # bytes at 0.4 and 0.8 s: the second read is cut short
+            assert ei.value.args[1] is True  # transient: fetch() retries it
 
-                def get(key):
-                    return nethttp.get(target, storage.ObjectInfo(key, None, key), None, None, None, opts, RuntimeError)
-                # one connection (max_in_flight=1): a request that ends well after lowering the
-                # read timeout (3 bytes over 0.3 s), then one whose answer takes 0.35 s: the
-                # read timeout is back at timeout_s (0.5 s) for it, not what the last one left
-                for key, n in (("trickle/3", 3), ("slow/5", 5), ("trickle/3", 3), ("slow/5", 5)):
-                    body, size, _ = await get(key)
-                    assert bytes(body) == bytes(n) and size == n
-            finally:
-                nethttp.close_loop(asyncio.get_running_loop())
-        asyncio.run(main())
-        target.pool.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+            def get(key):
+                return nethttp.get(target, storage.ObjectInfo(key, None, key), None, None, None, opts, RuntimeError)
+            # one connection (max_in_flight=1): a request that ends well after lowering the
+            # read timeout (3 bytes over 0.3 s), then one whose answer takes 0.35 s: the
+            # read timeout is back at timeout_s (0.5 s) for it, not what the last one left
+            for key, n in (("trickle/3", 3), ("slow/5", 5), ("trickle/3", 3), ("slow/5", 5)):
+                body, size, _ = await get(key)
+                assert bytes(body) == bytes(n) and size == n
+        finally:
+            nethttp.close_loop(asyncio.get_running_loop())
+    asyncio.run(main())
