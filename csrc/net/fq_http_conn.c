@@ -171,6 +171,11 @@ static int recv_some(fq_http_conn *c, fq_http_result *r, uint8_t *dst, size_t ca
         ssize_t n = recv(c->fd, dst, cap, 0);
         if (n > 0) {
             c->got_any = 1;
+            if (c->first_byte != NULL) {
+                void (*fn)(void *, fq_http_conn *) = c->first_byte;
+                c->first_byte = NULL;
+                fn(c->first_byte_arg, c);
+            }
             *got = (size_t)n;
             return check_deadline(c, r);
         }

@@ -19,6 +19,16 @@
 
 #define IDLE_EXIT_S 1 /* a worker thread with nothing to do for this long ends */
 
+/* New connections the server has not answered on yet, at most (a worker that needs another
+ * waits for one of them to answer, or for an idle connection).  A connection is complete
+ * once the server's kernel answers the handshake, before the server's accept() takes it; a
+ * burst of them overflows a short listen queue (Python's http.server: 5), and the server
+ * drops what does not fit, which TCP sends again only after 1, 3, 7... s: the batch waiting
+ * for those requests stalls.  A first response byte proves the connection was accepted.  At
+ * most 4 unanswered keeps a listen queue of 5 from overflowing however fast requests come;
+ * a pool still grows by 4 connections per round trip (64 in 16 of them). */
+#define MAX_UNCONFIRMED 4
+
 struct fq_http_chan {
     fq_http_pool *pool;
     int efd;
@@ -52,6 +62,9 @@ struct fq_http_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;        /* work queued / closing (CLOCK_MONOTONIC) */
     pthread_cond_t exit_cv;   /* a worker ended */
+    pthread_cond_t slot_cv;   /* a new connection was answered, or one went idle (CLOCK_MONOTONIC) */
+    int unconfirmed;          /* new connections not answered yet (MAX_UNCONFIRMED) */
+    int slot_waiters;         /* workers waiting on slot_cv */
     request *head, *tail;     /* queued requests */
     int idle_workers;
     int live;                 /* worker threads running */
@@ -108,43 +121,85 @@ static int abandoned_locked(const fq_http_pool *p, const worker *w) {
     return atomic_load(&p->closing) || (w->chan != NULL && w->chan->closed);
 }
 
+/* The connection's first response byte (fq_http_conn.first_byte), or its end before one:
+ * it no longer counts as unanswered. */
+static void release_unconfirmed(void *arg, fq_http_conn *c) {
+    fq_http_pool *p = arg;
+    if (!c->unconfirmed) return; /* (only the worker using c reads or writes its field) */
+    pthread_mutex_lock(&p->mu);
+    if (c->unconfirmed) {
+        c->unconfirmed = 0;
+        p->unconfirmed--;
+        if (p->slot_waiters > 0) pthread_cond_signal(&p->slot_cv); /* one slot: one waiter */
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* An idle connection (unless fresh is set), or a new one; *reused tells which.  The
  * worker's fd is published for the closes under the mutex.  A connection idle for more
  * than STALE_CHECK_NS is first checked for the server's close (keepalive_timeout): one
- * syscall, and a request not sent into a closed connection. */
+ * syscall, and a request not sent into a closed connection.  A new connection waits while
+ * MAX_UNCONFIRMED others are unanswered (taking an idle one if one comes back meanwhile). */
 #define STALE_CHECK_NS 500000000ull
 static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, int *reused, char *msg) {
     fq_http_conn *c = NULL;
-    while (!fresh) {
-        pthread_mutex_lock(&p->mu);
-        c = p->idle;
-        if (c != NULL) {
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        if (abandoned_locked(p, w)) {
+            pthread_mutex_unlock(&p->mu);
+            snprintf(msg, FQ_HTTP_MSG_LEN, "the client closed");
+            return FQ_E_CLOSED;
+        }
+        if (!fresh && p->idle != NULL) {
+            c = p->idle;
             p->idle = c->next;
             w->fd = c->fd;
+            pthread_mutex_unlock(&p->mu);
+            if (fq_now_ns() - c->idle_since_ns < STALE_CHECK_NS || !fq_http_conn_closed(c)) {
+                *reused = 1;
+                *out = c;
+                return FQ_OK;
+            }
+            conn_free(c, 0);
+            c = NULL;
+            pthread_mutex_lock(&p->mu);
+            w->fd = -1;
+            continue;
         }
-        pthread_mutex_unlock(&p->mu);
-        if (c == NULL) break;
-        if (fq_now_ns() - c->idle_since_ns < STALE_CHECK_NS || !fq_http_conn_closed(c)) {
-            *reused = 1;
-            *out = c;
-            return FQ_OK;
+        if (p->unconfirmed < MAX_UNCONFIRMED) break;
+        /* a timed wait: the closes' checks above run at least every 50 ms, and a wake-up that
+         * went to a waiter which could not use it (fresh, or leaving) is not lost for long */
+        struct timespec until;
+        if (clock_gettime(CLOCK_MONOTONIC, &until) != 0) break; /* cannot fail on Linux */
+        until.tv_nsec += 50000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
         }
-        pthread_mutex_lock(&p->mu);
-        w->fd = -1;
-        pthread_mutex_unlock(&p->mu);
-        conn_free(c, 0);
+        p->slot_waiters++;
+        (void)pthread_cond_timedwait(&p->slot_cv, &p->mu, &until); /* ETIMEDOUT: look again */
+        p->slot_waiters--;
     }
+    p->unconfirmed++;
+    pthread_mutex_unlock(&p->mu);
     c = malloc(sizeof(*c));
     if (c == NULL) {
+        pthread_mutex_lock(&p->mu);
+        p->unconfirmed--;
+        pthread_mutex_unlock(&p->mu);
         snprintf(msg, FQ_HTTP_MSG_LEN, "out of memory");
         return FQ_E_NOMEM;
     }
     c->fd = -1;
     c->rpos = c->rlen = 0;
     c->next = NULL;
+    c->unconfirmed = 1;
+    c->first_byte = release_unconfirmed;
+    c->first_byte_arg = p;
     c->rcvtimeo_ns = (uint64_t)(p->timeout_s * 1e9); /* fq_http_connect sets it so */
     int rc = fq_http_connect(p->host, p->port, p->connect_timeout_s, p->timeout_s, &p->closing, &c->fd, msg);
     if (rc != FQ_OK) {
+        release_unconfirmed(p, c);
         free(c);
         return rc;
     }
@@ -153,6 +208,7 @@ static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, i
     int gone = abandoned_locked(p, w);
     pthread_mutex_unlock(&p->mu);
     if (gone) { /* a close may have looked at w->fd before it was set */
+        release_unconfirmed(p, c);
         conn_free(c, 1);
         snprintf(msg, FQ_HTTP_MSG_LEN, "the client closed");
         return FQ_E_CLOSED;
@@ -171,6 +227,7 @@ static void conn_put(fq_http_pool *p, worker *w, fq_http_conn *c, int keep) {
         c->next = p->idle;
         p->idle = c;
         c = NULL;
+        if (p->slot_waiters > 0) pthread_cond_signal(&p->slot_cv); /* a worker waiting for a new one takes it */
     }
     pthread_mutex_unlock(&p->mu);
     conn_free(c, gone);
@@ -188,6 +245,7 @@ static void run_request(fq_http_pool *p, worker *w, request *q, fq_http_result *
         fq_http_conn_begin(c, p->timeout_s);
         rc = fq_http_exchange(c, q->text, q->len, r, &keep);
         int got_any = c->got_any;
+        release_unconfirmed(p, c); /* (no answer: it ends here; answered: released already) */
         conn_put(p, w, c, rc == FQ_OK && keep);
         if (rc == FQ_OK) {
             r->code = FQ_OK;
@@ -265,6 +323,7 @@ static void *worker_main(void *arg) {
 
 static void pool_free(fq_http_pool *p, int sync) {
     if (sync) {
+        pthread_cond_destroy(&p->slot_cv);
         pthread_cond_destroy(&p->exit_cv);
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);
@@ -296,22 +355,26 @@ int fq_http_pool_create(const char *host, int port, const char *host_header, int
     p->timeout_s = timeout_s;
     atomic_init(&p->closing, 0);
     pthread_condattr_t ca;
-    int ok = pthread_condattr_init(&ca) == 0;
+    int ok = pthread_condattr_init(&ca) == 0, have_cv = 0;
     if (ok) {
-        ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&p->cv, &ca) == 0;
+        ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && (have_cv = pthread_cond_init(&p->cv, &ca) == 0) &&
+             pthread_cond_init(&p->slot_cv, &ca) == 0;
         pthread_condattr_destroy(&ca);
     }
     if (!ok) {
+        if (have_cv) pthread_cond_destroy(&p->cv);
         pool_free(p, 0);
         return fq_set_err(err, FQ_E_SYS, "pthread_cond_init failed");
     }
     if (pthread_cond_init(&p->exit_cv, NULL) != 0) {
+        pthread_cond_destroy(&p->slot_cv);
         pthread_cond_destroy(&p->cv);
         pool_free(p, 0);
         return fq_set_err(err, FQ_E_SYS, "pthread_cond_init failed");
     }
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         pthread_cond_destroy(&p->exit_cv);
+        pthread_cond_destroy(&p->slot_cv);
         pthread_cond_destroy(&p->cv);
         pool_free(p, 0);
         return fq_set_err(err, FQ_E_SYS, "pthread_mutex_init failed");
@@ -452,6 +515,7 @@ void fq_http_chan_close(fq_http_chan *c) {
     for (int i = 0; i < p->max_conns; i++) /* SHUT_RD wakes a recv and sends nothing; the worker resets it */
         if (p->workers[i].used && p->workers[i].chan == c && p->workers[i].fd >= 0)
             (void)shutdown(p->workers[i].fd, SHUT_RD);
+    pthread_cond_broadcast(&p->slot_cv); /* a worker of c waiting to connect gives up */
     chan_unref_locked(c);
     pthread_mutex_unlock(&p->mu);
     while (drop != NULL) {
@@ -468,6 +532,7 @@ void fq_http_pool_close(fq_http_pool *p) {
     for (int i = 0; i < p->max_conns; i++)
         if (p->workers[i].used && p->workers[i].fd >= 0) (void)shutdown(p->workers[i].fd, SHUT_RD);
     pthread_cond_broadcast(&p->cv);
+    pthread_cond_broadcast(&p->slot_cv);
     while (p->live > 0) pthread_cond_wait(&p->exit_cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
     while (p->head != NULL) { /* left by channels not closed first: their results are lost */

@@ -28,7 +28,10 @@ Rows (each its own pipeline in this process, reference task, ``workers`` workers
   installed is a skipped row that says so;
 * per latency, and for nginx http:// and moto, ``Files`` again with the HTTP client that
   ``RemoteOptions(http_client="auto")`` does not pick for these plain-http:// servers (row
-  "..., native client" while "auto" means obstore; "..., obstore client" if it reads them natively);
+  "..., obstore client": "auto" reads them with fastq's own client);
+* per latency, ``Files`` over ``s3://`` again with fastq's own client but a task and a future per
+  request (row "..., a task per request"; ``Fetcher.DIRECT`` off during its epochs): what the
+  fetcher's direct path (no coroutine per object) saves;
 * per latency, ``Files`` over ``s3://`` again with ``RemoteOptions(event_loop="asyncio")`` (row "..., asyncio
   loop"), when uvloop is installed (the default loop then): the client CPU the event loop costs;
 * per latency, the server's raw fetch rate: obstore async ``get_async``, 64 and 128 requests in
@@ -73,7 +76,7 @@ URLLIB_THREADS = 32
 SHUFFLE_BUFFER = 1000  # shard rows: the streaming order's buffer (samples)
 # the HTTP client of the extra rows: the one RemoteOptions(http_client="auto") does not use
 # for plain-http:// servers (fastq.sources.storage.AUTO_NATIVE)
-OTHER_CLIENT = "native"
+OTHER_CLIENT = "obstore"
 
 
 # ---------------------------------------------------------------------------
@@ -162,6 +165,23 @@ def _pipeline(src, workers, task, shuffle=True):
         return n
     run_epoch.last = {}
     return run_epoch, p.close
+
+
+def _task_per_request(runner):
+    """runner with the fetcher's direct path off during its epochs (Fetcher.DIRECT, read as
+    each epoch's fetcher is made: its prefetches of the next epoch go out the same way)."""
+    from fastq.sources.fetch import Fetcher
+    run_epoch, close = runner
+
+    def run():
+        Fetcher.DIRECT = False
+        try:
+            return run_epoch()
+        finally:
+            Fetcher.DIRECT = True
+            run.last = run_epoch.last
+    run.last = {}
+    return run, close
 
 
 def storage_options(srv):
@@ -320,6 +340,9 @@ def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, othe
             name = f"fastq Files s3 {lat} ms, {OTHER_CLIENT} client"
             add(name, lambda srv=srv: _pipeline(fastq_remote_source(
                 "files", srv, data, remote=sources.RemoteOptions(http_client=OTHER_CLIENT)), workers, task),
+                "files", lat, "objects")
+            name = f"fastq Files s3 {lat} ms, a task per request"
+            add(name, lambda srv=srv: _task_per_request(_pipeline(fastq_remote_source("files", srv, data), workers, task)),
                 "files", lat, "objects")
             if loop_name() != "asyncio":  # Files on asyncio's own loop (without uvloop): the client CPU it costs
                 name = f"fastq Files s3 {lat} ms, asyncio loop"

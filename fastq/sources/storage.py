@@ -21,7 +21,7 @@ import os
 import random
 import re
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import unquote, urlsplit
 
 __all__ = ["RemoteOptions", "RemoteError", "is_url", "local_path", "ObjectInfo"]
@@ -54,9 +54,9 @@ def local_path(p):
 
 EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 HTTP_CLIENTS = ("auto", "native", "obstore")
-# RemoteOptions(http_client="auto") reads natively where the native client applies: not yet
-# (docs/limitations.md; fastq/bench/remote.py's OTHER_CLIENT names the other client)
-AUTO_NATIVE = False
+# RemoteOptions(http_client="auto") reads natively where the native client applies
+# (fastq/bench/remote.py's OTHER_CLIENT names the other client)
+AUTO_NATIVE = True
 
 
 def loop_name(event_loop: str = "auto") -> str:
@@ -148,9 +148,9 @@ class RemoteOptions:
         http.server) otherwise drops handshakes, which TCP retries after 1, 3, 7... s.
         ``stats()["remote"]["ramps"]`` counts them.  False: all at once.
     http_client: what fetches the objects' bytes (whole and ranged GETs): "auto" (the
-        default: obstore; docs/limitations.md says why), "native" (fastq's own HTTP/1.1
-        client, csrc/net: native threads, keep-alive connections, no TLS; a ValueError naming
-        the reason when a store is not one it serves) or "obstore".  The native client serves
+        default: fastq's own client where it applies, obstore elsewhere), "native" (fastq's
+        own HTTP/1.1 client, csrc/net: native threads, keep-alive connections, no TLS; a
+        ValueError naming the reason when a store is not one it serves) or "obstore".  The native client serves
         ``http://`` URLs and ``s3://`` buckets at an ``http://`` endpoint (path-style;
         unsigned, or signed with static credentials); listing, HEAD, uploads and every other
         store stay on obstore.  It costs less client CPU per object (docs/cloud.md);
@@ -411,15 +411,20 @@ class Counters:
 
 
 async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, counters: Counters,
-                rng: random.Random, pin_etag: bool = True):
+                rng: random.Random, pin_etag: bool = True, failed: Optional[BaseException] = None):
     """GET bytes [start, end) of obj (start None: the whole object), retrying transient
     failures; checks the length against the range / the object's size and, when
     known, the ETag (If-Match).  Learns size and ETag from a whole GET.  Returns
-    obstore's Bytes (a buffer, no copy).  Raises RemoteError."""
+    obstore's Bytes (a buffer, no copy).  Raises RemoteError.
+
+    failed: the failure of a first attempt made elsewhere (submit_native's callback): it is
+    classified, and retried if transient, as if this call had made it."""
     get_async = _get_async or _obstore().get_async
     native = _NATIVE.get(id(obj.store)) if _NATIVE else None
-    native_get: Any = (_native_get or _load_native_get()) if native is not None else None
+    native_get: Any = (_nethttp or _load_nethttp()).get if native is not None else None
     attempt = 0
+    if failed is not None:
+        attempt = await _after_failure(failed, obj, start, end, opts, counters, rng, attempt)
     while True:
         try:
             counters.requests += 1
@@ -437,38 +442,74 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
                 data = await res.bytes_async()
                 meta = res.meta
                 size, etag = meta.get("size"), meta.get("e_tag")
-            n = len(data)
-            if start is None:
-                if obj.size is not None and size is not None and size != obj.size:
-                    raise RemoteError(obj.url, _what(start, end), f"the object changed: {size} bytes, "
-                                                                  f"{obj.size} when listed")
-                if size is not None and n != size:
-                    raise RemoteError(obj.url, _what(start, end), f"body cut short: {n} of {size} bytes",
-                                      transient=True)
-                if obj.size is None:
-                    obj.size = size
-            elif n != end - start:
-                raise RemoteError(obj.url, _what(start, end), f"body cut short: {n} of {end - start} bytes",
-                                  transient=True)
-            if obj.etag is None and etag:
-                obj.etag = etag
-            counters.bytes += n
-            return data
+            return _accept(obj, start, end, data, size, etag, counters)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - classified below
-            transient, status, reason = classify(e)
-            if not transient or attempt >= opts.retries:
-                counters.failures += 1
-                tries = f" after {attempt + 1} attempts" if attempt else ""
-                raise RemoteError(obj.url, _what(start, end), reason + tries, transient=transient,
-                                  status=status) from e
-            attempt += 1
-            counters.retries += 1
-            await asyncio.sleep(opts.backoff(attempt, rng))
+            attempt = await _after_failure(e, obj, start, end, opts, counters, rng, attempt)
 
 
-_native_get: Any = None  # fastq.sources.nethttp.get, imported when a store is first read natively
+def _accept(obj: ObjectInfo, start, end, data, size, etag, counters: Counters):
+    """data, the body of a GET of [start, end) of obj, once its length is checked against the
+    range / the object's size (RemoteError otherwise); learns obj's size and ETag."""
+    n = len(data)
+    if start is None:
+        if obj.size is not None and size is not None and size != obj.size:
+            raise RemoteError(obj.url, _what(start, end), f"the object changed: {size} bytes, "
+                                                          f"{obj.size} when listed")
+        if size is not None and n != size:
+            raise RemoteError(obj.url, _what(start, end), f"body cut short: {n} of {size} bytes", transient=True)
+        if obj.size is None:
+            obj.size = size
+    elif n != end - start:
+        raise RemoteError(obj.url, _what(start, end), f"body cut short: {n} of {end - start} bytes",
+                          transient=True)
+    if obj.etag is None and etag:
+        obj.etag = etag
+    counters.bytes += n
+    return data
+
+
+async def _after_failure(e: BaseException, obj: ObjectInfo, start, end, opts: RemoteOptions, counters: Counters,
+                         rng: random.Random, attempt: int) -> int:
+    """Attempt `attempt` of a GET failed with e: raise the final RemoteError (permanent, or
+    the retries spent), or wait the backoff and return the next attempt's number."""
+    transient, status, reason = classify(e)
+    if not transient or attempt >= opts.retries:
+        counters.failures += 1
+        tries = f" after {attempt + 1} attempts" if attempt else ""
+        raise RemoteError(obj.url, _what(start, end), reason + tries, transient=transient, status=status) from e
+    counters.retries += 1
+    await asyncio.sleep(opts.backoff(attempt + 1, rng))
+    return attempt + 1
+
+
+def submit_native(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, counters: Counters,
+                  done: Callable[[Any, Optional[BaseException]], None]) -> bool:
+    """One attempt of fetch()'s GET without a coroutine, where fastq's own HTTP client reads
+    obj's store (False, and nothing sent, elsewhere): done(data, None) or done(None, failure)
+    is called later on the running event loop, with data checked as fetch() checks it.  A
+    failure goes back to fetch(..., failed=failure), which classifies and retries it.  The
+    fetcher's hot path: no task, future or coroutine frame per object."""
+    native = _NATIVE.get(id(obj.store)) if _NATIVE else None
+    if native is None:
+        return False
+    nh = _nethttp or _load_nethttp()
+
+    def result(res):
+        try:
+            data, size, etag = nh.interpret(res, start, end, _native_failure)
+            data = _accept(obj, start, end, data, size, etag, counters)
+        except Exception as e:  # noqa: BLE001 - handed to done(), then to fetch()
+            done(None, e)
+            return
+        done(data, None)
+    nh.submit(native, obj, start, end, obj.etag, opts, result)
+    counters.requests += 1
+    return True
+
+
+_nethttp: Any = None  # fastq.sources.nethttp, imported when a store is first read natively
 
 
 def _native_failure(reason, transient, status):
@@ -477,11 +518,11 @@ def _native_failure(reason, transient, status):
     return RemoteError("", "GET", reason, transient=transient, status=status)
 
 
-def _load_native_get():
-    global _native_get
+def _load_nethttp():
+    global _nethttp
     from fastq.sources import nethttp
-    _native_get = nethttp.get
-    return _native_get
+    _nethttp = nethttp
+    return _nethttp
 
 
 def _what(start, end):

@@ -20,6 +20,11 @@ typedef struct fq_http_conn {
     uint64_t rcvtimeo_ns;       /* the socket's SO_RCVTIMEO now: timeout_s, lowered as the
                                    request's deadline nears (fq_http_conn_begin restores it) */
     int got_any;                /* a byte of the current response arrived */
+    /* called once, at the connection's first response byte (then cleared): the pool counts
+       connections the server may not have accepted yet (fq_http_pool.c, MAX_UNCONFIRMED) */
+    void (*first_byte)(void *arg, struct fq_http_conn *c);
+    void *first_byte_arg;
+    int unconfirmed;            /* the pool counts it as not yet answered (the pool's field) */
     uint64_t idle_since_ns;     /* when it went back to the pool */
     uint8_t rbuf[FQ_HTTP_RBUF];
     struct fq_http_conn *next;  /* the pool's idle list */
@@ -35,12 +40,12 @@ int fq_http_connect(const char *host, int port, double connect_timeout_s, double
  * at timeout_s if the last request lowered it. */
 void fq_http_conn_begin(fq_http_conn *c, double timeout_s);
 
-/* Send req on c and read one response into r (status, headers, body).  FQ_OK, or an error
- * code with r->msg; c->got_any tells whether any of the response arrived.  *keep: the
- * connection may carry another request. */
 /* Has the server closed (or reset) this idle connection?  One non-blocking peek. */
 int fq_http_conn_closed(const fq_http_conn *c);
 
+/* Send req on c and read one response into r (status, headers, body).  FQ_OK, or an error
+ * code with r->msg; c->got_any tells whether any of the response arrived.  *keep: the
+ * connection may carry another request. */
 int fq_http_exchange(fq_http_conn *c, const char *req, size_t req_len, fq_http_result *r, int *keep);
 
 #endif
