@@ -13,7 +13,11 @@
  * an HTTP/1.0 response without keep-alive, or delimited the body by closing.  A request sent
  * on a reused connection that fails before any byte of the response arrived (the server
  * closed an idle connection: keepalive_timeout, keepalive_requests) is sent again, once, on
- * a fresh connection.
+ * a fresh connection.  At most 4 new connections wait for their first response byte at
+ * once: a worker that needs another waits (or takes a connection that went idle meanwhile),
+ * so that a burst of handshakes cannot overflow a server's short listen queue, whose dropped
+ * handshakes TCP resends only after a second (fq_http_pool.c, MAX_UNCONFIRMED).  A server
+ * that closes every connection therefore has at most 4 requests waiting for an answer.
  *
  * Timeouts: timeout_s bounds the request as a whole: each read waits at most what is left of
  * it (SO_RCVTIMEO, lowered as the deadline nears, with a slack of an eighth), so a server

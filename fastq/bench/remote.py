@@ -252,7 +252,10 @@ class WdsStream:
 def dali_runner(srv, workers, task, n):
     """DALI's S3 file reader on s3://bench/files (class folders are not used: labels are 0)."""
     from nvidia.dali import fn, pipeline_def, types
-    os.environ.update(srv.env())
+    # AWS_ENDPOINT_URL reaches DALI's AWS SDK; AWS_ENDPOINT_URL_S3 is left out: obstore lets it
+    # override a store's own endpoint, and fastq refuses that mix (storage.get_store) for the
+    # rows at the other servers built after this one
+    os.environ.update({k: v for k, v in srv.env().items() if k != "AWS_ENDPOINT_URL_S3"})
 
     @pipeline_def(batch_size=task.batch, num_threads=workers, device_id=None, seed=0)
     def pipe():

@@ -319,6 +319,7 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
                 except Exception as e:  # noqa: BLE001 - obstore's configuration errors
                     raise ValueError(f"cannot configure object store {root}: {e}") from e
             else:
+                _check_endpoint_env(root, so)
                 try:
                     st = obstore.store.from_url(root, client_options=client, retry_config=retry, **so)
                 except Exception as e:  # noqa: BLE001 - obstore's configuration errors
@@ -334,6 +335,25 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
             if target is not None:
                 _NATIVE[id(st)] = target
     return st
+
+
+def _check_endpoint_env(root: str, so: Dict[str, Any]) -> None:
+    """obstore lets AWS_ENDPOINT_URL_S3 from the environment replace the endpoint given in
+    storage_options (AWS_ENDPOINT_URL does not): the store would list and read another
+    server than the one asked for (and fastq's own client, which follows storage_options,
+    a third mix).  Refused, with both named."""
+    if root.split("://", 1)[0] not in ("s3", "s3a"):
+        return
+    env = os.environ.get("AWS_ENDPOINT_URL_S3")
+    if not env:
+        return
+    for k, v in so.items():
+        lk = k.lower()
+        lk = lk[4:] if lk.startswith("aws_") else lk
+        if lk in ("endpoint", "endpoint_url") and str(v).rstrip("/") != env.rstrip("/"):
+            raise ValueError(f"cannot configure object store {root}: storage_options {k}={v!r}, but the environment "
+                             f"sets AWS_ENDPOINT_URL_S3={env!r}, which obstore would use instead; unset "
+                             f"AWS_ENDPOINT_URL_S3 (or make the two agree)")
 
 
 # id(store) -> its fastq.sources.nethttp.NativeTarget, for the stores the native client reads

@@ -100,6 +100,37 @@ def test_option_is_checked_and_native_refuses_what_it_cannot_serve(monkeypatch):
     assert storage.http_client_of(st) == "obstore"
 
 
+def test_an_s3_endpoint_in_the_environment_that_obstore_would_prefer_is_refused(monkeypatch):
+    """obstore lets AWS_ENDPOINT_URL_S3 replace the endpoint given to the store (checked here
+    on obstore itself): the listing went to one server and fastq's own client to the other.
+    get_store refuses the mix, naming both; agreeing values, and AWS_ENDPOINT_URL, pass."""
+    import obstore
+    import obstore.store
+    for k in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
+    raw = obstore.store.from_url("s3://bk-env", endpoint="http://127.0.0.1:2", region="us-east-1", access_key_id="a",
+                                 secret_access_key="b", client_options={"allow_http": True},
+                                 retry_config={"max_retries": 0})
+    with pytest.raises(Exception, match=r"http://127\.0\.0\.1:1/"):  # obstore: the environment's endpoint
+        obstore.list(raw).collect()
+    so = {"endpoint": "http://127.0.0.1:2", "allow_http": "true", "region": "us-east-1", "access_key_id": "a",
+          "secret_access_key": "b"}
+    for opts in (fastq.sources.RemoteOptions(), fastq.sources.RemoteOptions(http_client="obstore")):
+        with pytest.raises(ValueError, match=r"endpoint='http://127\.0\.0\.1:2'.*AWS_ENDPOINT_URL_S3='http://127\.0\.0\.1:1'"):
+            storage.get_store("s3://bk-env", so, opts)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:2/")
+    storage.get_store("s3://bk-env", so, fastq.sources.RemoteOptions())
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+    raw = obstore.store.from_url("s3://bk-env", endpoint="http://127.0.0.1:2", region="us-east-1", access_key_id="a",
+                                 secret_access_key="b", client_options={"allow_http": True},
+                                 retry_config={"max_retries": 0})
+    with pytest.raises(Exception, match=r"http://127\.0\.0\.1:2/"):  # the store's own endpoint wins
+        obstore.list(raw).collect()
+    storage.get_store("s3://bk-env", {**so, "skip_signature": "true"}, fastq.sources.RemoteOptions())
+
+
 def test_sigv4_equals_botocore(monkeypatch):
     """The signature of a GET, with and without a session token, is botocore's."""
     import datetime
