@@ -29,9 +29,6 @@ Rows (each its own pipeline in this process, reference task, ``workers`` workers
 * per latency, and for nginx http:// and moto, ``Files`` again with the HTTP client that
   ``RemoteOptions(http_client="auto")`` does not pick for these plain-http:// servers (row
   "..., obstore client": "auto" reads them with fastq's own client);
-* per latency, ``Files`` over ``s3://`` again with fastq's own client but a task and a future per
-  request (row "..., a task per request"; ``Fetcher.DIRECT`` off during its epochs): what the
-  fetcher's direct path (no coroutine per object) saves;
 * per latency, ``Files`` over ``s3://`` again with ``RemoteOptions(event_loop="asyncio")`` (row "..., asyncio
   loop"), when uvloop is installed (the default loop then): the client CPU the event loop costs;
 * per latency, the server's raw fetch rate: obstore async ``get_async``, 64 and 128 requests in
@@ -165,23 +162,6 @@ def _pipeline(src, workers, task, shuffle=True):
         return n
     run_epoch.last = {}
     return run_epoch, p.close
-
-
-def _task_per_request(runner):
-    """runner with the fetcher's direct path off during its epochs (Fetcher.DIRECT, read as
-    each epoch's fetcher is made: its prefetches of the next epoch go out the same way)."""
-    from fastq.sources.fetch import Fetcher
-    run_epoch, close = runner
-
-    def run():
-        Fetcher.DIRECT = False
-        try:
-            return run_epoch()
-        finally:
-            Fetcher.DIRECT = True
-            run.last = run_epoch.last
-    run.last = {}
-    return run, close
 
 
 def storage_options(srv):
@@ -343,9 +323,6 @@ def run(data, *, workers=2, rounds=3, latencies=LATENCIES, raw_seconds=2.0, othe
             name = f"fastq Files s3 {lat} ms, {OTHER_CLIENT} client"
             add(name, lambda srv=srv: _pipeline(fastq_remote_source(
                 "files", srv, data, remote=sources.RemoteOptions(http_client=OTHER_CLIENT)), workers, task),
-                "files", lat, "objects")
-            name = f"fastq Files s3 {lat} ms, a task per request"
-            add(name, lambda srv=srv: _task_per_request(_pipeline(fastq_remote_source("files", srv, data), workers, task)),
                 "files", lat, "objects")
             if loop_name() != "asyncio":  # Files on asyncio's own loop (without uvloop): the client CPU it costs
                 name = f"fastq Files s3 {lat} ms, asyncio loop"

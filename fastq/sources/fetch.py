@@ -36,15 +36,12 @@ import numpy as np
 
 from fastq.sources.ramp import Ramp
 from fastq.sources.storage import (Counters, ObjectInfo, RemoteError, RemoteOptions, fetch, http_client_of, run_loop,
-                                   run_sync, submit_native)
+                                   run_sync)
 
 __all__ = ["RemoteSet", "Fetcher", "LocalCache"]
 
 WHOLE = np.uint64(0xFFFFFFFFFFFFFFFF)
 _PENDING, _INFLIGHT, _LIVE, _DONE = 0, 1, 2, 3
-# Fetcher.inflight's value for a request sent through submit_native (no task: its result comes
-# to a callback; dropping the entry is how such a request is given up)
-_DIRECT = "direct"
 
 _malloc_lock = threading.Lock()
 _malloc_tuned: Optional[Tuple[int, int]] = None  # (mmap threshold, trim threshold) once set
@@ -354,10 +351,6 @@ class Fetcher:
     twice.  abandon() cancels them (close, a seek, or nobody took them)."""
 
     POLL_MS = 50  # the poll thread's longest wait (a demand or a freed buffer wakes it at once)
-    # requests to stores that fastq's own HTTP client reads go out without a task per request
-    # (storage.submit_native; a failure is retried in a task); False: always a task (for
-    # benchmarks/bench_remote.py's comparison)
-    DIRECT = True
 
     def __init__(self, rs: RemoteSet, spans, order, next_order=None, carry=None):
         self.rs = rs
@@ -392,9 +385,7 @@ class Fetcher:
         self.buffers: Dict[int, Any] = {}    # token -> (buffer, bytes, request id)
         self.next_token = 1
         self.next_req = 0
-        # request id (int), or ("next", k): a prefetch -> its task, or _DIRECT
-        self.inflight: Dict[Any, Any] = {}
-        self.direct = self.DIRECT and rs.cache is None
+        self.inflight: Dict[Any, asyncio.Task] = {}  # request id (int), or ("next", k): a prefetch
         self.held = 0
         self.max_held = 0
         self.extra_reqs = 0
@@ -454,20 +445,24 @@ class Fetcher:
             self._issue()
             await self.wake.wait()
             self.wake.clear()
-        own = self._drop([k for k in self.inflight if not isinstance(k, tuple)])
+        own = [t for k, t in self.inflight.items() if not isinstance(k, tuple)]
+        for t in own:
+            t.cancel()
         if own:
             await asyncio.wait(own, timeout=0.5)
         self.held = 0  # this epoch's buffers are dropped by the caller
         self._own_ended.set()
-        # the next epoch's prefetches still in flight finish, for the next fetcher (each
-        # one's end sets wake)
-        while not self.abandoned and any(isinstance(k, tuple) for k in self.inflight):
-            self.wake.clear()
-            await self.wake.wait()
+        # the next epoch's prefetches still in flight finish, for the next fetcher
+        while not self.abandoned:
+            nxt = [t for k, t in self.inflight.items() if isinstance(k, tuple)]
+            if not nxt:
+                break
+            await asyncio.wait(nxt, return_when=asyncio.FIRST_COMPLETED)
         if self.abandoned:
-            tasks = self._drop(list(self.inflight))
-            if tasks:
-                await asyncio.wait(tasks, timeout=0.5)
+            for t in list(self.inflight.values()):
+                t.cancel()
+            if self.inflight:
+                await asyncio.wait(list(self.inflight.values()), timeout=0.5)
 
     def stop(self):
         """End the loop and the poll thread (requests in flight are abandoned); waiting
@@ -513,23 +508,9 @@ class Fetcher:
             self._thread.join(2.0)
 
     def _cancel_all(self):
-        self._drop(list(self.inflight))
+        for t in list(self.inflight.values()):
+            t.cancel()
         self.wake.set()
-
-    def _drop(self, keys):
-        """Give up the requests in flight of keys: tasks are cancelled (and returned, to be
-        waited for: each ends by removing itself); a _DIRECT one is removed now (its result,
-        when it comes, finds no entry and is dropped)."""
-        tasks = []
-        for k in keys:
-            t = self.inflight.get(k)
-            if t is _DIRECT:
-                del self.inflight[k]
-                self.rs.ramp.ended(time.monotonic())
-            elif t is not None:
-                t.cancel()
-                tasks.append(t)
-        return tasks
 
     # -- on the loop ------------------------------------------------------------
     def _est(self, r):
@@ -677,17 +658,12 @@ class Fetcher:
                 self.carry_bytes += est
                 self.next_pending[(o, start, end)] = est
             self.rs.ramp.started()
-            if not self._send(key, o, start, end, est):
-                self.inflight[key] = self.loop.create_task(self._prefetch(key, o, start, end, est))
+            self.inflight[key] = self.loop.create_task(self._prefetch(key, o, start, end, est))
 
-    async def _prefetch(self, key, o, start, end, est, failed=None):
+    async def _prefetch(self, key, o, start, end, est):
         got = None
         try:
-            if failed is None:
-                got = await self._get_bytes(o, self.rs.objects[o], start, end)
-            else:  # a direct request's first attempt failed (see _sent)
-                got = (await fetch(self.rs.objects[o], start, end, self.opts, self.counters, self.rng, failed=failed),
-                       0 if end is None else start, end is None)
+            got = await self._get_bytes(o, self.rs.objects[o], start, end)
         except asyncio.CancelledError:
             raise
         except RemoteError:
@@ -698,69 +674,25 @@ class Fetcher:
         finally:
             self.inflight.pop(key, None)
             self.rs.ramp.ended(time.monotonic())
-            self._prefetched(o, start, end, est, got)
-
-    def _prefetched(self, o, start, end, est, got):
-        """A prefetch of the next epoch's (o, start, end) ended: got (buffer, offset, whole),
-        or None if it failed."""
-        with self.carry_lock:
-            rkey = (o, start, end)
-            if self.next_pending.pop(rkey, None) is not None:
-                if self.handoff is not None:
-                    self.handoff(rkey, got)   # the next epoch's fetcher took over
-                else:
-                    self.carry_bytes -= est
-                    if got is not None:
-                        self.carry_out[rkey] = got
-                        self.carry_bytes += len(got[0])
-        self.wake.set()  # (after stop(), _main waits for the prefetches on it)
-
-    def _send(self, key, o, start, end, est) -> bool:
-        """Send request `key` (an index into reqs, or a prefetch's ("next", k)) without a task
-        where the object's store is read by fastq's own client (storage.submit_native);
-        False: the caller makes a task."""
-        if not self.direct:
-            return False
-        self.inflight[key] = _DIRECT
-        try:
-            if submit_native(self.rs.objects[o], start, end, self.opts, self.counters,
-                             lambda data, exc: self._sent(key, o, start, end, est, data, exc)):
-                return True
-        except Exception:  # noqa: BLE001 - the client could not take it: a task tries (and reports)
-            pass
-        del self.inflight[key]
-        return False
-
-    def _sent(self, key, o, start, end, est, data, exc):
-        """A direct request ended (on the loop): data (checked as fetch() checks it), or exc,
-        its failure, which a task then classifies and retries as fetch() does."""
-        if self.inflight.get(key) is not _DIRECT:  # given up (_drop)
-            return
-        prefetch = isinstance(key, tuple)
-        if exc is not None:
-            if prefetch:
-                self.inflight[key] = self.loop.create_task(self._prefetch(key, o, start, end, est, exc))
-            else:
-                self.inflight[key] = self.loop.create_task(self._fetch(key, est, exc))
-            return
-        del self.inflight[key]
-        self.rs.ramp.ended(time.monotonic())
-        got = (data, 0, True) if end is None else (data, start, False)
-        if prefetch:
-            self._prefetched(o, start, end, est, got)
-            return
-        self._lend(key, got, est)
-        if not self.stopping:
-            self.wake.set()
+            with self.carry_lock:
+                rkey = (o, start, end)
+                if self.next_pending.pop(rkey, None) is not None:
+                    if self.handoff is not None:
+                        self.handoff(rkey, got)   # the next epoch's fetcher took over
+                    else:
+                        self.carry_bytes -= est
+                        if got is not None:
+                            self.carry_out[rkey] = got
+                            self.carry_bytes += len(got[0])
+            if not self.stopping:
+                self.wake.set()
 
     def _start(self, r, est):
         self.state[r] = _INFLIGHT
         self.held += est
         self.max_held = max(self.max_held, self.held)
         self.rs.ramp.started()
-        o, start, end = self.reqs[r][:3]
-        if not self._send(r, o, start, end, est):
-            self.inflight[r] = self.loop.create_task(self._fetch(r, est))
+        self.inflight[r] = self.loop.create_task(self._fetch(r, est))
 
     def _on_poll(self, dem, tok):
         if self.stopping:  # the table was reset: only the next epoch's prefetches remain
@@ -790,17 +722,16 @@ class Fetcher:
         r = len(self.reqs) - 1
         self._start(r, self._est(r))
 
-    async def _fetch(self, r, est, failed=None):
+    async def _fetch(self, r, est):
         o, start, end, claims, _ = self.reqs[r]
         obj = self.rs.objects[o]
         whole = end is None
         try:
             if self.rs.cache is None:  # (the common case, without _get_bytes' frame)
                 if whole:
-                    got = (await fetch(obj, None, None, self.opts, self.counters, self.rng, failed=failed), 0, True)
+                    got = (await fetch(obj, None, None, self.opts, self.counters, self.rng), 0, True)
                 else:
-                    got = (await fetch(obj, start, end, self.opts, self.counters, self.rng, failed=failed), start,
-                           False)
+                    got = (await fetch(obj, start, end, self.opts, self.counters, self.rng), start, False)
             else:
                 got = await self._get_bytes(o, obj, start, end)
             self._lend(r, got, est)

@@ -24,7 +24,7 @@ import hmac
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 HTTP_CLIENTS = ("auto", "native", "obstore")
@@ -199,8 +199,7 @@ _LOOPS: Dict[Any, Dict[int, "Client"]] = {}  # loop -> {id(target): its client}
 
 class Client:
     """A channel of the target's pool, bound to one event loop: get() returns a Future of the
-    result tuple (see fastq._native._core.HttpChannel.take); submit() calls a function with it
-    instead (on the loop, from the channel's reader: no future, no task)."""
+    result tuple (see fastq._native._core.HttpChannel.take)."""
 
     def __init__(self, loop, target: NativeTarget, opts):
         from fastq._native._core import HttpChannel
@@ -208,7 +207,7 @@ class Client:
         self.target = target
         self.chan = HttpChannel(target.pool_for(opts))
         self.fd = self.chan.fileno()
-        self.futs: Dict[int, Any] = {}  # request id -> its Future, or the function that takes its result
+        self.futs: Dict[int, asyncio.Future] = {}
         self.next_id = 1
         loop.add_reader(self.fd, self._ready)
 
@@ -224,34 +223,12 @@ class Client:
             raise
         return fut
 
-    def submit(self, target: bytes, headers: str, fn: Callable[[tuple], None]) -> None:
-        """Send the request; fn(result tuple) is called on the loop when it ends (not if the
-        channel closes first).  fn must not raise: what it raises goes to the loop's
-        exception handler."""
-        rid = self.next_id
-        self.next_id += 1
-        self.futs[rid] = fn
-        try:
-            self.chan.submit(rid, target, headers.encode("latin-1"))
-        except BaseException:
-            del self.futs[rid]
-            raise
-
     def _ready(self):
         futs = self.futs
         for r in self.chan.take():
             fut = futs.pop(r[0], None)
-            if fut is None:
-                continue
-            if isinstance(fut, asyncio.Future):
-                if not fut.done():
-                    fut.set_result(r)
-                continue
-            try:
-                fut(r)
-            except Exception as e:  # noqa: BLE001 - the others' results are still delivered
-                self.loop.call_exception_handler({"message": "fastq: a native HTTP result's callback failed",
-                                                  "exception": e})
+            if fut is not None and not fut.done():
+                fut.set_result(r)
 
     def close(self):
         try:
@@ -260,9 +237,9 @@ class Client:
             pass
         self.chan.close()  # drops what is queued, resets the connections of what is in flight
         for fut in self.futs.values():
-            if isinstance(fut, asyncio.Future) and not fut.done():
+            if not fut.done():
                 fut.cancel()
-        self.futs.clear()  # (a callback's request is dropped: its owner drops it too, see Fetcher)
+        self.futs.clear()
 
 
 def client_for(target: NativeTarget, opts) -> Client:
@@ -312,18 +289,9 @@ async def get(target: NativeTarget, obj, start, end, if_match, opts, error):
     return interpret(await c.get(*_request(target, obj, start, end, if_match)), start, end, error)
 
 
-def submit(target: NativeTarget, obj, start, end, if_match, opts, fn: Callable[[tuple], None]) -> None:
-    """get()'s request without a coroutine: fn(result tuple) is called on the running loop
-    when it ends; interpret() reads the tuple."""
-    c = target.clients.get(asyncio.get_running_loop())
-    if c is None:
-        c = client_for(target, opts)
-    c.submit(*_request(target, obj, start, end, if_match), fn)
-
-
 def interpret(res: tuple, start, end, error):
-    """(buffer, size or None, ETag or None) of a finished request's result tuple (see get()),
-    or raise error(reason, transient, status)."""
+    """(buffer, size or None, ETag or None) of a finished request's result tuple, or raise
+    error(reason, transient, status)."""
     _, code, status, body, clen, etag, crange, msg = res
     if code == 0 and 200 <= status < 300 and (start is None or status == 206):
         return body, (clen if clen >= 0 else None), etag or None

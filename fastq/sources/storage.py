@@ -21,7 +21,7 @@ import os
 import random
 import re
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import unquote, urlsplit
 
 __all__ = ["RemoteOptions", "RemoteError", "is_url", "local_path", "ObjectInfo"]
@@ -431,20 +431,15 @@ class Counters:
 
 
 async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, counters: Counters,
-                rng: random.Random, pin_etag: bool = True, failed: Optional[BaseException] = None):
+                rng: random.Random, pin_etag: bool = True):
     """GET bytes [start, end) of obj (start None: the whole object), retrying transient
     failures; checks the length against the range / the object's size and, when
     known, the ETag (If-Match).  Learns size and ETag from a whole GET.  Returns
-    obstore's Bytes (a buffer, no copy).  Raises RemoteError.
-
-    failed: the failure of a first attempt made elsewhere (submit_native's callback): it is
-    classified, and retried if transient, as if this call had made it."""
+    obstore's Bytes (a buffer, no copy).  Raises RemoteError."""
     get_async = _get_async or _obstore().get_async
     native = _NATIVE.get(id(obj.store)) if _NATIVE else None
     native_get: Any = (_nethttp or _load_nethttp()).get if native is not None else None
     attempt = 0
-    if failed is not None:
-        attempt = await _after_failure(failed, obj, start, end, opts, counters, rng, attempt)
     while True:
         try:
             counters.requests += 1
@@ -502,31 +497,6 @@ async def _after_failure(e: BaseException, obj: ObjectInfo, start, end, opts: Re
     counters.retries += 1
     await asyncio.sleep(opts.backoff(attempt + 1, rng))
     return attempt + 1
-
-
-def submit_native(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, counters: Counters,
-                  done: Callable[[Any, Optional[BaseException]], None]) -> bool:
-    """One attempt of fetch()'s GET without a coroutine, where fastq's own HTTP client reads
-    obj's store (False, and nothing sent, elsewhere): done(data, None) or done(None, failure)
-    is called later on the running event loop, with data checked as fetch() checks it.  A
-    failure goes back to fetch(..., failed=failure), which classifies and retries it.  The
-    fetcher's hot path: no task, future or coroutine frame per object."""
-    native = _NATIVE.get(id(obj.store)) if _NATIVE else None
-    if native is None:
-        return False
-    nh = _nethttp or _load_nethttp()
-
-    def result(res):
-        try:
-            data, size, etag = nh.interpret(res, start, end, _native_failure)
-            data = _accept(obj, start, end, data, size, etag, counters)
-        except Exception as e:  # noqa: BLE001 - handed to done(), then to fetch()
-            done(None, e)
-            return
-        done(data, None)
-    nh.submit(native, obj, start, end, obj.etag, opts, result)
-    counters.requests += 1
-    return True
 
 
 _nethttp: Any = None  # fastq.sources.nethttp, imported when a store is first read natively
