@@ -166,9 +166,12 @@ def native_target(root: str, so: Dict[str, Any], client: Dict[str, Any]) -> Tupl
     for k in _S3_ENV_OBSTORE:
         if env.get(k):
             return None, f"{k} is set"
-    endpoint = opts.get("endpoint", opts.get("endpoint_url", env.get("AWS_ENDPOINT_URL", env.get("AWS_ENDPOINT"))))
+    # obstore's order: AWS_ENDPOINT_URL_S3 over everything (storage.get_store refuses it beside
+    # another endpoint in storage_options), then storage_options, then the general variables
+    endpoint = env.get("AWS_ENDPOINT_URL_S3") or opts.get("endpoint", opts.get(
+        "endpoint_url", env.get("AWS_ENDPOINT_URL", env.get("AWS_ENDPOINT"))))
     if not endpoint:
-        return None, "the bucket has no http:// endpoint (storage_options endpoint / AWS_ENDPOINT_URL)"
+        return None, "the bucket has no http:// endpoint (storage_options endpoint / AWS_ENDPOINT_URL[_S3])"
     ep, why = _endpoint(str(endpoint))
     if ep is None:
         return None, why

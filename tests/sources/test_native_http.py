@@ -129,6 +129,15 @@ def test_an_s3_endpoint_in_the_environment_that_obstore_would_prefer_is_refused(
     with pytest.raises(Exception, match=r"http://127\.0\.0\.1:2/"):  # the store's own endpoint wins
         obstore.list(raw).collect()
     storage.get_store("s3://bk-env", {**so, "skip_signature": "true"}, fastq.sources.RemoteOptions())
+    # no endpoint in storage_options: both clients take AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:2")
+    raw = obstore.store.from_url("s3://bk-env2", region="us-east-1", access_key_id="a", secret_access_key="b",
+                                 client_options={"allow_http": True}, retry_config={"max_retries": 0})
+    with pytest.raises(Exception, match=r"http://127\.0\.0\.1:2/"):
+        obstore.list(raw).collect()
+    bare = {k: v for k, v in so.items() if k != "endpoint"}
+    st = storage.get_store("s3://bk-env2", bare, fastq.sources.RemoteOptions())
+    assert storage.http_client_of(st) == "native" and storage._NATIVE[id(st)].port == 2
 
 
 def test_sigv4_equals_botocore(monkeypatch):
