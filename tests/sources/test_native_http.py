@@ -136,7 +136,7 @@ def test_an_s3_endpoint_in_the_environment_that_obstore_would_prefer_is_refused(
     with pytest.raises(Exception, match=r"http://127\.0\.0\.1:2/"):
         obstore.list(raw).collect()
     bare = {k: v for k, v in so.items() if k != "endpoint"}
-    st = storage.get_store("s3://bk-env2", bare, fastq.sources.RemoteOptions())
+    st = storage.get_store("s3://bk-env2", bare, fastq.sources.RemoteOptions(http_client="native"))
     assert storage.http_client_of(st) == "native" and storage._NATIVE[id(st)].port == 2
 
 
