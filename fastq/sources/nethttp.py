@@ -270,17 +270,6 @@ def close_loop(loop) -> None:
 CODE_CLOSED = 4  # FQ_E_CLOSED
 
 
-def _request(target: NativeTarget, obj, start, end, if_match) -> Tuple[bytes, str]:
-    """(request target, header lines) of a GET of bytes [start, end) of obj (start None: all)."""
-    tb, ts = target.path(obj.key)
-    h = "" if start is None else f"Range: bytes={start}-{end - 1}\r\n"
-    if if_match:
-        h += f"If-Match: {if_match}\r\n"
-    if target.creds is not None:
-        h += target.sign(ts)
-    return tb, h
-
-
 async def get(target: NativeTarget, obj, start, end, if_match, opts, error):
     """One GET of bytes [start, end) of obj (start None: all) -> (buffer, the object's size
     from a whole GET or None, ETag or None).  A failed request raises
@@ -289,13 +278,13 @@ async def get(target: NativeTarget, obj, start, end, if_match, opts, error):
     c = target.clients.get(asyncio.get_running_loop())
     if c is None:
         c = client_for(target, opts)
-    return interpret(await c.get(*_request(target, obj, start, end, if_match)), start, end, error)
-
-
-def interpret(res: tuple, start, end, error):
-    """(buffer, size or None, ETag or None) of a finished request's result tuple, or raise
-    error(reason, transient, status)."""
-    _, code, status, body, clen, etag, crange, msg = res
+    tb, ts = target.path(obj.key)
+    h = "" if start is None else f"Range: bytes={start}-{end - 1}\r\n"
+    if if_match:
+        h += f"If-Match: {if_match}\r\n"
+    if target.creds is not None:
+        h += target.sign(ts)
+    _, code, status, body, clen, etag, crange, msg = await c.get(tb, h)
     if code == 0 and 200 <= status < 300 and (start is None or status == 206):
         return body, (clen if clen >= 0 else None), etag or None
     if code != 0:  # (a timeout's message starts with "timed out")

@@ -341,8 +341,7 @@ def get_store(root: str, storage_options: Optional[Dict[str, Any]], opts: Remote
 def _check_endpoint_env(root: str, so: Dict[str, Any]) -> None:
     """obstore lets AWS_ENDPOINT_URL_S3 from the environment replace the endpoint given in
     storage_options (AWS_ENDPOINT_URL does not): the store would list and read another
-    server than the one asked for (and fastq's own client, which follows storage_options,
-    a third mix).  Refused, with both named."""
+    server than the one asked for.  Refused, with both named."""
     if root.split("://", 1)[0] not in ("s3", "s3a"):
         return
     env = os.environ.get("AWS_ENDPOINT_URL_S3")
@@ -439,7 +438,7 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
     obstore's Bytes (a buffer, no copy).  Raises RemoteError."""
     get_async = _get_async or _obstore().get_async
     native = _NATIVE.get(id(obj.store)) if _NATIVE else None
-    native_get: Any = (_nethttp or _load_nethttp()).get if native is not None else None
+    native_get: Any = (_native_get or _load_native_get()) if native is not None else None
     attempt = 0
     while True:
         try:
@@ -458,49 +457,38 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
                 data = await res.bytes_async()
                 meta = res.meta
                 size, etag = meta.get("size"), meta.get("e_tag")
-            return _accept(obj, start, end, data, size, etag, counters)
+            n = len(data)
+            if start is None:
+                if obj.size is not None and size is not None and size != obj.size:
+                    raise RemoteError(obj.url, _what(start, end), f"the object changed: {size} bytes, "
+                                                                  f"{obj.size} when listed")
+                if size is not None and n != size:
+                    raise RemoteError(obj.url, _what(start, end), f"body cut short: {n} of {size} bytes",
+                                      transient=True)
+                if obj.size is None:
+                    obj.size = size
+            elif n != end - start:
+                raise RemoteError(obj.url, _what(start, end), f"body cut short: {n} of {end - start} bytes",
+                                  transient=True)
+            if obj.etag is None and etag:
+                obj.etag = etag
+            counters.bytes += n
+            return data
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - classified below
-            attempt = await _after_failure(e, obj, start, end, opts, counters, rng, attempt)
+            transient, status, reason = classify(e)
+            if not transient or attempt >= opts.retries:
+                counters.failures += 1
+                tries = f" after {attempt + 1} attempts" if attempt else ""
+                raise RemoteError(obj.url, _what(start, end), reason + tries, transient=transient,
+                                  status=status) from e
+            attempt += 1
+            counters.retries += 1
+            await asyncio.sleep(opts.backoff(attempt, rng))
 
 
-def _accept(obj: ObjectInfo, start, end, data, size, etag, counters: Counters):
-    """data, the body of a GET of [start, end) of obj, once its length is checked against the
-    range / the object's size (RemoteError otherwise); learns obj's size and ETag."""
-    n = len(data)
-    if start is None:
-        if obj.size is not None and size is not None and size != obj.size:
-            raise RemoteError(obj.url, _what(start, end), f"the object changed: {size} bytes, "
-                                                          f"{obj.size} when listed")
-        if size is not None and n != size:
-            raise RemoteError(obj.url, _what(start, end), f"body cut short: {n} of {size} bytes", transient=True)
-        if obj.size is None:
-            obj.size = size
-    elif n != end - start:
-        raise RemoteError(obj.url, _what(start, end), f"body cut short: {n} of {end - start} bytes",
-                          transient=True)
-    if obj.etag is None and etag:
-        obj.etag = etag
-    counters.bytes += n
-    return data
-
-
-async def _after_failure(e: BaseException, obj: ObjectInfo, start, end, opts: RemoteOptions, counters: Counters,
-                         rng: random.Random, attempt: int) -> int:
-    """Attempt `attempt` of a GET failed with e: raise the final RemoteError (permanent, or
-    the retries spent), or wait the backoff and return the next attempt's number."""
-    transient, status, reason = classify(e)
-    if not transient or attempt >= opts.retries:
-        counters.failures += 1
-        tries = f" after {attempt + 1} attempts" if attempt else ""
-        raise RemoteError(obj.url, _what(start, end), reason + tries, transient=transient, status=status) from e
-    counters.retries += 1
-    await asyncio.sleep(opts.backoff(attempt + 1, rng))
-    return attempt + 1
-
-
-_nethttp: Any = None  # fastq.sources.nethttp, imported when a store is first read natively
+_native_get: Any = None  # fastq.sources.nethttp.get, imported when a store is first read natively
 
 
 def _native_failure(reason, transient, status):
@@ -509,11 +497,11 @@ def _native_failure(reason, transient, status):
     return RemoteError("", "GET", reason, transient=transient, status=status)
 
 
-def _load_nethttp():
-    global _nethttp
+def _load_native_get():
+    global _native_get
     from fastq.sources import nethttp
-    _nethttp = nethttp
-    return _nethttp
+    _native_get = nethttp.get
+    return _native_get
 
 
 def _what(start, end):
