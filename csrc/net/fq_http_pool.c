@@ -39,6 +39,7 @@ struct fq_http_chan {
 
 typedef struct request {
     uint64_t id;
+    uint64_t seq;  /* the order of submission (the pool's), which the waiters for a connection keep */
     fq_http_chan *chan;
     char *text; /* the whole request, "GET ... \r\n\r\n" */
     size_t len;
@@ -50,6 +51,14 @@ typedef struct worker {
     int used;            /* a thread runs in this slot */
     int fd;              /* the socket in use (-1: none), for the closes to interrupt */
     fq_http_chan *chan;  /* the channel of the request in flight (NULL: none) */
+    uint64_t seq;        /* its request's seq */
+    /* waiting for a connection (conn_get), in the pool's FIFO of waiters: */
+    pthread_cond_t cv;   /* signalled when something is handed over (CLOCK_MONOTONIC) */
+    int waiting;         /* in the FIFO */
+    int fresh;           /* wants a new connection: an idle one will not do */
+    int granted;         /* handed a new-connection slot (counted in unconfirmed) */
+    fq_http_conn *handed;  /* handed an idle connection */
+    struct worker *wait_next;
 } worker;
 
 struct fq_http_pool {
@@ -62,10 +71,11 @@ struct fq_http_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;        /* work queued / closing (CLOCK_MONOTONIC) */
     pthread_cond_t exit_cv;   /* a worker ended */
-    pthread_cond_t slot_cv;   /* a new connection was answered, or one went idle (CLOCK_MONOTONIC) */
     int unconfirmed;          /* new connections not answered yet (MAX_UNCONFIRMED) */
-    int slot_waiters;         /* workers waiting on slot_cv */
+    worker *wait_head;        /* workers waiting for a connection, by their requests' seq */
+    int have_worker_cvs;      /* workers[i].cv initialised (pool_free destroys them) */
     request *head, *tail;     /* queued requests */
+    uint64_t next_seq;        /* request.seq of the next request submitted */
     int idle_workers;
     int live;                 /* worker threads running */
     worker *workers;          /* max_conns slots */
@@ -121,6 +131,53 @@ static int abandoned_locked(const fq_http_pool *p, const worker *w) {
     return atomic_load(&p->closing) || (w->chan != NULL && w->chan->closed);
 }
 
+/* Waiting for a connection is first come, first served: a slot or an idle connection that
+ * frees up is handed to the waiter with the oldest request (and only it is woken; the FIFO
+ * is kept in the order of the requests' submission), so that a worker coming
+ * back for its next request cannot take it first.  Without that order a waiter (holding an
+ * older request, the one a batch waits for) lost every race to the workers that had just
+ * finished: at a server that closes every connection it waited 100-200 ms, in 50 ms slices,
+ * while newer requests went by (a batch a second late at moto's S3 server). */
+static void wait_unlink_locked(fq_http_pool *p, worker *w) {
+    worker **link = &p->wait_head;
+    while (*link != NULL && *link != w) link = &(*link)->wait_next;
+    if (*link == NULL) return;
+    *link = w->wait_next;
+    w->wait_next = NULL;
+    w->waiting = 0;
+}
+
+/* The closes: every waiter looks at once whether its request was given up on. */
+static void wake_waiters_locked(fq_http_pool *p) {
+    for (worker *w = p->wait_head; w != NULL; w = w->wait_next) pthread_cond_signal(&w->cv);
+}
+
+/* New-connection slots free: to the oldest waiters. */
+static void grant_slots_locked(fq_http_pool *p) {
+    while (p->wait_head != NULL && p->unconfirmed < MAX_UNCONFIRMED) {
+        worker *w = p->wait_head;
+        wait_unlink_locked(p, w);
+        w->granted = 1;
+        p->unconfirmed++;
+        pthread_cond_signal(&w->cv);
+    }
+}
+
+/* An idle connection: to the oldest waiter that can use one, else to the idle list. */
+static void give_idle_locked(fq_http_pool *p, fq_http_conn *c) {
+    worker *w = p->wait_head;
+    while (w != NULL && w->fresh) w = w->wait_next;
+    if (w != NULL) {
+        wait_unlink_locked(p, w);
+        w->handed = c;
+        pthread_cond_signal(&w->cv);
+        return;
+    }
+    c->idle_since_ns = fq_now_ns();
+    c->next = p->idle;
+    p->idle = c;
+}
+
 /* The connection's first response byte (fq_http_conn.first_byte), or its end before one:
  * it no longer counts as unanswered. */
 static void release_unconfirmed(void *arg, fq_http_conn *c) {
@@ -130,7 +187,7 @@ static void release_unconfirmed(void *arg, fq_http_conn *c) {
     if (c->unconfirmed) {
         c->unconfirmed = 0;
         p->unconfirmed--;
-        if (p->slot_waiters > 0) pthread_cond_signal(&p->slot_cv); /* one slot: one waiter */
+        grant_slots_locked(p);
     }
     pthread_mutex_unlock(&p->mu);
 }
@@ -139,20 +196,39 @@ static void release_unconfirmed(void *arg, fq_http_conn *c) {
  * worker's fd is published for the closes under the mutex.  A connection idle for more
  * than STALE_CHECK_NS is first checked for the server's close (keepalive_timeout): one
  * syscall, and a request not sent into a closed connection.  A new connection waits while
- * MAX_UNCONFIRMED others are unanswered (taking an idle one if one comes back meanwhile). */
+ * MAX_UNCONFIRMED others are unanswered, in the FIFO of waiters (which an idle connection
+ * that comes back meanwhile also serves). */
 #define STALE_CHECK_NS 500000000ull
 static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, int *reused, char *msg) {
     fq_http_conn *c = NULL;
     pthread_mutex_lock(&p->mu);
     for (;;) {
         if (abandoned_locked(p, w)) {
+            if (w->waiting) wait_unlink_locked(p, w);
+            if (w->granted) { /* the slot goes on to the next waiter */
+                w->granted = 0;
+                p->unconfirmed--;
+                grant_slots_locked(p);
+            }
+            fq_http_conn *h = w->handed;
+            w->handed = NULL;
+            if (h != NULL && !atomic_load(&p->closing)) give_idle_locked(p, h);
+            else if (h != NULL) conn_free(h, 0);
             pthread_mutex_unlock(&p->mu);
             snprintf(msg, FQ_HTTP_MSG_LEN, "the client closed");
             return FQ_E_CLOSED;
         }
-        if (!fresh && p->idle != NULL) {
-            c = p->idle;
-            p->idle = c->next;
+        if (w->granted) {
+            w->granted = 0; /* the slot is counted in p->unconfirmed already */
+            break;
+        }
+        if (w->handed == NULL && !w->waiting && !fresh && p->idle != NULL) {
+            w->handed = p->idle;
+            p->idle = w->handed->next;
+        }
+        if (w->handed != NULL) {
+            c = w->handed;
+            w->handed = NULL;
             w->fd = c->fd;
             pthread_mutex_unlock(&p->mu);
             if (fq_now_ns() - c->idle_since_ns < STALE_CHECK_NS || !fq_http_conn_closed(c)) {
@@ -166,26 +242,36 @@ static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, i
             w->fd = -1;
             continue;
         }
-        if (p->unconfirmed < MAX_UNCONFIRMED) break;
-        /* a timed wait: the closes' checks above run at least every 50 ms, and a wake-up that
-         * went to a waiter which could not use it (fresh, or leaving) is not lost for long */
+        if (!w->waiting) {
+            if (p->wait_head == NULL && p->unconfirmed < MAX_UNCONFIRMED) {
+                p->unconfirmed++;
+                break;
+            }
+            /* in the order of the requests' submission: a worker that took its request
+             * earlier but reached this point later (the scheduler's doing) keeps its turn */
+            w->waiting = 1;
+            w->fresh = fresh;
+            worker **link = &p->wait_head;
+            while (*link != NULL && (*link)->seq < w->seq) link = &(*link)->wait_next;
+            w->wait_next = *link;
+            *link = w;
+        }
+        /* a timed wait: the closes' checks above run at least every 50 ms */
         struct timespec until;
-        if (clock_gettime(CLOCK_MONOTONIC, &until) != 0) break; /* cannot fail on Linux */
+        if (clock_gettime(CLOCK_MONOTONIC, &until) != 0) continue; /* cannot fail on Linux */
         until.tv_nsec += 50000000;
         if (until.tv_nsec >= 1000000000) {
             until.tv_sec++;
             until.tv_nsec -= 1000000000;
         }
-        p->slot_waiters++;
-        (void)pthread_cond_timedwait(&p->slot_cv, &p->mu, &until); /* ETIMEDOUT: look again */
-        p->slot_waiters--;
+        (void)pthread_cond_timedwait(&w->cv, &p->mu, &until); /* ETIMEDOUT: look again */
     }
-    p->unconfirmed++;
     pthread_mutex_unlock(&p->mu);
     c = malloc(sizeof(*c));
     if (c == NULL) {
         pthread_mutex_lock(&p->mu);
         p->unconfirmed--;
+        grant_slots_locked(p);
         pthread_mutex_unlock(&p->mu);
         snprintf(msg, FQ_HTTP_MSG_LEN, "out of memory");
         return FQ_E_NOMEM;
@@ -223,11 +309,8 @@ static void conn_put(fq_http_pool *p, worker *w, fq_http_conn *c, int keep) {
     w->fd = -1;
     int gone = abandoned_locked(p, w);
     if (keep && !gone) {
-        c->idle_since_ns = fq_now_ns();
-        c->next = p->idle;
-        p->idle = c;
+        give_idle_locked(p, c);
         c = NULL;
-        if (p->slot_waiters > 0) pthread_cond_signal(&p->slot_cv); /* a worker waiting for a new one takes it */
     }
     pthread_mutex_unlock(&p->mu);
     conn_free(c, gone);
@@ -293,6 +376,7 @@ static void *worker_main(void *arg) {
         p->head = q->next;
         if (p->head == NULL) p->tail = NULL;
         w->chan = q->chan;
+        w->seq = q->seq;
         pthread_mutex_unlock(&p->mu);
 
         fq_http_result *r = calloc(1, sizeof(*r));
@@ -322,8 +406,9 @@ static void *worker_main(void *arg) {
 }
 
 static void pool_free(fq_http_pool *p, int sync) {
+    if (p->have_worker_cvs)
+        for (int i = 0; i < p->max_conns; i++) pthread_cond_destroy(&p->workers[i].cv);
     if (sync) {
-        pthread_cond_destroy(&p->slot_cv);
         pthread_cond_destroy(&p->exit_cv);
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);
@@ -355,26 +440,27 @@ int fq_http_pool_create(const char *host, int port, const char *host_header, int
     p->timeout_s = timeout_s;
     atomic_init(&p->closing, 0);
     pthread_condattr_t ca;
-    int ok = pthread_condattr_init(&ca) == 0, have_cv = 0;
+    int ok = pthread_condattr_init(&ca) == 0, have_cv = 0, worker_cvs = 0;
     if (ok) {
-        ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && (have_cv = pthread_cond_init(&p->cv, &ca) == 0) &&
-             pthread_cond_init(&p->slot_cv, &ca) == 0;
+        ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && (have_cv = pthread_cond_init(&p->cv, &ca) == 0);
+        while (ok && worker_cvs < max_conns && pthread_cond_init(&p->workers[worker_cvs].cv, &ca) == 0) worker_cvs++;
+        ok = ok && worker_cvs == max_conns;
         pthread_condattr_destroy(&ca);
     }
     if (!ok) {
         if (have_cv) pthread_cond_destroy(&p->cv);
+        for (int i = 0; i < worker_cvs; i++) pthread_cond_destroy(&p->workers[i].cv);
         pool_free(p, 0);
         return fq_set_err(err, FQ_E_SYS, "pthread_cond_init failed");
     }
+    p->have_worker_cvs = 1;
     if (pthread_cond_init(&p->exit_cv, NULL) != 0) {
-        pthread_cond_destroy(&p->slot_cv);
         pthread_cond_destroy(&p->cv);
         pool_free(p, 0);
         return fq_set_err(err, FQ_E_SYS, "pthread_cond_init failed");
     }
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         pthread_cond_destroy(&p->exit_cv);
-        pthread_cond_destroy(&p->slot_cv);
         pthread_cond_destroy(&p->cv);
         pool_free(p, 0);
         return fq_set_err(err, FQ_E_SYS, "pthread_mutex_init failed");
@@ -420,6 +506,7 @@ int fq_http_submit(fq_http_chan *c, uint64_t id, const char *target, size_t targ
         return fq_set_err(err, FQ_E_INVALID, "fq_http_submit: the request does not fit");
     }
     q->id = id;
+    q->seq = 0; /* (set under the mutex below) */
     q->chan = c;
     q->text = text;
     q->len = (size_t)n;
@@ -456,6 +543,7 @@ int fq_http_submit(fq_http_chan *c, uint64_t id, const char *target, size_t targ
     }
     if (rc == FQ_OK) {
         c->refs++;
+        q->seq = p->next_seq++;
         if (p->tail) p->tail->next = q;
         else p->head = q;
         p->tail = q;
@@ -515,7 +603,7 @@ void fq_http_chan_close(fq_http_chan *c) {
     for (int i = 0; i < p->max_conns; i++) /* SHUT_RD wakes a recv and sends nothing; the worker resets it */
         if (p->workers[i].used && p->workers[i].chan == c && p->workers[i].fd >= 0)
             (void)shutdown(p->workers[i].fd, SHUT_RD);
-    pthread_cond_broadcast(&p->slot_cv); /* a worker of c waiting to connect gives up */
+    wake_waiters_locked(p); /* a worker of c waiting to connect gives up */
     chan_unref_locked(c);
     pthread_mutex_unlock(&p->mu);
     while (drop != NULL) {
@@ -532,7 +620,7 @@ void fq_http_pool_close(fq_http_pool *p) {
     for (int i = 0; i < p->max_conns; i++)
         if (p->workers[i].used && p->workers[i].fd >= 0) (void)shutdown(p->workers[i].fd, SHUT_RD);
     pthread_cond_broadcast(&p->cv);
-    pthread_cond_broadcast(&p->slot_cv);
+    wake_waiters_locked(p);
     while (p->live > 0) pthread_cond_wait(&p->exit_cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
     while (p->head != NULL) { /* left by channels not closed first: their results are lost */

@@ -28,7 +28,7 @@ Rows (each its own pipeline in this process, reference task, ``workers`` workers
   installed is a skipped row that says so;
 * per latency, and for nginx http:// and moto, ``Files`` again with the HTTP client that
   ``RemoteOptions(http_client="auto")`` does not pick for these plain-http:// servers (row
-  "..., native client" while "auto" means obstore; "..., obstore client" if it reads them natively);
+  "..., obstore client": "auto" reads them with fastq's own client);
 * per latency, ``Files`` over ``s3://`` again with ``RemoteOptions(event_loop="asyncio")`` (row "..., asyncio
   loop"), when uvloop is installed (the default loop then): the client CPU the event loop costs;
 * per latency, the server's raw fetch rate: obstore async ``get_async``, 64 and 128 requests in
@@ -73,7 +73,7 @@ URLLIB_THREADS = 32
 SHUFFLE_BUFFER = 1000  # shard rows: the streaming order's buffer (samples)
 # the HTTP client of the extra rows: the one RemoteOptions(http_client="auto") does not use
 # for plain-http:// servers (fastq.sources.storage.AUTO_NATIVE)
-OTHER_CLIENT = "native"
+OTHER_CLIENT = "obstore"
 
 
 # ---------------------------------------------------------------------------

@@ -54,10 +54,9 @@ def local_path(p):
 
 EVENT_LOOPS = ("auto", "uvloop", "asyncio")
 HTTP_CLIENTS = ("auto", "native", "obstore")
-# RemoteOptions(http_client="auto") reads natively where the native client applies: not yet
-# (docs/limitations.md: a stall of about a second at moto's server, seen twice and not
-# explained; fastq/bench/remote.py's OTHER_CLIENT names the other client)
-AUTO_NATIVE = False
+# RemoteOptions(http_client="auto") reads natively where the native client applies
+# (fastq/bench/remote.py's OTHER_CLIENT names the other client)
+AUTO_NATIVE = True
 
 
 def loop_name(event_loop: str = "auto") -> str:
@@ -149,9 +148,9 @@ class RemoteOptions:
         http.server) otherwise drops handshakes, which TCP retries after 1, 3, 7... s.
         ``stats()["remote"]["ramps"]`` counts them.  False: all at once.
     http_client: what fetches the objects' bytes (whole and ranged GETs): "auto" (the
-        default: obstore; docs/limitations.md says why), "native" (fastq's own HTTP/1.1
-        client, csrc/net: native threads, keep-alive connections, no TLS; a ValueError naming
-        the reason when a store is not one it serves) or "obstore".  The native client serves
+        default: fastq's own client where it applies, obstore elsewhere), "native" (fastq's
+        own HTTP/1.1 client, csrc/net: native threads, keep-alive connections, no TLS; a
+        ValueError naming the reason when a store is not one it serves) or "obstore".  The native client serves
         ``http://`` URLs and ``s3://`` buckets at an ``http://`` endpoint (path-style;
         unsigned, or signed with static credentials); listing, HEAD, uploads and every other
         store stay on obstore.  It costs less client CPU per object (docs/cloud.md);

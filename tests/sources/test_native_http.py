@@ -136,7 +136,7 @@ def test_an_s3_endpoint_in_the_environment_that_obstore_would_prefer_is_refused(
     with pytest.raises(Exception, match=r"http://127\.0\.0\.1:2/"):
         obstore.list(raw).collect()
     bare = {k: v for k, v in so.items() if k != "endpoint"}
-    st = storage.get_store("s3://bk-env2", bare, fastq.sources.RemoteOptions(http_client="native"))
+    st = storage.get_store("s3://bk-env2", bare, fastq.sources.RemoteOptions())
     assert storage.http_client_of(st) == "native" and storage._NATIVE[id(st)].port == 2
 
 
@@ -336,7 +336,8 @@ def test_moto_s3_signed(data, monkeypatch):
 
 class _Odd(http.server.BaseHTTPRequestHandler):
     """http.server, keep-alive: /chunked/<n> answers n bytes in chunks, /close/<n> HTTP/1.0
-    without a length (the body ends with the connection), /len/<n> with Content-Length,
+    without a length (the body ends with the connection), /closes/<n> after 5 ms with
+    "Connection: close", /len/<n> with Content-Length,
     /trickle/<n> and /drip/<n> n bytes one by one, 0.1 s / 0.4 s apart, /slow/<n> with
     Content-Length after 0.35 s."""
     protocol_version = "HTTP/1.1"
@@ -372,6 +373,14 @@ class _Odd(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+        elif kind == "closes":  # HTTP/1.1, Connection: close (as moto's server), after 5 ms
+            time.sleep(0.005)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body)
+            self.close_connection = True
         elif kind == "close":
             self.protocol_version = "HTTP/1.0"
             self.send_response(200)
@@ -397,7 +406,8 @@ def odd_target():
     try:
         yield target
     finally:
-        target.pool.close()
+        if target.pool is not None:
+            target.pool.close()
         httpd.shutdown()
         httpd.server_close()
 
@@ -449,3 +459,35 @@ def test_a_server_sending_a_byte_now_and_then_cannot_stretch_a_request_past_its_
         finally:
             nethttp.close_loop(asyncio.get_running_loop())
     asyncio.run(main())
+
+
+def test_requests_are_served_in_order_at_a_server_that_closes_every_connection(odd_target):
+    """A server that closes every connection (moto's S3 server does) makes every request
+    wait for one of the pool's few new-connection slots (MAX_UNCONFIRMED).  Those go to the
+    waiting workers first come, first served: the oldest requests, which a batch waits for,
+    are not overtaken by the requests of workers that just finished one.  (Before, a freed
+    slot went to whichever worker asked first, and at moto a batch waited up to a second
+    for requests overtaken by hundreds of newer ones.)"""
+    import select
+    from fastq._native._core import HttpChannel, HttpPool
+    pool = HttpPool("127.0.0.1", odd_target.port, "x", 64, 5.0, 10.0)
+    ch = HttpChannel(pool)
+    n = 240
+    try:
+        for i in range(n):
+            ch.submit(i, b"/closes/100", b"")
+        order = []
+        deadline = time.monotonic() + 60
+        while len(order) < n and time.monotonic() < deadline:
+            select.select([ch.fileno()], [], [], 1.0)
+            for r in ch.take():
+                assert r[1] == 0 and r[2] == 200, r
+                order.append(r[0])
+    finally:
+        ch.close()
+        pool.close()
+    assert sorted(order) == list(range(n))
+    # 4 requests at a time (the slots) plus the workers' race to the FIFO: a request may finish
+    # a few places out of turn, never dozens
+    late = max(pos - rid for pos, rid in enumerate(order))
+    assert late <= 16, f"request {order[int(np.argmax([p - r for p, r in enumerate(order)]))]} finished {late} places late"
