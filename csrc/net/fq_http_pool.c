@@ -360,6 +360,7 @@ static void free_request(request *q) {
 static void *worker_main(void *arg) {
     worker *w = arg;
     fq_http_pool *p = w->pool;
+    (void)pthread_setname_np(pthread_self(), "fastq-http"); /* informative only (top, perf) */
     pthread_mutex_lock(&p->mu);
     for (;;) {
         int timed_out = 0;
