@@ -1,6 +1,6 @@
-/* fq_http_pool.c - the request queue, the worker threads, the idle connections and the
- * channels of net/fq_http.h.  One mutex (pool->mu) guards all of a pool's state, its
- * channels' included. */
+/* fq_http_pool.c - the worker threads, the idle connections and the pool's life of
+ * net/fq_http.h (the channels are in fq_http_chan.c).  One mutex (pool->mu) guards all of a
+ * pool's state, its channels' included (net/internal/fq_http_pool.h). */
 #define _GNU_SOURCE
 #include "net/fq_http.h"
 
@@ -10,107 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "net/internal/fq_http_conn.h"
+#include "net/internal/fq_http_pool.h"
 
 #define IDLE_EXIT_S 1 /* a worker thread with nothing to do for this long ends */
-
-/* New connections the server has not answered on yet, at most (a worker that needs another
- * waits for one of them to answer, or for an idle connection).  A connection is complete
- * once the server's kernel answers the handshake, before the server's accept() takes it; a
- * burst of them overflows a short listen queue (Python's http.server: 5), and the server
- * drops what does not fit, which TCP sends again only after 1, 3, 7... s: the batch waiting
- * for those requests stalls.  A first response byte proves the connection was accepted.  At
- * most 4 unanswered keeps a listen queue of 5 from overflowing however fast requests come;
- * a pool still grows by 4 connections per round trip (64 in 16 of them). */
-#define MAX_UNCONFIRMED 4
-
-struct fq_http_chan {
-    fq_http_pool *pool;
-    int efd;
-    int refs;               /* 1 (the owner, until close) + requests queued or in flight */
-    int closed;
-    fq_http_result *done;   /* finished, newest first */
-};
-
-typedef struct request {
-    uint64_t id;
-    uint64_t seq;  /* the order of submission (the pool's), which the waiters for a connection keep */
-    fq_http_chan *chan;
-    char *text; /* the whole request, "GET ... \r\n\r\n" */
-    size_t len;
-    struct request *next;
-} request;
-
-typedef struct worker {
-    fq_http_pool *pool;
-    int used;            /* a thread runs in this slot */
-    int fd;              /* the socket in use (-1: none), for the closes to interrupt */
-    fq_http_chan *chan;  /* the channel of the request in flight (NULL: none) */
-    uint64_t seq;        /* its request's seq */
-    /* waiting for a connection (conn_get), in the pool's FIFO of waiters: */
-    pthread_cond_t cv;   /* signalled when something is handed over (CLOCK_MONOTONIC) */
-    int waiting;         /* in the FIFO */
-    int fresh;           /* wants a new connection: an idle one will not do */
-    int granted;         /* handed a new-connection slot (counted in unconfirmed) */
-    fq_http_conn *handed;  /* handed an idle connection */
-    struct worker *wait_next;
-} worker;
-
-struct fq_http_pool {
-    char *host;
-    char *host_header;
-    int port;
-    int max_conns;
-    double connect_timeout_s, timeout_s;
-    atomic_int closing;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;        /* work queued / closing (CLOCK_MONOTONIC) */
-    pthread_cond_t exit_cv;   /* a worker ended */
-    int unconfirmed;          /* new connections not answered yet (MAX_UNCONFIRMED) */
-    worker *wait_head;        /* workers waiting for a connection, by their requests' seq */
-    int have_worker_cvs;      /* workers[i].cv initialised (pool_free destroys them) */
-    request *head, *tail;     /* queued requests */
-    uint64_t next_seq;        /* request.seq of the next request submitted */
-    int idle_workers;
-    int live;                 /* worker threads running */
-    worker *workers;          /* max_conns slots */
-    fq_http_conn *idle;       /* idle keep-alive connections */
-};
-
-static void chan_unref_locked(fq_http_chan *c) {
-    if (--c->refs > 0) return;
-    while (c->done != NULL) {
-        fq_http_result *r = c->done;
-        c->done = r->next;
-        fq_http_result_free(r);
-    }
-    close(c->efd);
-    free(c);
-}
-
-static void finish(fq_http_pool *p, fq_http_chan *c, fq_http_result *r) {
-    pthread_mutex_lock(&p->mu);
-    if (c->closed) {
-        fq_http_result_free(r);
-    } else {
-        int was_empty = c->done == NULL;
-        r->next = c->done;
-        c->done = r;
-        if (was_empty) {
-            uint64_t one = 1;
-            /* an eventfd write fails only on counter overflow, when the reader is already woken */
-            ssize_t n = write(c->efd, &one, sizeof(one));
-            (void)n;
-        }
-    }
-    chan_unref_locked(c);
-    pthread_mutex_unlock(&p->mu);
-}
 
 /* abort: reset the connection (SO_LINGER 0: an RST, not a FIN), so that a server that has
  * not yet read or answered a request given up on drops it at once */
@@ -148,7 +54,7 @@ static void wait_unlink_locked(fq_http_pool *p, worker *w) {
 }
 
 /* The closes: every waiter looks at once whether its request was given up on. */
-static void wake_waiters_locked(fq_http_pool *p) {
+void fq_http_pool_wake_waiters_locked(fq_http_pool *p) {
     for (worker *w = p->wait_head; w != NULL; w = w->wait_next) pthread_cond_signal(&w->cv);
 }
 
@@ -201,6 +107,20 @@ static void release_unconfirmed(void *arg, fq_http_conn *c) {
 #define STALE_CHECK_NS 500000000ull
 static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, int *reused, char *msg) {
     fq_http_conn *c = NULL;
+    if (w->handed != NULL) { /* taken with the request, w->fd published (worker_main); w is not waiting */
+        c = w->handed;
+        w->handed = NULL;
+        if (!fresh && (fq_now_ns() - c->idle_since_ns < STALE_CHECK_NS || !fq_http_conn_closed(c))) {
+            *reused = 1;
+            *out = c;
+            return FQ_OK;
+        }
+        pthread_mutex_lock(&p->mu);
+        w->fd = -1;
+        pthread_mutex_unlock(&p->mu);
+        conn_free(c, 0);
+        c = NULL;
+    }
     pthread_mutex_lock(&p->mu);
     for (;;) {
         if (abandoned_locked(p, w)) {
@@ -304,19 +224,25 @@ static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, i
     return FQ_OK;
 }
 
-static void conn_put(fq_http_pool *p, worker *w, fq_http_conn *c, int keep) {
-    pthread_mutex_lock(&p->mu);
+/* The worker is done with c: kept (to a waiter or the idle list), or returned for the
+ * caller to conn_free(c, *gone) after unlocking.  *gone: w's request was given up on. */
+static fq_http_conn *conn_put_locked(fq_http_pool *p, worker *w, fq_http_conn *c, int keep, int *gone) {
     w->fd = -1;
-    int gone = abandoned_locked(p, w);
-    if (keep && !gone) {
+    *gone = abandoned_locked(p, w);
+    if (keep && !*gone) {
         give_idle_locked(p, c);
-        c = NULL;
+        return NULL;
     }
-    pthread_mutex_unlock(&p->mu);
-    conn_free(c, gone);
+    return c;
 }
 
-static void run_request(fq_http_pool *p, worker *w, request *q, fq_http_result *r) {
+/* Runs q into r.  On success the connection is left to the caller (*used, *keep), which
+ * puts it back in the same critical section as it finishes the request (fewer lock
+ * round trips per request: each one that collides is a futex call, and 64 threads
+ * share the mutex); on failure it is put back here. */
+static void run_request(fq_http_pool *p, worker *w, request *q, fq_http_result *r, fq_http_conn **used,
+                        int *keep_used) {
+    *used = NULL;
     for (int attempt = 0;; attempt++) {
         fq_http_conn *c = NULL;
         int reused = 0, keep = 0;
@@ -329,14 +255,17 @@ static void run_request(fq_http_pool *p, worker *w, request *q, fq_http_result *
         rc = fq_http_exchange(c, q->text, q->len, r, &keep);
         int got_any = c->got_any;
         release_unconfirmed(p, c); /* (no answer: it ends here; answered: released already) */
-        conn_put(p, w, c, rc == FQ_OK && keep);
         if (rc == FQ_OK) {
             r->code = FQ_OK;
+            *used = c;
+            *keep_used = keep;
             return;
         }
+        int gone;
         pthread_mutex_lock(&p->mu);
-        int gone = abandoned_locked(p, w);
+        c = conn_put_locked(p, w, c, 0, &gone);
         pthread_mutex_unlock(&p->mu);
+        conn_free(c, gone);
         if (gone) {
             r->code = FQ_E_CLOSED;
             snprintf(r->msg, FQ_HTTP_MSG_LEN, "the client closed");
@@ -352,7 +281,7 @@ static void run_request(fq_http_pool *p, worker *w, request *q, fq_http_result *
     }
 }
 
-static void free_request(request *q) {
+void fq_http_request_free(request *q) {
     free(q->text);
     free(q);
 }
@@ -378,32 +307,73 @@ static void *worker_main(void *arg) {
         if (p->head == NULL) p->tail = NULL;
         w->chan = q->chan;
         w->seq = q->seq;
+        if (p->wait_head == NULL && p->idle != NULL) { /* an idle connection with the request (conn_get) */
+            w->handed = p->idle;
+            p->idle = w->handed->next;
+            w->fd = w->handed->fd;
+        }
         pthread_mutex_unlock(&p->mu);
 
+        fq_http_chan *chan = q->chan;
+        fq_http_conn *used = NULL;
+        int keep = 0;
         fq_http_result *r = calloc(1, sizeof(*r));
         if (r != NULL) {
             r->id = q->id;
             r->content_length = r->range_first = r->range_last = r->range_total = -1;
-            run_request(p, w, q, r);
+            run_request(p, w, q, r, &used, &keep);
+        } else if (w->handed != NULL) { /* (nobody else touches it while w is not waiting) */
+            used = w->handed;
+            w->handed = NULL;
         }
+        fq_http_request_free(q);
+        /* two critical sections per request at its end, none for its connection when an
+         * idle one came with it: each lock that collides costs futex calls, and the pool's
+         * threads all share this mutex */
         pthread_mutex_lock(&p->mu);
+        int gone = 0, wake = 0;
+        if (used != NULL) used = conn_put_locked(p, w, used, keep, &gone);
         w->chan = NULL;
+        if (r != NULL) wake = fq_http_chan_finish_locked(chan, r); /* (r NULL, no memory: the request is lost, its
+                                                        * future pending until the loop ends) */
         pthread_mutex_unlock(&p->mu);
-        if (r != NULL) {
-            finish(p, q->chan, r);
-        } else { /* no memory for a result: the request is lost (its future stays pending until the loop ends) */
-            pthread_mutex_lock(&p->mu);
-            chan_unref_locked(q->chan);
-            pthread_mutex_unlock(&p->mu);
-        }
-        free_request(q);
+        if (wake) fq_http_chan_wake_reader(chan);
+        conn_free(used, gone); /* one not kept (NULL: nothing) */
         pthread_mutex_lock(&p->mu);
+        fq_http_chan_unref_locked(chan);
     }
     w->used = 0;
     p->live--;
     pthread_cond_broadcast(&p->exit_cv);
     pthread_mutex_unlock(&p->mu);
     return NULL;
+}
+
+/* Starts a worker thread (under the mutex, live < max_conns).  FQ_OK, also when it could
+ * not start while others run (they take the request); an error when none runs. */
+int fq_http_pool_spawn_locked(fq_http_pool *p, fq_err *err) {
+    worker *w = NULL;
+    for (int i = 0; i < p->max_conns && w == NULL; i++)
+        if (!p->workers[i].used) w = &p->workers[i];
+    /* live < max_conns: a slot is free */
+    w->pool = p;
+    w->fd = -1;
+    w->chan = NULL;
+    pthread_attr_t attr;
+    pthread_t th;
+    int e = pthread_attr_init(&attr);
+    if (e == 0) {
+        e = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (e == 0) e = pthread_create(&th, &attr, worker_main, w);
+        pthread_attr_destroy(&attr);
+    }
+    if (e == 0) {
+        w->used = 1;
+        p->live++;
+    } else if (p->live == 0) { /* nobody would ever take it */
+        return fq_set_err(err, FQ_E_SYS, "cannot start an HTTP worker thread: %s", strerror(e));
+    }
+    return FQ_OK;
 }
 
 static void pool_free(fq_http_pool *p, int sync) {
@@ -460,7 +430,18 @@ int fq_http_pool_create(const char *host, int port, const char *host_header, int
         pool_free(p, 0);
         return fq_set_err(err, FQ_E_SYS, "pthread_cond_init failed");
     }
-    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+    /* adaptive: a thread that finds the mutex taken spins a little before it sleeps (the
+     * critical sections are a few list operations; sleeping costs two futex calls) */
+    pthread_mutexattr_t ma;
+    int mu_ok = pthread_mutexattr_init(&ma) == 0;
+    if (mu_ok) {
+#ifdef __GLIBC__
+        (void)pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP); /* best effort: a plain one otherwise */
+#endif
+        mu_ok = pthread_mutex_init(&p->mu, &ma) == 0;
+        pthread_mutexattr_destroy(&ma);
+    }
+    if (!mu_ok) {
         pthread_cond_destroy(&p->exit_cv);
         pthread_cond_destroy(&p->cv);
         pool_free(p, 0);
@@ -470,150 +451,6 @@ int fq_http_pool_create(const char *host, int port, const char *host_header, int
     return FQ_OK;
 }
 
-int fq_http_chan_create(fq_http_pool *p, fq_http_chan **out, fq_err *err) {
-    *out = NULL;
-    fq_http_chan *c = calloc(1, sizeof(*c));
-    if (c == NULL) return fq_set_err(err, FQ_E_NOMEM, "out of memory");
-    c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (c->efd < 0) {
-        int e = errno;
-        free(c);
-        return fq_set_err(err, FQ_E_SYS, "eventfd: %s", strerror(e));
-    }
-    c->pool = p;
-    c->refs = 1;
-    *out = c;
-    return FQ_OK;
-}
-
-int fq_http_chan_fd(const fq_http_chan *c) { return c->efd; }
-
-int fq_http_submit(fq_http_chan *c, uint64_t id, const char *target, size_t target_len, const char *headers,
-                   size_t headers_len, fq_err *err) {
-    fq_http_pool *p = c->pool;
-    request *q = malloc(sizeof(*q));
-    size_t cap = target_len + headers_len + strlen(p->host_header) + 64;
-    char *text = malloc(cap);
-    if (q == NULL || text == NULL) {
-        free(q);
-        free(text);
-        return fq_set_err(err, FQ_E_NOMEM, "out of memory");
-    }
-    int n = snprintf(text, cap, "GET %.*s HTTP/1.1\r\nHost: %s\r\n%.*s\r\n", (int)target_len, target,
-                     p->host_header, (int)headers_len, headers);
-    if (n < 0 || (size_t)n >= cap) {
-        free(q);
-        free(text);
-        return fq_set_err(err, FQ_E_INVALID, "fq_http_submit: the request does not fit");
-    }
-    q->id = id;
-    q->seq = 0; /* (set under the mutex below) */
-    q->chan = c;
-    q->text = text;
-    q->len = (size_t)n;
-    q->next = NULL;
-    pthread_mutex_lock(&p->mu);
-    if (atomic_load(&p->closing) || c->closed) {
-        pthread_mutex_unlock(&p->mu);
-        free_request(q);
-        return fq_set_err(err, FQ_E_CLOSED, "the HTTP client is closed");
-    }
-    int rc = FQ_OK;
-    if (p->idle_workers == 0 && p->live < p->max_conns) {
-        worker *w = NULL;
-        for (int i = 0; i < p->max_conns && w == NULL; i++)
-            if (!p->workers[i].used) w = &p->workers[i];
-        /* live < max_conns: a slot is free */
-        w->pool = p;
-        w->fd = -1;
-        w->chan = NULL;
-        pthread_attr_t attr;
-        pthread_t th;
-        int e = pthread_attr_init(&attr);
-        if (e == 0) {
-            e = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-            if (e == 0) e = pthread_create(&th, &attr, worker_main, w);
-            pthread_attr_destroy(&attr);
-        }
-        if (e == 0) {
-            w->used = 1;
-            p->live++;
-        } else if (p->live == 0) { /* nobody would ever take it */
-            rc = fq_set_err(err, FQ_E_SYS, "cannot start an HTTP worker thread: %s", strerror(e));
-        }
-    }
-    if (rc == FQ_OK) {
-        c->refs++;
-        q->seq = p->next_seq++;
-        if (p->tail) p->tail->next = q;
-        else p->head = q;
-        p->tail = q;
-        q = NULL;
-        pthread_cond_signal(&p->cv);
-    }
-    pthread_mutex_unlock(&p->mu);
-    if (q != NULL) free_request(q);
-    return rc;
-}
-
-fq_http_result *fq_http_chan_take(fq_http_chan *c) {
-    fq_http_pool *p = c->pool;
-    pthread_mutex_lock(&p->mu);
-    fq_http_result *r = c->done;
-    c->done = NULL;
-    uint64_t v;
-    ssize_t n = read(c->efd, &v, sizeof(v)); /* EAGAIN when nothing was signalled: fine */
-    (void)n;
-    pthread_mutex_unlock(&p->mu);
-    fq_http_result *fifo = NULL; /* reversed: oldest first */
-    while (r != NULL) {
-        fq_http_result *next = r->next;
-        r->next = fifo;
-        fifo = r;
-        r = next;
-    }
-    return fifo;
-}
-
-void fq_http_result_free(fq_http_result *r) {
-    if (r == NULL) return;
-    free(r->body);
-    free(r);
-}
-
-void fq_http_chan_close(fq_http_chan *c) {
-    if (c == NULL) return;
-    fq_http_pool *p = c->pool;
-    request *drop = NULL;
-    pthread_mutex_lock(&p->mu);
-    c->closed = 1;
-    request **link = &p->head; /* its queued requests leave the queue */
-    p->tail = NULL;
-    while (*link != NULL) {
-        request *q = *link;
-        if (q->chan == c) {
-            *link = q->next;
-            q->next = drop;
-            drop = q;
-            c->refs--;
-        } else {
-            p->tail = q;
-            link = &q->next;
-        }
-    }
-    for (int i = 0; i < p->max_conns; i++) /* SHUT_RD wakes a recv and sends nothing; the worker resets it */
-        if (p->workers[i].used && p->workers[i].chan == c && p->workers[i].fd >= 0)
-            (void)shutdown(p->workers[i].fd, SHUT_RD);
-    wake_waiters_locked(p); /* a worker of c waiting to connect gives up */
-    chan_unref_locked(c);
-    pthread_mutex_unlock(&p->mu);
-    while (drop != NULL) {
-        request *q = drop;
-        drop = q->next;
-        free_request(q);
-    }
-}
-
 void fq_http_pool_close(fq_http_pool *p) {
     if (p == NULL) return;
     pthread_mutex_lock(&p->mu);
@@ -621,13 +458,13 @@ void fq_http_pool_close(fq_http_pool *p) {
     for (int i = 0; i < p->max_conns; i++)
         if (p->workers[i].used && p->workers[i].fd >= 0) (void)shutdown(p->workers[i].fd, SHUT_RD);
     pthread_cond_broadcast(&p->cv);
-    wake_waiters_locked(p);
+    fq_http_pool_wake_waiters_locked(p);
     while (p->live > 0) pthread_cond_wait(&p->exit_cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
     while (p->head != NULL) { /* left by channels not closed first: their results are lost */
         request *q = p->head;
         p->head = q->next;
-        free_request(q);
+        fq_http_request_free(q);
     }
     while (p->idle != NULL) {
         fq_http_conn *c = p->idle;
