@@ -16,7 +16,7 @@
  * a fresh connection.  At most 4 new connections wait for their first response byte at
  * once: a worker that needs another waits (or takes a connection that went idle meanwhile),
  * so that a burst of handshakes cannot overflow a server's short listen queue, whose dropped
- * handshakes TCP resends only after a second (fq_http_pool.c, MAX_UNCONFIRMED).  The
+ * handshakes TCP resends only after a second (internal/fq_http_pool.h, MAX_UNCONFIRMED).  The
  * waiters are served first come, first served, so the oldest requests go first.  A server
  * that closes every connection therefore has at most 4 requests waiting for an answer.
  *

@@ -58,7 +58,7 @@ def test_server_sees_a_few_requests_before_its_first_answer(data, tmp_path, monk
     """At 50 ms per answer, the requests the server holds before it has sent any answer are
     what the client opened at once: START with the ramp, many more without through obstore
     (which is what a listen queue of 5 drops).  fastq's own client keeps at most 4 new
-    connections unanswered whatever the ramp (csrc/net/fq_http_pool.c).  The batches equal
+    connections unanswered whatever the ramp (csrc/net/internal/fq_http_pool.h, MAX_UNCONFIRMED).  The batches equal
     local ones either way."""
     monkeypatch.setenv("HOME", str(tmp_path))
     root, jpegs = data

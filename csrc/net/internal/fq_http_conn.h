@@ -21,7 +21,7 @@ typedef struct fq_http_conn {
                                    request's deadline nears (fq_http_conn_begin restores it) */
     int got_any;                /* a byte of the current response arrived */
     /* called once, at the connection's first response byte (then cleared): the pool counts
-       connections the server may not have accepted yet (fq_http_pool.c, MAX_UNCONFIRMED) */
+       connections the server may not have accepted yet (fq_http_pool.h, MAX_UNCONFIRMED) */
     void (*first_byte)(void *arg, struct fq_http_conn *c);
     void *first_byte_arg;
     int unconfirmed;            /* the pool counts it as not yet answered (the pool's field) */
