@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the C core's stress test (test_ring.c) with ASan+UBSan and with TSan
-# and runs both; any sanitizer report fails the run.
+# Builds the C core's stress tests (test_ring.c, and test_http_pool.c for csrc/net) with
+# ASan+UBSan and with TSan and runs them; any sanitizer report fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=csrc/tests/bin
@@ -12,6 +12,13 @@ $CC -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fsanitize=add
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$out/test_ring_asan"
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=thread -Icsrc $SRC -o "$out/test_ring_tsan" -pthread
 TSAN_OPTIONS=halt_on_error=1 "$out/test_ring_tsan"
+# the HTTP client's pool and channels (csrc/net) against a server in the test's process
+SRC_NET="$(echo csrc/core/*.c csrc/net/*.c) csrc/tests/test_http_pool.c"
+$CC -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fsanitize=address,undefined \
+    -fno-sanitize-recover=all -Icsrc $SRC_NET -o "$out/test_http_pool_asan" -pthread
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$out/test_http_pool_asan"
+$CC -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=thread -Icsrc $SRC_NET -o "$out/test_http_pool_tsan" -pthread
+TSAN_OPTIONS=halt_on_error=1 "$out/test_http_pool_tsan"
 bash csrc/tests/run_image_sanitizers.sh
 
 # The whole native image pipeline (task + pool + ring + image path) under TSan
