@@ -71,6 +71,7 @@ static void grant_slots_locked(fq_http_pool *p) {
 
 /* An idle connection: to the oldest waiter that can use one, else to the idle list. */
 static void give_idle_locked(fq_http_pool *p, fq_http_conn *c) {
+    c->idle_since_ns = fq_now_ns(); /* (a waiter handed it then skips the stale check) */
     worker *w = p->wait_head;
     while (w != NULL && w->fresh) w = w->wait_next;
     if (w != NULL) {
@@ -79,7 +80,6 @@ static void give_idle_locked(fq_http_pool *p, fq_http_conn *c) {
         pthread_cond_signal(&w->cv);
         return;
     }
-    c->idle_since_ns = fq_now_ns();
     c->next = p->idle;
     p->idle = c;
 }
