@@ -105,21 +105,27 @@ static void release_unconfirmed(void *arg, fq_http_conn *c) {
  * MAX_UNCONFIRMED others are unanswered, in the FIFO of waiters (which an idle connection
  * that comes back meanwhile also serves). */
 #define STALE_CHECK_NS 500000000ull
+
+/* An idle connection w was given (w->fd published), outside the mutex: still open (1), or
+ * closed by the server and freed (0). */
+static int still_open(fq_http_pool *p, worker *w, fq_http_conn *c) {
+    if (fq_now_ns() - c->idle_since_ns < STALE_CHECK_NS || !fq_http_conn_closed(c)) return 1;
+    pthread_mutex_lock(&p->mu);
+    w->fd = -1;
+    pthread_mutex_unlock(&p->mu);
+    conn_free(c, 0);
+    return 0;
+}
+
 static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, int *reused, char *msg) {
-    fq_http_conn *c = NULL;
-    if (w->handed != NULL) { /* taken with the request, w->fd published (worker_main); w is not waiting */
-        c = w->handed;
+    fq_http_conn *c = w->handed;
+    if (c != NULL) { /* taken with the request on its first attempt (worker_main); w is not waiting */
         w->handed = NULL;
-        if (!fresh && (fq_now_ns() - c->idle_since_ns < STALE_CHECK_NS || !fq_http_conn_closed(c))) {
+        if (still_open(p, w, c)) {
             *reused = 1;
             *out = c;
             return FQ_OK;
         }
-        pthread_mutex_lock(&p->mu);
-        w->fd = -1;
-        pthread_mutex_unlock(&p->mu);
-        conn_free(c, 0);
-        c = NULL;
     }
     pthread_mutex_lock(&p->mu);
     for (;;) {
@@ -151,15 +157,12 @@ static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, i
             w->handed = NULL;
             w->fd = c->fd;
             pthread_mutex_unlock(&p->mu);
-            if (fq_now_ns() - c->idle_since_ns < STALE_CHECK_NS || !fq_http_conn_closed(c)) {
+            if (still_open(p, w, c)) {
                 *reused = 1;
                 *out = c;
                 return FQ_OK;
             }
-            conn_free(c, 0);
-            c = NULL;
             pthread_mutex_lock(&p->mu);
-            w->fd = -1;
             continue;
         }
         if (!w->waiting) {
