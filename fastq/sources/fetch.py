@@ -35,8 +35,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from fastq.sources.ramp import Ramp
-from fastq.sources.storage import (Counters, ObjectInfo, RemoteError, RemoteOptions, fetch, http_client_of, run_loop,
-                                   run_sync)
+from fastq.sources.storage import (Counters, ObjectInfo, RemoteError, RemoteOptions, fetch, http_client_of,
+                                   native_in_use, run_loop, run_sync)
 
 __all__ = ["RemoteSet", "Fetcher", "LocalCache"]
 
@@ -350,7 +350,10 @@ class Fetcher:
     (_handed_over): a prefetch that an epoch's end overtook is neither lost nor sent
     twice.  abandon() cancels them (close, a seek, or nobody took them)."""
 
-    POLL_MS = 50  # the poll thread's longest wait (a demand or a freed buffer wakes it at once)
+    POLL_MS = 50  # the poll thread's longest wait (a demand wakes it at once; see poll_tokens)
+    # the native HTTP client's results reach the loop at most every GATHER_S while they keep
+    # coming (nethttp.gather_results): one wake-up of the loop thread per few results
+    GATHER_S = 0.002
 
     def __init__(self, rs: RemoteSet, spans, order, next_order=None, carry=None):
         self.rs = rs
@@ -399,6 +402,11 @@ class Fetcher:
         self.rng = random.Random(self.opts.seed)
         self._ready = threading.Event()
         self._own_ended = threading.Event()  # this epoch's requests cancelled (stop())
+        # freed buffers that wake the poll thread (and the loop): at most 64 of them, or as
+        # many requests as 1/16 of the byte cap holds (the issuing that a cap holds back
+        # waits for them; shard chunks are large)
+        req_bytes = rs.avg_bytes if rs.whole else self.opts.chunk_bytes
+        self.poll_tokens = max(1, min(64, int(self.opts.max_bytes // 16 // max(1, req_bytes))))
         self._thread = threading.Thread(target=self._run, name="fastq-fetch", daemon=True)
         self._poller = threading.Thread(target=self._poll_loop, name="fastq-fetch-poll", daemon=True)
 
@@ -421,14 +429,11 @@ class Fetcher:
                 self.spans.abort(f"the remote fetcher failed: {type(e).__name__}: {e}")
 
     def _poll_loop(self):
+        # freed buffers are gathered into one wake-up of the loop (up to POLL_MS, or until
+        # poll_tokens of them wait); a demand, which a worker waits on, is forwarded at once
+        n_tok = self.poll_tokens
         while not self.stopping:
-            dem, tok = self.spans.poll(self.POLL_MS)
-            if tok and not dem and len(tok) < 32:
-                # only buffers to free: gather a few ms of them into one wake-up of the loop
-                # (a demand, which a worker waits on, is forwarded at once)
-                time.sleep(0.002)
-                more_dem, more_tok = self.spans.poll(0)
-                dem, tok = more_dem, tok + more_tok
+            dem, tok = self.spans.poll(self.POLL_MS, n_tok)
             if (dem or tok) and not self.stopping:
                 try:
                     self.loop.call_soon_threadsafe(self._on_poll, dem, tok)
@@ -439,6 +444,9 @@ class Fetcher:
         self.loop = asyncio.get_running_loop()
         self.loop_kind = "uvloop" if type(self.loop).__module__.startswith("uvloop") else "asyncio"
         self.wake = asyncio.Event()
+        if native_in_use():
+            from fastq.sources import nethttp
+            nethttp.gather_results(self.loop, self.GATHER_S)
         self._ready.set()
         self._use_carry()
         while not self.stopping:

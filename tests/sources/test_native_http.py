@@ -491,3 +491,54 @@ def test_requests_are_served_in_order_at_a_server_that_closes_every_connection(o
     # a few places out of turn, never dozens
     late = max(pos - rid for pos, rid in enumerate(order))
     assert late <= 16, f"request {order[int(np.argmax([p - r for p, r in enumerate(order)]))]} finished {late} places late"
+
+
+@pytest.mark.parametrize("gather_s", [0.0, 0.5])
+def test_results_gathered_into_fewer_wake_ups_lose_nothing(odd_target, monkeypatch, gather_s):
+    """nethttp.gather_results (the fetcher's loop: fastq.sources.fetch.Fetcher.GATHER_S):
+    while results keep coming, the loop collects them every gather_s instead of waking at
+    each; after a quiet interval the first result wakes it again at once; close() cancels a
+    collection that is due."""
+    target = odd_target
+    opts = types.SimpleNamespace(max_in_flight=8, connect_timeout_s=5.0, timeout_s=10.0)
+    deliveries = []
+    deliver = nethttp.Client._deliver
+
+    def counted(self):
+        got = deliver(self)
+        if got:
+            deliveries.append(time.monotonic())
+        return got
+    monkeypatch.setattr(nethttp.Client, "_deliver", counted)
+
+    def one(n):
+        return nethttp.get(target, storage.ObjectInfo(f"len/{n}", None, f"len/{n}"), None, None, None, opts,
+                           RuntimeError)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        nethttp.gather_results(loop, gather_s)
+        try:
+            tasks = []
+            for i in range(30):  # a result about every 5 ms
+                tasks.append(asyncio.ensure_future(one(1000 + i)))
+                await asyncio.sleep(0.005)
+            burst = await asyncio.gather(*tasks)
+            await asyncio.sleep(1.2)  # quiet: the loop waits for the descriptor again
+            t0 = time.monotonic()
+            late = await asyncio.wait_for(one(77), 5)
+            return burst, late, time.monotonic() - t0
+        finally:
+            client = target.clients[loop]
+            nethttp.close_loop(loop)
+            assert client.timer is None
+    burst, late, waited = asyncio.run(main())
+    for (body, size, _), i in zip(burst, range(30)):
+        n = 1000 + i
+        assert bytes(body) == bytes(range(256)) * (n // 256) + bytes(n % 256) and size == n
+    assert bytes(late[0]) == bytes(77)  # (_Odd's body of n < 256 bytes: n zeros)
+    assert waited < 0.3, waited  # woken by the result, not by a collection (0.5 s) after the quiet interval
+    if gather_s:
+        assert len(deliveries) <= 6, len(deliveries)  # 30 results over ~0.15 s, collected every 0.5 s
+    else:
+        assert len(deliveries) >= 20, len(deliveries)  # (the check above can fail: it is measured here)
