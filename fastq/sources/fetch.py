@@ -351,11 +351,15 @@ class Fetcher:
     twice.  abandon() cancels them (close, a seek, or nobody took them)."""
 
     POLL_MS = 50  # the poll thread's longest wait (a demand wakes it at once; see poll_tokens)
-    # the native HTTP client's results reach the loop at most every GATHER_S while they keep
-    # coming (nethttp.gather_results): one wake-up of the loop thread per few results.  It
-    # delays a result by 2.5 ms on average (20-50 ms of latency hidden by max_in_flight
-    # requests); 2 ms saved less CPU, 10 ms cost speed at 20 ms (docs/cloud.md)
+    # While no reader has waited for bytes for GATHER_AFTER_S (the fetch is ahead of the
+    # decoding), the native HTTP client's results reach the loop at most every GATHER_S while
+    # they keep coming (nethttp.gather_results): one wake-up of the loop thread for several
+    # results.  A reader that waits turns it off again: while the fetch is what the pipeline
+    # waits for, a result held back 2.5 ms on average holds its connection as long, and
+    # max_in_flight requests then fetch about 10 % fewer objects per second at 20 ms
+    # (docs/cloud.md, "The HTTP client")
     GATHER_S = 0.005
+    GATHER_AFTER_S = 1.0
 
     def __init__(self, rs: RemoteSet, spans, order, next_order=None, carry=None):
         self.rs = rs
@@ -401,6 +405,9 @@ class Fetcher:
         self.failed: Optional[BaseException] = None
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.loop_kind: Optional[str] = None  # "uvloop" or "asyncio" once the loop runs (RemoteOptions.event_loop)
+        self._gather_to: Optional[Callable] = None  # nethttp.gather_results where the native client reads
+        self.gather_s = 0.0  # the native client's result gathering now (GATHER_S or 0)
+        self._waits_seen, self._quiet_since = -1, 0.0  # the readers' waits, and since when none (_update_gather)
         self.rng = random.Random(self.opts.seed)
         self._ready = threading.Event()
         self._own_ended = threading.Event()  # this epoch's requests cancelled (stop())
@@ -448,7 +455,13 @@ class Fetcher:
         self.wake = asyncio.Event()
         if native_in_use():
             from fastq.sources import nethttp
-            nethttp.gather_results(self.loop, self.GATHER_S)
+            self._gather_to = nethttp.gather_results
+            # the quiet time goes on from the previous epoch (whose fetcher prefetched this one's
+            # first requests: a fetch ahead of the decoding stays ahead across the boundary)
+            prev = self.prev if self.prev is not None and self.prev._gather_to is not None else None
+            self._waits_seen = prev._waits_seen if prev is not None else -1
+            self._quiet_since = prev._quiet_since if prev is not None else time.monotonic()
+            self._update_gather()
         self._ready.set()
         self._use_carry()
         while not self.stopping:
@@ -707,6 +720,8 @@ class Fetcher:
     def _on_poll(self, dem, tok):
         if self.stopping:  # the table was reset: only the next epoch's prefetches remain
             return
+        if self._gather_to is not None:
+            self._update_gather()
         for t in tok:
             got = self.buffers.pop(t, None)
             if got is not None:
@@ -720,6 +735,16 @@ class Fetcher:
                 self._demand(i)               # read again (or never planned): on its own
             # _INFLIGHT / _LIVE: its bytes are on their way or just arrived
         self.wake.set()
+
+    def _update_gather(self):
+        """Gather the native client's results (GATHER_S) once no reader has waited for bytes
+        for GATHER_AFTER_S; stop at the first that waits."""
+        waits = self.spans.stats()["waits"]
+        now = time.monotonic()
+        if waits != self._waits_seen:
+            self._waits_seen, self._quiet_since = waits, now
+        self.gather_s = self.GATHER_S if now - self._quiet_since >= self.GATHER_AFTER_S else 0.0
+        self._gather_to(self.loop, self.gather_s)
 
     def _demand(self, i):
         rs = self.rs
@@ -800,6 +825,7 @@ class Fetcher:
                 "in_flight": len(self.inflight), "bytes_held": self.held + self.carry_bytes,
                 "max_bytes_held": self.max_held, "requests_carried_in": self.carried,
                 "requests_prefetched_for_next_epoch": ahead, "event_loop": self.loop_kind,
+                "result_gather_s": self.gather_s,
                 "http_client": http_client_of(self.rs.objects[0].store) if self.rs.objects else None,
                 "ramps": self.rs.ramp.ramps}
 

@@ -24,7 +24,7 @@ import hmac
 import os
 import threading
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 HTTP_CLIENTS = ("auto", "native", "obstore")
@@ -198,16 +198,17 @@ def native_target(root: str, so: Dict[str, Any], client: Dict[str, Any]) -> Tupl
 # -- the client on an event loop ------------------------------------------------------
 
 _LOOPS: Dict[Any, Dict[int, "Client"]] = {}  # loop -> {id(target): its client}
-_GATHER: Dict[Any, float] = {}  # loop -> its clients' gather_s (gather_results)
+_GATHER: Dict[Any, List[float]] = {}  # loop -> [its clients' gather interval] (gather_results)
 
 
 def gather_results(loop, seconds: float) -> None:
-    """Let the channels that `loop` opens from now on hand their results over at most every
-    `seconds` while results keep arriving, instead of waking the loop at each one (the first
-    result after a quiet interval still wakes it at once).  For a loop that keeps many
-    requests in flight and has no use for a result a few ms sooner (the Fetcher's): each
-    wake-up of a sleeping loop thread costs more CPU than the results it delivers."""
-    _GATHER[loop] = float(seconds)
+    """Let the channels of `loop` hand their results over at most every `seconds` while
+    results keep arriving, instead of waking the loop at each one (the first result after a
+    quiet interval still wakes it at once); 0 turns it off.  Takes effect at the next result.
+    For a loop that keeps many requests in flight and has no use for a result a few ms sooner
+    (the Fetcher's, while the readers have bytes to spare): each wake-up of a sleeping loop
+    thread costs more CPU than the result it delivers."""
+    _GATHER.setdefault(loop, [0.0])[0] = float(seconds)
 
 
 class Client:
@@ -222,9 +223,10 @@ class Client:
         self.fd = self.chan.fileno()
         self.futs: Dict[int, asyncio.Future] = {}
         self.next_id = 1
-        # gather_s > 0: once results arrive, collect them every gather_s instead of at each
-        # one (see gather_results); self.timer is that collection while it is due
-        self.gather_s = _GATHER.get(loop, 0.0)
+        # gather[0] > 0: while results keep arriving, collect them every gather[0] s instead of
+        # at each one (gather_results; shared by the loop's clients); self.timer is that
+        # collection while it is due
+        self.gather = _GATHER.setdefault(loop, [0.0])
         self.timer: Optional[asyncio.TimerHandle] = None
         loop.add_reader(self.fd, self._ready)
 
@@ -252,16 +254,16 @@ class Client:
 
     def _ready(self):
         """The channel's descriptor is readable."""
-        if self._deliver() and self.gather_s > 0:
+        if self._deliver() and self.gather[0] > 0:
             # results are coming in: stop watching the descriptor, collect on a timer
             self.loop.remove_reader(self.fd)
-            self.timer = self.loop.call_later(self.gather_s, self._gathered)
+            self.timer = self.loop.call_later(self.gather[0], self._gathered)
 
     def _gathered(self):
         self.timer = None
-        if self._deliver():
-            self.timer = self.loop.call_later(self.gather_s, self._gathered)
-        else:  # a quiet interval: back to waking at the first result
+        if self._deliver() and self.gather[0] > 0:
+            self.timer = self.loop.call_later(self.gather[0], self._gathered)
+        else:  # a quiet interval, or gathering turned off: back to waking at each result
             self.loop.add_reader(self.fd, self._ready)
 
     def close(self):

@@ -542,3 +542,39 @@ def test_results_gathered_into_fewer_wake_ups_lose_nothing(odd_target, monkeypat
         assert len(deliveries) <= 6, len(deliveries)  # 30 results over ~0.15 s, collected every 0.5 s
     else:
         assert len(deliveries) >= 20, len(deliveries)  # (the check above can fail: it is measured here)
+
+
+def test_gathered_results_in_the_fetcher_equal_local(data, server, monkeypatch):
+    """The fetcher with its results gathered from the start (GATHER_AFTER_S 0): the same
+    batches as local files, and stats() says the gathering was on."""
+    from fastq.sources.fetch import Fetcher
+    monkeypatch.setattr(Fetcher, "GATHER_AFTER_S", 0.0)
+    out, st = run(files(data, lambda k: f"s3://{k}"), epochs=3)
+    assert same(run(fastq.sources.Files(data["jpegs"], data["labels"]), epochs=3)[0], out)
+    assert st["remote"]["result_gather_s"] == Fetcher.GATHER_S > 0
+
+
+def test_results_are_gathered_only_while_no_reader_waits(monkeypatch):
+    """Fetcher._update_gather: on once no reader has waited for bytes for GATHER_AFTER_S, off
+    at the first wait (the fetch is then what the pipeline waits for)."""
+    import time as _time
+    from fastq.sources.fetch import Fetcher
+    now = [100.0]
+    monkeypatch.setattr(_time, "monotonic", lambda: now[0])
+    waits = [3]
+    f = Fetcher.__new__(Fetcher)
+    f.spans = types.SimpleNamespace(stats=lambda: {"waits": waits[0]})
+    f.loop, set_to = object(), []
+    f._gather_to = lambda loop, s: set_to.append((loop, s))
+    f._waits_seen, f._quiet_since = -1, now[0]
+    f._update_gather()
+    assert set_to[-1] == (f.loop, 0.0)
+    now[0] += Fetcher.GATHER_AFTER_S - 0.01
+    f._update_gather()
+    assert set_to[-1][1] == 0.0
+    now[0] += 0.02
+    f._update_gather()
+    assert set_to[-1][1] == f.gather_s == Fetcher.GATHER_S > 0
+    waits[0] += 1  # a reader waited
+    f._update_gather()
+    assert set_to[-1][1] == f.gather_s == 0.0
