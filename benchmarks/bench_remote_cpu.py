@@ -11,13 +11,15 @@ image (the wake-ups the fetcher's threads cost).
 
 Rows: local Files; Files over s3:// with fastq's HTTP client; with --obstore, the same with
 obstore's; with --gather, fastq's client once per value of ``Fetcher.GATHER_S`` (seconds
-between two hand-overs of results to the fetcher's loop while they keep coming, once no
-reader has waited for bytes for ``Fetcher.GATHER_AFTER_S``, which --gather-after sets for
-every row; see docs/cloud.md, "The HTTP client").
+between two hand-overs of results to the fetcher's loop while they keep coming; the fetcher
+gathers only while its requests are not held back by ``max_in_flight``: docs/cloud.md,
+"Wake-ups").  --max-bytes and --next-epoch-bytes set the remote rows' byte caps: with a cap
+that binds, the fetch follows the decoding, as in an epoch much larger than the cap.
 
 Usage:
   python benchmarks/bench_remote_cpu.py                          # 2000 images, 20 ms, 4 rounds
-  python benchmarks/bench_remote_cpu.py --gather 0,0.002,0.005 --gather-after 0 --obstore  # always gathered
+  python benchmarks/bench_remote_cpu.py --gather 0,0.005 --obstore
+  python benchmarks/bench_remote_cpu.py --gather 0,0.005 --workers 1 --max-bytes 8 --next-epoch-bytes 0
   python benchmarks/bench_remote_cpu.py --images 128 --rounds 1  # a check
 """
 import argparse
@@ -48,9 +50,9 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2, help="fastq's workers (default 2)")
     ap.add_argument("--gather", default=None,
                     help="comma-separated Fetcher.GATHER_S values, one native row each (default: the built-in one)")
-    ap.add_argument("--gather-after", type=float, default=None,
-                    help="Fetcher.GATHER_AFTER_S: seconds without a reader waiting for bytes before results are "
-                         "gathered (default: the built-in one; 0: always)")
+    ap.add_argument("--max-bytes", type=float, default=None, help="RemoteOptions.max_bytes in MiB (default: its default)")
+    ap.add_argument("--next-epoch-bytes", type=float, default=None,
+                    help="RemoteOptions.next_epoch_bytes in MiB (default: its default)")
     ap.add_argument("--obstore", action="store_true", help="add a row with obstore's client")
     ap.add_argument("--data-dir", default=os.path.join(os.path.dirname(HERE), "bench_data"))
     a = ap.parse_args(argv)
@@ -66,9 +68,12 @@ def main(argv=None):
     data = prepare_data(paths, 8, os.path.join(a.data_dir, f"remote_{a.images}_8"))
     urls = [f"s3://{BUCKET}/{k}" for k in data["keys"]["files"]]
     task = REFERENCE
-    default_gather, default_after = Fetcher.GATHER_S, Fetcher.GATHER_AFTER_S
-    if a.gather_after is not None:
-        Fetcher.GATHER_AFTER_S = a.gather_after
+    default_gather = Fetcher.GATHER_S
+    caps = {}
+    if a.max_bytes is not None:
+        caps["max_bytes"] = int(a.max_bytes * (1 << 20))
+    if a.next_epoch_bytes is not None:
+        caps["next_epoch_bytes"] = int(a.next_epoch_bytes * (1 << 20))
     gathers = [float(g) for g in a.gather.split(",")] if a.gather else [default_gather]
 
     def pipeline(src):
@@ -84,11 +89,11 @@ def main(argv=None):
         for g in gathers:
             rows[f"s3:// fastq's client, gather {g * 1e3:g} ms"] = (pipeline(fastq.sources.Files(
                 urls, data["labels"], storage_options=so,
-                remote=fastq.sources.RemoteOptions(http_client="native"))), g)
+                remote=fastq.sources.RemoteOptions(http_client="native", **caps))), g)
         if a.obstore:
             rows["s3:// obstore"] = (pipeline(fastq.sources.Files(
                 urls, data["labels"], storage_options=so,
-                remote=fastq.sources.RemoteOptions(http_client="obstore"))), default_gather)
+                remote=fastq.sources.RemoteOptions(http_client="obstore", **caps))), default_gather)
         res = {name: [] for name in rows}
         for name, (p, g) in rows.items():  # warm-up: connections, caches
             if g is not None:
@@ -101,14 +106,13 @@ def main(argv=None):
                 sum(images.shape[0] for images, _ in p)  # untimed: this row's own prefetch ahead
                 res[name].append(timed_epoch(p))
     finally:
-        Fetcher.GATHER_S, Fetcher.GATHER_AFTER_S = default_gather, default_after
+        Fetcher.GATHER_S = default_gather
         for p, _ in rows.values():
             p.close()
         srv.stop()
     base = statistics.median(x[0] for x in res["local Files"])
     print(f"{a.images} images, fastq's server at {a.latency} ms, workers={a.workers}; "
-          f"median of {a.rounds} interleaved rounds; results gathered after "
-          f"{Fetcher.GATHER_AFTER_S if a.gather_after is None else a.gather_after:g} s without a reader waiting")
+          f"median of {a.rounds} interleaved rounds" + (f"; remote {caps}" if caps else ""))
     print(f"{'row':40s} {'CPU us/img':>10s} {'/local':>7s} {'img/s':>7s} {'vcsw/img':>9s}  CPU per round")
     for name, v in res.items():
         cpu = statistics.median(x[0] for x in v)

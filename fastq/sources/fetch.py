@@ -351,15 +351,13 @@ class Fetcher:
     twice.  abandon() cancels them (close, a seek, or nobody took them)."""
 
     POLL_MS = 50  # the poll thread's longest wait (a demand wakes it at once; see poll_tokens)
-    # While no reader has waited for bytes for GATHER_AFTER_S (the fetch is ahead of the
-    # decoding), the native HTTP client's results reach the loop at most every GATHER_S while
-    # they keep coming (nethttp.gather_results): one wake-up of the loop thread for several
-    # results.  A reader that waits turns it off again: while the fetch is what the pipeline
-    # waits for, a result held back 2.5 ms on average holds its connection as long, and
-    # max_in_flight requests then fetch about 10 % fewer objects per second at 20 ms
-    # (docs/cloud.md, "The HTTP client")
+    # While the fetcher's own requests are not what holds it back (what it may fetch is held by
+    # the byte caps, or all of it is on its way), the native HTTP client's results reach the
+    # loop at most every GATHER_S while they keep coming (nethttp.gather_results): one wake-up
+    # of the loop thread for several results.  While max_in_flight requests are out and more
+    # wait, it is off: a result held back 2.5 ms on average would hold its request's slot as
+    # long, and the fetch then ran about 10 % slower at 20 ms (docs/cloud.md, "Wake-ups")
     GATHER_S = 0.005
-    GATHER_AFTER_S = 1.0
 
     def __init__(self, rs: RemoteSet, spans, order, next_order=None, carry=None):
         self.rs = rs
@@ -407,7 +405,7 @@ class Fetcher:
         self.loop_kind: Optional[str] = None  # "uvloop" or "asyncio" once the loop runs (RemoteOptions.event_loop)
         self._gather_to: Optional[Callable] = None  # nethttp.gather_results where the native client reads
         self.gather_s = 0.0  # the native client's result gathering now (GATHER_S or 0)
-        self._waits_seen, self._quiet_since = -1, 0.0  # the readers' waits, and since when none (_update_gather)
+        self.byte_bound = False  # the last _issue stopped at a byte cap
         self.rng = random.Random(self.opts.seed)
         self._ready = threading.Event()
         self._own_ended = threading.Event()  # this epoch's requests cancelled (stop())
@@ -456,12 +454,6 @@ class Fetcher:
         if native_in_use():
             from fastq.sources import nethttp
             self._gather_to = nethttp.gather_results
-            # the quiet time goes on from the previous epoch (whose fetcher prefetched this one's
-            # first requests: a fetch ahead of the decoding stays ahead across the boundary)
-            prev = self.prev if self.prev is not None and self.prev._gather_to is not None else None
-            self._waits_seen = prev._waits_seen if prev is not None else -1
-            self._quiet_since = prev._quiet_since if prev is not None else time.monotonic()
-            self._update_gather()
         self._ready.set()
         self._use_carry()
         while not self.stopping:
@@ -568,6 +560,7 @@ class Fetcher:
     def _issue(self):
         n = len(self.reqs)
         lim = self._limit()
+        self.byte_bound = False
         while self.next_req < n and self._busy() < lim:
             r = self.next_req
             if self.state[r] != _PENDING:
@@ -575,11 +568,25 @@ class Fetcher:
                 continue
             est = self._est(r)
             if self.held and self.held + self.carry_bytes + est > self.opts.max_bytes:
+                self.byte_bound = True
                 break
             self.next_req += 1
             self._start(r, est)
         if self.next_req >= n and self.next_order is not None:
             self._issue_next()
+        if self._gather_to is not None:
+            self._set_gather(lim)
+
+    def _set_gather(self, lim):
+        """Gather the native client's results (GATHER_S) unless requests wait for a slot
+        (see GATHER_S)."""
+        more = self.next_req < len(self.reqs) or (
+            self.next_order is not None and (self.next_reqs is None or self.next_k < len(self.next_reqs)))
+        slot_bound = more and not self.byte_bound and self._busy() >= lim
+        g = 0.0 if slot_bound else self.GATHER_S
+        if g != self.gather_s:
+            self.gather_s = g
+            self._gather_to(self.loop, g)
 
     def _use_carry(self):
         """Take the previous epoch's prefetches for this epoch's requests: those that
@@ -674,6 +681,7 @@ class Fetcher:
             size = self.rs.objects[o].size
             est = (end - start) if end is not None else (size if size is not None else self.rs.avg_bytes)
             if self.carry_bytes + est > cap or self.held + self.carry_bytes + est > self.opts.max_bytes:
+                self.byte_bound = True
                 break
             self.next_k += 1
             key = ("next", self.next_k)
@@ -720,8 +728,6 @@ class Fetcher:
     def _on_poll(self, dem, tok):
         if self.stopping:  # the table was reset: only the next epoch's prefetches remain
             return
-        if self._gather_to is not None:
-            self._update_gather()
         for t in tok:
             got = self.buffers.pop(t, None)
             if got is not None:
@@ -735,16 +741,6 @@ class Fetcher:
                 self._demand(i)               # read again (or never planned): on its own
             # _INFLIGHT / _LIVE: its bytes are on their way or just arrived
         self.wake.set()
-
-    def _update_gather(self):
-        """Gather the native client's results (GATHER_S) once no reader has waited for bytes
-        for GATHER_AFTER_S; stop at the first that waits."""
-        waits = self.spans.stats()["waits"]
-        now = time.monotonic()
-        if waits != self._waits_seen:
-            self._waits_seen, self._quiet_since = waits, now
-        self.gather_s = self.GATHER_S if now - self._quiet_since >= self.GATHER_AFTER_S else 0.0
-        self._gather_to(self.loop, self.gather_s)
 
     def _demand(self, i):
         rs = self.rs

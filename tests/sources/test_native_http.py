@@ -544,37 +544,32 @@ def test_results_gathered_into_fewer_wake_ups_lose_nothing(odd_target, monkeypat
         assert len(deliveries) >= 20, len(deliveries)  # (the check above can fail: it is measured here)
 
 
-def test_gathered_results_in_the_fetcher_equal_local(data, server, monkeypatch):
-    """The fetcher with its results gathered from the start (GATHER_AFTER_S 0): the same
-    batches as local files, and stats() says the gathering was on."""
+@pytest.mark.parametrize("bound", ["slots", "bytes"])
+def test_results_are_gathered_only_while_no_request_waits_for_a_slot(data, server, monkeypatch, bound):
+    """Fetcher._set_gather: with max_in_flight requests out and more waiting, results reach
+    the loop one by one (held back, each would hold its slot); where the byte cap is what
+    holds the fetch back, they are gathered.  Either way the batches equal local files'."""
+    from fastq.sources import nethttp
     from fastq.sources.fetch import Fetcher
-    monkeypatch.setattr(Fetcher, "GATHER_AFTER_S", 0.0)
-    out, st = run(files(data, lambda k: f"s3://{k}"), epochs=3)
-    assert same(run(fastq.sources.Files(data["jpegs"], data["labels"]), epochs=3)[0], out)
-    assert st["remote"]["result_gather_s"] == Fetcher.GATHER_S > 0
+    seen = []
+    set_gather = Fetcher._set_gather
 
-
-def test_results_are_gathered_only_while_no_reader_waits(monkeypatch):
-    """Fetcher._update_gather: on once no reader has waited for bytes for GATHER_AFTER_S, off
-    at the first wait (the fetch is then what the pipeline waits for)."""
-    import time as _time
-    from fastq.sources.fetch import Fetcher
-    now = [100.0]
-    monkeypatch.setattr(_time, "monotonic", lambda: now[0])
-    waits = [3]
-    f = Fetcher.__new__(Fetcher)
-    f.spans = types.SimpleNamespace(stats=lambda: {"waits": waits[0]})
-    f.loop, set_to = object(), []
-    f._gather_to = lambda loop, s: set_to.append((loop, s))
-    f._waits_seen, f._quiet_since = -1, now[0]
-    f._update_gather()
-    assert set_to[-1] == (f.loop, 0.0)
-    now[0] += Fetcher.GATHER_AFTER_S - 0.01
-    f._update_gather()
-    assert set_to[-1][1] == 0.0
-    now[0] += 0.02
-    f._update_gather()
-    assert set_to[-1][1] == f.gather_s == Fetcher.GATHER_S > 0
-    waits[0] += 1  # a reader waited
-    f._update_gather()
-    assert set_to[-1][1] == f.gather_s == 0.0
+    def watched(self, lim):
+        set_gather(self, lim)
+        seen.append((self.gather_s, self.next_req < len(self.reqs)))
+    monkeypatch.setattr(Fetcher, "_set_gather", watched)
+    if bound == "slots":  # 2 in flight, bytes to spare: the fetch waits for its slots
+        opts = fastq.sources.RemoteOptions(http_client="native", ramp=False, max_in_flight=2)
+    else:  # about three objects' bytes: the fetch waits for the readers
+        size = max(len(v) for v in data["objects"].values())
+        opts = fastq.sources.RemoteOptions(http_client="native", ramp=False, max_bytes=3 * size, next_epoch_bytes=0)
+    out, st = run(files(data, lambda k: f"s3://{k}", remote=opts), epochs=2)
+    assert same(data["local"], out)
+    while_more = [g for g, more in seen if more]
+    assert while_more, "no issuing with requests left"
+    if bound == "slots":
+        assert set(while_more) == {0.0}
+    else:
+        assert Fetcher.GATHER_S in while_more
+    assert st["remote"]["result_gather_s"] in (0.0, Fetcher.GATHER_S)
+    assert nethttp._GATHER == {}  # dropped with the fetchers' loops
