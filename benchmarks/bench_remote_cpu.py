@@ -11,15 +11,14 @@ image (the wake-ups the fetcher's threads cost).
 
 Rows: local Files; Files over s3:// with fastq's HTTP client; with --obstore, the same with
 obstore's; with --gather, fastq's client once per value of ``Fetcher.GATHER_S`` (seconds
-between two hand-overs of results to the fetcher's loop while they keep coming; the fetcher
-gathers only while its requests are not held back by ``max_in_flight``: docs/cloud.md,
-"Wake-ups").  --max-bytes and --next-epoch-bytes set the remote rows' byte caps: with a cap
+between two hand-overs of results to the fetcher's loop while they keep coming; 0: none, and
+no requests queued in the pool beyond ``max_in_flight`` either: docs/cloud.md, "Wake-ups").  --max-bytes and --next-epoch-bytes set the remote rows' byte caps: with a cap
 that binds, the fetch follows the decoding, as in an epoch much larger than the cap.
 
 Usage:
   python benchmarks/bench_remote_cpu.py                          # 2000 images, 20 ms, 4 rounds
   python benchmarks/bench_remote_cpu.py --gather 0,0.005 --obstore
-  python benchmarks/bench_remote_cpu.py --gather 0,0.005 --workers 1 --max-bytes 8 --next-epoch-bytes 0
+  python benchmarks/bench_remote_cpu.py --gather 0,0.005 --workers 1 --max-bytes 8 --next-epoch-bytes 0  # cap-bound
   python benchmarks/bench_remote_cpu.py --images 128 --rounds 1  # a check
 """
 import argparse

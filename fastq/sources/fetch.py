@@ -35,8 +35,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from fastq.sources.ramp import Ramp
-from fastq.sources.storage import (Counters, ObjectInfo, RemoteError, RemoteOptions, fetch, http_client_of,
-                                   native_in_use, run_loop, run_sync)
+from fastq.sources.storage import (Counters, ObjectInfo, RemoteError, RemoteOptions, fetch, http_client_of, run_loop,
+                                   run_sync)
 
 __all__ = ["RemoteSet", "Fetcher", "LocalCache"]
 
@@ -351,13 +351,15 @@ class Fetcher:
     twice.  abandon() cancels them (close, a seek, or nobody took them)."""
 
     POLL_MS = 50  # the poll thread's longest wait (a demand wakes it at once; see poll_tokens)
-    # While the fetcher's own requests are not what holds it back (what it may fetch is held by
-    # the byte caps, or all of it is on its way), the native HTTP client's results reach the
-    # loop at most every GATHER_S while they keep coming (nethttp.gather_results): one wake-up
-    # of the loop thread for several results.  While max_in_flight requests are out and more
-    # wait, it is off: a result held back 2.5 ms on average would hold its request's slot as
-    # long, and the fetch then ran about 10 % slower at 20 ms (docs/cloud.md, "Wake-ups")
+    # The native HTTP client's results reach the loop at most every GATHER_S while they keep
+    # coming (nethttp.gather_results): one wake-up of the loop thread for several results.  A
+    # result held back would hold its request's place among max_in_flight, so with the native
+    # client the fetcher submits up to half as many again (QUEUED_EXTRA of max_in_flight): the
+    # pool runs at most max_in_flight of them at once (its threads) and queues the rest, and a
+    # pool thread that finishes a request finds the next one waiting instead of sleeping until
+    # the loop's next hand-over (docs/cloud.md, "Wake-ups")
     GATHER_S = 0.005
+    QUEUED_EXTRA = 0.5
 
     def __init__(self, rs: RemoteSet, spans, order, next_order=None, carry=None):
         self.rs = rs
@@ -403,9 +405,8 @@ class Fetcher:
         self.failed: Optional[BaseException] = None
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.loop_kind: Optional[str] = None  # "uvloop" or "asyncio" once the loop runs (RemoteOptions.event_loop)
-        self._gather_to: Optional[Callable] = None  # nethttp.gather_results where the native client reads
-        self.gather_s = 0.0  # the native client's result gathering now (GATHER_S or 0)
-        self.byte_bound = False  # the last _issue stopped at a byte cap
+        self.gather_s = 0.0  # the native client's result gathering (GATHER_S where it reads, else 0)
+        self.queued_extra = 0  # requests submitted beyond max_in_flight (native client: see GATHER_S)
         self.rng = random.Random(self.opts.seed)
         self._ready = threading.Event()
         self._own_ended = threading.Event()  # this epoch's requests cancelled (stop())
@@ -451,9 +452,11 @@ class Fetcher:
         self.loop = asyncio.get_running_loop()
         self.loop_kind = "uvloop" if type(self.loop).__module__.startswith("uvloop") else "asyncio"
         self.wake = asyncio.Event()
-        if native_in_use():
+        if self.GATHER_S > 0 and self.rs.objects and http_client_of(self.rs.objects[0].store) == "native":
             from fastq.sources import nethttp
-            self._gather_to = nethttp.gather_results
+            nethttp.gather_results(self.loop, self.GATHER_S)
+            self.gather_s = self.GATHER_S
+            self.queued_extra = max(1, int(self.opts.max_in_flight * self.QUEUED_EXTRA))
         self._ready.set()
         self._use_carry()
         while not self.stopping:
@@ -551,7 +554,9 @@ class Fetcher:
         if lim < self.opts.max_in_flight and not self.ramp_wake:
             self.ramp_wake = True
             self.loop.call_later(Ramp.TICK_S, self._ramp_tick)
-        return lim
+        # (requests queued in the native pool beside those it runs: not while the ramp holds
+        # the connections back)
+        return lim + self.queued_extra if lim >= self.opts.max_in_flight else lim
 
     def _ramp_tick(self):
         self.ramp_wake = False
@@ -560,7 +565,6 @@ class Fetcher:
     def _issue(self):
         n = len(self.reqs)
         lim = self._limit()
-        self.byte_bound = False
         while self.next_req < n and self._busy() < lim:
             r = self.next_req
             if self.state[r] != _PENDING:
@@ -568,25 +572,11 @@ class Fetcher:
                 continue
             est = self._est(r)
             if self.held and self.held + self.carry_bytes + est > self.opts.max_bytes:
-                self.byte_bound = True
                 break
             self.next_req += 1
             self._start(r, est)
         if self.next_req >= n and self.next_order is not None:
             self._issue_next()
-        if self._gather_to is not None:
-            self._set_gather(lim)
-
-    def _set_gather(self, lim):
-        """Gather the native client's results (GATHER_S) unless requests wait for a slot
-        (see GATHER_S)."""
-        more = self.next_req < len(self.reqs) or (
-            self.next_order is not None and (self.next_reqs is None or self.next_k < len(self.next_reqs)))
-        slot_bound = more and not self.byte_bound and self._busy() >= lim
-        g = 0.0 if slot_bound else self.GATHER_S
-        if g != self.gather_s:
-            self.gather_s = g
-            self._gather_to(self.loop, g)
 
     def _use_carry(self):
         """Take the previous epoch's prefetches for this epoch's requests: those that
@@ -681,7 +671,6 @@ class Fetcher:
             size = self.rs.objects[o].size
             est = (end - start) if end is not None else (size if size is not None else self.rs.avg_bytes)
             if self.carry_bytes + est > cap or self.held + self.carry_bytes + est > self.opts.max_bytes:
-                self.byte_bound = True
                 break
             self.next_k += 1
             key = ("next", self.next_k)

@@ -360,11 +360,6 @@ def _check_endpoint_env(root: str, so: Dict[str, Any]) -> None:
 _NATIVE: Dict[int, Any] = {}
 
 
-def native_in_use() -> bool:
-    """Whether some store is read through fastq's own HTTP client (nethttp)."""
-    return bool(_NATIVE)
-
-
 def http_client_of(store) -> str:
     """Which client fetches store's objects: "native" or "obstore"."""
     return "native" if id(store) in _NATIVE else "obstore"

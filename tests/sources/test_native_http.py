@@ -262,7 +262,10 @@ def test_nginx_http(data, monkeypatch, keepalive_requests):
     requests sent on a connection it just closed are sent again, unseen."""
     ngx = _nginx(data["root"], monkeypatch, keepalive_requests).__enter__()
     try:
-        out, st = run(files(data, ngx.url))
+        # no prefetch of a third epoch: a request still queued in the pool when the pipeline
+        # closes is counted by the client and dropped unsent (test_s3_signed_equal_local...)
+        out, st = run(files(data, ngx.url, remote=fastq.sources.RemoteOptions(
+            http_client="native", ramp=False, next_epoch_bytes=0)))
         assert same(data["local"], out)
         r = st["remote"]
         assert r["http_client"] == "native" and r["failures"] == 0 and r["retries"] == 0
@@ -544,32 +547,45 @@ def test_results_gathered_into_fewer_wake_ups_lose_nothing(odd_target, monkeypat
         assert len(deliveries) >= 20, len(deliveries)  # (the check above can fail: it is measured here)
 
 
-@pytest.mark.parametrize("bound", ["slots", "bytes"])
-def test_results_are_gathered_only_while_no_request_waits_for_a_slot(data, server, monkeypatch, bound):
-    """Fetcher._set_gather: with max_in_flight requests out and more waiting, results reach
-    the loop one by one (held back, each would hold its slot); where the byte cap is what
-    holds the fetch back, they are gathered.  Either way the batches equal local files'."""
-    from fastq.sources import nethttp
-    from fastq.sources.fetch import Fetcher
-    seen = []
-    set_gather = Fetcher._set_gather
+def _pool_threads():
+    n = 0
+    for t in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{t}/comm") as f:
+                n += f.read().strip() == "fastq-http"
+        except OSError:
+            pass
+    return n
 
-    def watched(self, lim):
-        set_gather(self, lim)
-        seen.append((self.gather_s, self.next_req < len(self.reqs)))
-    monkeypatch.setattr(Fetcher, "_set_gather", watched)
-    if bound == "slots":  # 2 in flight, bytes to spare: the fetch waits for its slots
-        opts = fastq.sources.RemoteOptions(http_client="native", ramp=False, max_in_flight=2)
-    else:  # about three objects' bytes: the fetch waits for the readers
-        size = max(len(v) for v in data["objects"].values())
-        opts = fastq.sources.RemoteOptions(http_client="native", ramp=False, max_bytes=3 * size, next_epoch_bytes=0)
-    out, st = run(files(data, lambda k: f"s3://{k}", remote=opts), epochs=2)
+
+@pytest.mark.parametrize("client", ["native", "obstore"])
+def test_native_results_gathered_with_requests_queued_in_the_pool(data, server, monkeypatch, client):
+    """With fastq's client the fetcher gathers results (Fetcher.GATHER_S) and submits up to
+    max_in_flight * (1 + QUEUED_EXTRA) requests, of which the pool runs at most max_in_flight
+    (its threads); obstore gets max_in_flight at most and no gathering.  The batches equal
+    local files' either way."""
+    from fastq.sources.fetch import Fetcher
+    busy, threads = [], []
+    start = Fetcher._start
+
+    def watched(self, r, est):
+        start(self, r, est)
+        busy.append(self._busy())
+        if len(busy) % 8 == 0:
+            threads.append(_pool_threads())
+    monkeypatch.setattr(Fetcher, "_start", watched)
+    for _ in range(30):  # other tests' pools end their threads after a second idle
+        if _pool_threads() == 0:
+            break
+        time.sleep(0.1)
+    others = _pool_threads()
+    opts = fastq.sources.RemoteOptions(http_client=client, ramp=False, max_in_flight=4)
+    out, st = run(files(data, lambda k: f"s3://{k}", remote=opts))
     assert same(data["local"], out)
-    while_more = [g for g, more in seen if more]
-    assert while_more, "no issuing with requests left"
-    if bound == "slots":
-        assert set(while_more) == {0.0}
+    if client == "native":
+        assert st["remote"]["result_gather_s"] == Fetcher.GATHER_S > 0
+        assert 4 < max(busy) <= 4 + int(4 * Fetcher.QUEUED_EXTRA), max(busy)
+        assert max(threads) <= 4 + others
     else:
-        assert Fetcher.GATHER_S in while_more
-    assert st["remote"]["result_gather_s"] in (0.0, Fetcher.GATHER_S)
-    assert nethttp._GATHER == {}  # dropped with the fetchers' loops
+        assert st["remote"]["result_gather_s"] == 0
+        assert max(busy) <= 4
