@@ -67,7 +67,7 @@ def main(argv=None):
     data = prepare_data(paths, 8, os.path.join(a.data_dir, f"remote_{a.images}_8"))
     urls = [f"s3://{BUCKET}/{k}" for k in data["keys"]["files"]]
     task = REFERENCE
-    default_gather = Fetcher.GATHER_S
+    default_gather = getattr(Fetcher, "GATHER_S", 0.0)  # (a build before it: the rows alike)
     caps = {}
     if a.max_bytes is not None:
         caps["max_bytes"] = int(a.max_bytes * (1 << 20))

@@ -544,7 +544,9 @@ class Fetcher:
         epoch began with up to twice max_in_flight requests, the client opened as many new
         connections at once, and a server with a short listen backlog (Python's http.server:
         5) dropped the excess SYNs / handshakes, which TCP retries after 1, 3, 7... s (the
-        epoch-boundary stall, up to the request timeout; see docs/cloud.md)."""
+        epoch-boundary stall, up to the request timeout; see docs/cloud.md).  (With the native
+        client, up to queued_extra of them wait in its pool's queue rather than on a
+        connection: the pool runs at most max_in_flight.)"""
         return len(self.inflight) + len(self.adopting)
 
     def _limit(self):

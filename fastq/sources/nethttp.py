@@ -12,7 +12,8 @@ listing, HEAD and uploads.  :func:`native_target` decides, once per store (get_s
 
 Requests run on native threads with blocking sockets and keep-alive connections; each
 finished request resolves an asyncio Future on the event loop that submitted it (the pool's
-eventfd is watched with ``loop.add_reader``).  One pool per store for the process's life (its
+eventfd is watched with ``loop.add_reader``; with :func:`gather_results`, results that keep
+coming are collected on a timer instead).  One pool per store for the process's life (its
 connections are reused from epoch to epoch; its threads end after a second idle), and one
 channel per (event loop, store), closed when the coroutine that run_loop runs ends
 (:func:`close_loop`): what it still had queued or in flight is dropped.
@@ -206,8 +207,9 @@ def gather_results(loop, seconds: float) -> None:
     results keep arriving, instead of waking the loop at each one (the first result after a
     quiet interval still wakes it at once); 0 turns it off.  Takes effect at the next result.
     For a loop that keeps many requests in flight and has no use for a result a few ms sooner
-    (the Fetcher's, while the readers have bytes to spare): each wake-up of a sleeping loop
-    thread costs more CPU than the result it delivers."""
+    (the Fetcher's, which also keeps requests queued in the pool so that its threads do not
+    wait for the loop): each wake-up of a sleeping loop thread costs more CPU than the result
+    it delivers."""
     _GATHER.setdefault(loop, [0.0])[0] = float(seconds)
 
 
