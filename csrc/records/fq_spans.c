@@ -473,3 +473,14 @@ void fq_spans_get_stats(fq_spans *s, fq_spans_stats *st)
     *st = s->st;
     pthread_mutex_unlock(&s->mu);
 }
+
+int fq_spans_wanted(fq_spans *s, int64_t idx)
+{
+    if (idx < 0 || idx >= s->n_samples)
+        return 0;
+    if (pthread_mutex_lock(&s->mu) != 0)
+        return 1; /* (cannot tell: fetching again is the safe answer) */
+    const int w = s->demanded[idx];
+    pthread_mutex_unlock(&s->mu);
+    return w;
+}

@@ -90,6 +90,11 @@ typedef struct fq_spans_stats {
 } fq_spans_stats;
 void fq_spans_get_stats(fq_spans *s, fq_spans_stats *st);
 
+/* Fetcher: whether a reader still waits for sample idx (a demand not yet met).  A demand the
+ * fetcher took may be met before it acts on it (its request's bytes or failure arrived
+ * meanwhile): acting on it then would fetch those bytes a second time. */
+int fq_spans_wanted(fq_spans *s, int64_t idx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -102,6 +102,10 @@ cdef class Spans:
         with nogil:
             fq_spans_reset(self.s)
 
+    def wanted(self, int64_t idx):
+        """Whether a reader still waits for sample idx (its demand not yet met)."""
+        return fq_spans_wanted(self.s, idx) != 0
+
     def stats(self):
         cdef fq_spans_stats st
         fq_spans_get_stats(self.s, &st)

@@ -35,8 +35,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from fastq.sources.ramp import Ramp
-from fastq.sources.storage import (Counters, ObjectInfo, RemoteError, RemoteOptions, fetch, http_client_of, run_loop,
-                                   run_sync)
+from fastq.sources.storage import (COUNT_FAILURES, Counters, ObjectInfo, RemoteError, RemoteOptions, fetch,
+                                   http_client_of, run_loop, run_sync)
 
 __all__ = ["RemoteSet", "Fetcher", "LocalCache"]
 
@@ -684,14 +684,12 @@ class Fetcher:
 
     async def _prefetch(self, key, o, start, end, est):
         got = None
+        COUNT_FAILURES.set(False)  # (this task's context) the next epoch fetches again and reports it
         try:
             got = await self._get_bytes(o, self.rs.objects[o], start, end)
         except asyncio.CancelledError:
             raise
-        except RemoteError:
-            # not a failure of this epoch: the next one fetches it again and reports it
-            self.counters.failures -= 1  # (fetch() counted it once, as it raised)
-        except Exception:  # noqa: BLE001 - as above
+        except Exception:  # noqa: BLE001 - not a failure of this epoch (above)
             pass
         finally:
             self.inflight.pop(key, None)
@@ -728,8 +726,10 @@ class Fetcher:
             r = self.req_of.get(i)
             if r is not None and self.state[r] == _PENDING:
                 self._start(r, self._est(r))  # needed now: brought forward, past the caps
-            elif r is None or self.state[r] == _DONE:
-                self._demand(i)               # read again (or never planned): on its own
+            elif (r is None or self.state[r] == _DONE) and self.spans.wanted(i):
+                # read again (or never planned): on its own.  (A demand the poll thread took
+                # before its request's bytes or failure arrived is met already: not wanted.)
+                self._demand(i)
             # _INFLIGHT / _LIVE: its bytes are on their way or just arrived
         self.wake.set()
 

@@ -345,6 +345,35 @@ def test_poll_gathers_freed_buffers_but_forwards_a_demand_at_once():
     sp.reset()
 
 
+def test_a_demand_met_after_the_fetcher_took_it_is_not_wanted():
+    """The poll thread took a demand, and the request's failure (or bytes) then arrived
+    before the fetcher acted on it: Spans.wanted says so, and the fetcher does not fetch
+    those bytes a second time (the missing-object test saw a 404 fetched twice)."""
+    import threading
+    import time
+    from fastq._native import _image
+    sp = _image.Spans(2, 4)
+    got = {}
+
+    def read():
+        try:
+            sp.get(2, 1, 100, 10)
+        except Exception as e:  # noqa: BLE001 - the failure is what the reader gets
+            got["err"] = str(e)
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    for _ in range(50):
+        dem, _tok = sp.poll(100)
+        if dem:
+            break
+    assert dem == [2] and sp.wanted(2)
+    sp.fail(1, 100, 10, False, "GET s3://bk/x: not found (404)", [2])
+    t.join(5)
+    assert "not found" in got.get("err", "") and not sp.wanted(2)
+    assert not sp.wanted(99)  # out of range: nobody waits for it
+    sp.reset()
+
+
 def test_a_demand_met_before_the_fetcher_takes_it_is_dropped():
     """A worker that waited for bytes which then arrived leaves no demand behind (else the
     fetcher would fetch them a second time)."""

@@ -28,3 +28,4 @@ cdef extern from "records/fq_spans.h" nogil:
     void fq_spans_abort(fq_spans *s, const char *msg)
     void fq_spans_reset(fq_spans *s)
     void fq_spans_get_stats(fq_spans *s, fq_spans_stats *st)
+    int fq_spans_wanted(fq_spans *s, int64_t idx)
