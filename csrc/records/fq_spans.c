@@ -42,7 +42,9 @@ struct fq_spans {
     int n_dem, cap_dem;
     uint64_t *tok;          /* queued retired tokens */
     int n_tok, cap_tok;
+    int poll_min_tok;       /* the waiting fetcher wants waking at this many tokens (1 when none waits) */
     int interrupted;        /* 1: cancelled, 2: aborted with abort_msg */
+    unsigned interrupts;    /* interrupt / abort calls so far (each ends the fetcher's wait under way) */
     char abort_msg[FQ_ERR_MSG_LEN / 2];
     fq_spans_stats st;
 };
@@ -72,6 +74,7 @@ int fq_spans_create(int32_t n_objects, int64_t n_samples, fq_spans **out, fq_err
         return fq_set_err(err, FQ_E_NOMEM, "out of memory");
     s->n_obj = n_objects;
     s->n_samples = n_samples;
+    s->poll_min_tok = 1;
     s->by_obj = calloc((size_t)n_objects, sizeof *s->by_obj);
     s->demanded = calloc((size_t)n_samples, 1);
     if (!s->by_obj || !s->demanded) {
@@ -122,7 +125,8 @@ static void retire(fq_spans *s, sp_entry *e)
             s->tok[s->n_tok++] = e->token;
         /* else: out of memory for the queue; the fetcher frees the buffer at reset
          * (it keeps every token it has not been handed back) */
-        pthread_cond_signal(&s->cv_poll);
+        if (s->n_tok >= s->poll_min_tok)
+            pthread_cond_signal(&s->cv_poll);
     }
     entry_free(e);
 }
@@ -360,23 +364,37 @@ int fq_spans_get(fq_spans *s, const void *holder, int64_t idx, int32_t obj, uint
     return rc;
 }
 
-int fq_spans_poll(fq_spans *s, int timeout_ms, int64_t *dem, int max_dem, int *n_dem, uint64_t *tok, int max_tok,
-                  int *n_tok)
+int fq_spans_poll(fq_spans *s, int timeout_ms, int min_tok, int64_t *dem, int max_dem, int *n_dem, uint64_t *tok,
+                  int max_tok, int *n_tok)
 {
     *n_dem = *n_tok = 0;
+    if (min_tok < 1)
+        min_tok = 1;
     int rc = pthread_mutex_lock(&s->mu);
     if (rc != 0)
         return FQ_E_SYS;
-    if (s->n_dem == 0 && s->n_tok == 0 && timeout_ms > 0) {
+    if (s->n_dem == 0 && s->n_tok < min_tok && timeout_ms > 0) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        if (clock_gettime(CLOCK_REALTIME, &ts) != 0) {
+            pthread_mutex_unlock(&s->mu);
+            return FQ_E_SYS;
+        }
         ts.tv_sec += timeout_ms / 1000;
         ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
         if (ts.tv_nsec >= 1000000000L) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
         }
-        pthread_cond_timedwait(&s->cv_poll, &s->mu, &ts); /* timeout or wake-up: either way, take what is queued */
+        /* retire() signals once min_tok tokens wait; a demand and an interrupt at once.
+         * An interrupt ends the wait under way, not the next ones (the fetcher polls until
+         * it stops: it must not spin meanwhile). */
+        const unsigned interrupts = s->interrupts;
+        s->poll_min_tok = min_tok;
+        do {
+            if (pthread_cond_timedwait(&s->cv_poll, &s->mu, &ts) != 0) /* ETIMEDOUT: take what is queued */
+                break;
+        } while (s->n_dem == 0 && s->n_tok < min_tok && s->interrupts == interrupts);
+        s->poll_min_tok = 1;
     }
     int nt = s->n_tok < max_tok ? s->n_tok : max_tok;
     if (nt > 0) { /* (s->tok is NULL until the first token: no memcpy from it) */
@@ -412,6 +430,7 @@ static void set_interrupt(fq_spans *s, int how, const char *msg)
         if (msg)
             snprintf(s->abort_msg, sizeof s->abort_msg, "%s", msg);
     }
+    s->interrupts++;
     pthread_cond_broadcast(&s->cv);
     pthread_cond_broadcast(&s->cv_poll);
     pthread_mutex_unlock(&s->mu);
@@ -453,4 +472,15 @@ void fq_spans_get_stats(fq_spans *s, fq_spans_stats *st)
     }
     *st = s->st;
     pthread_mutex_unlock(&s->mu);
+}
+
+int fq_spans_wanted(fq_spans *s, int64_t idx)
+{
+    if (idx < 0 || idx >= s->n_samples)
+        return 0;
+    if (pthread_mutex_lock(&s->mu) != 0)
+        return 1; /* (cannot tell: fetching again is the safe answer) */
+    const int w = s->demanded[idx];
+    pthread_mutex_unlock(&s->mu);
+    return w;
 }

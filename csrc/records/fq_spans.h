@@ -57,11 +57,14 @@ int fq_spans_put(fq_spans *s, int32_t obj, uint64_t off, uint64_t len, int whole
  * by it fail with FQ_E_IO and msg.  Retires like an entry (token 0: nothing to free). */
 int fq_spans_fail(fq_spans *s, int32_t obj, uint64_t off, uint64_t len, int whole, const char *msg,
                   const int64_t *claims, int n_claims, fq_err *err);
-/* Fetcher: wait up to timeout_ms for demands or retired tokens and take them
- * (at most max_dem / max_tok each; the rest stay queued).  Tokens come first:
- * a demand posted after an entry retired is always seen with, or after, its token. */
-int fq_spans_poll(fq_spans *s, int timeout_ms, int64_t *dem, int max_dem, int *n_dem, uint64_t *tok, int max_tok,
-                  int *n_tok);
+/* Fetcher: wait up to timeout_ms for a demand or min_tok (>= 1) retired tokens, and take
+ * what is queued (at most max_dem / max_tok each; the rest stay queued).  Tokens come
+ * first: a demand posted after an entry retired is always seen with, or after, its token.
+ * Returns at once when a demand, or min_tok tokens, are queued already; an interrupt ends
+ * a wait under way.  min_tok > 1 gathers freed buffers into fewer wake-ups of the fetcher
+ * (a demand, which a reader waits on, still wakes it at once). */
+int fq_spans_poll(fq_spans *s, int timeout_ms, int min_tok, int64_t *dem, int max_dem, int *n_dem, uint64_t *tok,
+                  int max_tok, int *n_tok);
 
 /* Reader: borrow the bytes of sample idx: [off, off + len) of object obj, or the
  * whole object (len FQ_SPAN_WHOLE).  *p, *got valid until holder's next get or a
@@ -86,6 +89,11 @@ typedef struct fq_spans_stats {
     int64_t demands;     /* demands posted */
 } fq_spans_stats;
 void fq_spans_get_stats(fq_spans *s, fq_spans_stats *st);
+
+/* Fetcher: whether a reader still waits for sample idx (a demand not yet met).  A demand the
+ * fetcher took may be met before it acts on it (its request's bytes or failure arrived
+ * meanwhile): acting on it then would fetch those bytes a second time. */
+int fq_spans_wanted(fq_spans *s, int64_t idx);
 
 #ifdef __cplusplus
 }

@@ -81,11 +81,11 @@ static void lend(int64_t first, const int64_t *claims, int n)
     CHECK(fq_spans_put(S, o, lo, hi - lo, 0, b, tok, claims, n, &e) == FQ_OK);
 }
 
-static void take_tokens(int timeout_ms, int64_t *dem, int *nd)
+static void take_tokens(int timeout_ms, int min_tok, int64_t *dem, int *nd)
 {
     uint64_t tok[64];
     int nt = 0;
-    CHECK(fq_spans_poll(S, timeout_ms, dem, 64, nd, tok, 64, &nt) == FQ_OK);
+    CHECK(fq_spans_poll(S, timeout_ms, min_tok, dem, 64, nd, tok, 64, &nt) == FQ_OK);
     for (int k = 0; k < nt; k++) {
         CHECK(tok[k] >= 1 && tok[k] < next_token);
         CHECK(atomic_fetch_add(&returned[tok[k] - 1], 1) == 0);
@@ -143,14 +143,15 @@ int main(void)
     int nd = 0;
     for (int c = 0; c < n_chunks; c++) {
         lend(chunks[c][0], chunks[c], sizes[c]);
-        take_tokens(0, dem, &nd);
+        take_tokens(0, 1, dem, &nd);
         for (int k = 0; k < nd; k++)
             if (left_out(dem[k]))
                 lend(dem[k], &dem[k], 1);
     }
-    /* answer the remaining demands until every sample is read */
+    /* answer the remaining demands until every sample is read (tokens gathered 4 at a
+     * time: a demand still wakes the wait at once, or the readers would stall 20 ms each) */
     while (atomic_load(&n_ok) + atomic_load(&n_failed) < N_SAMPLES) {
-        take_tokens(20, dem, &nd);
+        take_tokens(20, 4, dem, &nd);
         for (int k = 0; k < nd; k++)
             if (left_out(dem[k]))
                 lend(dem[k], &dem[k], 1);

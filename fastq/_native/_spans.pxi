@@ -59,14 +59,15 @@ cdef class Spans:
                          &err) != 0:
             raise_fq_error(&err)
 
-    def poll(self, int timeout_ms=0):
-        """Wait up to timeout_ms for demands or retired tokens: (demanded sample
-        indices, retired tokens), each a list."""
+    def poll(self, int timeout_ms=0, int min_tokens=1):
+        """Wait up to timeout_ms for a demand or min_tokens retired tokens (returning at
+        once when they are queued already): (demanded sample indices, retired tokens),
+        each a list, what was queued when the wait ended."""
         cdef int64_t dem[256]
         cdef uint64_t tok[1024]
         cdef int nd = 0, nt = 0, rc
         with nogil:
-            rc = fq_spans_poll(self.s, timeout_ms, dem, 256, &nd, tok, 1024, &nt)
+            rc = fq_spans_poll(self.s, timeout_ms, min_tokens, dem, 256, &nd, tok, 1024, &nt)
         if rc != 0:
             raise OSError("fq_spans_poll failed")
         return [dem[i] for i in range(nd)], [tok[i] for i in range(nt)]
@@ -100,6 +101,10 @@ cdef class Spans:
     def reset(self):
         with nogil:
             fq_spans_reset(self.s)
+
+    def wanted(self, int64_t idx):
+        """Whether a reader still waits for sample idx (its demand not yet met)."""
+        return fq_spans_wanted(self.s, idx) != 0
 
     def stats(self):
         cdef fq_spans_stats st

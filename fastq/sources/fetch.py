@@ -35,8 +35,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from fastq.sources.ramp import Ramp
-from fastq.sources.storage import (Counters, ObjectInfo, RemoteError, RemoteOptions, fetch, http_client_of, run_loop,
-                                   run_sync)
+from fastq.sources.storage import (COUNT_FAILURES, Counters, ObjectInfo, RemoteError, RemoteOptions, fetch,
+                                   http_client_of, run_loop, run_sync)
 
 __all__ = ["RemoteSet", "Fetcher", "LocalCache"]
 
@@ -350,7 +350,16 @@ class Fetcher:
     (_handed_over): a prefetch that an epoch's end overtook is neither lost nor sent
     twice.  abandon() cancels them (close, a seek, or nobody took them)."""
 
-    POLL_MS = 50  # the poll thread's longest wait (a demand or a freed buffer wakes it at once)
+    POLL_MS = 50  # the poll thread's longest wait (a demand wakes it at once; see poll_tokens)
+    # The native HTTP client's results reach the loop at most every GATHER_S while they keep
+    # coming (nethttp.gather_results): one wake-up of the loop thread for several results.  A
+    # result held back would hold its request's place among max_in_flight, so with the native
+    # client the fetcher submits up to half as many again (QUEUED_EXTRA of max_in_flight): the
+    # pool runs at most max_in_flight of them at once (its threads) and queues the rest, and a
+    # pool thread that finishes a request finds the next one waiting instead of sleeping until
+    # the loop's next hand-over (docs/cloud.md, "Wake-ups")
+    GATHER_S = 0.005
+    QUEUED_EXTRA = 0.5
 
     def __init__(self, rs: RemoteSet, spans, order, next_order=None, carry=None):
         self.rs = rs
@@ -396,9 +405,16 @@ class Fetcher:
         self.failed: Optional[BaseException] = None
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.loop_kind: Optional[str] = None  # "uvloop" or "asyncio" once the loop runs (RemoteOptions.event_loop)
+        self.gather_s = 0.0  # the native client's result gathering (GATHER_S where it reads, else 0)
+        self.queued_extra = 0  # requests submitted beyond max_in_flight (native client: see GATHER_S)
         self.rng = random.Random(self.opts.seed)
         self._ready = threading.Event()
         self._own_ended = threading.Event()  # this epoch's requests cancelled (stop())
+        # freed buffers that wake the poll thread (and the loop): at most 64 of them, or as
+        # many requests as 1/16 of the byte cap holds (the issuing that a cap holds back
+        # waits for them; shard chunks are large)
+        req_bytes = rs.avg_bytes if rs.whole else self.opts.chunk_bytes
+        self.poll_tokens = max(1, min(64, int(self.opts.max_bytes // 16 // max(1, req_bytes))))
         self._thread = threading.Thread(target=self._run, name="fastq-fetch", daemon=True)
         self._poller = threading.Thread(target=self._poll_loop, name="fastq-fetch-poll", daemon=True)
 
@@ -421,14 +437,11 @@ class Fetcher:
                 self.spans.abort(f"the remote fetcher failed: {type(e).__name__}: {e}")
 
     def _poll_loop(self):
+        # freed buffers are gathered into one wake-up of the loop (up to POLL_MS, or until
+        # poll_tokens of them wait); a demand, which a worker waits on, is forwarded at once
+        n_tok = self.poll_tokens
         while not self.stopping:
-            dem, tok = self.spans.poll(self.POLL_MS)
-            if tok and not dem and len(tok) < 32:
-                # only buffers to free: gather a few ms of them into one wake-up of the loop
-                # (a demand, which a worker waits on, is forwarded at once)
-                time.sleep(0.002)
-                more_dem, more_tok = self.spans.poll(0)
-                dem, tok = more_dem, tok + more_tok
+            dem, tok = self.spans.poll(self.POLL_MS, n_tok)
             if (dem or tok) and not self.stopping:
                 try:
                     self.loop.call_soon_threadsafe(self._on_poll, dem, tok)
@@ -439,6 +452,11 @@ class Fetcher:
         self.loop = asyncio.get_running_loop()
         self.loop_kind = "uvloop" if type(self.loop).__module__.startswith("uvloop") else "asyncio"
         self.wake = asyncio.Event()
+        if self.GATHER_S > 0 and self.rs.objects and http_client_of(self.rs.objects[0].store) == "native":
+            from fastq.sources import nethttp
+            nethttp.gather_results(self.loop, self.GATHER_S)
+            self.gather_s = self.GATHER_S
+            self.queued_extra = max(1, int(self.opts.max_in_flight * self.QUEUED_EXTRA))
         self._ready.set()
         self._use_carry()
         while not self.stopping:
@@ -526,7 +544,9 @@ class Fetcher:
         epoch began with up to twice max_in_flight requests, the client opened as many new
         connections at once, and a server with a short listen backlog (Python's http.server:
         5) dropped the excess SYNs / handshakes, which TCP retries after 1, 3, 7... s (the
-        epoch-boundary stall, up to the request timeout; see docs/cloud.md)."""
+        epoch-boundary stall, up to the request timeout; see docs/cloud.md).  (With the native
+        client, up to queued_extra of them wait in its pool's queue rather than on a
+        connection: the pool runs at most max_in_flight.)"""
         return len(self.inflight) + len(self.adopting)
 
     def _limit(self):
@@ -536,7 +556,9 @@ class Fetcher:
         if lim < self.opts.max_in_flight and not self.ramp_wake:
             self.ramp_wake = True
             self.loop.call_later(Ramp.TICK_S, self._ramp_tick)
-        return lim
+        # (requests queued in the native pool beside those it runs: not while the ramp holds
+        # the connections back)
+        return lim + self.queued_extra if lim >= self.opts.max_in_flight else lim
 
     def _ramp_tick(self):
         self.ramp_wake = False
@@ -662,14 +684,12 @@ class Fetcher:
 
     async def _prefetch(self, key, o, start, end, est):
         got = None
+        COUNT_FAILURES.set(False)  # (this task's context) the next epoch fetches again and reports it
         try:
             got = await self._get_bytes(o, self.rs.objects[o], start, end)
         except asyncio.CancelledError:
             raise
-        except RemoteError:
-            # not a failure of this epoch: the next one fetches it again and reports it
-            self.counters.failures -= 1  # (fetch() counted it once, as it raised)
-        except Exception:  # noqa: BLE001 - as above
+        except Exception:  # noqa: BLE001 - not a failure of this epoch (above)
             pass
         finally:
             self.inflight.pop(key, None)
@@ -706,8 +726,10 @@ class Fetcher:
             r = self.req_of.get(i)
             if r is not None and self.state[r] == _PENDING:
                 self._start(r, self._est(r))  # needed now: brought forward, past the caps
-            elif r is None or self.state[r] == _DONE:
-                self._demand(i)               # read again (or never planned): on its own
+            elif (r is None or self.state[r] == _DONE) and self.spans.wanted(i):
+                # read again (or never planned): on its own.  (A demand the poll thread took
+                # before its request's bytes or failure arrived is met already: not wanted.)
+                self._demand(i)
             # _INFLIGHT / _LIVE: its bytes are on their way or just arrived
         self.wake.set()
 
@@ -790,6 +812,7 @@ class Fetcher:
                 "in_flight": len(self.inflight), "bytes_held": self.held + self.carry_bytes,
                 "max_bytes_held": self.max_held, "requests_carried_in": self.carried,
                 "requests_prefetched_for_next_epoch": ahead, "event_loop": self.loop_kind,
+                "result_gather_s": self.gather_s,
                 "http_client": http_client_of(self.rs.objects[0].store) if self.rs.objects else None,
                 "ramps": self.rs.ramp.ramps}
 

@@ -12,7 +12,8 @@ listing, HEAD and uploads.  :func:`native_target` decides, once per store (get_s
 
 Requests run on native threads with blocking sockets and keep-alive connections; each
 finished request resolves an asyncio Future on the event loop that submitted it (the pool's
-eventfd is watched with ``loop.add_reader``).  One pool per store for the process's life (its
+eventfd is watched with ``loop.add_reader``; with :func:`gather_results`, results that keep
+coming are collected on a timer instead).  One pool per store for the process's life (its
 connections are reused from epoch to epoch; its threads end after a second idle), and one
 channel per (event loop, store), closed when the coroutine that run_loop runs ends
 (:func:`close_loop`): what it still had queued or in flight is dropped.
@@ -24,7 +25,7 @@ import hmac
 import os
 import threading
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 HTTP_CLIENTS = ("auto", "native", "obstore")
@@ -198,6 +199,18 @@ def native_target(root: str, so: Dict[str, Any], client: Dict[str, Any]) -> Tupl
 # -- the client on an event loop ------------------------------------------------------
 
 _LOOPS: Dict[Any, Dict[int, "Client"]] = {}  # loop -> {id(target): its client}
+_GATHER: Dict[Any, List[float]] = {}  # loop -> [its clients' gather interval] (gather_results)
+
+
+def gather_results(loop, seconds: float) -> None:
+    """Let the channels of `loop` hand their results over at most every `seconds` while
+    results keep arriving, instead of waking the loop at each one (the first result after a
+    quiet interval still wakes it at once); 0 turns it off.  Takes effect at the next result.
+    For a loop that keeps many requests in flight and has no use for a result a few ms sooner
+    (the Fetcher's, which also keeps requests queued in the pool so that its threads do not
+    wait for the loop): each wake-up of a sleeping loop thread costs more CPU than the result
+    it delivers."""
+    _GATHER.setdefault(loop, [0.0])[0] = float(seconds)
 
 
 class Client:
@@ -212,6 +225,11 @@ class Client:
         self.fd = self.chan.fileno()
         self.futs: Dict[int, asyncio.Future] = {}
         self.next_id = 1
+        # gather[0] > 0: while results keep arriving, collect them every gather[0] s instead of
+        # at each one (gather_results; shared by the loop's clients); self.timer is that
+        # collection while it is due
+        self.gather = _GATHER.setdefault(loop, [0.0])
+        self.timer: Optional[asyncio.TimerHandle] = None
         loop.add_reader(self.fd, self._ready)
 
     def get(self, target: bytes, headers: str) -> asyncio.Future:
@@ -226,14 +244,34 @@ class Client:
             raise
         return fut
 
-    def _ready(self):
+    def _deliver(self) -> bool:
+        """Resolve the futures of the results waiting; False when there were none."""
+        got = self.chan.take()
         futs = self.futs
-        for r in self.chan.take():
+        for r in got:
             fut = futs.pop(r[0], None)
             if fut is not None and not fut.done():
                 fut.set_result(r)
+        return bool(got)
+
+    def _ready(self):
+        """The channel's descriptor is readable."""
+        if self._deliver() and self.gather[0] > 0:
+            # results are coming in: stop watching the descriptor, collect on a timer
+            self.loop.remove_reader(self.fd)
+            self.timer = self.loop.call_later(self.gather[0], self._gathered)
+
+    def _gathered(self):
+        self.timer = None
+        if self._deliver() and self.gather[0] > 0:
+            self.timer = self.loop.call_later(self.gather[0], self._gathered)
+        else:  # a quiet interval, or gathering turned off: back to waking at each result
+            self.loop.add_reader(self.fd, self._ready)
 
     def close(self):
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         try:
             self.loop.remove_reader(self.fd)
         except Exception:  # noqa: BLE001 - the loop is closing: nothing to remove
@@ -257,6 +295,7 @@ def client_for(target: NativeTarget, opts) -> Client:
 
 def close_loop(loop) -> None:
     """Close the channels opened on loop (run_loop calls this as its coroutine ends)."""
+    _GATHER.pop(loop, None)
     clients = _LOOPS.pop(loop, None)
     if not clients:
         return

@@ -16,6 +16,7 @@ GET with fastq's retry rule.  The fetcher that keeps many GETs in flight for a
 pipeline is fastq/sources/fetch.py.  See docs/cloud.md.
 """
 import asyncio
+import contextvars
 import dataclasses
 import os
 import random
@@ -429,6 +430,12 @@ class Counters:
             setattr(self, k, getattr(self, k) + v)
 
 
+# False in a task whose failures fetch() does not count: a prefetch of the next epoch (that
+# epoch fetches the bytes again and reports the failure).  Set inside the task, so that a
+# stats() read on another thread never sees a failure counted and not yet taken back.
+COUNT_FAILURES: "contextvars.ContextVar[bool]" = contextvars.ContextVar("fastq_count_failures", default=True)
+
+
 async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, counters: Counters,
                 rng: random.Random, pin_etag: bool = True):
     """GET bytes [start, end) of obj (start None: the whole object), retrying transient
@@ -478,7 +485,8 @@ async def fetch(obj: ObjectInfo, start: Any, end: Any, opts: RemoteOptions, coun
         except Exception as e:  # noqa: BLE001 - classified below
             transient, status, reason = classify(e)
             if not transient or attempt >= opts.retries:
-                counters.failures += 1
+                if COUNT_FAILURES.get():
+                    counters.failures += 1
                 tries = f" after {attempt + 1} attempts" if attempt else ""
                 raise RemoteError(obj.url, _what(start, end), reason + tries, transient=transient,
                                   status=status) from e

@@ -32,6 +32,7 @@ SCRIPTS = {
     "bench_prepare.py": "test_bench_prepare",
     "bench_remote.py": "test_bench_remote",
     "bench_object_cpu.py": "test_bench_object_cpu",
+    "bench_remote_cpu.py": "test_bench_remote_cpu",
     "bench_pyfunc.py": "test_bench_pyfunc",
     "bench_sources.py": "test_bench_sources",
     "bench_tf.py": "test_bench_tf",
@@ -135,6 +136,21 @@ def test_bench_object_cpu(tmp_path, data_dir):
     except ImportError:
         pass
     assert all(float(v[0]) > 0 and float(v[1]) > 0 for v in rows.values()), out
+
+
+def test_bench_remote_cpu(tmp_path, data_dir):
+    """Every row runs and reports CPU per image, its ratio to local Files (1 for local) and
+    images per second; the gather rows and the byte caps are taken."""
+    pytest.importorskip("obstore", reason="bench_remote_cpu.py needs obstore (requirements-dev.txt)")
+    out = run("bench_remote_cpu.py", "--images", "64", "--rounds", "1", "--latency", "0", "--gather", "0,0.005",
+              "--obstore", "--max-bytes", "4", "--data-dir", data_dir, tmp=tmp_path)
+    lines = out.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("row "))
+    rows = {ln[:40].strip(): ln[40:].split() for ln in lines[head + 1:] if ln.strip()}
+    assert set(rows) == {"local Files", "s3:// fastq's client, gather 0 ms", "s3:// fastq's client, gather 5 ms",
+                         "s3:// obstore"}, out
+    assert float(rows["local Files"][1]) == 1.0 and "'max_bytes': 4194304" in out, out
+    assert all(float(v[0]) > 0 and float(v[2]) > 0 for v in rows.values()), out
 
 
 def test_bench_remote(tmp_path, data_dir):

@@ -299,6 +299,81 @@ def test_fetched_buffer_is_lent_without_copy():
 
 
 
+def test_poll_gathers_freed_buffers_but_forwards_a_demand_at_once():
+    """poll(timeout, min_tokens): the fetcher's poll thread is woken once min_tokens buffers
+    are freed (or at the timeout), not at each one; a demand, which a reader waits on,
+    wakes it at once."""
+    import threading
+    import time
+    from fastq._native import _image
+    sp = _image.Spans(1, 8)
+    bufs = [np.full(16, i, np.uint8) for i in range(4)]
+    for i, b in enumerate(bufs):
+        sp.put(0, 16 * i, b, False, i + 1, [i])
+    out = {}
+
+    def poll(key, timeout_ms, n):
+        t0 = time.monotonic()
+        out[key] = sp.poll(timeout_ms, n), time.monotonic() - t0
+
+    t = threading.Thread(target=poll, args=("gather", 10000, 3), daemon=True)
+    t.start()
+    sp.get(0, 0, 0, 16)
+    for i in (1, 2, 3):  # each get releases the previous sample's entry: tokens 1, 2, 3
+        time.sleep(0.2)
+        sp.get(i, 0, 16 * i, 16)
+    t.join(10)
+    (dem, tok), waited = out["gather"]
+    assert (dem, tok) == ([], [1, 2, 3])
+    assert 0.5 <= waited < 5, waited  # woken by the third token, not the first
+    t0 = time.monotonic()
+    assert sp.poll(300, 64) == ([], [])  # nothing: the timeout ends the wait
+    assert 0.25 <= time.monotonic() - t0 < 5
+
+    t = threading.Thread(target=poll, args=("demand", 10000, 64), daemon=True)
+    t.start()
+    time.sleep(0.1)
+    reader = threading.Thread(target=lambda: out.setdefault("read", sp.get(5, 0, 200, 8)), daemon=True)
+    reader.start()
+    t.join(10)
+    (dem, tok), waited = out["demand"]
+    # (the get released the previous sample's entry first: Spans.get holds one per table)
+    assert (dem, tok) == ([5], [4]) and waited < 5, waited
+    sp.put(0, 200, np.zeros(8, np.uint8), False, 9, [5])
+    reader.join(5)
+    assert "read" in out
+    sp.reset()
+
+
+def test_a_demand_met_after_the_fetcher_took_it_is_not_wanted():
+    """The poll thread took a demand, and the request's failure (or bytes) then arrived
+    before the fetcher acted on it: Spans.wanted says so, and the fetcher does not fetch
+    those bytes a second time (the missing-object test saw a 404 fetched twice)."""
+    import threading
+    import time
+    from fastq._native import _image
+    sp = _image.Spans(2, 4)
+    got = {}
+
+    def read():
+        try:
+            sp.get(2, 1, 100, 10)
+        except Exception as e:  # noqa: BLE001 - the failure is what the reader gets
+            got["err"] = str(e)
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    for _ in range(50):
+        dem, _tok = sp.poll(100)
+        if dem:
+            break
+    assert dem == [2] and sp.wanted(2)
+    sp.fail(1, 100, 10, False, "GET s3://bk/x: not found (404)", [2])
+    t.join(5)
+    assert "not found" in got.get("err", "") and not sp.wanted(2)
+    assert not sp.wanted(99)  # out of range: nobody waits for it
+    sp.reset()
+
+
 def test_a_demand_met_before_the_fetcher_takes_it_is_dropped():
     """A worker that waited for bytes which then arrived leaves no demand behind (else the
     fetcher would fetch them a second time)."""

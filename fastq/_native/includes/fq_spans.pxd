@@ -20,7 +20,7 @@ cdef extern from "records/fq_spans.h" nogil:
                      uint64_t token, const int64_t *claims, int n_claims, fq_err *err)
     int fq_spans_fail(fq_spans *s, int32_t obj, uint64_t off, uint64_t len, int whole, const char *msg,
                       const int64_t *claims, int n_claims, fq_err *err)
-    int fq_spans_poll(fq_spans *s, int timeout_ms, int64_t *dem, int max_dem, int *n_dem, uint64_t *tok,
+    int fq_spans_poll(fq_spans *s, int timeout_ms, int min_tok, int64_t *dem, int max_dem, int *n_dem, uint64_t *tok,
                       int max_tok, int *n_tok)
     int fq_spans_get(fq_spans *s, const void *holder, int64_t idx, int32_t obj, uint64_t off, uint64_t len,
                      const uint8_t **p, uint64_t *got, fq_err *err)
@@ -28,3 +28,4 @@ cdef extern from "records/fq_spans.h" nogil:
     void fq_spans_abort(fq_spans *s, const char *msg)
     void fq_spans_reset(fq_spans *s)
     void fq_spans_get_stats(fq_spans *s, fq_spans_stats *st)
+    int fq_spans_wanted(fq_spans *s, int64_t idx)
