@@ -81,7 +81,7 @@ static void lend(int64_t first, const int64_t *claims, int n)
     CHECK(fq_spans_put(S, o, lo, hi - lo, 0, b, tok, claims, n, &e) == FQ_OK);
 }
 
-static void take_tokens(int timeout_ms, int min_tok, int64_t *dem, int *nd)
+static int take_tokens(int timeout_ms, int min_tok, int64_t *dem, int *nd)
 {
     uint64_t tok[64];
     int nt = 0;
@@ -92,6 +92,7 @@ static void take_tokens(int timeout_ms, int min_tok, int64_t *dem, int *nd)
         free(bufs[tok[k] - 1]);
         bufs[tok[k] - 1] = NULL;
     }
+    return nt;
 }
 
 int main(void)
@@ -158,6 +159,10 @@ int main(void)
     }
     for (int r = 0; r < READERS; r++)
         CHECK(pthread_join(th[r], NULL) == 0);
+    /* tokens the readers gave back after the loop's last poll: take them all (at most
+     * 64 a poll), so that only the readers' last holds are left for the reset */
+    while (take_tokens(0, 1, dem, &nd) > 0)
+        CHECK(nd == 0); /* every sample was read: nothing is demanded any more */
     fq_spans_stats st;
     fq_spans_get_stats(S, &st);
     CHECK(st.demands > 0);

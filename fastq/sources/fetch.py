@@ -24,6 +24,7 @@ permanent one becomes a failing range in the table, so that the sample fails
 with the URL in its message (or is a counted skip with ``on_error="skip"``).
 """
 import asyncio
+import concurrent.futures
 import hashlib
 import mmap
 import os
@@ -292,6 +293,11 @@ class RemoteSet:
         self.whole = bool(len(self.end)) and bool((self.end == WHOLE).all())
         self.avg_bytes = self._avg_bytes()
         self.ramp = Ramp(opts)
+        # cache fills under way, shared by the epochs' fetchers (object -> a Future of its
+        # bytes; see Fetcher._cached): an epoch can end with requests it did not need still
+        # filling, and the next epoch's fetcher awaits those fills instead of repeating them
+        self.fills: Dict[int, concurrent.futures.Future] = {}
+        self.fills_lock = threading.Lock()
 
     def _avg_bytes(self):
         if self.whole:
@@ -401,7 +407,8 @@ class Fetcher:
         self.ramp_wake = False  # a wake-up after a ramp tick is scheduled (_limit)
         self.stopping = False
         self.put_lock = threading.Lock()  # no put after stop() returned (see _fetch)
-        self.filling: Dict[int, Any] = {}  # object -> the task writing it into the cache
+        self.filling: Dict[int, Any] = {}  # object -> its cache fill (a future on this loop; see _cached)
+        self.fill_tasks: Dict[int, asyncio.Task] = {}  # object -> the fill this fetcher runs (_fill)
         self.failed: Optional[BaseException] = None
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.loop_kind: Optional[str] = None  # "uvloop" or "asyncio" once the loop runs (RemoteOptions.event_loop)
@@ -470,17 +477,19 @@ class Fetcher:
             await asyncio.wait(own, timeout=0.5)
         self.held = 0  # this epoch's buffers are dropped by the caller
         self._own_ended.set()
-        # the next epoch's prefetches still in flight finish, for the next fetcher
+        # the next epoch's prefetches still in flight finish, for the next fetcher, and so do
+        # the cache fills this loop runs (the next fetcher may await them: see _cached)
         while not self.abandoned:
-            nxt = [t for k, t in self.inflight.items() if isinstance(k, tuple)]
+            nxt = [t for k, t in self.inflight.items() if isinstance(k, tuple)] + list(self.fill_tasks.values())
             if not nxt:
                 break
             await asyncio.wait(nxt, return_when=asyncio.FIRST_COMPLETED)
         if self.abandoned:
-            for t in list(self.inflight.values()):
+            rest = list(self.inflight.values()) + list(self.fill_tasks.values())
+            for t in rest:
                 t.cancel()
-            if self.inflight:
-                await asyncio.wait(list(self.inflight.values()), timeout=0.5)
+            if rest:
+                await asyncio.wait(rest, timeout=0.5)
 
     def stop(self):
         """End the loop and the poll thread (requests in flight are abandoned); waiting
@@ -526,7 +535,7 @@ class Fetcher:
             self._thread.join(2.0)
 
     def _cancel_all(self):
-        for t in list(self.inflight.values()):
+        for t in list(self.inflight.values()) + list(self.fill_tasks.values()):
             t.cancel()
         self.wake.set()
 
@@ -787,23 +796,60 @@ class Fetcher:
             if not cache.fills:  # a spool that does not hold obj (or released): read it remotely
                 cache = None
         if cache is not None:
-            task = self.filling.get(o)
-            if task is None:
-                self.counters.cache_misses += 1
-                task = self.filling[o] = asyncio.ensure_future(self._fill(obj))
-            data = await asyncio.shield(task)
-            return data, 0, True
+            return await self._cached(o, obj), 0, True
         if end is None:
             return await fetch(obj, None, None, self.opts, self.counters, self.rng), 0, True
         return await fetch(obj, start, end, self.opts, self.counters, self.rng), start, False
 
-    async def _fill(self, obj):
-        data = await fill_object(obj, self.opts, self.counters, self.rng)
-        self.counters.cache_bytes_written += await asyncio.to_thread(self.rs.cache.store, obj, data)
-        mv = self.rs.cache.open(obj)
-        if mv is not None:
-            return mv
-        return data[0] if len(data) == 1 else b"".join(data)  # the cache could not be written
+    async def _cached(self, o, obj):
+        """Object o's bytes through the cache, after a miss: fetched and written once, however
+        many requests of this epoch, and of the next one, want it.  A fill that another
+        epoch's fetcher runs is awaited (its loop keeps running until its fills end, see
+        _main); one it abandoned (close, a seek) is started again here."""
+        rs = self.rs
+        while True:
+            fut = self.filling.get(o)
+            if fut is None:
+                with rs.fills_lock:
+                    cf = rs.fills.get(o)
+                    if cf is None:
+                        # (a fill pops its entry after writing the file: none left, and no file,
+                        # means no fill under way)
+                        mv = rs.cache.open(obj)
+                        if mv is not None:
+                            self.counters.cache_hits += 1
+                            return mv
+                        self.counters.cache_misses += 1
+                        cf = rs.fills[o] = concurrent.futures.Future()
+                        self.fill_tasks[o] = self.loop.create_task(self._fill(o, obj, cf))
+                fut = self.filling[o] = _on_loop(cf, self.loop)
+            try:
+                return await asyncio.shield(fut)  # a cancelled request leaves the fill running
+            except _FillAbandoned:
+                if self.filling.get(o) is fut:
+                    del self.filling[o]
+                if self.stopping or self.abandoned:
+                    raise asyncio.CancelledError() from None
+
+    async def _fill(self, o, obj, cf):
+        """Fetch object o whole, write it into the cache and give cf its bytes (the cache
+        file's mapping; the bytes themselves if the file could not be written) or the
+        failure."""
+        rs = self.rs
+        try:
+            data = await fill_object(obj, self.opts, self.counters, self.rng)
+            self.counters.cache_bytes_written += await asyncio.to_thread(rs.cache.store, obj, data)
+            mv = rs.cache.open(obj)
+            out = mv if mv is not None else (data[0] if len(data) == 1 else b"".join(data))
+        except asyncio.CancelledError:
+            _end_fill(rs, o, cf, None, _FillAbandoned(f"the cache fill of {obj.url} was abandoned"))
+            raise
+        except Exception as e:  # noqa: BLE001 - every request that awaits it reports it
+            _end_fill(rs, o, cf, None, e)
+        else:
+            _end_fill(rs, o, cf, out, None)
+        finally:
+            self.fill_tasks.pop(o, None)
 
     def stats(self):
         with self.carry_lock:
@@ -815,6 +861,46 @@ class Fetcher:
                 "result_gather_s": self.gather_s,
                 "http_client": http_client_of(self.rs.objects[0].store) if self.rs.objects else None,
                 "ramps": self.rs.ramp.ramps}
+
+
+class _FillAbandoned(Exception):
+    """A cache fill's fetcher ended before it did (close, a seek): whoever awaits it fills
+    the object again."""
+
+
+def _end_fill(rs, o, cf, out, exc):
+    with rs.fills_lock:
+        if rs.fills.get(o) is cf:
+            del rs.fills[o]
+    if exc is None:
+        cf.set_result(out)
+    else:
+        cf.set_exception(exc)
+
+
+def _on_loop(cf, loop):
+    """A future on loop that takes cf's outcome.  Unlike asyncio.wrap_future, cancelling it
+    leaves cf (which other loops may await) alone, and a loop that ended before cf did is
+    skipped."""
+    fut = loop.create_future()
+
+    def put():
+        if fut.cancelled():
+            return
+        e = cf.exception()
+        if e is None:
+            fut.set_result(cf.result())
+        else:
+            fut.set_exception(e)
+            fut.exception()  # (retrieved: all its requests may have been cancelled)
+
+    def done(_):
+        try:
+            loop.call_soon_threadsafe(put)
+        except RuntimeError:  # that loop has ended: nobody waits there
+            pass
+    cf.add_done_callback(done)
+    return fut
 
 
 async def fill_object(obj: ObjectInfo, opts: RemoteOptions, counters: Counters, rng) -> list:

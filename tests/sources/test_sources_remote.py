@@ -756,6 +756,35 @@ def test_cache_shared_by_processes_on_one_node(data, server, tmp_path):
     assert server.stats()["get"] <= 2 * N
 
 
+def test_cache_fill_still_running_at_an_epoch_end_serves_the_next_epoch(data, server, tmp_path, monkeypatch):
+    """An epoch ends with the fills of the samples it dropped (drop_remainder) still under
+    way; the next epoch, in another order, wants some of those objects: it awaits the fills
+    the previous epoch's fetcher runs instead of fetching them again (one miss and one GET
+    per object), and its batches are the local ones."""
+    import asyncio
+    from fastq.sources import fetch as fetch_mod
+    labels = np.arange(N)  # a sample's label is its index: the batches show the order
+    local, _ = run(fastq.sources.Files(data["jpegs"], labels))
+    first = {int(v) for b in local[:N // 5] for v in b[1]}   # read in epoch 0
+    second = {int(v) for b in local[N // 5:] for v in b[1]}  # read in epoch 1
+    slow = set(range(N)) - first  # dropped in epoch 0
+    assert slow & second, "the seed must make epoch 1 read some of what epoch 0 dropped"
+    slow_urls = {urls(data)[i] for i in slow}
+    orig = fetch_mod.fill_object
+
+    async def slow_fill(obj, *a):
+        if obj.url in slow_urls:
+            await asyncio.sleep(1.0)  # still filling when epoch 0's reads end
+        return await orig(obj, *a)
+    monkeypatch.setattr(fetch_mod, "fill_object", slow_fill)
+    before = server.stats().get("get", 0)
+    got, st = run(fastq.sources.Files(urls(data), labels, cache_dir=str(tmp_path / "c"), remote=NO_RAMP))
+    assert same(got, local)
+    r = st["remote"]
+    assert r["cache_misses"] == N and r["failures"] == 0, r
+    assert server.stats()["get"] - before == N
+
+
 def test_folder_of_a_url_prefix_equals_the_local_folder(data, server, tmp_path):
     import shutil
     root = tmp_path / "tree"
