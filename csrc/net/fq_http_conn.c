@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,12 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #define MAX_HEADER_BYTES (64 * 1024)
 #define MAX_ERROR_BODY (1 << 20) /* a non-2xx body longer than this closes the connection instead */
+#define LOWAT_MAX (4 << 20)      /* bodies up to this are waited for in one wake-up (wait_for_rest) */
 
 static void set_rcvtimeo(int fd, uint64_t ns) {
     struct timeval tv;
@@ -204,12 +207,45 @@ static int fill(fq_http_conn *c, fq_http_result *r, int eof_ok, size_t *got) {
     return rc;
 }
 
+/* Wait until the `left` bytes still to come of a body are all in the socket, in one wake-up
+ * of the thread: the socket's low-water mark (SO_RCVLOWAT) is raised to `left` and poll()
+ * reports it readable only then, or at the peer's FIN, an error, or the kernel's own limits
+ * (the mark is capped at half the largest receive buffer; a full window or memory pressure
+ * wakes it early).  A blocking recv() reading part of the body, then sleeping, wakes at each
+ * segment (a 100 KB body came in 2-3 wake-ups on loopback, more over a real network's 1.5 KB
+ * segments).  Not recv() with the mark raised: recv copies what is there before it sleeps,
+ * and the kernel wakes it only when `left` more bytes are in, which may never come.  The
+ * mark is put back to 1 before the bytes are read (recv_some).  Best effort: if a call fails
+ * the body is read as before.  The request's deadline bounds the wait (a timeout is reported
+ * by recv_some, which sees the deadline passed). */
+static void wait_for_rest(fq_http_conn *c, size_t left) {
+    if (left < 2 || left > LOWAT_MAX) return;
+    int avail = 0;
+    if (ioctl(c->fd, FIONREAD, &avail) != 0 || avail < 0 || (size_t)avail >= left) return;
+    int v = (int)left;
+    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v)) != 0) return;
+    c->lowat_raised = 1;
+    for (;;) {
+        const uint64_t now = fq_now_ns();
+        if (now >= c->deadline_ns) break;
+        const uint64_t ms = (c->deadline_ns - now + 999999u) / 1000000u;
+        struct pollfd pf = {c->fd, POLLIN, 0};
+        if (poll(&pf, 1, ms > INT_MAX ? INT_MAX : (int)ms) < 0 && errno == EINTR) continue;
+        break; /* ready, timed out, or failed: recv_some reads what there is, or reports */
+    }
+    int one = 1;
+    /* left raised, the next response's first read would wait for that many bytes: then the
+     * connection is dropped after this response instead (fq_http_exchange) */
+    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one)) == 0) c->lowat_raised = 0;
+}
+
 /* Copy n bytes of the stream into dst: the buffered ones, then straight from the socket. */
 static int read_exact(fq_http_conn *c, fq_http_result *r, uint8_t *dst, size_t n) {
     size_t have = c->rlen - c->rpos;
     size_t take = have < n ? have : n;
     if (take) memcpy(dst, c->rbuf + c->rpos, take);
     c->rpos += take;
+    if (take < n) wait_for_rest(c, n - take);
     for (size_t done = take; done < n;) {
         size_t got = 0;
         int rc = recv_some(c, r, dst + done, n - done, &got, 0);
@@ -432,5 +468,6 @@ int fq_http_exchange(fq_http_conn *c, const char *req, size_t req_len, fq_http_r
         return rc;
     }
     if (c->rpos != c->rlen) *keep = 0; /* bytes beyond the response: out of step, not reused */
+    if (c->lowat_raised) *keep = 0;     /* (wait_for_rest) */
     return FQ_OK;
 }

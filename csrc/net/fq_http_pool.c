@@ -201,6 +201,7 @@ static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, i
     }
     c->fd = -1;
     c->rpos = c->rlen = 0;
+    c->lowat_raised = 0;
     c->next = NULL;
     c->unconfirmed = 1;
     c->first_byte = release_unconfirmed;

@@ -474,9 +474,15 @@ static int sched_applies(void)
     CHECK(fq_pool_start_sched(r, 3, 40, probe_task, &sp, &s, &p, &e) == FQ_OK, "%s", e.msg);
     int64_t batches = 0, rows = 0, bad = 0;
     CHECK(fq_pattern_drain(r, &sp.pat, 1, &batches, &rows, &bad, &e) == FQ_OK, "%s", e.msg);
+    /* every worker applies its settings as it starts, which may be after the others have
+     * done all 40 items (a loaded machine): wait for the three, up to 10 s */
     fq_pool_stats st;
-    fq_pool_get_stats(p, &st);
     fq_err se;
+    fq_pool_get_stats(p, &st);
+    for (int k = 0; k < 1000 && st.sched_applied < 3 && fq_pool_sched_error(p, &se) == FQ_OK; k++) {
+        sleep_us(10000);
+        fq_pool_get_stats(p, &st);
+    }
     int serr = fq_pool_sched_error(p, &se);
     CHECK(fq_pool_join(p, &e) == FQ_OK, "%s", e.msg);
     CHECK(rows == 40 && bad == 0, "rows %lld bad %lld", (long long)rows, (long long)bad);

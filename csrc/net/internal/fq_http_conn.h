@@ -20,6 +20,8 @@ typedef struct fq_http_conn {
     uint64_t rcvtimeo_ns;       /* the socket's SO_RCVTIMEO now: timeout_s, lowered as the
                                    request's deadline nears (fq_http_conn_begin restores it) */
     int got_any;                /* a byte of the current response arrived */
+    int lowat_raised;           /* SO_RCVLOWAT is above 1 (wait_for_rest could not put it
+                                   back): the connection is not reused */
     /* called once, at the connection's first response byte (then cleared): the pool counts
        connections the server may not have accepted yet (fq_http_pool.h, MAX_UNCONFIRMED) */
     void (*first_byte)(void *arg, struct fq_http_conn *c);
