@@ -493,7 +493,7 @@ class _RemoteBackend(_ImageBackend):
         order = self.order(epoch)[position * self.batch_size:]
         release = getattr(self.source._remote.cache, "release", None)
         if epoch >= 1 and release is not None:
-            release()  # the first epoch's spool (fetch.Spool): later epochs read remotely
+            release()  # the first epoch's spool (cache.Spool): later epochs read remotely
         prev = None
         if self._run is not None:
             if self._run.epoch + 1 == epoch and position == 0:

@@ -15,7 +15,7 @@ temporary file) and scanned by the same native code as a local shard; the index
 is kept under ``index_dir`` (default ``~/.cache/fastq/remote-index``) keyed by the
 URL, size and ETag, so a changed object is indexed again.  Without ``cache_dir``
 the downloads are kept in a temporary spool for the first epoch
-(:class:`~fastq.sources.fetch.Spool`, ``RemoteOptions.first_epoch_spool``), so that
+(:class:`~fastq.sources.cache.Spool`, ``RemoteOptions.first_epoch_spool``), so that
 an epoch that follows indexing fetches no shard twice.  See docs/cloud.md.
 """
 import hashlib
@@ -25,7 +25,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from fastq.sources.fetch import WHOLE, LocalCache, RemoteSet, download
+from fastq.sources.cache import LocalCache
+from fastq.sources.fetch import WHOLE, RemoteSet, download
 from fastq.sources.storage import (Counters, ObjectInfo, RemoteOptions, expand, head_all, is_url, list_tree,
                                    local_path)
 
@@ -163,7 +164,7 @@ def first_epoch_cache(objs, kind, index, index_dir, cache, opts, counters):
     cache yet, a Spool that keeps those downloads for the first epoch (None: neither)."""
     if cache is not None or index is not None:
         return cache
-    from fastq.sources.fetch import Spool
+    from fastq.sources.cache import Spool
     return Spool.plan(objs, opts, counters, lambda o: indexed(o, kind, index_dir))
 
 

@@ -234,7 +234,7 @@ def test_spool_of_a_dead_process_is_deleted(tmp_path):
     one is made; a live process's spool and other folders are left alone."""
     import subprocess
     import sys
-    from fastq.sources.fetch import Spool, _spool_prefix
+    from fastq.sources.cache import Spool, _spool_prefix
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait(timeout=60)
     base = tmp_path / "spool"
