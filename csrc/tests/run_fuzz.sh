@@ -93,7 +93,17 @@ seeds += [
     ("png_dims_2p31", png_ihdr(0x80000000, 0x80000000)),
     ("bmp_dims_int32_min", enc(".bmp", b)[:18] + struct.pack("<ii", -2 ** 31, -2 ** 31) + enc(".bmp", b)[26:]),
     ("webp_vp8x_max", b"RIFF\x00\x01\x00\x00WEBPVP8X\x0a\x00\x00\x00\x00\x00\x00\x00" + b"\xff" * 6),
+    # CI's finding: a 39-byte BMP info header (OpenCV reads 32-bit sizes from 36 bytes up)
+    ("bmp_header_39", b"BM6(\x00\x00\x00\xf7\x00\x006\x00\x00\x00'\x00\x00\x00\x001\x00\x00\x00\x18\x01\x00"
+                      b"\x84\x00 \x00\x00\x00\x00\x00\xfe\xfe\xfe\x90\x8a\x8a" + b"\x00" * 6 + b"\x16\x00..\x00\x89"),
+    ("bmp_os2_dims_65535", b"BM" + struct.pack("<IHHIIHHHH", 26, 0, 0, 26, 12, 65535, 65535, 1, 24)),
+    ("ppm_dims_big", b"P6\n# c\n30000 30000\n255\n" + bytes(16)),
+    ("tiff_dims_big", b"II*\x00\x08\x00\x00\x00\x02\x00" + struct.pack("<HHIIHHII", 256, 4, 1, 30000, 257, 4, 1, 30000) + bytes(16)),
 ]
+# PNM and TIFF, which OpenCV decodes too
+small = cv2.resize(a, (24, 16))
+seeds += [("ppm", enc(".ppm", small)), ("pgm", enc(".pgm", cv2.cvtColor(small, cv2.COLOR_BGR2GRAY))),
+          ("tiff", enc(".tiff", small))]
 jpg = bytearray(enc(".jpg", a))
 sof = jpg.find(b"\xff\xc0")
 jpg[sof + 5:sof + 9] = b"\xff\xff\xff\xff"  # 65535 x 65535

@@ -7,8 +7,12 @@ resample is compared with full decode + cv2.resize INTER_AREA: mean |diff| <= 5 
 per sample and <= 2 over the set for 96 px outputs, <= 3 / <= 1 for 224 px outputs;
 CMYK within 1 level of cv2.
 """
+import base64
+import io
 import os
+import struct
 
+import cv2
 import numpy as np
 import pytest
 
@@ -274,3 +278,83 @@ def test_fuzzed_inputs_never_crash(jpegs, bad):
             assert str(e)
             outcomes["err"] += 1
     assert outcomes["err"] > 0
+
+
+# -- max_pixels is checked from the header, before OpenCV allocates --------------------
+#
+# Each case is a header whose declared size is far over max_pixels, followed by a few
+# bytes of (missing) pixel data.  Without the header check OpenCV allocates the whole
+# raster (2.7 GB for the first) and then fails on the missing data: a DecodeError after
+# the allocation, not an ImageTooLargeError before it.
+
+def _bmp(header_size, w, h, *, short=False):
+    info = struct.pack("<I", header_size)
+    info += struct.pack("<HHHH", w, h, 1, 24) if short else struct.pack("<iiHHI", w, h, 1, 24, 0)
+    info = info.ljust(header_size, b"\0")
+    return b"BM" + struct.pack("<IHHI", 14 + len(info) + 16, 0, 0, 14 + len(info)) + info + b"\0" * 16
+
+
+def _tiff(order, w, h):  # a first directory with ImageWidth twice (libtiff reads both)
+    e = "<" if order == b"II" else ">"
+    ifd = struct.pack(e + "H", 3) + b"".join(struct.pack(e + "HHII", tag, 4, 1, v) for tag, v in ((256, 8), (256, w), (257, h)))
+    return order + struct.pack(e + "HI", 42, 8) + ifd + b"\0" * 16
+
+
+# the 53-byte input csrc/tests/run_fuzz.sh found in CI (its first byte picks the harness
+# configuration): a 39-byte BMP info header declaring 12544x71680
+_CI_FINDING = base64.b64decode("BEJNNigAAAD3AAA2AAAAJwAAAAAxAAAAGAEAhAAgAAAAAAD+/v6QiooAAAAAAAAWAC4uAIk=")[1:]
+
+HUGE_HEADERS = {
+    "bmp_39_byte_header (CI fuzz finding)": (_CI_FINDING, "BMP image 12544x71680"),
+    "bmp_36_byte_header": (_bmp(36, 30000, 30000), "BMP image 30000x30000"),
+    "bmp_40_byte_header_top_down": (_bmp(40, 30000, -30000), "BMP image 30000x30000"),
+    "bmp_os2_12_byte_header": (_bmp(12, 65535, 65535, short=True), "BMP image 65535x65535"),
+    "pnm_with_comments": (b"P6\n# made by a test\n30000\t# width\n 30000\n255\n" + b"\0" * 16, "PNM image 30000x30000"),
+    "pgm": (b"P5 40000 20000 65535 " + b"\0" * 16, "PNM image 40000x20000"),
+    "tiff_little_endian_repeated_width": (_tiff(b"II", 30000, 30000), "TIFF image 30000x30000"),
+    "tiff_big_endian": (_tiff(b"MM", 30000, 30000), "TIFF image 30000x30000"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HUGE_HEADERS))
+def test_declared_size_over_max_pixels_is_refused_from_the_header(name):
+    data, msg = HUGE_HEADERS[name]
+    spec = spec_for([O.RandomResizedCrop(8)], max_pixels=4096)
+    with pytest.raises(E.ImageTooLargeError, match=msg + " exceeds max_pixels=4096"):
+        spec.process_encoded(data)
+
+
+def _encode(fmt, img):
+    if fmt.startswith("tiff"):  # Pillow puts the directory first; cv2 puts it after the pixels
+        from PIL import Image
+        if fmt == "tiff_be":  # 16-bit gray is the mode Pillow writes big-endian
+            pil = Image.fromarray((cv2.cvtColor(img, cv2.COLOR_BGR2GRAY).astype(np.uint16) * 257).astype(">u2"))
+        else:
+            pil = Image.fromarray(img[:, :, ::-1])
+        buf = io.BytesIO()
+        pil.save(buf, "TIFF")
+        data = buf.getvalue()
+        assert data[:2] == (b"MM" if fmt == "tiff_be" else b"II")
+        return data
+    if fmt == "bmp_os2":  # a 12-byte OS/2 header, 24-bit rows padded to 4 bytes, bottom-up
+        h, w = img.shape[:2]
+        stride = (3 * w + 3) & ~3
+        rows = b"".join(img[y].tobytes().ljust(stride, b"\0") for y in range(h - 1, -1, -1))
+        return b"BM" + struct.pack("<IHHIIHHHH", 26 + len(rows), 0, 0, 26, 12, w, h, 1, 24) + rows
+    ext = {"bmp": ".bmp", "ppm": ".ppm", "pgm": ".pgm"}[fmt]
+    src = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY) if fmt == "pgm" else img
+    return cv2.imencode(ext, src)[1].tobytes()
+
+
+@pytest.mark.parametrize("fmt", ["bmp", "bmp_os2", "ppm", "pgm", "tiff", "tiff_be"])
+def test_header_size_is_the_size_opencv_decodes(fmt, jpegs):
+    # the size read from the header is the one cv2.imdecode (the reference) decodes:
+    # the whole file at max_pixels=h*w decodes; its header alone (the pixel data cut
+    # off) at h*w - 1 is refused as too large, which only the header check can say
+    img = cv2.imdecode(np.frombuffer(jpegs[3], np.uint8), cv2.IMREAD_COLOR)[:37, :53]
+    data = _encode(fmt, np.ascontiguousarray(img))
+    h, w = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED).shape[:2]
+    assert (h, w) == (37, 53)
+    spec_for([O.CenterCrop(8)], max_pixels=h * w).process_encoded(data)
+    with pytest.raises(E.ImageTooLargeError, match=f"image {w}x{h} exceeds max_pixels={h * w - 1}"):
+        spec_for([O.CenterCrop(8)], max_pixels=h * w - 1).process_encoded(data[:64])

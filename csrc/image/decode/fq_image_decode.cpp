@@ -8,6 +8,7 @@
  */
 #include "image/internal/fq_image_internal.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -76,6 +77,80 @@ static uint32_t be32(const uint8_t *p) { return ((uint32_t)p[0] << 24) | ((uint3
 static uint32_t le32(const uint8_t *p) { return ((uint32_t)p[3] << 24) | ((uint32_t)p[2] << 16) | ((uint32_t)p[1] << 8) | p[0]; }
 static uint32_t le16(const uint8_t *p) { return ((uint32_t)p[1] << 8) | p[0]; }
 
+/* PNM header number as OpenCV's PxM reader takes it: blanks and '#' comments (to the
+ * end of the line) before it, then decimal digits.  Saturates instead of overflowing:
+ * a number OpenCV refuses as too large is reported as too large here. */
+static int pnm_number(const uint8_t *d, size_t n, size_t *pos, int64_t *out)
+{
+    size_t i = *pos;
+    for (;;) {
+        if (i >= n)
+            return 0;
+        if (d[i] == '#') {
+            while (i < n && d[i] != '\n' && d[i] != '\r')
+                i++;
+            i++;
+        } else if (d[i] == ' ' || (d[i] >= '\t' && d[i] <= '\r')) {
+            i++;
+        } else {
+            break;
+        }
+    }
+    if (d[i] < '0' || d[i] > '9')
+        return 0;
+    int64_t v = 0;
+    while (i < n && d[i] >= '0' && d[i] <= '9') {
+        if (v < ((int64_t)1 << 40))
+            v = v * 10 + (d[i] - '0');
+        i++;
+    }
+    *pos = i;
+    *out = v;
+    return 1;
+}
+
+/* TIFF: the largest ImageWidth (256) and ImageLength (257) in the first directory, in
+ * either byte order.  The largest, not the first: libtiff reads a repeated tag more
+ * than once, and the guard must hold whichever copy it keeps.  (BigTIFF is not
+ * recognised by sniff_format, so it never reaches OpenCV.) */
+static int tiff_dims(const uint8_t *d, size_t n, int64_t *h, int64_t *w)
+{
+    if (n < 8)
+        return 0;
+    const bool be = d[0] == 'M';
+    auto u16 = [&](size_t o) -> uint32_t { return be ? ((uint32_t)d[o] << 8) | d[o + 1] : ((uint32_t)d[o + 1] << 8) | d[o]; };
+    auto u32 = [&](size_t o) -> uint32_t { return be ? (u16(o) << 16) | u16(o + 2) : (u16(o + 2) << 16) | u16(o); };
+    const uint64_t ifd = u32(4);
+    if (ifd > n || n - ifd < 2)
+        return 0;
+    const uint32_t count = u16(ifd);
+    int64_t ww = -1, hh = -1;
+    for (uint32_t k = 0; k < count; k++) {
+        const uint64_t o = ifd + 2 + 12 * (uint64_t)k;
+        if (o > n || n - o < 12)
+            break;
+        const uint32_t tag = u16(o), type = u16(o + 2), cnt = u32(o + 4);
+        if ((tag != 256 && tag != 257) || cnt != 1)
+            continue;
+        int64_t v;
+        switch (type) { /* the value sits in the entry, left-justified */
+        case 1: case 6: v = d[o + 8]; break;   /* (S)BYTE */
+        case 3: case 8: v = u16(o + 8); break; /* (S)SHORT */
+        case 4: case 9: v = u32(o + 8); break; /* (S)LONG; a negative SLONG reads as huge */
+        default: continue;
+        }
+        if (tag == 256)
+            ww = std::max(ww, v);
+        else
+            hh = std::max(hh, v);
+    }
+    if (ww < 0 || hh < 0)
+        return 0; /* libtiff refuses a first directory without both */
+    *w = ww;
+    *h = hh;
+    return 1;
+}
+
 int peek_dims(const uint8_t *d, size_t n, int fmt, int64_t *h, int64_t *w)
 {
     switch (fmt) {
@@ -86,8 +161,16 @@ int peek_dims(const uint8_t *d, size_t n, int fmt, int64_t *h, int64_t *w)
             return 1;
         }
         return 0;
-    case FQ_FMT_BMP:
-        if (n >= 26 && le32(d + 14) >= 40) {
+    case FQ_FMT_BMP: {
+        /* The same fields OpenCV's reader takes: 32-bit width/height after an info
+         * header of 36 bytes or more, 16-bit ones after the 12-byte OS/2 header; it
+         * refuses every other header size.  (Not ">= 40": a 39-byte header slipped past
+         * the guard and made OpenCV allocate 2.7 GB for a 52-byte file; found by
+         * csrc/tests/run_fuzz.sh in CI.) */
+        if (n < 18)
+            return 0;
+        uint32_t hs = le32(d + 14);
+        if (hs >= 36 && n >= 26) {
             *w = (int32_t)le32(d + 18);
             int64_t hh = (int32_t)le32(d + 22);
             *h = hh < 0 ? -hh : hh;
@@ -95,7 +178,19 @@ int peek_dims(const uint8_t *d, size_t n, int fmt, int64_t *h, int64_t *w)
                 *w = -*w;
             return 1;
         }
+        if (hs == 12 && n >= 22) {
+            *w = le16(d + 18);
+            *h = le16(d + 20);
+            return 1;
+        }
         return 0;
+    }
+    case FQ_FMT_PNM: { /* "P1".."P6", width, height */
+        size_t pos = 2;
+        return pnm_number(d, n, &pos, w) && pnm_number(d, n, &pos, h);
+    }
+    case FQ_FMT_TIFF:
+        return tiff_dims(d, n, h, w);
     case FQ_FMT_GIF:
         if (n >= 10) {
             *w = le16(d + 6);

@@ -96,8 +96,9 @@ int jpeg_decode_crop(fq_img_scratch *s, const uint8_t *data, size_t len, const S
 /* Reset the scratch decoder after a header was read but no decode followed. */
 void jpeg_reset(fq_img_scratch *s);
 
-/* Try to read width/height from a non-JPEG header without decoding (PNG, BMP, GIF,
- * PNM, WebP); returns 1 if known. */
+/* Read width/height from a non-JPEG header without decoding (PNG, BMP, GIF, PNM, TIFF,
+ * WebP), from the same fields OpenCV's readers take, so that max_pixels is checked
+ * before OpenCV allocates; returns 1 if known. */
 int peek_dims(const uint8_t *data, size_t len, int fmt, int64_t *h, int64_t *w);
 
 /* Decode a non-JPEG image with cv::imdecode and convert it to out_channels uint8
