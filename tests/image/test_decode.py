@@ -311,6 +311,8 @@ HUGE_HEADERS = {
     "bmp_os2_12_byte_header": (_bmp(12, 65535, 65535, short=True), "BMP image 65535x65535"),
     "pnm_with_comments": (b"P6\n# made by a test\n30000\t# width\n 30000\n255\n" + b"\0" * 16, "PNM image 30000x30000"),
     "pgm": (b"P5 40000 20000 65535 " + b"\0" * 16, "PNM image 40000x20000"),
+    # found by run_fuzz.sh: OpenCV takes any one byte after a number as its end
+    "pnm_number_ended_by_a_letter": (b"P6\n# c\n3000Z 300250\n05\n" + b"\0" * 16, "PNM image 3000x300250"),
     "tiff_little_endian_repeated_width": (_tiff(b"II", 30000, 30000), "TIFF image 30000x30000"),
     "tiff_big_endian": (_tiff(b"MM", 30000, 30000), "TIFF image 30000x30000"),
 }
@@ -358,3 +360,16 @@ def test_header_size_is_the_size_opencv_decodes(fmt, jpegs):
     spec_for([O.CenterCrop(8)], max_pixels=h * w).process_encoded(data)
     with pytest.raises(E.ImageTooLargeError, match=f"image {w}x{h} exceeds max_pixels={h * w - 1}"):
         spec_for([O.CenterCrop(8)], max_pixels=h * w - 1).process_encoded(data[:64])
+
+
+@pytest.mark.parametrize("header", [b"P6 4Z5 255\n", b"P5 4 5\x00255\x00", b"P6\n#a\r4\t#b\n5\n255 ",
+                                    b"P6  4\x0b5\x0c255\n", b"P5\r\n4 5 65535\n"])
+def test_pnm_header_is_read_as_opencv_reads_it(header):
+    # odd but valid spellings: the size the header check reads is the one cv2 decodes
+    n = 4 * 5 * (3 if header[1:2] == b"6" else 1) * (2 if b"65535" in header else 1)
+    data = header + bytes(i % 251 for i in range(n))
+    h, w = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED).shape[:2]
+    assert (h, w) == (5, 4)
+    spec_for([O.CenterCrop(2)], max_pixels=20).process_encoded(data)
+    with pytest.raises(E.ImageTooLargeError, match="PNM image 4x5 exceeds max_pixels=19"):
+        spec_for([O.CenterCrop(2)], max_pixels=19).process_encoded(header)

@@ -78,8 +78,10 @@ static uint32_t le32(const uint8_t *p) { return ((uint32_t)p[3] << 24) | ((uint3
 static uint32_t le16(const uint8_t *p) { return ((uint32_t)p[1] << 8) | p[0]; }
 
 /* PNM header number as OpenCV's PxM reader takes it: blanks and '#' comments (to the
- * end of the line) before it, then decimal digits.  Saturates instead of overflowing:
- * a number OpenCV refuses as too large is reported as too large here. */
+ * end of the line) before it, then decimal digits, then one byte whatever it is (OpenCV
+ * reads the byte that ends the number and moves on: "3000Z 300250" is 3000 by 300250).
+ * Saturates instead of overflowing: a number OpenCV refuses as too large is reported
+ * as too large here. */
 static int pnm_number(const uint8_t *d, size_t n, size_t *pos, int64_t *out)
 {
     size_t i = *pos;
@@ -104,7 +106,7 @@ static int pnm_number(const uint8_t *d, size_t n, size_t *pos, int64_t *out)
             v = v * 10 + (d[i] - '0');
         i++;
     }
-    *pos = i;
+    *pos = i + 1;
     *out = v;
     return 1;
 }
