@@ -53,6 +53,8 @@ def main(argv=None):
     ap.add_argument("--next-epoch-bytes", type=float, default=None,
                     help="RemoteOptions.next_epoch_bytes in MiB (default: its default)")
     ap.add_argument("--obstore", action="store_true", help="add a row with obstore's client")
+    ap.add_argument("--nginx", action="store_true",
+                    help="add a row of fastq's client over http:// from the system's nginx (no latency added)")
     ap.add_argument("--data-dir", default=os.path.join(os.path.dirname(HERE), "bench_data"))
     a = ap.parse_args(argv)
     import _checkout  # noqa: F401  (this checkout's fastq if built)
@@ -82,6 +84,7 @@ def main(argv=None):
     srv = ObjectServerProcess(data["root"], latency_ms=a.latency)
     srv.start()
     rows = {}
+    ngx = None
     try:
         so = storage_options(srv)
         rows["local Files"] = (pipeline(fastq.sources.Files(data["files"], data["labels"])), None)
@@ -93,6 +96,12 @@ def main(argv=None):
             rows["s3:// obstore"] = (pipeline(fastq.sources.Files(
                 urls, data["labels"], storage_options=so,
                 remote=fastq.sources.RemoteOptions(http_client="obstore", **caps))), default_gather)
+        if a.nginx:
+            from fastq.bench.servers import Nginx
+            ngx = Nginx(data["root"]).__enter__()
+            rows["http:// nginx, fastq's client"] = (pipeline(fastq.sources.Files(
+                [ngx.url(f"{BUCKET}/{k}") for k in data["keys"]["files"]], data["labels"],
+                remote=fastq.sources.RemoteOptions(http_client="native", **caps))), default_gather)
         res = {name: [] for name in rows}
         for name, (p, g) in rows.items():  # warm-up: connections, caches
             if g is not None:
@@ -109,6 +118,8 @@ def main(argv=None):
         for p, _ in rows.values():
             p.close()
         srv.stop()
+        if ngx is not None:
+            ngx.__exit__(None, None, None)
     base = statistics.median(x[0] for x in res["local Files"])
     print(f"{a.images} images, fastq's server at {a.latency} ms, workers={a.workers}; "
           f"median of {a.rounds} interleaved rounds" + (f"; remote {caps}" if caps else ""))

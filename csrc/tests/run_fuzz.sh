@@ -14,8 +14,11 @@
 #   FUZZ_SECONDS  total fuzzing time (default 60)
 #   FUZZ_OUT      work directory: binary, corpus, artifacts (default csrc/tests/bin/fuzz)
 #   FUZZ_JOBS     parallel fuzzing processes (default 1)
-#   FUZZ_SEED     libFuzzer's -seed (default 0: a random one); scripts/test.sh fixes it
-#                 so that CI's bounded run explores the same inputs every time
+#   FUZZ_SEED     libFuzzer's -seed (default 0: a random one)
+#   FUZZ_RUNS     stop after this many inputs (libFuzzer's -runs; default: no count, only
+#                 FUZZ_SECONDS).  scripts/test.sh fixes the seed and the count, so that
+#                 CI tries the same inputs on every run on a given machine (CPUs whose
+#                 SIMD paths differ cover different code, so not across machines)
 #   FUZZ_NO_SANITIZE  checks to leave out while triaging past a known finding, e.g.
 #                 "signed-integer-overflow" (passed as -fno-sanitize=...; never in CI)
 # Reproduce a finding:  $FUZZ_OUT/fuzz_decode $FUZZ_OUT/artifacts/crash-...
@@ -28,6 +31,7 @@ out=$(cd "$out" && pwd)
 seconds=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_JOBS:-1}
 fuzz_seed=${FUZZ_SEED:-0}
+fuzz_runs=${FUZZ_RUNS:--1}
 CC=${FUZZ_CC:-clang}
 CXX=${FUZZ_CXX:-clang++}
 CV_INC=${FASTQ_OPENCV_INCLUDE:-/usr/include/opencv4}
@@ -133,14 +137,14 @@ EOF
 # registries) that LeakSanitizer reports at exit; every other ASan/UBSan finding fails.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-echo "run_fuzz.sh: fuzzing for ${seconds}s ($jobs job(s), seed $fuzz_seed); findings go to $out/artifacts/"
+echo "run_fuzz.sh: fuzzing for ${seconds}s at most ($jobs job(s), seed $fuzz_seed, runs $fuzz_runs); findings go to $out/artifacts/"
 # The decoders (libpng, OpenCV) print a line for every corrupt input on stderr: the
 # full output goes to $out/fuzz.log, and only libFuzzer's progress and any finding
 # are shown here.
 parallel=()
 if [ "$jobs" -gt 1 ]; then parallel=(-jobs="$jobs" -workers="$jobs"); fi
 set +e
-(cd "$out" && ./fuzz_decode corpus seeds -max_total_time="$seconds" -seed="$fuzz_seed" -timeout=20 -rss_limit_mb=2560 \
+(cd "$out" && ./fuzz_decode corpus seeds -max_total_time="$seconds" -seed="$fuzz_seed" -runs="$fuzz_runs" -timeout=20 -rss_limit_mb=2560 \
     -max_len=65536 -print_final_stats=1 -artifact_prefix="$out/artifacts/" "${parallel[@]}") >"$out/fuzz.log" 2>&1
 rc=$?
 set -e
@@ -155,4 +159,4 @@ if [ "$rc" -ne 0 ]; then
     exit "$rc"
 fi
 grep -E "^(INFO: +[0-9]+ files found|#[0-9]+ +(INITED|DONE)|Done |stat::)" "$out/fuzz.log" || true
-echo "run_fuzz.sh: no finding in ${seconds}s"
+echo "run_fuzz.sh: no finding"
