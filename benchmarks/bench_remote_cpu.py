@@ -32,12 +32,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def timed_epoch(p):
-    """(CPU µs per image, images per second, voluntary context switches per image) of one epoch."""
+    """(CPU µs per image, images per second, voluntary context switches per image, minor page
+    faults per image) of one epoch."""
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     n = sum(images.shape[0] for images, _ in p)
     r1, dt = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - t0
     cpu = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
-    return cpu / n * 1e6, n / dt, (r1.ru_nvcsw - r0.ru_nvcsw) / n
+    return cpu / n * 1e6, n / dt, (r1.ru_nvcsw - r0.ru_nvcsw) / n, (r1.ru_minflt - r0.ru_minflt) / n
 
 
 def main(argv=None):
@@ -55,6 +56,9 @@ def main(argv=None):
     ap.add_argument("--obstore", action="store_true", help="add a row with obstore's client")
     ap.add_argument("--nginx", action="store_true",
                     help="add a row of fastq's client over http:// from the system's nginx (no latency added)")
+    ap.add_argument("--moto", action="store_true",
+                    help="add a row of fastq's client over s3:// from moto's server (no latency added; it closes "
+                         "every connection after one answer)")
     ap.add_argument("--data-dir", default=os.path.join(os.path.dirname(HERE), "bench_data"))
     a = ap.parse_args(argv)
     import _checkout  # noqa: F401  (this checkout's fastq if built)
@@ -84,7 +88,7 @@ def main(argv=None):
     srv = ObjectServerProcess(data["root"], latency_ms=a.latency)
     srv.start()
     rows = {}
-    ngx = None
+    ngx = moto = None
     try:
         so = storage_options(srv)
         rows["local Files"] = (pipeline(fastq.sources.Files(data["files"], data["labels"])), None)
@@ -102,6 +106,13 @@ def main(argv=None):
             rows["http:// nginx, fastq's client"] = (pipeline(fastq.sources.Files(
                 [ngx.url(f"{BUCKET}/{k}") for k in data["keys"]["files"]], data["labels"],
                 remote=fastq.sources.RemoteOptions(http_client="native", **caps))), default_gather)
+        if a.moto:
+            from fastq.bench.servers import MotoServer
+            moto = MotoServer().__enter__()
+            moto.upload(BUCKET, {k: os.path.join(data["root"], BUCKET, k) for k in data["keys"]["files"]})
+            rows["s3:// moto, fastq's client"] = (pipeline(fastq.sources.Files(
+                urls, data["labels"], storage_options=moto.storage_options(),
+                remote=fastq.sources.RemoteOptions(http_client="native", **caps))), default_gather)
         res = {name: [] for name in rows}
         for name, (p, g) in rows.items():  # warm-up: connections, caches
             if g is not None:
@@ -118,16 +129,19 @@ def main(argv=None):
         for p, _ in rows.values():
             p.close()
         srv.stop()
-        if ngx is not None:
-            ngx.__exit__(None, None, None)
+        for server in (ngx, moto):
+            if server is not None:
+                server.__exit__(None, None, None)
     base = statistics.median(x[0] for x in res["local Files"])
     print(f"{a.images} images, fastq's server at {a.latency} ms, workers={a.workers}; "
           f"median of {a.rounds} interleaved rounds" + (f"; remote {caps}" if caps else ""))
-    print(f"{'row':40s} {'CPU us/img':>10s} {'/local':>7s} {'img/s':>7s} {'vcsw/img':>9s}  CPU per round")
+    print(f"{'row':40s} {'CPU us/img':>10s} {'/local':>7s} {'img/s':>7s} {'vcsw/img':>9s} {'flt/img':>8s}"
+          "  CPU per round")
     for name, v in res.items():
         cpu = statistics.median(x[0] for x in v)
         print(f"{name:40s} {cpu:10.0f} {cpu / base:7.3f} {statistics.median(x[1] for x in v):7.0f} "
-              f"{statistics.median(x[2] for x in v):9.2f}  " + " ".join(f"{x[0]:.0f}" for x in v))
+              f"{statistics.median(x[2] for x in v):9.2f} {statistics.median(x[3] for x in v):8.1f}  "
+              + " ".join(f"{x[0]:.0f}" for x in v))
     return 0
 
 
