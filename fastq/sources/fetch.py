@@ -698,7 +698,7 @@ def _on_loop(cf, loop):
         if e is None:
             fut.set_result(cf.result())
         else:
-            fut.set_exception(e)
+            fut.set_exception(_own_copy(e))
             fut.exception()  # (retrieved: all its requests may have been cancelled)
 
     def done(_):
@@ -708,6 +708,24 @@ def _on_loop(cf, loop):
             pass
     cf.add_done_callback(done)
     return fut
+
+
+def _own_copy(e):
+    """Exception e for one loop's waiters: a copy chained to e (its __cause__), so that no
+    exception object is raised in two threads at once (each raise writes its __traceback__);
+    e itself when it cannot be copied."""
+    try:
+        c = type(e).__new__(type(e), *e.args)
+        c.args = e.args  # (OSError.__new__ leaves them to a subclass's own __init__)
+        if isinstance(e, OSError):  # its fields live outside __dict__ (None: left unset, as str() tells)
+            for f in ("errno", "strerror", "filename", "filename2"):
+                if getattr(e, f) is not None:
+                    setattr(c, f, getattr(e, f))
+        c.__dict__.update(e.__dict__)
+    except Exception:  # noqa: BLE001 - a class whose instances cannot be made this way
+        return e
+    c.__cause__ = e
+    return c
 
 
 async def fill_object(obj: ObjectInfo, opts: RemoteOptions, counters: Counters, rng) -> list:
