@@ -290,7 +290,7 @@ def _config():
     )
     exts = []
     if want("_core"):
-        exts.append(Extension("fastq._native._core", ["fastq/_native/_core.pyx"], libraries=libs_of("net", "ring", "core"), **common))
+        exts.append(Extension("fastq._native._core", ["fastq/_native/_core.pyx"], libraries=libs_of("net", "ring", "core") + ["dl"], **common))
     if need_image:
         exts.append(Extension("fastq._native._image", ["fastq/_native/_image.pyx"],
                               library_dirs=libdirs + extra_libdirs,

@@ -1,4 +1,4 @@
-/* fq_http.h - a small HTTP/1.1 client for plain http:// GETs (no TLS), for remote sources.
+/* fq_http.h - a small HTTP/1.1 client for http:// and https:// GETs, for remote sources.
  *
  * A pool serves one host:port; a channel is where one event loop collects its results.
  * Requests are queued with fq_http_submit(pool, chan, ...); native worker threads (at most
@@ -75,6 +75,22 @@ typedef struct fq_http_result {
  * threads (and connections in use) at most.  Timeouts in seconds (> 0). */
 int fq_http_pool_create(const char *host, int port, const char *host_header, int max_conns,
                         double connect_timeout_s, double timeout_s, fq_http_pool **out, fq_err *err);
+
+/* https: every connection of p speaks TLS to server_name (the URL's host: its certificate
+ * must name it; sent as SNI unless it is an address).  ca_pem: PEM text of CA certificates
+ * trusted besides the system's (NULL: the system's only); verify 0 accepts any certificate.
+ * Called once, after fq_http_pool_create and before the first request; needs
+ * fq_http_tls_load first.  A certificate refused fails a request with FQ_E_INVALID. */
+int fq_http_pool_set_tls(fq_http_pool *p, const char *server_name, const char *ca_pem, int verify, fq_err *err);
+
+/* Loads OpenSSL (1.1.1 or later) from the first of the candidate libssl paths or sonames
+ * that dlopen finds with every function needed; once per process, later calls return
+ * FQ_OK.  FQ_E_UNSUPPORTED with what each candidate lacked.  Nothing of OpenSSL is linked
+ * into fastq (csrc/net/fq_tls.c says why).  Thread-safe. */
+int fq_http_tls_load(const char *const *candidates, int n, fq_err *err);
+
+/* The loaded OpenSSL's version text, or NULL before fq_http_tls_load succeeded. */
+const char *fq_http_tls_version(void);
 
 /* Interrupts everything and waits for the worker threads to end; frees the pool.  Its
  * channels must be closed first. */

@@ -141,9 +141,20 @@ static int io_error(fq_http_conn *c, fq_http_result *r, const char *what, int e)
         snprintf(r->msg, FQ_HTTP_MSG_LEN, "timed out (stalled connection?) %s", what);
         return FQ_E_TIMEOUT;
     }
-    snprintf(r->msg, FQ_HTTP_MSG_LEN, "%s: %s", what, e ? strerror(e) : "the server closed the connection");
-    (void)c;
+    const char *why = e == 0 ? "the server closed the connection" : (e == EPROTO && c->tls) ? c->tls_why : strerror(e);
+    snprintf(r->msg, FQ_HTTP_MSG_LEN, "%s: %s", what, why);
     return FQ_E_IO;
+}
+
+/* recv() / send() on the connection, through TLS for https (same results and errno). */
+static ssize_t conn_recv(fq_http_conn *c, void *buf, size_t n) {
+    if (c->tls != NULL) return fq_tls_recv(c->tls, buf, n, c->tls_why, sizeof(c->tls_why));
+    return recv(c->fd, buf, n, 0);
+}
+
+static ssize_t conn_send(fq_http_conn *c, const void *buf, size_t n) {
+    if (c->tls != NULL) return fq_tls_send(c->tls, buf, n, c->tls_why, sizeof(c->tls_why));
+    return send(c->fd, buf, n, MSG_NOSIGNAL);
 }
 
 static int check_deadline(fq_http_conn *c, fq_http_result *r) {
@@ -171,7 +182,7 @@ static int recv_some(fq_http_conn *c, fq_http_result *r, uint8_t *dst, size_t ca
             set_rcvtimeo(c->fd, left);
             c->rcvtimeo_ns = left;
         }
-        ssize_t n = recv(c->fd, dst, cap, 0);
+        ssize_t n = conn_recv(c, dst, cap);
         if (n > 0) {
             c->got_any = 1;
             if (c->first_byte != NULL) {
@@ -220,6 +231,10 @@ static int fill(fq_http_conn *c, fq_http_result *r, int eof_ok, size_t *got) {
  * by recv_some, which sees the deadline passed). */
 static void wait_for_rest(fq_http_conn *c, size_t left) {
     if (left < 2 || left > LOWAT_MAX) return;
+    /* TLS: the bytes still to come are more than `left` on the wire (record headers and
+     * tags), so `left` is still a mark the socket reaches; but not when OpenSSL holds some of
+     * them decrypted already (it reads no further ahead than the record it decrypts) */
+    if (c->tls != NULL && fq_tls_pending(c->tls) > 0) return;
     int avail = 0;
     if (ioctl(c->fd, FIONREAD, &avail) != 0 || avail < 0 || (size_t)avail >= left) return;
     int v = (int)left;
@@ -413,7 +428,7 @@ static int read_head(fq_http_conn *c, fq_http_result *r, int *chunked, int *keep
 
 static int send_all(fq_http_conn *c, fq_http_result *r, const char *req, size_t len) {
     while (len > 0) {
-        ssize_t n = send(c->fd, req, len, MSG_NOSIGNAL);
+        ssize_t n = conn_send(c, req, len);
         if (n < 0) {
             if (errno == EINTR) continue;
             return io_error(c, r, "sending the request", errno);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
  * not yet read or answered a request given up on drops it at once */
 static void conn_free(fq_http_conn *c, int abort) {
     if (c == NULL) return;
+    fq_tls_conn_free(c->tls); /* (NULL: plain HTTP) */
     if (c->fd >= 0) {
         if (abort) {
             struct linger lg = {1, 0};
@@ -200,6 +202,7 @@ static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, i
         return FQ_E_NOMEM;
     }
     c->fd = -1;
+    c->tls = NULL;
     c->rpos = c->rlen = 0;
     c->lowat_raised = 0;
     c->next = NULL;
@@ -216,12 +219,29 @@ static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, i
     pthread_mutex_lock(&p->mu);
     w->fd = c->fd;
     int gone = abandoned_locked(p, w);
+    if (gone) w->fd = -1; /* (closed below: no close may shut down a number reused meanwhile) */
     pthread_mutex_unlock(&p->mu);
     if (gone) { /* a close may have looked at w->fd before it was set */
         release_unconfirmed(p, c);
         conn_free(c, 1);
         snprintf(msg, FQ_HTTP_MSG_LEN, "the client closed");
         return FQ_E_CLOSED;
+    }
+    if (p->tls != NULL) { /* https: the handshake, interrupted as a read by the closes */
+        rc = fq_tls_connect(p->tls, c->fd, &c->tls, msg, FQ_HTTP_MSG_LEN);
+        pthread_mutex_lock(&p->mu);
+        gone = abandoned_locked(p, w);
+        if (rc != FQ_OK || gone) w->fd = -1;
+        pthread_mutex_unlock(&p->mu);
+        if (rc == FQ_OK && gone) {
+            rc = FQ_E_CLOSED;
+            snprintf(msg, FQ_HTTP_MSG_LEN, "the client closed");
+        }
+        release_unconfirmed(p, c); /* the server answered the handshake: it took the connection */
+        if (rc != FQ_OK) {
+            conn_free(c, 1);
+            return gone ? FQ_E_CLOSED : rc;
+        }
     }
     *reused = 0;
     *out = c;
@@ -294,6 +314,12 @@ static void *worker_main(void *arg) {
     worker *w = arg;
     fq_http_pool *p = w->pool;
     (void)pthread_setname_np(pthread_self(), "fastq-http"); /* informative only (top, perf) */
+    /* OpenSSL writes with write(), not send(MSG_NOSIGNAL): a server that closed would raise
+     * SIGPIPE; blocked here, it stays pending on this thread and is dropped when it ends
+     * (the write fails with EPIPE as the plain path's send does) */
+    sigset_t pipe;
+    if (sigemptyset(&pipe) == 0 && sigaddset(&pipe, SIGPIPE) == 0)
+        (void)pthread_sigmask(SIG_BLOCK, &pipe, NULL); /* cannot fail with a valid set */
     pthread_mutex_lock(&p->mu);
     for (;;) {
         int timed_out = 0;
@@ -388,6 +414,7 @@ static void pool_free(fq_http_pool *p, int sync) {
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);
     }
+    fq_tls_ctx_free(p->tls);
     free(p->workers);
     free(p->host);
     free(p->host_header);
@@ -453,6 +480,14 @@ int fq_http_pool_create(const char *host, int port, const char *host_header, int
     }
     *out = p;
     return FQ_OK;
+}
+
+int fq_http_pool_set_tls(fq_http_pool *p, const char *server_name, const char *ca_pem, int verify, fq_err *err) {
+    pthread_mutex_lock(&p->mu);
+    int started = p->live > 0 || p->head != NULL || p->tls != NULL;
+    pthread_mutex_unlock(&p->mu);
+    if (started) return fq_set_err(err, FQ_E_INVALID, "fq_http_pool_set_tls: the pool is in use already");
+    return fq_tls_ctx_new(server_name, ca_pem, verify, &p->tls, err);
 }
 
 void fq_http_pool_close(fq_http_pool *p) {

@@ -15,9 +15,9 @@ TSAN_OPTIONS=halt_on_error=1 "$out/test_ring_tsan"
 # the HTTP client's pool and channels (csrc/net) against a server in the test's process
 SRC_NET="$(echo csrc/core/*.c csrc/net/*.c) csrc/tests/test_http_pool.c"
 $CC -std=c11 -O1 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fsanitize=address,undefined \
-    -fno-sanitize-recover=all -Icsrc $SRC_NET -o "$out/test_http_pool_asan" -pthread
+    -fno-sanitize-recover=all -Icsrc $SRC_NET -o "$out/test_http_pool_asan" -pthread -ldl
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$out/test_http_pool_asan"
-$CC -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=thread -Icsrc $SRC_NET -o "$out/test_http_pool_tsan" -pthread
+$CC -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=thread -Icsrc $SRC_NET -o "$out/test_http_pool_tsan" -pthread -ldl
 TSAN_OPTIONS=halt_on_error=1 "$out/test_http_pool_tsan"
 bash csrc/tests/run_image_sanitizers.sh
 

@@ -38,6 +38,27 @@ cdef HttpBody _take_body(fq_http_result *r):
     return b
 
 
+def http_tls_load(candidates):
+    """Load OpenSSL for https:// from the first of `candidates` (libssl paths or sonames)
+    that has what the client needs; once per process.  Returns OpenSSL's version text;
+    raises FastqError (UNSUPPORTED) saying what each candidate lacked."""
+    cdef fq_err err
+    cdef list bs = [os.fsencode(c) for c in candidates]
+    cdef int n = len(bs), i
+    cdef const char **arr = <const char **>malloc(max(n, 1) * sizeof(char *))
+    if arr == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            arr[i] = <const char *>(<bytes>bs[i])
+        memset(&err, 0, sizeof(err))
+        if fq_http_tls_load(arr, n, &err) != 0:
+            raise_fq_error(&err)
+    finally:
+        free(arr)
+    return fq_http_tls_version().decode("utf-8", "replace")
+
+
 cdef class HttpPool:
     """Worker threads doing blocking GETs on keep-alive connections to one host:port
     (csrc/net/fq_http.h); requests go through an HttpChannel.  close() (also on collection,
@@ -48,12 +69,20 @@ cdef class HttpPool:
     def __cinit__(self):
         self.p = NULL
 
-    def __init__(self, str host, int port, str host_header, int max_conns, double connect_timeout_s, double timeout_s):
+    def __init__(self, str host, int port, str host_header, int max_conns, double connect_timeout_s, double timeout_s,
+                 bint tls=False, str ca_pem=None, bint verify=True):
         cdef fq_err err
         cdef bytes bhost = host.encode("idna" if not host.isascii() else "ascii")
         cdef bytes bhh = host_header.encode("ascii")
+        cdef bytes bca = ca_pem.encode("ascii") if ca_pem is not None else None
+        cdef const char *ca = NULL
+        if bca is not None:
+            ca = bca
         memset(&err, 0, sizeof(err))
         if fq_http_pool_create(bhost, port, bhh, max_conns, connect_timeout_s, timeout_s, &self.p, &err) != 0:
+            raise_fq_error(&err)
+        if tls and fq_http_pool_set_tls(self.p, bhost, ca, verify, &err) != 0:
+            self.close()
             raise_fq_error(&err)
 
     def __dealloc__(self):

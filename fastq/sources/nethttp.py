@@ -1,13 +1,20 @@
-"""fastq's own client for plain ``http://`` GETs (csrc/net/fq_http.h), used instead of obstore
-for whole-object and ranged reads where it applies (RemoteOptions.http_client):
+"""fastq's own client for ``http://`` and ``https://`` GETs (csrc/net/fq_http.h), used instead
+of obstore for whole-object and ranged reads where it applies (RemoteOptions.http_client):
 
-* ``http://`` roots (obstore's HTTPStore otherwise);
-* ``s3://`` buckets whose endpoint is an ``http://`` URL (``storage_options["endpoint"]`` or
-  ``AWS_ENDPOINT_URL``), path-style (``<endpoint>/<bucket>/<key>``, what obstore sends to such an
-  endpoint), unsigned (``skip_signature``) or signed with static credentials (access key id,
-  secret, optional session token; AWS Signature Version 4, computed here).
+* ``http://`` and ``https://`` roots (obstore's HTTPStore otherwise);
+* ``s3://`` buckets whose endpoint is an ``http://`` or ``https://`` URL
+  (``storage_options["endpoint"]`` or ``AWS_ENDPOINT_URL``), path-style
+  (``<endpoint>/<bucket>/<key>``, what obstore sends to such an endpoint), unsigned
+  (``skip_signature``) or signed with static credentials (access key id, secret, optional
+  session token; AWS Signature Version 4, computed here).
 
-Everything else (https, gs, az, credential chains, virtual-hosted S3) stays on obstore, as do
+TLS is OpenSSL's, the libssl that Python's own ``ssl`` module runs on (:func:`tls_version`),
+loaded by the C client at run time: the server's certificate is checked against the
+system's roots (Python's default paths, ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``) plus
+``storage_options["ca_file"]``, and must name the URL's host; ``allow_invalid_certificates``
+turns the check off, as it does for obstore.
+
+Everything else (gs, az, credential chains, virtual-hosted S3) stays on obstore, as do
 listing, HEAD and uploads.  :func:`native_target` decides, once per store (get_store).
 
 Requests run on native threads with blocking sockets and keep-alive connections; each
@@ -52,12 +59,14 @@ class NativeTarget:
     """Where and how one store's objects are fetched natively: the endpoint, the path of a
     key, the headers a request needs (signing)."""
 
-    def __init__(self, host: str, port: int, prefix: str, creds=None, region="us-east-1"):
+    def __init__(self, host: str, port: int, prefix: str, creds=None, region="us-east-1", tls=None):
         self.host = host
         self.port = port
-        self.host_header = host if port == 80 else f"{host}:{port}"
+        default_port = 80 if tls is None else 443
+        self.host_header = host if port == default_port else f"{host}:{port}"
         if ":" in host and not host.startswith("["):  # an IPv6 literal
-            self.host_header = f"[{host}]" if port == 80 else f"[{host}]:{port}"
+            self.host_header = f"[{host}]" if port == default_port else f"[{host}]:{port}"
+        self.tls = tls  # None (http://) or (CA certificates' PEM text or None, verify the server's)
         self.prefix = prefix  # "" or "/bucket" (path-style S3), never ending in "/"
         self.creds = creds    # None (unsigned) or (access key id, secret, session token or None)
         self.region = region
@@ -76,8 +85,10 @@ class NativeTarget:
             from fastq._native._core import HttpPool
             with _POOL_LOCK:
                 if self.pool is None:
+                    tls = self.tls
                     self.pool = HttpPool(self.host, self.port, self.host_header, max(1, opts.max_in_flight),
-                                         opts.connect_timeout_s, opts.timeout_s)
+                                         opts.connect_timeout_s, opts.timeout_s, tls=tls is not None,
+                                         ca_pem=tls[0] if tls else None, verify=tls[1] if tls else True)
         return self.pool
 
     def path(self, key: str) -> Tuple[bytes, str]:
@@ -124,33 +135,99 @@ class NativeTarget:
         return out
 
 
-def _endpoint(url: str) -> Tuple[Optional[Tuple[str, int, str]], str]:
-    """((host, port, path prefix) of a plain http:// URL, "") or (None, why not)."""
+_TLS: List[Optional[str]] = []  # [OpenSSL's version text, or None: not loadable] once tried
+_TLS_WHY = [""]
+
+
+def _libssl_candidates() -> List[str]:
+    """Where the libssl of Python's ssl module is: the file mapped into this process once
+    ``ssl`` is imported (its path, so that dlopen finds that same copy), then the names a
+    system's loader knows."""
+    import ssl  # noqa: F401 - maps Python's libssl, if _ssl links one
+    out = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rsplit(None, 1)[-1] if line.count(" ") >= 5 else ""
+                if "/libssl" in path and ".so" in path and path not in out:
+                    out.append(path)
+    except OSError:
+        pass
+    import ctypes.util
+    found = ctypes.util.find_library("ssl")
+    for name in ([found] if found else []) + ["libssl.so.3", "libssl.so.1.1"]:
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def tls_version() -> Optional[str]:
+    """The OpenSSL the native client speaks TLS with (its version text), loaded the first
+    time it is asked for; None when none could be (:func:`tls_unavailable` says why)."""
+    if not _TLS:
+        with _POOL_LOCK:
+            if not _TLS:
+                from fastq._native._core import http_tls_load
+                try:
+                    _TLS.append(http_tls_load(_libssl_candidates()))
+                except Exception as e:  # noqa: BLE001 - FastqError(UNSUPPORTED): said by tls_unavailable
+                    _TLS_WHY[0] = str(e)
+                    _TLS.append(None)
+    return _TLS[0]
+
+
+def tls_unavailable() -> str:
+    """Why https:// cannot be native here ("" when it can)."""
+    return "" if tls_version() is not None else f"the native client found no OpenSSL for TLS: {_TLS_WHY[0]}"
+
+
+def _endpoint(url: str) -> Tuple[Optional[Tuple[str, int, str, bool]], str]:
+    """((host, port, path prefix, https) of an http:// or https:// URL, "") or (None, why not)."""
     u = urlsplit(url)
-    if u.scheme.lower() != "http":
-        return None, f"the endpoint {url!r} is not plain http:// (the native client has no TLS)"
+    scheme = u.scheme.lower()
+    if scheme not in ("http", "https"):
+        return None, f"the endpoint {url!r} is neither http:// nor https://"
     if u.username or u.password or u.query or u.fragment or not u.hostname:
         return None, f"the endpoint {url!r} has credentials, a query or no host"
     try:
-        port = u.port or 80
+        port = u.port or (80 if scheme == "http" else 443)
     except ValueError:
         return None, f"the endpoint {url!r} has a bad port"
-    return (u.hostname, port, u.path.rstrip("/")), ""
+    if scheme == "https" and tls_unavailable():
+        return None, tls_unavailable()
+    return (u.hostname, port, u.path.rstrip("/"), scheme == "https"), ""
+
+
+# client options the native client follows (the timeouts are RemoteOptions' own, given to both)
+_CLIENT_KEYS = {"timeout", "connect_timeout", "pool_max_idle_per_host", "allow_http", "root_certificate",
+                "allow_invalid_certificates"}
+
+
+def _tls_of(https: bool, client: Dict[str, Any]) -> Tuple[Optional[Tuple[Optional[str], bool]], str]:
+    """(NativeTarget's tls for the client options, "") or (None, why not)."""
+    if not https:
+        return None, ""
+    ca = client.get("root_certificate")
+    if ca is not None and (not isinstance(ca, str) or "-----BEGIN CERTIFICATE-----" not in ca):
+        return None, "client option root_certificate is not PEM text"
+    return (ca, not _truthy(client.get("allow_invalid_certificates", False))), ""
 
 
 def native_target(root: str, so: Dict[str, Any], client: Dict[str, Any]) -> Tuple[Optional[NativeTarget], str]:
     """The native client's target for the store of root (None and the reason when it does
     not apply).  so: the storage options left for obstore; client: its client options."""
     scheme = root.split("://", 1)[0]
-    if scheme == "http":
-        if set(client) - {"timeout", "connect_timeout", "pool_max_idle_per_host", "allow_http"}:
-            return None, f"client options {sorted(set(client) - {'timeout', 'connect_timeout'})} are obstore's"
+    extra = set(client) - _CLIENT_KEYS
+    if scheme in ("http", "https"):
+        if extra:
+            return None, f"client options {sorted(extra)} are obstore's"
         ep, why = _endpoint(root)
         if ep is None:
             return None, why
-        return NativeTarget(ep[0], ep[1], ep[2]), ""
-    if scheme == "https":
-        return None, "https:// is not plain http:// (the native client has no TLS)"
+        tls, why = _tls_of(ep[3], client)
+        if why:
+            return None, why
+        return NativeTarget(ep[0], ep[1], ep[2], tls=tls), ""
     if scheme not in ("s3", "s3a"):
         return None, f"{scheme}:// stores are read through obstore"
     opts: Dict[str, Any] = {}
@@ -160,7 +237,6 @@ def native_target(root: str, so: Dict[str, Any], client: Dict[str, Any]) -> Tupl
         if lk not in _S3_KEYS:
             return None, f"storage option {k!r} is obstore's"
         opts[lk] = v
-    extra = set(client) - {"timeout", "connect_timeout", "pool_max_idle_per_host", "allow_http"}
     if extra:
         return None, f"client options {sorted(extra)} are obstore's"
     env = os.environ
@@ -172,12 +248,15 @@ def native_target(root: str, so: Dict[str, Any], client: Dict[str, Any]) -> Tupl
     endpoint = env.get("AWS_ENDPOINT_URL_S3") or opts.get("endpoint", opts.get(
         "endpoint_url", env.get("AWS_ENDPOINT_URL", env.get("AWS_ENDPOINT"))))
     if not endpoint:
-        return None, "the bucket has no http:// endpoint (storage_options endpoint / AWS_ENDPOINT_URL[_S3])"
+        return None, "the bucket has no endpoint URL (storage_options endpoint / AWS_ENDPOINT_URL[_S3])"
     ep, why = _endpoint(str(endpoint))
     if ep is None:
         return None, why
-    if not client.get("allow_http"):
+    if not ep[3] and not client.get("allow_http"):
         return None, "plain http:// is not allowed (AWS_ALLOW_HTTP / storage_options allow_http)"
+    tls, why = _tls_of(ep[3], client)
+    if why:
+        return None, why
     vh = opts.get("virtual_hosted_style_request", env.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "false"))
     if _truthy(vh):
         return None, "virtual-hosted-style requests"
@@ -193,7 +272,7 @@ def native_target(root: str, so: Dict[str, Any], client: Dict[str, Any]) -> Tupl
             return None, "no static credentials (access key id and secret) and no skip_signature: a credential chain"
         token = opts.get("session_token", opts.get("token", env.get("AWS_SESSION_TOKEN")))
         creds = (str(kid), str(secret), str(token) if token else None)
-    return NativeTarget(ep[0], ep[1], ep[2] + "/" + quote(bucket, safe="-_.~"), creds, region), ""
+    return NativeTarget(ep[0], ep[1], ep[2] + "/" + quote(bucket, safe="-_.~"), creds, region, tls), ""
 
 
 # -- the client on an event loop ------------------------------------------------------
@@ -306,6 +385,7 @@ def close_loop(loop) -> None:
 
 # -- one GET ----------------------------------------------------------------------------
 
+CODE_INVALID = 2  # FQ_E_INVALID: the server's certificate was refused (no retry can help)
 CODE_CLOSED = 4  # FQ_E_CLOSED
 
 
@@ -327,7 +407,7 @@ async def get(target: NativeTarget, obj, start, end, if_match, opts, error):
     if code == 0 and 200 <= status < 300 and (start is None or status == 206):
         return body, (clen if clen >= 0 else None), etag or None
     if code != 0:  # (a timeout's message starts with "timed out")
-        raise error(msg, code != CODE_CLOSED, None)
+        raise error(msg, code not in (CODE_CLOSED, CODE_INVALID), None)
     if status >= 300 or status < 200:
         raise error(*_status_reason(status, body))
     if start is not None and status == 200:  # the server ignored Range: the part asked for

@@ -6,7 +6,8 @@
   ``request_queue_size = 5``, no idle timeout), HTTP/1.1 keep-alive, one thread per
   connection, a sleep of ``latency_s`` before each answer, the body by ``sendfile``,
   single ``Range``, ``HEAD``, ``ETag`` / ``If-Match``, and path-style S3 (``/<bucket>/<key>``,
-  ListObjectsV2) when ``bucket`` is given (any ``Authorization`` accepted);
+  ListObjectsV2) when ``bucket`` is given (any ``Authorization`` accepted); over https://
+  with ``tls=`` a certificate and key (Python's ``ssl``; the SNI names it was sent are kept);
 * :class:`Nginx`: the system's nginx (Debian package ``nginx``) serving a folder over
   http:// (or https:// with ``tls=``) with its default keep-alive settings, from a config
   written to a temporary folder, on a free port (fastq.bench.servers.Nginx).
@@ -15,6 +16,7 @@ import email.utils
 import hashlib
 import http.server
 import os
+import ssl
 import threading
 import time
 import urllib.parse
@@ -41,10 +43,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.server.counts["connections"] = self.server.counts.get("connections", 0) + 1
 
     def handle(self):
+        if isinstance(self.request, ssl.SSLSocket):
+            try:
+                self.request.do_handshake()
+            except (ssl.SSLError, OSError):
+                return  # the client refused the certificate (or hung up): nothing to answer
         try:
             super().handle()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client dropped the connection mid-answer (a cancelled request)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            pass  # the client dropped the connection mid-answer (a cancelled request; over TLS
+            # OpenSSL may say so with an alert first)
 
     def _path(self):
         u = urllib.parse.urlsplit(self.path)
@@ -155,9 +163,15 @@ class StdlibServer:
     docstring.  idle_timeout_s: close a keep-alive connection idle this long (the handler's
     ``timeout``; Python's default None keeps it open).  ``with StdlibServer(root, latency_s=0.05) as srv: srv.url("a/b.jpg")``."""
 
-    def __init__(self, root, latency_s=0.0, bucket=None, idle_timeout_s=None):
+    def __init__(self, root, latency_s=0.0, bucket=None, idle_timeout_s=None, tls=None):
         handler = type("Handler", (_Handler,), {"timeout": idle_timeout_s})  # None: never closes idle ones
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server_names = []  # https: the SNI name of each handshake (None: none sent)
+        if tls is not None:  # https:// (Python's ssl; the handshake in the connection's thread)
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(tls["cert"], tls["key"])
+            ctx.sni_callback = lambda sock, name, c: self.server_names.append(name)
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True, do_handshake_on_connect=False)
         self.httpd.daemon_threads = True
         self.httpd.root = os.path.realpath(root)
         self.httpd.latency_s = latency_s
@@ -166,7 +180,7 @@ class StdlibServer:
         self.httpd.counts = {}
         self.httpd.active = 0
         self.port = self.httpd.server_address[1]
-        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.endpoint = f"{'http' if tls is None else 'https'}://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="stdlib-http", daemon=True)
 
     def url(self, key):

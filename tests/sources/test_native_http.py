@@ -77,8 +77,8 @@ def test_option_is_checked_and_native_refuses_what_it_cannot_serve(monkeypatch):
     with pytest.raises(ValueError, match="http_client must be one of"):
         fastq.sources.RemoteOptions(http_client="curl")
     opts = fastq.sources.RemoteOptions(http_client="native")
-    with pytest.raises(ValueError, match=r"cannot read https://127.0.0.1:9.*not plain http://"):
-        storage.get_store("https://127.0.0.1:9", None, opts)
+    with pytest.raises(ValueError, match=r"cannot read https://127.0.0.1:9.*client options \['user_agent'\] are obs"):
+        storage.get_store("https://127.0.0.1:9", {"client_options": {"user_agent": "x"}}, opts)
     with pytest.raises(ValueError, match=r"cannot read gs://bk: gs:// stores are read through obstore"):
         storage.get_store("gs://bk", {"skip_signature": "true"}, opts)
     for k in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):

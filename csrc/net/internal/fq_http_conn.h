@@ -10,11 +10,14 @@
 #include <stdint.h>
 
 #include "net/fq_http.h"
+#include "net/internal/fq_tls.h"
 
 #define FQ_HTTP_RBUF 16384
 
 typedef struct fq_http_conn {
     int fd;
+    fq_tls_conn *tls;           /* https: the TLS state over fd (NULL: plain HTTP) */
+    char tls_why[FQ_HTTP_MSG_LEN / 2]; /* the last TLS failure (errno EPROTO from fq_tls_*) */
     size_t rpos, rlen;          /* unread bytes of rbuf: [rpos, rlen) */
     uint64_t deadline_ns;       /* the request's end (fq_now_ns clock) */
     uint64_t rcvtimeo_ns;       /* the socket's SO_RCVTIMEO now: timeout_s, lowered as the

@@ -60,6 +60,7 @@ struct fq_http_pool {
     char *host;
     char *host_header;
     int port;
+    fq_tls_ctx *tls;          /* https (fq_http_pool_set_tls); NULL: plain HTTP */
     int max_conns;
     double connect_timeout_s, timeout_s;
     atomic_int closing;

@@ -1,4 +1,4 @@
-# csrc/net/fq_http.h: the plain-HTTP client of remote sources (fastq/sources/nethttp.py).
+# csrc/net/fq_http.h: the HTTP client (http:// and https://) of remote sources (fastq/sources/nethttp.py).
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 from fastq._native.includes.fq_common cimport fq_err
@@ -26,6 +26,9 @@ cdef extern from "net/fq_http.h" nogil:
         pass
     int fq_http_pool_create(const char *host, int port, const char *host_header, int max_conns,
                             double connect_timeout_s, double timeout_s, fq_http_pool **out, fq_err *err)
+    int fq_http_pool_set_tls(fq_http_pool *p, const char *server_name, const char *ca_pem, int verify, fq_err *err)
+    int fq_http_tls_load(const char *const *candidates, int n, fq_err *err)
+    const char *fq_http_tls_version()
     void fq_http_pool_close(fq_http_pool *p)
     int fq_http_chan_create(fq_http_pool *p, fq_http_chan **out, fq_err *err)
     int fq_http_chan_fd(const fq_http_chan *c)
