@@ -10,7 +10,8 @@ process), its ratio to local Files, images per second and voluntary context swit
 image (the wake-ups the fetcher's threads cost).
 
 Rows: local Files; Files over s3:// with fastq's HTTP client; with --obstore, the same with
-obstore's; with --gather, fastq's client once per value of ``Fetcher.GATHER_S`` (seconds
+obstore's; with --nginx / --https / --moto, Files from those servers (--https: fastq's client,
+and obstore's with --obstore); with --gather, fastq's client once per value of ``Fetcher.GATHER_S`` (seconds
 between two hand-overs of results to the fetcher's loop while they keep coming; 0: none, and
 no requests queued in the pool beyond ``max_in_flight`` either: docs/cloud.md, "Wake-ups").  --max-bytes and --next-epoch-bytes set the remote rows' byte caps: with a cap
 that binds, the fetch follows the decoding, as in an epoch much larger than the cap.
@@ -19,6 +20,7 @@ Usage:
   python benchmarks/bench_remote_cpu.py                          # 2000 images, 20 ms, 4 rounds
   python benchmarks/bench_remote_cpu.py --gather 0,0.005 --obstore
   python benchmarks/bench_remote_cpu.py --gather 0,0.005 --workers 1 --max-bytes 8 --next-epoch-bytes 0  # cap-bound
+  python benchmarks/bench_remote_cpu.py --nginx --https --obstore   # http:// and https:// side by side
   python benchmarks/bench_remote_cpu.py --images 128 --rounds 1  # a check
 """
 import argparse
@@ -59,6 +61,9 @@ def main(argv=None):
     ap.add_argument("--moto", action="store_true",
                     help="add a row of fastq's client over s3:// from moto's server (no latency added; it closes "
                          "every connection after one answer)")
+    ap.add_argument("--https", action="store_true",
+                    help="add a row of fastq's client over https:// from nginx with a test CA's certificate (no "
+                         "latency added), and one of obstore's with --obstore")
     ap.add_argument("--data-dir", default=os.path.join(os.path.dirname(HERE), "bench_data"))
     a = ap.parse_args(argv)
     import _checkout  # noqa: F401  (this checkout's fastq if built)
@@ -89,6 +94,7 @@ def main(argv=None):
     srv.start()
     rows = {}
     ngx = moto = None
+    servers = []  # more servers to stop
     try:
         so = storage_options(srv)
         rows["local Files"] = (pipeline(fastq.sources.Files(data["files"], data["labels"])), None)
@@ -106,6 +112,18 @@ def main(argv=None):
             rows["http:// nginx, fastq's client"] = (pipeline(fastq.sources.Files(
                 [ngx.url(f"{BUCKET}/{k}") for k in data["keys"]["files"]], data["labels"],
                 remote=fastq.sources.RemoteOptions(http_client="native", **caps))), default_gather)
+        if a.https:
+            import tempfile
+            from fastq.bench.servers import Nginx, make_test_ca
+            tls = make_test_ca(os.path.join(tempfile.mkdtemp(prefix="fastq-ca-"), "ca"))
+            ngx_tls = Nginx(data["root"], tls=tls).__enter__()
+            servers.append(ngx_tls)
+            for client in ("native", "obstore") if a.obstore else ("native",):
+                who = "fastq's client" if client == "native" else "obstore"
+                rows[f"https:// nginx, {who}"] = (pipeline(fastq.sources.Files(
+                    [ngx_tls.url(f"{BUCKET}/{k}") for k in data["keys"]["files"]], data["labels"],
+                    storage_options={"ca_file": tls["ca"]},
+                    remote=fastq.sources.RemoteOptions(http_client=client, **caps))), default_gather)
         if a.moto:
             from fastq.bench.servers import MotoServer
             moto = MotoServer().__enter__()
@@ -129,7 +147,7 @@ def main(argv=None):
         for p, _ in rows.values():
             p.close()
         srv.stop()
-        for server in (ngx, moto):
+        for server in [ngx, moto] + servers:
             if server is not None:
                 server.__exit__(None, None, None)
     base = statistics.median(x[0] for x in res["local Files"])

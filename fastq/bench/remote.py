@@ -26,9 +26,9 @@ Rows (each its own pipeline in this process, reference task, ``workers`` workers
   ``storage_options={"ca_file": ...}``), and moto's S3 server (its own process, objects uploaded
   with boto3) over ``s3://``; each serves ``Files`` and ``WebDataset``.  A server that is not
   installed is a skipped row that says so;
-* per latency, and for nginx http:// and moto, ``Files`` again with the HTTP client that
-  ``RemoteOptions(http_client="auto")`` does not pick for these plain-http:// servers (row
-  "..., obstore client": "auto" reads them with fastq's own client);
+* per latency, and for nginx http:// and https:// and moto, ``Files`` again with the HTTP
+  client that ``RemoteOptions(http_client="auto")`` does not pick for these servers (row
+  "..., obstore client": "auto" reads them all with fastq's own client);
 * per latency, ``Files`` over ``s3://`` again with ``RemoteOptions(event_loop="asyncio")`` (row "..., asyncio
   loop"), when uvloop is installed (the default loop then): the client CPU the event loop costs;
 * per latency, the server's raw fetch rate: obstore async ``get_async``, 64 and 128 requests in
@@ -424,10 +424,10 @@ def _other_servers(data, workers, task, add, skipped, servers, out):
         add(f"fastq Files {label}", lambda: _pipeline(sources.Files([file_url(k) for k in file_keys], data["labels"],
                                                                     storage_options=so), workers, task),
             "files", 0, "objects", server)
-        if not label.endswith("https"):  # plain http://: the same through the other HTTP client
-            add(f"fastq Files {label}, {OTHER_CLIENT} client", lambda: _pipeline(sources.Files(
-                [file_url(k) for k in file_keys], data["labels"], storage_options=so,
-                remote=sources.RemoteOptions(http_client=OTHER_CLIENT)), workers, task), "files", 0, "objects", server)
+        # the same through the HTTP client "auto" does not pick (obstore's)
+        add(f"fastq Files {label}, {OTHER_CLIENT} client", lambda: _pipeline(sources.Files(
+            [file_url(k) for k in file_keys], data["labels"], storage_options=so,
+            remote=sources.RemoteOptions(http_client=OTHER_CLIENT)), workers, task), "files", 0, "objects", server)
         add(f"fastq WebDataset {label}", lambda: _pipeline(sources.WebDataset(shard_urls, shuffle_buffer=SHUFFLE_BUFFER,
                                                                               storage_options=so), workers, task),
             "wds", 0, "shards", server)

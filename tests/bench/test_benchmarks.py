@@ -140,15 +140,16 @@ def test_bench_object_cpu(tmp_path, data_dir):
 
 def test_bench_remote_cpu(tmp_path, data_dir):
     """Every row runs and reports CPU per image, its ratio to local Files (1 for local) and
-    images per second; the gather rows, the nginx and moto rows and the byte caps are taken."""
+    images per second; the gather rows, the nginx (http and https) and moto rows and the byte caps are taken."""
     pytest.importorskip("obstore", reason="bench_remote_cpu.py needs obstore (requirements-dev.txt)")
     out = run("bench_remote_cpu.py", "--images", "64", "--rounds", "1", "--latency", "0", "--gather", "0,0.005",
-              "--obstore", "--nginx", "--moto", "--max-bytes", "4", "--data-dir", data_dir, tmp=tmp_path)
+              "--obstore", "--nginx", "--https", "--moto", "--max-bytes", "4", "--data-dir", data_dir, tmp=tmp_path)
     lines = out.splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith("row "))
     rows = {ln[:40].strip(): ln[40:].split() for ln in lines[head + 1:] if ln.strip()}
     assert set(rows) == {"local Files", "s3:// fastq's client, gather 0 ms", "s3:// fastq's client, gather 5 ms",
-                         "s3:// obstore", "http:// nginx, fastq's client", "s3:// moto, fastq's client"}, out
+                         "s3:// obstore", "http:// nginx, fastq's client", "https:// nginx, fastq's client",
+                         "https:// nginx, obstore", "s3:// moto, fastq's client"}, out
     assert float(rows["local Files"][1]) == 1.0 and "'max_bytes': 4194304" in out, out
     assert all(float(v[0]) > 0 and float(v[2]) > 0 for v in rows.values()), out
 
