@@ -220,7 +220,7 @@ CSRC_COMPONENTS = {
     "task": ("fastq_task", "c"),        # the image task + the fq_sample_reader interface
     "records": ("fastq_records", "c"),  # TFRecord (indexed + stream), tar, read-ahead
     "cuda": ("fastq_cuda", "c"),        # dlopen'ed CUDA runtime: pin / unpin
-    "net": ("fastq_net", "c"),          # the plain-HTTP client of remote sources (fastq/sources/nethttp.py)
+    "net": ("fastq_net", "c"),          # the HTTP(S) client of remote sources (fastq/sources/nethttp.py)
 }
 CSRC_NOT_BUILT = {"tests", "tf"}
 

@@ -232,9 +232,9 @@ static int fill(fq_http_conn *c, fq_http_result *r, int eof_ok, size_t *got) {
 static void wait_for_rest(fq_http_conn *c, size_t left) {
     if (left < 2 || left > LOWAT_MAX) return;
     /* TLS: the bytes still to come are more than `left` on the wire (record headers and
-     * tags), so `left` is still a mark the socket reaches; but not when OpenSSL holds some of
-     * them decrypted already (it reads no further ahead than the record it decrypts) */
-    if (c->tls != NULL && fq_tls_pending(c->tls) > 0) return;
+     * tags), so `left` is still a mark the socket reaches; but not when OpenSSL holds some
+     * of them already (it reads ahead): the socket may then never get `left` more */
+    if (c->tls != NULL && fq_tls_pending(c->tls)) return;
     int avail = 0;
     if (ioctl(c->fd, FIONREAD, &avail) != 0 || avail < 0 || (size_t)avail >= left) return;
     int v = (int)left;

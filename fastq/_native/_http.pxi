@@ -1,4 +1,4 @@
-# Included by fastq/_native/_core.pyx: the plain-HTTP client (csrc/net/fq_http.h) that
+# Included by fastq/_native/_core.pyx: the HTTP(S) client (csrc/net/fq_http.h) that
 # fastq/sources/nethttp.py drives from an event loop.  Bodies are HttpBody objects: the
 # malloc'd buffer the C client read the body into, lent through the buffer protocol and
 # freed when the last reference (a memoryview, a Spans entry's owner) is gone.

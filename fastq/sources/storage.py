@@ -150,11 +150,12 @@ class RemoteOptions:
         ``stats()["remote"]["ramps"]`` counts them.  False: all at once.
     http_client: what fetches the objects' bytes (whole and ranged GETs): "auto" (the
         default: fastq's own client where it applies, obstore elsewhere), "native" (fastq's
-        own HTTP/1.1 client, csrc/net: native threads, keep-alive connections, no TLS; a
-        ValueError naming the reason when a store is not one it serves) or "obstore".  The native client serves
-        ``http://`` URLs and ``s3://`` buckets at an ``http://`` endpoint (path-style;
-        unsigned, or signed with static credentials); listing, HEAD, uploads and every other
-        store stay on obstore.  It costs less client CPU per object (docs/cloud.md);
+        own HTTP/1.1 client, csrc/net: native threads, keep-alive connections, TLS through
+        the OpenSSL of Python's ssl module; a ValueError naming the reason when a store is
+        not one it serves) or "obstore".  The native client serves ``http://`` and
+        ``https://`` URLs and ``s3://`` buckets at an ``http://`` or ``https://`` endpoint
+        (path-style; unsigned, or signed with static credentials); listing, HEAD, uploads
+        and every other store stay on obstore.  It costs less client CPU per object (docs/cloud.md);
         ``stats()["remote"]["http_client"]`` says which one ran.
     """
 

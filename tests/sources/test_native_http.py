@@ -1,4 +1,4 @@
-"""fastq's own HTTP client for plain http:// GETs (csrc/net, fastq/sources/nethttp.py;
+"""fastq's own HTTP client over plain http:// (csrc/net, fastq/sources/nethttp.py; https:// in test_native_tls.py;
 RemoteOptions.http_client) against servers it did not write (nginx, moto's S3 server,
 Python's http.server with keep-alive, chunked and close-delimited answers) and against
 fastq's object server with its faults: the batches of the same data read locally, bit for

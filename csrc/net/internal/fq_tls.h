@@ -40,7 +40,8 @@ void fq_tls_conn_free(fq_tls_conn *s);
 ssize_t fq_tls_recv(fq_tls_conn *s, void *buf, size_t n, char *why, size_t why_len);
 ssize_t fq_tls_send(fq_tls_conn *s, const void *buf, size_t n, char *why, size_t why_len);
 
-/* Plaintext bytes already decrypted and not yet read. */
-size_t fq_tls_pending(const fq_tls_conn *s);
+/* Does OpenSSL hold bytes read from the socket and not yet returned (decrypted or not)?
+ * (It reads ahead: the socket may then never get as many bytes as a body has left.) */
+int fq_tls_pending(const fq_tls_conn *s);
 
 #endif
