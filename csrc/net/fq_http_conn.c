@@ -483,6 +483,7 @@ int fq_http_exchange(fq_http_conn *c, const char *req, size_t req_len, fq_http_r
         return rc;
     }
     if (c->rpos != c->rlen) *keep = 0; /* bytes beyond the response: out of step, not reused */
+    if (c->tls != NULL && fq_tls_pending(c->tls)) *keep = 0; /* (the same, read ahead by OpenSSL) */
     if (c->lowat_raised) *keep = 0;     /* (wait_for_rest) */
     return FQ_OK;
 }

@@ -227,8 +227,8 @@ static int conn_get(fq_http_pool *p, worker *w, int fresh, fq_http_conn **out, i
         snprintf(msg, FQ_HTTP_MSG_LEN, "the client closed");
         return FQ_E_CLOSED;
     }
-    if (p->tls != NULL) { /* https: the handshake, interrupted as a read by the closes */
-        rc = fq_tls_connect(p->tls, c->fd, &c->tls, msg, FQ_HTTP_MSG_LEN);
+    if (p->tls != NULL) { /* https: the handshake, part of connecting (connect_timeout_s) */
+        rc = fq_tls_connect(p->tls, c->fd, p->connect_timeout_s, &p->closing, &c->tls, msg, FQ_HTTP_MSG_LEN);
         pthread_mutex_lock(&p->mu);
         gone = abandoned_locked(p, w);
         if (rc != FQ_OK || gone) w->fd = -1;

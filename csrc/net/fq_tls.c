@@ -13,8 +13,11 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,7 +271,39 @@ void fq_tls_conn_free(fq_tls_conn *s) {
     free(s);
 }
 
-int fq_tls_connect(const fq_tls_ctx *t, int fd, fq_tls_conn **out, char *msg, size_t msg_len) {
+/* The handshake on fd, non-blocking: each wait polls in 50 ms slices (so that *closing ends
+ * it) and all of them together last at most timeout_s.  SSL_connect's result, or 0 with
+ * *timed_out / *closed set. */
+static int handshake(void *ssl, int fd, double timeout_s, const atomic_int *closing, int *timed_out, int *closed) {
+    const uint64_t end = fq_now_ns() + (uint64_t)(timeout_s * 1e9);
+    for (;;) {
+        ossl.ERR_clear_error();
+        errno = 0;
+        int r = ossl.SSL_connect(ssl);
+        if (r == 1) return 1;
+        int e = ossl.SSL_get_error(ssl, r);
+        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return r;
+        struct pollfd pfd = {fd, (short)(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+        for (;;) {
+            if (atomic_load(closing)) {
+                *closed = 1;
+                return 0;
+            }
+            const uint64_t now = fq_now_ns();
+            if (now >= end) {
+                *timed_out = 1;
+                return 0;
+            }
+            const uint64_t left_ms = (end - now + 999999u) / 1000000u;
+            int n = poll(&pfd, 1, left_ms < 50 ? (int)left_ms : 50);
+            if (n > 0) break;
+            if (n < 0 && errno != EINTR) return -1; /* (reported as the socket's failure) */
+        }
+    }
+}
+
+int fq_tls_connect(const fq_tls_ctx *t, int fd, double timeout_s, const atomic_int *closing, fq_tls_conn **out,
+                   char *msg, size_t msg_len) {
     *out = NULL;
     fq_tls_conn *s = calloc(1, sizeof(*s));
     ossl.ERR_clear_error();
@@ -291,22 +326,37 @@ int fq_tls_connect(const fq_tls_ctx *t, int fd, fq_tls_conn **out, char *msg, si
         fq_tls_conn_free(s);
         return FQ_E_IO;
     }
-    errno = 0;
-    int r = ossl.SSL_connect(s->ssl);
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+        snprintf(msg, msg_len, "fcntl: %s", strerror(errno));
+        fq_tls_conn_free(s);
+        return FQ_E_IO;
+    }
+    int timed_out = 0, closed = 0;
+    int r = handshake(s->ssl, fd, timeout_s, closing, &timed_out, &closed);
+    int sys = errno, e = r == 1 || timed_out || closed ? 0 : ossl.SSL_get_error(s->ssl, r);
+    if (fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) { /* back to blocking reads with timeouts */
+        snprintf(msg, msg_len, "fcntl: %s", strerror(errno));
+        fq_tls_conn_free(s);
+        return FQ_E_IO;
+    }
     if (r == 1) {
         ossl.ERR_clear_error();
         *out = s;
         return FQ_OK;
     }
-    int e = ossl.SSL_get_error(s->ssl, r), sys = errno, code = FQ_E_IO;
+    int code = FQ_E_IO;
     long v = ossl.SSL_get_verify_result(s->ssl);
-    if (t->verify && v != X509_V_OK) {
+    if (closed) {
+        snprintf(msg, msg_len, "the client closed");
+        code = FQ_E_CLOSED;
+    } else if (timed_out) {
+        snprintf(msg, msg_len, "TLS handshake with %s timed out after %.3g s", t->server_name, timeout_s);
+        code = FQ_E_TIMEOUT;
+    } else if (t->verify && v != X509_V_OK) {
         snprintf(msg, msg_len, "TLS: the certificate of %s was refused: %s", t->server_name,
                  ossl.X509_verify_cert_error_string(v));
         code = FQ_E_INVALID;
-    } else if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-        snprintf(msg, msg_len, "timed out in the TLS handshake with %s", t->server_name);
-        code = FQ_E_TIMEOUT;
     } else if (e == SSL_ERROR_SYSCALL && sys != 0) {
         snprintf(msg, msg_len, "TLS handshake with %s: %s", t->server_name, strerror(sys));
     } else {

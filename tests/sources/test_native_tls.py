@@ -8,7 +8,8 @@ wrapped by ``ssl``, tests/helpers/plain_servers.py) with certificates made here 
 * bodies equal the files' bytes, whole and ranged, from 0 bytes to several TLS records;
 * a certificate nobody trusts, or one for another name, is refused at once with OpenSSL's
   reason (not retried), and read when ``allow_invalid_certificates`` asks for it;
-* a plain-HTTP server behind an https:// URL fails with the handshake named;
+* a plain-HTTP server behind an https:// URL fails with the handshake named, and one that
+  never answers the handshake fails after connect_timeout_s;
 * without a usable OpenSSL, "auto" falls back to obstore and "native" says why.
 
 (nginx over https:// is in test_sources_remote_servers.py, for both clients.)"""
@@ -163,6 +164,40 @@ def test_plain_http_behind_an_https_url(data):
         with pytest.raises(fastq.errors.ReadError, match=r"000000\.jpg.*TLS handshake with 127\.0\.0\.1: "):
             first_batch(fastq.sources.Files(url, [0], remote=fastq.sources.RemoteOptions(
                 http_client="native", retries=0, timeout_s=5.0)))
+
+
+def test_a_server_that_never_answers_the_handshake_times_out():
+    """The handshake is part of connecting: connect_timeout_s bounds it as a whole."""
+    import socket
+    import time
+    with socket.socket() as lsock:
+        lsock.bind(("127.0.0.1", 0))
+        lsock.listen(8)  # the kernel completes TCP's handshake; nobody answers TLS's
+        url = f"https://127.0.0.1:{lsock.getsockname()[1]}/x.jpg"
+        opts = fastq.sources.RemoteOptions(http_client="native", retries=0, connect_timeout_s=0.5, timeout_s=30.0)
+        t0 = time.monotonic()
+        with pytest.raises(fastq.errors.ReadError, match=r"TLS handshake with 127\.0\.0\.1 timed out after 0\.5 s"):
+            first_batch(fastq.sources.Files([url], [0], remote=opts))
+        assert time.monotonic() - t0 < 10  # not timeout_s (30 s) per read
+        # closing the pipeline ends handshakes still waiting (connect_timeout_s 60 s here)
+        opts = fastq.sources.RemoteOptions(http_client="native", retries=0, connect_timeout_s=60.0)
+        p = fastq.Pipeline(fastq.sources.Files([url.replace("x.jpg", f"{i}.jpg") for i in range(16)], [0] * 16,
+                                               remote=opts), batch_size=4, workers=1, ops=CHAIN)
+        import threading
+        errs = []
+
+        def consume():
+            try:
+                next(iter(p))
+            except Exception as e:  # noqa: BLE001 - whatever the close makes of it
+                errs.append(e)
+        th = threading.Thread(target=consume)
+        th.start()
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        p.close()
+        th.join(20)
+        assert not th.is_alive() and time.monotonic() - t0 < 10
 
 
 def test_without_openssl_auto_falls_back_and_native_says_why(tmp_path):

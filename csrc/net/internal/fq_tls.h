@@ -10,6 +10,7 @@
 #ifndef FQ_TLS_H
 #define FQ_TLS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -25,11 +26,13 @@ typedef struct fq_tls_conn fq_tls_conn;
 int fq_tls_ctx_new(const char *server_name, const char *ca_pem, int verify, fq_tls_ctx **out, fq_err *err);
 void fq_tls_ctx_free(fq_tls_ctx *t);
 
-/* The TLS handshake on connected, blocking socket fd (its SO_RCVTIMEO / SO_SNDTIMEO bound
- * each wait).  FQ_OK and *out; FQ_E_INVALID when the server's certificate was refused (a
- * retry cannot help), FQ_E_TIMEOUT, FQ_E_IO or FQ_E_NOMEM otherwise, with msg
- * (FQ_HTTP_MSG_LEN bytes) saying why. */
-int fq_tls_connect(const fq_tls_ctx *t, int fd, fq_tls_conn **out, char *msg, size_t msg_len);
+/* The TLS handshake on connected, blocking socket fd, within timeout_s in all (the socket
+ * is non-blocking meanwhile, and blocking again after), given up when *closing is set.
+ * FQ_OK and *out; FQ_E_INVALID when the server's certificate was refused (a retry cannot
+ * help), FQ_E_TIMEOUT, FQ_E_CLOSED, FQ_E_IO or FQ_E_NOMEM otherwise, with msg (msg_len
+ * bytes) saying why. */
+int fq_tls_connect(const fq_tls_ctx *t, int fd, double timeout_s, const atomic_int *closing, fq_tls_conn **out,
+                   char *msg, size_t msg_len);
 
 /* Frees the state (the socket is the caller's to close; no close_notify is sent). */
 void fq_tls_conn_free(fq_tls_conn *s);
