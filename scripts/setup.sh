@@ -118,8 +118,9 @@ if [ $FULL = 1 ]; then
     # cross-built aarch64 wheel (the host's binutils know only x86)
     APT_PKGS="$APT_PKGS clang llvm"
     # the remote sources' tests against a server fastq did not write
-    # (tests/sources/test_sources_remote_servers.py starts nginx on 127.0.0.1 itself)
-    APT_PKGS="$APT_PKGS nginx"
+    # (tests/sources/test_sources_remote_servers.py starts nginx on 127.0.0.1 itself), and
+    # the openssl command for their https:// certificates (fastq.bench.servers.make_test_ca)
+    APT_PKGS="$APT_PKGS nginx openssl"
     # qemu-user: the aarch64 leg (qemu-aarch64) and the x86-64 CPU-models leg (qemu-x86_64
     # -cpu Haswell / SandyBridge / Nehalem: scripts/test_cpu_models.sh)
     APT_PKGS="$APT_PKGS qemu-user"
