@@ -324,6 +324,52 @@ def test_pipeline_over_every_format_in_a_fresh_venv_matches_cv2(venv, tmp_path):
             np.testing.assert_allclose(row, ref, rtol=0, atol=tol, err_msg=f"{path}, channels={channels}")
 
 
+TLS_SCRIPT = textwrap.dedent("""
+    # the wheel's HTTP client over https:// (its OpenSSL loaded at run time from Python's
+    # libssl) against Python's own TLS server, in a venv without obstore
+    import asyncio, http.server, os, ssl, sys, threading, types
+    from fastq.bench.servers import make_test_ca
+    from fastq.sources import nethttp
+    d = sys.argv[1]
+    body = os.urandom(300000)
+    with open(os.path.join(d, "obj.bin"), "wb") as f:
+        f.write(body)
+    ca = make_test_ca(os.path.join(d, "ca"))
+    handler = type("H", (http.server.SimpleHTTPRequestHandler,), {"protocol_version": "HTTP/1.1",
+                   "log_message": lambda *a: None})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: handler(*a, directory=d))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(ca["cert"], ca["key"])
+    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    print("openssl", nethttp.tls_version())
+    target, why = nethttp.native_target(f"https://localhost:{httpd.server_address[1]}", {},
+                                        {"root_certificate": open(ca["ca"]).read()})
+    assert target is not None, why
+    opts = types.SimpleNamespace(max_in_flight=4, connect_timeout_s=5.0, timeout_s=10.0)
+
+    async def get():
+        try:
+            b, _, _ = await nethttp.get(target, types.SimpleNamespace(key="obj.bin"), None, None, None, opts,
+                                        lambda m, t, s: RuntimeError(m))
+            return bytes(b)
+        finally:
+            nethttp.close_loop(asyncio.get_running_loop())
+    assert asyncio.run(get()) == body
+    print("https ok")
+""")
+
+
+def test_https_through_the_wheels_client(venv, tmp_path):
+    """The wheel links no OpenSSL (test_ldd...): its client loads Python's libssl at run
+    time and reads an object over https:// bit for bit, in a venv without obstore."""
+    py, site = venv
+    script = tmp_path / "tls.py"
+    script.write_text(TLS_SCRIPT)
+    out = run([py, "-I", str(script), str(tmp_path)], cwd=str(tmp_path))
+    assert "https ok" in out and "openssl OpenSSL" in out, out
+
+
 COEXIST_SCRIPT = textwrap.dedent("""
     import os, sys
     import numpy as np
