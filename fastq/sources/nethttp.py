@@ -143,7 +143,10 @@ def _libssl_candidates() -> List[str]:
     """Where the libssl of Python's ssl module is: the file mapped into this process once
     ``ssl`` is imported (its path, so that dlopen finds that same copy), then the names a
     system's loader knows."""
-    import ssl  # noqa: F401 - maps Python's libssl, if _ssl links one
+    try:
+        import ssl  # noqa: F401 - maps Python's libssl, if _ssl links one
+    except ImportError:  # a Python built without ssl: the system's libssl may still do
+        pass
     out = []
     try:
         with open("/proc/self/maps") as f:
