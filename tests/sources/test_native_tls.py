@@ -139,6 +139,21 @@ def test_s3_at_an_https_endpoint(data, monkeypatch):
         assert srv.counts()["GET"] >= N
 
 
+def test_closing_mid_epoch_over_tls_then_reading_on(data):
+    """Pipelines closed after their first batch, with requests in flight on TLS connections
+    (reset mid-read), five times; then an epoch on the same pool equals local."""
+    with StdlibServer(data["root"], latency_s=0.02, tls=data["ca"]) as srv:
+        base = f"https://localhost:{srv.port}"
+        so = {"ca_file": data["ca"]["ca"]}
+        for _ in range(5):
+            src = fastq.sources.Files(urls(data, base) * 8, np.tile(data["labels"], 8), remote=NATIVE,
+                                      storage_options=so)
+            with fastq.Pipeline(src, batch_size=4, workers=2, seed=1, shuffle=True, ops=CHAIN) as p:
+                next(iter(p))
+        got, st = batches(fastq.sources.Files(urls(data, base), data["labels"], remote=NATIVE, storage_options=so))
+        assert same(data["local"], got) and st["failures"] == 0
+
+
 def test_certificates_refused_at_once(data):
     with StdlibServer(data["root"], tls=data["ca"]) as srv:
         url = urls(data, f"https://localhost:{srv.port}")[:1]
